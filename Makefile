@@ -1,0 +1,36 @@
+# Two entry points (see README): `make lab` and `make test`. Both create .venv on first use and are fast afterwards:
+# an install re-runs only when pyproject.toml changed (stamp files under .venv/).
+
+PYTHON ?= $(shell command -v python3.11 || command -v python3)
+VENV := .venv
+PY := $(VENV)/bin/python
+PIP := $(PY) -m pip --disable-pip-version-check -q
+LAB_PORT ?= 8888
+
+.PHONY: lab test venv bench clean
+
+$(PY):
+	$(PYTHON) -m venv $(VENV)
+	$(PIP) install -U pip
+
+$(VENV)/.lab-stamp: pyproject.toml | $(PY)
+	$(PIP) install -e '.[lab]'
+	touch $@
+
+$(VENV)/.test-stamp: pyproject.toml | $(PY)
+	$(PIP) install -e '.[lab,test]'
+	touch $@
+
+venv: $(VENV)/.lab-stamp
+
+lab: $(VENV)/.lab-stamp
+	$(VENV)/bin/jupyter lab --notebook-dir=notebooks --port=$(LAB_PORT)
+
+test: $(VENV)/.test-stamp
+	$(PY) -m pytest
+
+bench: $(VENV)/.test-stamp
+	$(PY) benchmarks/bench_stream.py
+
+clean:
+	rm -rf $(VENV) build dist *.egg-info .pytest_cache

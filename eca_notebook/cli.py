@@ -1,0 +1,69 @@
+"""``eca-notebook`` command line: ``server`` (ECA over stdio) today; ``acp`` and ``lab`` join as their issues land.
+
+stdout belongs to the protocol, so logging goes to stderr (or ``--log-file``) and is set up before anything else.
+Unknown options are tolerated with a warning: editor clients start servers with options of their own (the
+reference server's ``--log-level``, ``--config-file`` … are understood here).
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import sys
+from pathlib import Path
+
+from . import __version__
+
+
+def _configure_logging(level: str, log_file: str | None) -> None:
+    handler: logging.Handler
+    if log_file:
+        handler = logging.FileHandler(log_file, encoding="utf-8")
+    else:
+        handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    root = logging.getLogger()
+    root.handlers[:] = [handler]
+    root.setLevel(getattr(logging, level.upper(), logging.INFO))
+    # httpx logs full request lines at INFO; keep them out unless debugging.
+    logging.getLogger("httpx").setLevel(logging.WARNING)
+    logging.getLogger("httpcore").setLevel(logging.WARNING)
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="eca-notebook", description="An ECA code assistant for Jupyter.")
+    parser.add_argument("--version", action="version", version=f"eca-notebook {__version__}")
+    sub = parser.add_subparsers(dest="command")
+    server = sub.add_parser("server", help="speak ECA (JSON-RPC, Content-Length framing) over stdin/stdout")
+    server.add_argument("--config-file", type=Path, help="use this file instead of ~/.config/eca/config.json")
+    server.add_argument("--log-level", default=os.environ.get("ECA_LOG_LEVEL", "warning"),
+                        help="debug, info, warning (default) or error")
+    server.add_argument("--log-file", help="write logs to this file instead of stderr")
+    server.add_argument("--max-frame-size", type=int, help="largest accepted message in bytes (default 64 MiB)")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = _parser()
+    args, unknown = parser.parse_known_args(argv)
+    if args.command is None:
+        parser.print_help(sys.stderr)
+        return 2
+    _configure_logging(args.log_level, args.log_file)
+    if unknown:
+        logging.getLogger(__name__).warning("ignoring unknown options: %s", " ".join(unknown))
+    if args.command == "server":
+        import asyncio
+
+        from .engine.server import serve_stdio
+
+        try:
+            return asyncio.run(serve_stdio(config_file=args.config_file, max_frame_size=args.max_frame_size))
+        except KeyboardInterrupt:
+            return 130
+    return 2
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

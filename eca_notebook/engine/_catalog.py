@@ -1,0 +1,82 @@
+"""A small built-in catalog of well-known models: public list prices and token limits.
+
+Why built in: cost and context-window figures must work offline and with an empty config. The reference server
+fetches them from models.dev; we ship the handful users pick most and let config override any value
+(``providers.<id>.models.<name>`` with ``inputCost`` ... or the reference's ``cost``/``limit`` objects).
+
+Prices are USD per 1M tokens, list prices of the providers' public pricing pages (standard tier, not batch/flex).
+``cache_write`` is None where the provider does not bill cache writes separately.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+__all__ = ["CatalogEntry", "CATALOG", "DEFAULT_MODELS", "BUILTIN_PROVIDERS", "BuiltinProvider", "lookup"]
+
+
+@dataclass(frozen=True)
+class CatalogEntry:
+    input_cost: float
+    output_cost: float
+    cache_read_cost: float | None
+    cache_write_cost: float | None
+    context_limit: int
+    output_limit: int
+    reasoning: bool
+    api_name: str | None = None  # the name the API expects when it differs from our catalog key
+
+
+@dataclass(frozen=True)
+class BuiltinProvider:
+    api: str
+    url_env: str
+    default_url: str
+    key_env: str | None
+
+
+BUILTIN_PROVIDERS: dict[str, BuiltinProvider] = {
+    "openai": BuiltinProvider("openai-responses", "OPENAI_API_URL", "https://api.openai.com", "OPENAI_API_KEY"),
+    "anthropic": BuiltinProvider("anthropic", "ANTHROPIC_API_URL", "https://api.anthropic.com", "ANTHROPIC_API_KEY"),
+    "ollama": BuiltinProvider("ollama", "OLLAMA_API_URL", "http://localhost:11434", None),
+}
+
+CATALOG: dict[str, dict[str, CatalogEntry]] = {
+    "openai": {
+        "gpt-5": CatalogEntry(1.25, 10.0, 0.125, None, 400_000, 128_000, True),
+        "gpt-5-mini": CatalogEntry(0.25, 2.0, 0.025, None, 400_000, 128_000, True),
+        "gpt-4.1": CatalogEntry(2.0, 8.0, 0.5, None, 1_047_576, 32_768, False),
+        "gpt-4.1-mini": CatalogEntry(0.4, 1.6, 0.1, None, 1_047_576, 32_768, False),
+        "gpt-4o": CatalogEntry(2.5, 10.0, 1.25, None, 128_000, 16_384, False),
+        "gpt-4o-mini": CatalogEntry(0.15, 0.6, 0.075, None, 128_000, 16_384, False),
+        "o4-mini": CatalogEntry(1.1, 4.4, 0.275, None, 200_000, 100_000, True),
+    },
+    "anthropic": {
+        "claude-sonnet-4-5": CatalogEntry(3.0, 15.0, 0.3, 3.75, 200_000, 64_000, True),
+        "claude-opus-4-1": CatalogEntry(15.0, 75.0, 1.5, 18.75, 200_000, 32_000, True),
+        "claude-haiku-4-5": CatalogEntry(1.0, 5.0, 0.1, 1.25, 200_000, 64_000, True),
+        "claude-sonnet-4": CatalogEntry(
+            3.0, 15.0, 0.3, 3.75, 200_000, 64_000, True, api_name="claude-sonnet-4-20250514"
+        ),
+        "claude-3-5-haiku": CatalogEntry(
+            0.8, 4.0, 0.08, 1.0, 200_000, 8_192, False, api_name="claude-3-5-haiku-20241022"
+        ),
+    },
+}
+
+# Models offered for a built-in provider even when the config lists none (config entries are added to these).
+DEFAULT_MODELS: dict[str, tuple[str, ...]] = {
+    "openai": ("gpt-5", "gpt-5-mini", "gpt-4.1", "gpt-4.1-mini", "gpt-4o", "gpt-4o-mini", "o4-mini"),
+    "anthropic": ("claude-sonnet-4-5", "claude-opus-4-1", "claude-haiku-4-5", "claude-sonnet-4", "claude-3-5-haiku"),
+}
+
+
+def lookup(provider: str, name: str) -> CatalogEntry | None:
+    """The entry for *name* under *provider*, matching either the catalog key or the API name."""
+    entries = CATALOG.get(provider, {})
+    if name in entries:
+        return entries[name]
+    for entry in entries.values():
+        if entry.api_name == name:
+            return entry
+    return None

@@ -1,0 +1,161 @@
+"""A chat's state, and how it is saved.
+
+A chat keeps two parallel records:
+
+* ``messages`` — the provider-neutral history the LLM sees on the next turn;
+* ``contents`` — what clients were shown (``chat/contentReceived`` params), replayed by ``chat/open``. Consecutive
+  text chunks of one role are merged as they are recorded, so a 20,000-chunk answer is saved as one text.
+
+Both are plain data so a chat round-trips through JSON; nothing here talks to a provider or a client.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..providers.base import AssistantMessage, Message, Reasoning, ToolCall, ToolResultMessage, UserMessage
+
+MAX_CHAT_ID_LENGTH = 256
+TITLE_LENGTH = 48
+
+
+def now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+def invalid_chat_id(chat_id: str) -> str | None:
+    """Why a client-chosen chat id is unusable (the reference server refuses these), or None when it is fine."""
+    if not chat_id.strip():
+        return "chatId is blank"
+    if len(chat_id) > MAX_CHAT_ID_LENGTH:
+        return f"chatId is longer than {MAX_CHAT_ID_LENGTH} characters"
+    if any(ch.isspace() for ch in chat_id):
+        return "chatId contains whitespace"
+    return None
+
+
+def title_from(message: str) -> str:
+    """A short title from the first prompt: cheap, immediate, and needs no extra LLM call."""
+    text = " ".join(message.split())
+    if len(text) <= TITLE_LENGTH:
+        return text or "New chat"
+    cut = text[:TITLE_LENGTH].rsplit(" ", 1)[0] or text[:TITLE_LENGTH]
+    return cut.rstrip(" .,;:") + "…"
+
+
+@dataclass
+class Usage:
+    """Token and cost totals of a chat. Cost is None until a priced model has answered."""
+
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cache_read_tokens: int = 0
+    cache_write_tokens: int = 0
+    cost: float | None = None
+    last_input_tokens: int = 0
+    last_output_tokens: int = 0
+    last_cost: float | None = None
+
+    @property
+    def session_tokens(self) -> int:
+        return self.input_tokens + self.output_tokens
+
+
+@dataclass
+class Chat:
+    id: str
+    title: str | None = None
+    model: str | None = None
+    behavior: str | None = None
+    created_at: int = field(default_factory=now_ms)
+    updated_at: int = field(default_factory=now_ms)
+    messages: list[Message] = field(default_factory=list)
+    contents: list[dict[str, Any]] = field(default_factory=list)
+    usage: Usage = field(default_factory=Usage)
+    # runtime only, never saved
+    task: asyncio.Task[None] | None = field(default=None, repr=False, compare=False)
+    status: str = "idle"
+
+    @property
+    def running(self) -> bool:
+        return self.task is not None and not self.task.done()
+
+    @property
+    def message_count(self) -> int:
+        return len(self.messages)
+
+    def record_content(self, role: str, content: dict[str, Any]) -> None:
+        """Remember what a client was shown, merging text/reasoning chunks into the previous one of the same kind."""
+        if self.contents:
+            last = self.contents[-1]
+            prev = last["content"]
+            kind = content.get("type")
+            if last["role"] == role and prev.get("type") == kind:
+                if kind == "text" and role != "user":
+                    prev["text"] += content.get("text", "")
+                    return
+                if kind == "reasonText" and prev.get("id") == content.get("id"):
+                    prev["text"] += content.get("text", "")
+                    return
+        self.contents.append({"role": role, "content": dict(content)})
+
+    # -- persistence ---------------------------------------------------------------------------------------------
+
+    def to_record(self) -> dict[str, Any]:
+        return {
+            "version": 1,
+            "id": self.id,
+            "title": self.title,
+            "model": self.model,
+            "behavior": self.behavior,
+            "createdAt": self.created_at,
+            "updatedAt": self.updated_at,
+            "messageCount": self.message_count,
+            "messages": [_message_to_dict(m) for m in self.messages],
+            "contents": self.contents,
+            "usage": dataclasses.asdict(self.usage),
+        }
+
+    @classmethod
+    def from_record(cls, record: dict[str, Any]) -> "Chat":
+        usage_fields = {f.name for f in dataclasses.fields(Usage)}
+        usage = Usage(**{k: v for k, v in (record.get("usage") or {}).items() if k in usage_fields})
+        return cls(
+            id=str(record["id"]),
+            title=record.get("title"),
+            model=record.get("model"),
+            behavior=record.get("behavior"),
+            created_at=int(record.get("createdAt") or now_ms()),
+            updated_at=int(record.get("updatedAt") or now_ms()),
+            messages=[m for m in (_message_from_dict(d) for d in record.get("messages") or []) if m is not None],
+            contents=list(record.get("contents") or []),
+            usage=usage,
+        )
+
+
+def _message_to_dict(message: Message) -> dict[str, Any]:
+    return dataclasses.asdict(message)
+
+
+def _message_from_dict(data: dict[str, Any]) -> Message | None:
+    role = data.get("role")
+    if role == "user":
+        return UserMessage(text=str(data.get("text", "")))
+    if role == "assistant":
+        return AssistantMessage(
+            text=str(data.get("text", "")),
+            reasoning=[Reasoning(**r) for r in data.get("reasoning") or []],
+            tool_calls=[ToolCall(**t) for t in data.get("tool_calls") or []],
+        )
+    if role == "tool":
+        return ToolResultMessage(
+            tool_call_id=str(data.get("tool_call_id", "")),
+            name=str(data.get("name", "")),
+            output=str(data.get("output", "")),
+            is_error=bool(data.get("is_error", False)),
+        )
+    return None

@@ -1,0 +1,152 @@
+"""Which models exist, which one is the default, and the provider instance that serves each.
+
+Model ids are ``provider/model`` (``openai/gpt-4.1``, ``my-vllm/qwen3``). A provider's models are offered only when
+it is usable (has a key, or needs none); Ollama's models are discovered from the running daemon so a user with
+Ollama installed sees their local models without configuring anything.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Mapping
+
+import httpx
+
+from ..providers import ProviderSettings, Timeouts, create_provider, list_ollama_models
+from ..providers.base import Provider
+from .config import Config, ModelInfo, ResolvedProvider, resolve_providers
+
+log = logging.getLogger(__name__)
+
+# Preferred default when several providers are usable and the user named none.
+_DEFAULT_PREFERENCE = ("anthropic", "openai")
+
+
+class UnknownModel(LookupError):
+    pass
+
+
+class ModelRegistry:
+    def __init__(
+        self, config: Config, env: Mapping[str, str], http: httpx.AsyncClient, problems: list[str] | None = None
+    ) -> None:
+        self._config = config
+        self._http = http
+        self.providers: dict[str, ResolvedProvider] = resolve_providers(config, env, problems=problems)
+        self._instances: dict[str, Provider] = {}
+        self._discovered: dict[str, list[str]] = {}
+
+    # -- discovery -----------------------------------------------------------------------------------------------
+
+    async def discover(self) -> None:
+        """Ask Ollama which models it has (fast: connection refused is immediate; capped at 2 s)."""
+        for provider in self.providers.values():
+            if provider.api != "ollama" or provider.models:
+                continue
+            names = await list_ollama_models(provider.url, self._http)
+            if names:
+                self._discovered[provider.id] = names
+                log.info("discovered %d Ollama model(s) at %s", len(names), provider.url)
+
+    # -- queries -------------------------------------------------------------------------------------------------
+
+    def usable(self, provider: ResolvedProvider) -> bool:
+        if provider.api == "ollama":
+            return bool(provider.models) or bool(self._discovered.get(provider.id))
+        return provider.authenticated
+
+    def model_infos(self) -> dict[str, ModelInfo]:
+        infos: dict[str, ModelInfo] = {}
+        for provider in self.providers.values():
+            if not self.usable(provider):
+                continue
+            for info in provider.models.values():
+                infos[info.id] = info
+            for name in self._discovered.get(provider.id, []):
+                model_id = f"{provider.id}/{name}"
+                infos.setdefault(model_id, _plain_model(provider.id, name))
+        return infos
+
+    def models(self) -> list[str]:
+        return list(self.model_infos())
+
+    def default_model(self) -> str | None:
+        infos = self.model_infos()
+        wanted = self._config.default_model
+        if wanted and wanted in infos:
+            return wanted
+        for provider_id in _DEFAULT_PREFERENCE:
+            for model_id, info in infos.items():
+                if info.provider == provider_id:
+                    return model_id
+        return next(iter(infos), None)
+
+    def missing_key_hint(self) -> str:
+        return (
+            "No model is available. Set an API key (e.g. OPENAI_API_KEY or ANTHROPIC_API_KEY), start Ollama, or "
+            "configure a provider in ~/.config/eca/config.json."
+        )
+
+    def resolve(self, model_id: str) -> tuple[Provider, ModelInfo]:
+        info = self.model_infos().get(model_id)
+        if info is None:
+            raise UnknownModel(model_id)
+        return self._instance(self.providers[info.provider]), info
+
+    def _instance(self, provider: ResolvedProvider) -> Provider:
+        instance = self._instances.get(provider.id)
+        if instance is None:
+            timeouts = Timeouts()
+            # stream idle timeout: the longest silence tolerated inside a stream (null in config turns it off)
+            idle = self._config.stream_idle_timeout_seconds
+            timeouts.read = float(idle) if idle else None  # type: ignore[assignment]
+            settings = ProviderSettings(
+                id=provider.id,
+                api=provider.api,
+                url=provider.url,
+                key=provider.key,
+                completion_path=provider.completion_path,
+                headers=dict(provider.headers),
+                timeouts=timeouts,
+                **_think_tags(provider),
+            )
+            instance = create_provider(settings, self._http)
+            self._instances[provider.id] = instance
+        return instance
+
+    def secrets(self) -> list[str]:
+        return [p.key for p in self.providers.values() if p.key]
+
+    async def aclose(self) -> None:
+        for instance in self._instances.values():
+            try:
+                await instance.aclose()
+            except Exception:  # pragma: no cover - closing must never mask shutdown
+                log.debug("error closing provider", exc_info=True)
+        self._instances.clear()
+
+
+def _think_tags(provider: ResolvedProvider) -> dict[str, str]:
+    tags = {}
+    if provider.think_tag_start:
+        tags["think_tag_start"] = provider.think_tag_start
+    if provider.think_tag_end:
+        tags["think_tag_end"] = provider.think_tag_end
+    return tags
+
+
+def _plain_model(provider_id: str, name: str) -> ModelInfo:
+    return ModelInfo(
+        id=f"{provider_id}/{name}",
+        provider=provider_id,
+        name=name,
+        extra_payload={},
+        extra_headers={},
+        input_cost=None,
+        output_cost=None,
+        cache_read_cost=None,
+        cache_write_cost=None,
+        context_limit=None,
+        output_limit=None,
+        reasoning=False,
+    )

@@ -1,0 +1,91 @@
+"""Where our files live (XDG base directories) and how we write them safely.
+
+Every function takes the environment as a mapping instead of reading ``os.environ`` itself, so tests (and a server
+started with a different environment) never touch the real home directory.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import tempfile
+from pathlib import Path
+from typing import IO, Callable, Mapping
+
+__all__ = [
+    "home_dir",
+    "xdg_config_home",
+    "xdg_cache_home",
+    "ensure_private_dir",
+    "atomic_write",
+]
+
+DIR_MODE = 0o700
+FILE_MODE = 0o600
+
+
+def home_dir(env: Mapping[str, str]) -> Path:
+    """``$HOME`` from *env* when set, else the process's home directory."""
+    home = env.get("HOME")
+    return Path(home) if home else Path.home()
+
+
+def _xdg(env: Mapping[str, str], var: str, fallback: str) -> Path:
+    # The XDG spec says relative values are invalid and must be ignored.
+    value = env.get(var)
+    if value and os.path.isabs(value):
+        return Path(value)
+    return home_dir(env) / fallback
+
+
+def xdg_config_home(env: Mapping[str, str]) -> Path:
+    """``$XDG_CONFIG_HOME``, default ``~/.config``."""
+    return _xdg(env, "XDG_CONFIG_HOME", ".config")
+
+
+def xdg_cache_home(env: Mapping[str, str]) -> Path:
+    """``$XDG_CACHE_HOME``, default ``~/.cache``."""
+    return _xdg(env, "XDG_CACHE_HOME", ".cache")
+
+
+def ensure_private_dir(path: Path) -> Path:
+    """Create *path* (and parents) if needed; the leaf is made owner-only (0700) because it holds chat history."""
+    path.mkdir(parents=True, exist_ok=True, mode=DIR_MODE)
+    with contextlib.suppress(OSError):
+        if (path.stat().st_mode & 0o777) != DIR_MODE:
+            path.chmod(DIR_MODE)
+    return path
+
+
+def atomic_write(path: Path, write: Callable[[IO[str]], None]) -> None:
+    """Replace *path* with what *write* puts into a text stream — all or nothing.
+
+    The data goes to a temp file in the same directory (so ``os.replace`` is a rename on one file system), is flushed
+    and fsynced, then renamed over the target. If *write* raises, the temp file is removed and the old file is left
+    untouched. The new file is 0600.
+    """
+    fd, tmp_name = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=path.suffix)
+    tmp = Path(tmp_name)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            with contextlib.suppress(OSError):
+                os.fchmod(fh.fileno(), FILE_MODE)
+            write(fh)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            tmp.unlink()
+        raise
+    _fsync_dir(path.parent)
+
+
+def _fsync_dir(directory: Path) -> None:
+    # Makes the rename itself durable; not supported everywhere (e.g. Windows), hence best effort.
+    with contextlib.suppress(OSError, AttributeError):
+        dfd = os.open(directory, os.O_RDONLY)
+        try:
+            os.fsync(dfd)
+        finally:
+            os.close(dfd)

@@ -1,0 +1,217 @@
+"""One prompt's turn: stream a provider's answer into ``chat/contentReceived`` contents, in the reference order.
+
+Order for a text turn (``eca-compat-notes.md``): user echo → metadata (first prompt) → progress "Waiting model" →
+progress "Generating" → reasoning / text chunks → usage → progress finished. The turn owns no I/O of its own: it
+calls ``emit`` (which records the content in the chat and fans it out to every connected client) and the provider.
+
+Failures never escape: a provider error becomes a system text in the chat, a stop keeps what was streamed so far,
+and either way the chat ends ``idle`` with its history intact, ready for the next prompt.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from typing import Any, Callable
+
+from ..providers.base import (
+    AssistantMessage,
+    Finished,
+    Provider,
+    ProviderError,
+    ProviderRequest,
+    Reasoning,
+    ReasoningDelta,
+    ReasoningFinished,
+    ReasoningStarted,
+    TextDelta,
+    ToolCall,
+    ToolCallDelta,
+    ToolCallFinished,
+    ToolCallStarted,
+    Usage,
+)
+from ._chat import Chat
+from .config import ModelInfo
+
+log = logging.getLogger(__name__)
+
+Emit = Callable[[Chat, str, dict[str, Any]], None]
+
+
+def format_cost(cost: float | None) -> str | None:
+    if cost is None:
+        return None
+    text = f"{cost:.6f}".rstrip("0").rstrip(".")
+    return text or "0"
+
+
+class Turn:
+    """Runs rounds against the provider until the model stops (tool rounds arrive with the tools issue)."""
+
+    def __init__(
+        self,
+        chat: Chat,
+        provider: Provider,
+        model: ModelInfo,
+        system: str,
+        emit: Emit,
+        *,
+        max_tokens: int | None = None,
+    ) -> None:
+        self.chat = chat
+        self.provider = provider
+        self.model = model
+        self.system = system
+        self.emit = emit
+        self.max_tokens = max_tokens
+        self._assistant: AssistantMessage | None = None
+
+    # -- helpers -------------------------------------------------------------------------------------------------
+
+    def _system(self, content: dict[str, Any]) -> None:
+        self.emit(self.chat, "system", content)
+
+    def _assistant_content(self, content: dict[str, Any]) -> None:
+        self.emit(self.chat, "assistant", content)
+
+    def progress(self, state: str, text: str) -> None:
+        self._system({"type": "progress", "state": state, "text": text})
+
+    # -- the turn ------------------------------------------------------------------------------------------------
+
+    async def run(self) -> None:
+        try:
+            await self._round()
+        except asyncio.CancelledError:
+            self._keep_partial()
+            self.progress("finished", "")
+            raise
+        except ProviderError as exc:
+            self._keep_partial()
+            self._system({"type": "text", "text": f"Error: {exc.message}"})
+            self.progress("finished", "")
+        except Exception as exc:  # a bug must not leave the chat stuck in "running"
+            log.exception("turn failed in chat %s", self.chat.id)
+            self._keep_partial()
+            self._system({"type": "text", "text": f"Error: internal error ({type(exc).__name__}): {exc}"})
+            self.progress("finished", "")
+        else:
+            self.progress("finished", "")
+
+    async def _round(self) -> None:
+        request = ProviderRequest(
+            model=self.model.name,
+            messages=list(self.chat.messages),
+            system=self.system,
+            max_tokens=self.max_tokens,
+            reasoning=self.model.reasoning,
+            extra=dict(self.model.extra_payload),
+            extra_headers=dict(self.model.extra_headers),
+        )
+        self.progress("running", "Waiting model")
+        self._assistant = AssistantMessage()
+        generating = False
+        reasoning_started: dict[str, float] = {}
+        reasoning_text: dict[str, list[str]] = {}
+        tool_names: dict[str, str] = {}
+        usage_seen = False
+
+        async for event in self.provider.stream(request):
+            if not generating:
+                generating = True
+                self.progress("running", "Generating")
+            if isinstance(event, TextDelta):
+                if event.text:
+                    self._assistant.text += event.text
+                    self._assistant_content({"type": "text", "text": event.text})
+            elif isinstance(event, ReasoningStarted):
+                reasoning_started[event.id] = time.monotonic()
+                reasoning_text[event.id] = []
+                self._assistant_content({"type": "reasonStarted", "id": event.id})
+            elif isinstance(event, ReasoningDelta):
+                reasoning_text.setdefault(event.id, []).append(event.text)
+                self._assistant_content({"type": "reasonText", "id": event.id, "text": event.text})
+            elif isinstance(event, ReasoningFinished):
+                started = reasoning_started.pop(event.id, time.monotonic())
+                self._assistant.reasoning.append(
+                    Reasoning(
+                        text="".join(reasoning_text.pop(event.id, [])),
+                        signature=event.signature,
+                        encrypted=event.encrypted,
+                        id=event.id,
+                    )
+                )
+                elapsed = int((time.monotonic() - started) * 1000)
+                self._assistant_content({"type": "reasonFinished", "id": event.id, "totalTimeMs": elapsed})
+            elif isinstance(event, ToolCallStarted):
+                tool_names[event.id] = event.name
+            elif isinstance(event, ToolCallDelta):
+                self._assistant_content(
+                    {
+                        "type": "toolCallPrepare",
+                        "origin": "native",
+                        "id": event.id,
+                        "name": tool_names.get(event.id, ""),
+                        "server": "eca",
+                        "argumentsText": event.arguments_delta,
+                    }
+                )
+            elif isinstance(event, ToolCallFinished):
+                self._assistant.tool_calls.append(ToolCall(event.id, event.name, event.arguments))
+            elif isinstance(event, Usage):
+                usage_seen = True
+                self._add_usage(event)
+            elif isinstance(event, Finished):
+                break
+
+        self._commit_assistant()
+        if usage_seen:
+            self._system(self._usage_content())
+
+    # -- bookkeeping ---------------------------------------------------------------------------------------------
+
+    def _commit_assistant(self) -> None:
+        message, self._assistant = self._assistant, None
+        if message is not None and (message.text or message.reasoning or message.tool_calls):
+            self.chat.messages.append(message)
+
+    def _keep_partial(self) -> None:
+        """On stop or failure keep what the user already saw, so history matches the screen."""
+        self._commit_assistant()
+
+    def _add_usage(self, event: Usage) -> None:
+        usage = self.chat.usage
+        usage.input_tokens += event.input_tokens
+        usage.output_tokens += event.output_tokens
+        usage.cache_read_tokens += event.cache_read_tokens
+        usage.cache_write_tokens += event.cache_write_tokens
+        usage.last_input_tokens = event.input_tokens
+        usage.last_output_tokens = event.output_tokens
+        cost = self.model.cost(
+            event.input_tokens, event.output_tokens, event.cache_read_tokens, event.cache_write_tokens
+        )
+        usage.last_cost = cost
+        if cost is not None:
+            usage.cost = (usage.cost or 0.0) + cost
+
+    def _usage_content(self) -> dict[str, Any]:
+        usage = self.chat.usage
+        content: dict[str, Any] = {
+            "type": "usage",
+            "sessionTokens": usage.session_tokens,
+            # early-revision fields, still read by older clients
+            "messageInputTokens": usage.last_input_tokens,
+            "messageOutputTokens": usage.last_output_tokens,
+        }
+        last_cost = format_cost(usage.last_cost)
+        if last_cost is not None:
+            content["lastMessageCost"] = last_cost
+            content["messageCost"] = last_cost
+        session_cost = format_cost(usage.cost)
+        if session_cost is not None:
+            content["sessionCost"] = session_cost
+        if self.model.context_limit and self.model.output_limit:
+            content["limit"] = {"context": self.model.context_limit, "output": self.model.output_limit}
+        return content

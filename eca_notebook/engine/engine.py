@@ -1,0 +1,365 @@
+"""The engine: one workspace's chats, config, models and saved history — independent of any door.
+
+Doors (stdio server, WebSocket, the in-process Python client) attach a :class:`Listener` and call the methods here.
+Notifications fan out to every listener, so several clients of one workspace (two browser tabs, say) see the same
+chats. The engine never knows which door a call came through.
+
+Listeners receive plain JSON-ready dicts shaped exactly as the protocol models in :mod:`eca_notebook.protocol`
+(the hot path — thousands of text chunks a second — skips model construction; the e2e tests validate every emitted
+message against those models).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Mapping, Protocol
+
+from .. import __version__
+from ..protocol import (
+    ChatListParams,
+    ChatPromptParams,
+    ConfigUpdatedChat,
+    ConfigUpdatedParams,
+    NativeServerUpdatedParams,
+)
+from ._chat import Chat, invalid_chat_id, now_ms, title_from
+from ._models import ModelRegistry, UnknownModel
+from ._turn import Turn
+from .config import LoadedConfig, load_config, mask_secret
+from .store import ChatStore, chats_dir_for
+
+log = logging.getLogger(__name__)
+
+BUILTIN_BEHAVIORS = ("agent", "plan")
+DEFAULT_WELCOME = "Welcome to eca-notebook! Ask anything about your workspace."
+BASE_SYSTEM_PROMPT = (
+    "You are eca-notebook, an AI code assistant working inside the user's workspace{where}. "
+    "Answer concisely; use Markdown, with fenced code blocks for code."
+)
+PLAN_SYSTEM_PROMPT = (
+    " You are in plan mode: analyse and propose a plan, but do not change any file."
+)
+
+
+class Listener(Protocol):
+    """A connected client. ``send`` must not block: doors queue the message and write it in order."""
+
+    def send(self, method: str, params: dict[str, Any]) -> None: ...
+
+
+@dataclass
+class EngineOptions:
+    workspace_folders: list[Path] = field(default_factory=list)
+    initialization_options: dict[str, Any] | None = None
+    config_file: Path | None = None
+    env: Mapping[str, str] | None = None  # defaults to os.environ
+
+
+class Engine:
+    def __init__(self, options: EngineOptions | None = None) -> None:
+        import httpx  # lazy: keeps `import eca_notebook.engine` cheap for doors that never prompt
+
+        self.options = options or EngineOptions()
+        self.env: Mapping[str, str] = self.options.env if self.options.env is not None else os.environ
+        self.workspace_folders = [Path(p) for p in self.options.workspace_folders]
+        self.loaded: LoadedConfig = load_config(
+            workspace_folders=self.workspace_folders,
+            initialization_options=self.options.initialization_options,
+            config_file=self.options.config_file,
+            env=self.env,
+        )
+        self.config = self.loaded.config
+        from ..providers import make_http_client
+
+        self.http: httpx.AsyncClient = make_http_client()
+        self.registry = ModelRegistry(self.config, self.env, self.http, problems=self.loaded.problems)
+        self.store: ChatStore | None = None
+        if not self.config.pure_config:
+            self.store = ChatStore(chats_dir_for(self.workspace_folders, self.env), secrets=self.registry.secrets)
+        self.chats: dict[str, Chat] = {}
+        self.selected_behavior: str = self._initial_behavior()
+        self.selected_model: str | None = None
+        self._listeners: list[Listener] = []
+        self._closed = False
+
+    # -- listeners -----------------------------------------------------------------------------------------------
+
+    def add_listener(self, listener: Listener) -> None:
+        self._listeners.append(listener)
+
+    def remove_listener(self, listener: Listener) -> None:
+        if listener in self._listeners:
+            self._listeners.remove(listener)
+
+    def broadcast(self, method: str, params: dict[str, Any]) -> None:
+        for listener in list(self._listeners):
+            try:
+                listener.send(method, params)
+            except Exception:  # one broken client must not stop the others
+                log.exception("listener failed on %s", method)
+
+    def _emit_content(self, chat: Chat, role: str, content: dict[str, Any]) -> None:
+        chat.record_content(role, content)
+        self.broadcast("chat/contentReceived", {"chatId": chat.id, "role": role, "content": content})
+
+    def _set_status(self, chat: Chat, status: str) -> None:
+        chat.status = status
+        self.broadcast("chat/statusChanged", {"chatId": chat.id, "status": status})
+
+    # -- start-up and config -------------------------------------------------------------------------------------
+
+    async def start(self) -> None:
+        """Work that may touch the network (model discovery); doors call it after the handshake."""
+        await self.registry.discover()
+        if self.selected_model is None or self.selected_model not in self.registry.models():
+            self.selected_model = self.registry.default_model()
+
+    @property
+    def problems(self) -> list[str]:
+        return list(self.loaded.problems)
+
+    def behaviors(self) -> list[str]:
+        custom = [name for name in self.config.behavior if name not in BUILTIN_BEHAVIORS]
+        return [*BUILTIN_BEHAVIORS, *custom]
+
+    def _initial_behavior(self) -> str:
+        wanted = self.config.default_behavior
+        return wanted if wanted in self.behaviors() else "agent"
+
+    def welcome_message(self) -> str:
+        return self.config.welcome_message or DEFAULT_WELCOME
+
+    def config_updated(self) -> ConfigUpdatedParams:
+        models = self.registry.models()
+        return ConfigUpdatedParams(
+            chat=ConfigUpdatedChat(
+                models=models,
+                behaviors=self.behaviors(),
+                select_model=self.selected_model or self.registry.default_model(),
+                select_behavior=self.selected_behavior,
+                welcome_message=self.welcome_message(),
+            )
+        )
+
+    def native_tools(self) -> NativeServerUpdatedParams:
+        return NativeServerUpdatedParams(type="native", name="ECA", status="running", tools=[])
+
+    def system_prompt(self, behavior: str) -> str:
+        where = ""
+        if self.workspace_folders:
+            where = " (" + ", ".join(str(p) for p in self.workspace_folders) + ")"
+        prompt = BASE_SYSTEM_PROMPT.format(where=where)
+        if behavior == "plan":
+            prompt += PLAN_SYSTEM_PROMPT
+        custom = self.config.behavior.get(behavior)
+        if custom is not None and custom.system_prompt:
+            prompt = custom.system_prompt
+        return prompt
+
+    # -- chats ---------------------------------------------------------------------------------------------------
+
+    def get_chat(self, chat_id: str) -> Chat | None:
+        chat = self.chats.get(chat_id)
+        if chat is None and self.store is not None:
+            record = self.store.load(chat_id)
+            if record is not None:
+                chat = Chat.from_record(record)
+                self.chats[chat.id] = chat
+        return chat
+
+    def _save(self, chat: Chat) -> None:
+        if self.store is None:
+            return
+        chat.updated_at = now_ms()
+        try:
+            self.store.save(chat.to_record())
+        except Exception:  # saving must never break a chat; the next save retries
+            log.exception("could not save chat %s", chat.id)
+
+    async def prompt(self, params: ChatPromptParams) -> dict[str, Any]:
+        """Start a turn; returns as soon as it is under way (the answer streams as notifications)."""
+        chat_id = params.chat_id
+        if chat_id is not None:
+            reason = invalid_chat_id(chat_id)
+            if reason is not None:
+                return {"chatId": chat_id, "model": params.model or self.selected_model, "status": "error",
+                        "message": reason}
+        chat = self.get_chat(chat_id) if chat_id else None
+        if chat is None:
+            chat = Chat(id=chat_id or str(uuid.uuid4()), behavior=self.selected_behavior)
+            self.chats[chat.id] = chat
+            self.broadcast("chat/opened", {"chatId": chat.id})
+        if chat.running:
+            self._emit_content(chat, "system", {"type": "text", "text": "A prompt is already running in this chat: "
+                                                "stop it before sending another."})
+            return {"chatId": chat.id, "model": chat.model, "status": "error"}
+
+        behavior = params.behavior or getattr(params, "agent", None) or chat.behavior or self.selected_behavior
+        if behavior not in self.behaviors():
+            behavior = self.selected_behavior
+        chat.behavior = behavior
+        model_id = params.model or chat.model or self.selected_model or self.registry.default_model()
+
+        self._emit_content(chat, "user", {"type": "text", "text": params.message + "\n"})
+        first = chat.title is None
+        if first:
+            chat.title = title_from(params.message)
+            self._emit_content(chat, "system", {"type": "metadata", "title": chat.title})
+
+        try:
+            if model_id is None:
+                raise UnknownModel("")
+            provider, info = self.registry.resolve(model_id)
+        except UnknownModel:
+            hint = self.registry.missing_key_hint() if model_id is None else (
+                f"Unknown or unavailable model '{model_id}'. Available: {', '.join(self.registry.models()) or 'none'}."
+            )
+            self._emit_content(chat, "system", {"type": "text", "text": hint})
+            self._emit_content(chat, "system", {"type": "progress", "state": "finished", "text": ""})
+            self.broadcast("$/showMessage", {"type": "warning", "message": hint})
+            self._save(chat)
+            return {"chatId": chat.id, "model": model_id, "status": "login" if model_id is None else "error"}
+
+        chat.model = info.id
+        from ..providers.base import UserMessage
+
+        chat.messages.append(UserMessage(text=params.message))
+        self._save(chat)
+        turn = Turn(chat, provider, info, self.system_prompt(behavior), self._emit_content)
+        chat.task = asyncio.create_task(self._run_turn(chat, turn), name=f"eca-turn-{chat.id}")
+        return {"chatId": chat.id, "model": info.id, "status": "prompting"}
+
+    async def _run_turn(self, chat: Chat, turn: Turn) -> None:
+        self._set_status(chat, "running")
+        try:
+            await turn.run()
+        except asyncio.CancelledError:
+            pass
+        finally:
+            chat.task = None
+            self._save(chat)
+            self._set_status(chat, "idle")
+
+    async def stop(self, chat_id: str) -> bool:
+        chat = self.chats.get(chat_id)
+        if chat is None or not chat.running:
+            return False
+        task = chat.task
+        assert task is not None
+        self._set_status(chat, "stopping")
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+        return True
+
+    async def delete(self, chat_id: str | None) -> bool:
+        if not chat_id:
+            return False
+        chat = self.chats.get(chat_id)
+        if chat is not None and chat.running:
+            await self.stop(chat_id)
+        existed = self.chats.pop(chat_id, None) is not None
+        if self.store is not None:
+            existed = self.store.delete(chat_id) or existed
+        if existed:
+            self.broadcast("chat/deleted", {"chatId": chat_id})
+        return existed
+
+    def list_chats(self, params: ChatListParams | None = None) -> list[dict[str, Any]]:
+        summaries: dict[str, dict[str, Any]] = {}
+        if self.store is not None:
+            for summary in self.store.list():
+                summaries[summary["id"]] = {**summary, "status": "idle"}
+        for chat in self.chats.values():
+            if chat.message_count == 0 and chat.id not in summaries:
+                continue
+            summaries[chat.id] = {
+                "id": chat.id,
+                "title": chat.title,
+                "status": "running" if chat.running else "idle",
+                "createdAt": chat.created_at,
+                "updatedAt": chat.updated_at,
+                "model": chat.model,
+                "messageCount": chat.message_count,
+            }
+        key = "createdAt"
+        if params is None or params.sort_by != "createdAt":
+            key = "updatedAt"
+        chats = sorted(summaries.values(), key=lambda s: s.get(key) or 0, reverse=True)
+        if params is not None and params.limit is not None and params.limit >= 0:
+            chats = chats[: params.limit]
+        return [{k: v for k, v in s.items() if v is not None} for s in chats]
+
+    def replay(self, chat_id: str, listener: Listener) -> dict[str, Any]:
+        """``chat/open``: send one client the chat as it was shown, then answer whether it was found."""
+        chat = self.get_chat(chat_id)
+        if chat is None:
+            return {"found": False}
+        opened = {"chatId": chat.id}
+        if chat.title:
+            opened["title"] = chat.title
+        listener.send("chat/opened", opened)
+        for item in chat.contents:
+            listener.send("chat/contentReceived", {"chatId": chat.id, "role": item["role"], "content": item["content"]})
+        result: dict[str, Any] = {"found": True}
+        if chat.title:
+            result["title"] = chat.title
+        return result
+
+    def select_behavior(self, behavior: str, chat_id: str | None = None) -> None:
+        if behavior not in self.behaviors():
+            raise ValueError(f"unknown behavior '{behavior}'; available: {', '.join(self.behaviors())}")
+        self.selected_behavior = behavior
+        chat = self.chats.get(chat_id) if chat_id else None
+        if chat is not None:
+            chat.behavior = behavior
+
+    def select_model(self, model: str, chat_id: str | None = None) -> None:
+        if model not in self.registry.models():
+            raise ValueError(f"unknown model '{model}'")
+        self.selected_model = model
+        chat = self.chats.get(chat_id) if chat_id else None
+        if chat is not None:
+            chat.model = model
+
+    # -- diagnostics ---------------------------------------------------------------------------------------------
+
+    def doctor(self) -> str:
+        """A plain report for ``/doctor`` and support requests: no secret is ever printed in full."""
+        lines = [f"eca-notebook {__version__}", "", "Workspaces:"]
+        lines += [f"  {p}" for p in self.workspace_folders] or ["  (none)"]
+        lines += ["", "Config sources:"]
+        for source in self.loaded.sources:
+            state = "applied" if source.applied else "not applied"
+            where = f" ({source.path})" if source.path else ""
+            problem = f" — {source.problem}" if source.problem else (f" ({source.note})" if source.note else "")
+            lines.append(f"  {source.name}{where}: {state}{problem}")
+        lines += ["", f"Default model: {self.registry.default_model() or '(none)'}", "", "Providers:"]
+        for provider in self.registry.providers.values():
+            auth = "usable" if self.registry.usable(provider) else "not configured"
+            key = f", key {mask_secret(provider.key)} from {provider.key_source}" if provider.key else ""
+            lines.append(f"  {provider.id} ({provider.api}, {provider.url}): {auth}{key}")
+        if self.store is not None:
+            lines += ["", f"Saved chats: {self.store.root}"]
+        else:
+            lines += ["", "Saved chats: disabled (pureConfig)"]
+        return "\n".join(lines)
+
+    # -- shutdown ------------------------------------------------------------------------------------------------
+
+    async def aclose(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        running = [chat.task for chat in self.chats.values() if chat.task is not None and not chat.task.done()]
+        for task in running:
+            task.cancel()
+        if running:
+            await asyncio.gather(*running, return_exceptions=True)
+        await self.registry.aclose()
+        await self.http.aclose()
+

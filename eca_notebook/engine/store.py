@@ -1,0 +1,300 @@
+"""Saved chats, one JSON file per chat, per set of workspace folders — so chats survive a refresh or a restart.
+
+Why it is built this way:
+- Chat ids come from clients (any string up to 256 chars, e.g. ``../../x``), so a file name is never derived from an
+  id directly: it is a hash of the id, and the id lives inside the file (checked on load).
+- Every write is atomic (temp file in the same directory, fsync, ``os.replace``): a crash or a failing write leaves
+  the previous version, never half a file.
+- A broken file is moved aside to ``*.corrupt`` and logged; loading or listing never crashes the server.
+- Listing many chats must not read every file: ``index.json`` caches each chat's summary together with the file's
+  mtime and size, and is refreshed from the files that changed (so it heals itself when missing, corrupt or stale,
+  e.g. after another process wrote a chat).
+- API keys must not end up on disk: every string is scrubbed of the current secret values before writing.
+- Files are 0600 and the directory 0700: chat history is private.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import re
+import threading
+import time
+from pathlib import Path
+from typing import Any, Callable, Iterable, Mapping, Sequence
+
+from ._paths import atomic_write, ensure_private_dir, xdg_cache_home
+
+__all__ = ["ChatStore", "chats_dir_for", "MAX_CHAT_ID_LENGTH"]
+
+logger = logging.getLogger(__name__)
+
+MAX_CHAT_ID_LENGTH = 256
+INDEX_NAME = "index.json"
+_INDEX_VERSION = 1
+_MIN_SECRET_LENGTH = 8  # shorter "secrets" would scrub ordinary words out of every chat
+_STEM = re.compile(r"[0-9a-f]{32}")
+_STALE_TEMP_SECONDS = 24 * 3600
+_SUMMARY_KEYS = ("id", "title", "createdAt", "updatedAt", "model", "messageCount")
+
+
+def chats_dir_for(workspace_folders: Sequence[Path], env: Mapping[str, str] | None = None) -> Path:
+    """``$XDG_CACHE_HOME/eca-notebook/chats/<16 hex>/``: one directory per set of workspace folders (order-free)."""
+    env = os.environ if env is None else env
+    folders = sorted(str(Path(p).expanduser().resolve()) for p in workspace_folders)
+    digest = hashlib.sha256("\n".join(folders).encode("utf-8", "surrogatepass")).hexdigest()[:16]
+    return xdg_cache_home(env) / "eca-notebook" / "chats" / digest
+
+
+def _stem(chat_id: str) -> str:
+    return hashlib.sha256(chat_id.encode("utf-8", "surrogatepass")).hexdigest()[:32]
+
+
+def _valid_id(chat_id: Any) -> bool:
+    return isinstance(chat_id, str) and 0 < len(chat_id) <= MAX_CHAT_ID_LENGTH
+
+
+def _now_ms() -> int:
+    return time.time_ns() // 1_000_000
+
+
+def _scrub(value: Any, secrets: Sequence[str]) -> Any:
+    if isinstance(value, str):
+        for secret in secrets:
+            if secret in value:
+                value = value.replace(secret, "***")
+        return value
+    if isinstance(value, Mapping):
+        return {_scrub(k, secrets): _scrub(v, secrets) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_scrub(v, secrets) for v in value]
+    return value
+
+
+def _number(value: Any) -> int | None:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    return int(value)
+
+
+def _summary(record: Mapping[str, Any], mtime_ns: int) -> dict[str, Any]:
+    updated = _number(record.get("updatedAt"))
+    if updated is None:
+        updated = mtime_ns // 1_000_000
+    created = _number(record.get("createdAt"))
+    count = _number(record.get("messageCount"))
+    if count is None:
+        messages = record.get("messages")
+        count = len(messages) if isinstance(messages, list) else 0
+    title, model = record.get("title"), record.get("model")
+    return {
+        "id": record["id"],
+        "title": title if isinstance(title, str) else None,
+        "createdAt": created if created is not None else updated,
+        "updatedAt": updated,
+        "model": model if isinstance(model, str) else None,
+        "messageCount": count,
+    }
+
+
+class ChatStore:
+    """Chats saved under *root*. Thread-safe within a process; several processes sharing *root* are tolerated
+    (last writer wins per chat; the index repairs itself)."""
+
+    def __init__(self, root: Path, *, secrets: Callable[[], Iterable[str]] = lambda: ()) -> None:
+        self.root = Path(root)
+        self._secrets = secrets
+        self._lock = threading.RLock()
+
+    # -- paths ---------------------------------------------------------------------------------------------------
+
+    def path_for(self, chat_id: str) -> Path:
+        """The file of *chat_id* (whether or not it exists)."""
+        return self.root / f"{_stem(chat_id)}.json"
+
+    @property
+    def index_path(self) -> Path:
+        return self.root / INDEX_NAME
+
+    # -- public API ----------------------------------------------------------------------------------------------
+
+    def save(self, record: dict[str, Any]) -> None:
+        """Write *record* (must have a string ``id`` of 1–256 chars) atomically, secrets scrubbed to ``***``.
+
+        Raises ``ValueError`` for a bad id, ``TypeError`` for a value JSON can't hold, ``OSError`` for disk errors;
+        in every case the previously saved version is left intact. The ``id`` itself is never scrubbed.
+        """
+        if not isinstance(record, Mapping):
+            raise TypeError("a chat record must be a dict")
+        chat_id = record.get("id")
+        if not _valid_id(chat_id):
+            raise ValueError(f"a chat record needs an 'id' string of 1 to {MAX_CHAT_ID_LENGTH} characters")
+        secrets = self._current_secrets()
+        clean = {k: (v if k == "id" else _scrub(v, secrets)) for k, v in record.items()}
+        with self._lock:
+            ensure_private_dir(self.root)
+            path = self.path_for(chat_id)
+            atomic_write(path, lambda fh: json.dump(clean, fh))
+            try:
+                st = path.stat()
+                index = self._read_index() or {}
+                index[path.stem] = {**_summary(clean, st.st_mtime_ns), "mtimeNs": st.st_mtime_ns, "size": st.st_size}
+                self._write_index(index)
+            except OSError:
+                # The chat itself is saved; list() rebuilds the index entry from the file.
+                logger.warning("could not update the chat index in %s", self.root, exc_info=True)
+
+    def load(self, chat_id: str) -> dict[str, Any] | None:
+        """The saved record, or None when absent, unreadable (moved aside to ``*.corrupt``) or not this id's."""
+        if not _valid_id(chat_id):
+            return None
+        with self._lock:
+            record = self._read_chat(self.path_for(chat_id))
+        if record is None or record.get("id") != chat_id:
+            return None
+        return record
+
+    def list(self) -> list[dict[str, Any]]:
+        """Summaries ``{id, title, createdAt, updatedAt, model, messageCount}``, most recently updated first."""
+        with self._lock:
+            if not self.root.is_dir():
+                return []
+            index = self._read_index()
+            changed = index is None
+            known = index or {}
+            fresh: dict[str, dict[str, Any]] = {}
+            try:
+                entries = list(os.scandir(self.root))
+            except OSError:
+                logger.warning("cannot list saved chats in %s", self.root, exc_info=True)
+                return []
+            for entry in entries:
+                name = entry.name
+                if not name.endswith(".json") or not _STEM.fullmatch(name[:-5]):
+                    continue
+                stem = name[:-5]
+                try:
+                    st = entry.stat()
+                except OSError:
+                    continue
+                cached = known.get(stem)
+                if cached and cached.get("mtimeNs") == st.st_mtime_ns and cached.get("size") == st.st_size:
+                    fresh[stem] = cached
+                    continue
+                changed = True
+                record = self._read_chat(Path(entry.path))
+                if record is None or _stem(record["id"]) != stem:
+                    continue
+                fresh[stem] = {**_summary(record, st.st_mtime_ns), "mtimeNs": st.st_mtime_ns, "size": st.st_size}
+            if changed or fresh.keys() != known.keys():
+                try:
+                    self._write_index(fresh)
+                except OSError:
+                    logger.warning("could not write the chat index in %s", self.root, exc_info=True)
+        summaries = [{k: entry.get(k) for k in _SUMMARY_KEYS} for entry in fresh.values()]
+        summaries.sort(key=lambda s: s.get("updatedAt") or 0, reverse=True)
+        return summaries
+
+    def delete(self, chat_id: str) -> bool:
+        """Remove a saved chat; True when there was one."""
+        if not _valid_id(chat_id):
+            return False
+        with self._lock:
+            path = self.path_for(chat_id)
+            try:
+                path.unlink()
+            except FileNotFoundError:
+                return False
+            try:
+                index = self._read_index()
+                if index is not None and index.pop(path.stem, None) is not None:
+                    self._write_index(index)
+            except OSError:
+                logger.warning("could not update the chat index in %s", self.root, exc_info=True)
+            return True
+
+    def prune(self, max_age_days: float) -> int:
+        """Delete chats not updated for *max_age_days*; returns how many. ``<= 0`` disables pruning (as the
+        reference's ``chatRetentionDays: 0``). Also clears leftover temp files and old ``*.corrupt`` files."""
+        if max_age_days <= 0:
+            return 0
+        cutoff_ms = _now_ms() - int(max_age_days * 86_400_000)
+        removed = 0
+        for summary in self.list():
+            if (summary.get("updatedAt") or 0) < cutoff_ms and self.delete(summary["id"]):
+                removed += 1
+        self._sweep(cutoff_ms / 1000)
+        return removed
+
+    # -- internals -----------------------------------------------------------------------------------------------
+
+    def _current_secrets(self) -> list[str]:
+        # Longest first, so a secret containing another one is replaced whole.
+        found = {s for s in self._secrets() if isinstance(s, str) and len(s) >= _MIN_SECRET_LENGTH}
+        return sorted(found, key=len, reverse=True)
+
+    def _read_chat(self, path: Path) -> dict[str, Any] | None:
+        try:
+            data = path.read_bytes()
+        except FileNotFoundError:
+            return None
+        except OSError as exc:
+            logger.warning("cannot read saved chat %s: %s", path.name, exc.strerror or type(exc).__name__)
+            return None
+        try:
+            record = json.loads(data.decode("utf-8"))
+        except ValueError as exc:  # includes UnicodeDecodeError and JSONDecodeError
+            self._set_aside(path, type(exc).__name__)
+            return None
+        if not isinstance(record, dict) or not _valid_id(record.get("id")):
+            self._set_aside(path, "not a chat record")
+            return None
+        return record
+
+    def _set_aside(self, path: Path, reason: str) -> None:
+        target = path.with_name(path.name + ".corrupt")
+        if target.exists():
+            target = path.with_name(f"{path.name}.{time.time_ns()}.corrupt")
+        try:
+            os.replace(path, target)
+        except OSError:
+            logger.warning("saved chat %s is unreadable (%s) and could not be moved aside", path.name, reason)
+            return
+        logger.warning("saved chat %s is unreadable (%s); moved aside to %s", path.name, reason, target.name)
+
+    def _read_index(self) -> dict[str, dict[str, Any]] | None:
+        try:
+            data = json.loads(self.index_path.read_bytes().decode("utf-8"))
+        except FileNotFoundError:
+            return None
+        except (OSError, ValueError):
+            logger.info("chat index %s unreadable; rebuilding it", self.index_path)
+            return None
+        if not isinstance(data, dict) or data.get("version") != _INDEX_VERSION:
+            return None
+        if not isinstance(data.get("chats"), dict):
+            return None
+        return {k: v for k, v in data["chats"].items() if isinstance(v, dict) and _valid_id(v.get("id"))}
+
+    def _write_index(self, chats: Mapping[str, Mapping[str, Any]]) -> None:
+        ensure_private_dir(self.root)
+        payload = {"version": _INDEX_VERSION, "chats": dict(chats)}
+        atomic_write(self.index_path, lambda fh: json.dump(payload, fh))
+
+    def _sweep(self, cutoff_s: float) -> None:
+        now = time.time()
+        try:
+            entries = list(os.scandir(self.root))
+        except OSError:
+            return
+        for entry in entries:
+            try:
+                mtime = entry.stat().st_mtime
+                if (entry.name.startswith(".tmp-") and now - mtime > _STALE_TEMP_SECONDS) or (
+                    entry.name.endswith(".corrupt") and mtime < cutoff_s
+                ):
+                    os.unlink(entry.path)
+            except OSError:
+                continue

@@ -1,0 +1,237 @@
+"""Params and results of the ``chat/*`` methods (except the streamed content, see :mod:`.content`).
+
+Covers the spec's methods plus the newer reference-server ones (``chat/list``, ``chat/open``, ``chat/opened``,
+``chat/deleted``, ``chat/cleared``, ``chat/statusChanged``, ``chat/selectedModelChanged``, ``chat/rollback``,
+``chat/fork``) described in ``shared/specs/eca-compat-notes.md``.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import Field, model_validator
+
+from ._base import EcaModel, NoneAsEmptyList
+from .content import ChatContent
+from .context import ChatContext
+
+__all__ = [
+    "ChatPromptParams",
+    "ChatPromptResult",
+    "ChatContentReceivedParams",
+    "ChatToolCallApproveParams",
+    "ChatToolCallRejectParams",
+    "ChatQueryContextParams",
+    "ChatQueryContextResult",
+    "ChatQueryCommandsParams",
+    "ChatCommandArgument",
+    "ChatCommand",
+    "ChatQueryCommandsResult",
+    "ChatPromptStopParams",
+    "ChatDeleteParams",
+    "ChatDeleteResult",
+    "ChatSelectedBehaviorChangedParams",
+    "ChatSelectedModelChangedParams",
+    "ChatListParams",
+    "ChatSummary",
+    "ChatListResult",
+    "ChatOpenParams",
+    "ChatOpenResult",
+    "ChatOpenedParams",
+    "ChatDeletedParams",
+    "ChatClearedParams",
+    "ChatStatusChangedParams",
+    "ChatRollbackParams",
+    "ChatRollbackResult",
+    "ChatForkParams",
+    "ChatForkResult",
+]
+
+_Contexts = Annotated[list[ChatContext], NoneAsEmptyList]
+
+
+class ChatPromptParams(EcaModel):
+    """A user message. An unknown ``chatId`` starts a new chat with that id (clients generate ids)."""
+
+    chat_id: str | None = None
+    message: str
+    model: str | None = None
+    behavior: str | None = None
+    #: Newer clients call the behaviour an agent.
+    agent: str | None = None
+    #: Early revision's ``requestId``. Some clients spell it ``"request-id"``: that key is kept as an extra *and*
+    #: copied here so the engine has one place to look.
+    request_id: str | int | None = None
+    contexts: _Contexts = Field(default_factory=list)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _dashed_request_id(cls, data: Any) -> Any:
+        if (
+            isinstance(data, dict)
+            and data.get("requestId") is None
+            and data.get("request_id") is None
+            and data.get("request-id") is not None
+        ):
+            data = {**data, "requestId": data["request-id"]}
+        return data
+
+
+class ChatPromptResult(EcaModel):
+    chat_id: str
+    model: str | None = None
+    #: ``"prompting"``, ``"login"`` or ``"error"`` (invalid chat id, reported in the result by the reference server).
+    status: str
+
+
+class ChatContentReceivedParams(EcaModel):
+    chat_id: str
+    content: ChatContent
+    role: Literal["user", "system", "assistant"]
+    #: Set when the chat is a sub-chat (e.g. of an agent delegating work).
+    parent_chat_id: str | None = None
+
+
+class ChatToolCallApproveParams(EcaModel):
+    chat_id: str
+    tool_call_id: str
+    #: ``"session"``: remember this approval for the rest of the session.
+    save: Literal["session"] | None = None
+
+
+class ChatToolCallRejectParams(EcaModel):
+    chat_id: str
+    tool_call_id: str
+
+
+class ChatQueryContextParams(EcaModel):
+    chat_id: str | None = None
+    query: str = ""
+    contexts: _Contexts = Field(default_factory=list)
+
+
+class ChatQueryContextResult(EcaModel):
+    chat_id: str | None = None
+    contexts: list[ChatContext]
+
+
+class ChatQueryCommandsParams(EcaModel):
+    chat_id: str | None = None
+    query: str = ""
+
+
+class ChatCommandArgument(EcaModel):
+    name: str
+    description: str | None = None
+    required: bool = False
+
+
+class ChatCommand(EcaModel):
+    name: str
+    description: str
+    #: ``"mcp-prompt"``, ``"native"`` or ``"custom-prompt"``; a plain ``str`` so newer kinds don't break a client.
+    type: str
+    arguments: Annotated[list[ChatCommandArgument], NoneAsEmptyList] = Field(default_factory=list)
+
+
+class ChatQueryCommandsResult(EcaModel):
+    chat_id: str | None = None
+    commands: list[ChatCommand]
+
+
+class ChatPromptStopParams(EcaModel):
+    chat_id: str
+
+
+class ChatDeleteParams(EcaModel):
+    chat_id: str | None = None
+
+
+class ChatDeleteResult(EcaModel):
+    """Empty object."""
+
+
+class ChatSelectedBehaviorChangedParams(EcaModel):
+    behavior: str
+    chat_id: str | None = None
+
+
+class ChatSelectedModelChangedParams(EcaModel):
+    model: str
+    chat_id: str | None = None
+
+
+class ChatListParams(EcaModel):
+    limit: int | None = None
+    sort_by: Literal["updatedAt", "createdAt"] | None = None
+
+
+class ChatSummary(EcaModel):
+    id: str
+    title: str | None = None
+    status: Literal["idle", "running"]
+    #: Epoch milliseconds.
+    created_at: int | None = None
+    #: Epoch milliseconds.
+    updated_at: int | None = None
+    model: str | None = None
+    message_count: int = 0
+
+
+class ChatListResult(EcaModel):
+    chats: list[ChatSummary]
+
+
+class ChatOpenParams(EcaModel):
+    chat_id: str
+
+
+class ChatOpenResult(EcaModel):
+    """The chat itself is replayed as ``chat/opened`` + ``chat/contentReceived`` notifications before this answer."""
+
+    found: bool
+    title: str | None = None
+
+
+class ChatOpenedParams(EcaModel):
+    chat_id: str
+    title: str | None = None
+
+
+class ChatDeletedParams(EcaModel):
+    chat_id: str
+
+
+class ChatClearedParams(EcaModel):
+    chat_id: str
+    #: Whether the client should drop the chat's rendered messages.
+    messages: bool
+
+
+class ChatStatusChangedParams(EcaModel):
+    chat_id: str
+    status: Literal["running", "idle", "stopping"]
+
+
+class ChatRollbackParams(EcaModel):
+    """Drop everything from the message with ``contentId`` on (see :attr:`TextContent.content_id`)."""
+
+    chat_id: str
+    content_id: str
+
+
+class ChatRollbackResult(EcaModel):
+    """Empty object (reference server)."""
+
+
+class ChatForkParams(EcaModel):
+    """Start a new chat holding the history up to the message with ``contentId``."""
+
+    chat_id: str
+    content_id: str
+
+
+class ChatForkResult(EcaModel):
+    """The reference server answers with the new chat's id."""
+
+    chat_id: str | None = None

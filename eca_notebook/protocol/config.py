@@ -1,0 +1,25 @@
+"""``config/updated``: the models/behaviours the client should offer, pushed by the server.
+
+Every field is optional on purpose: per the spec a missing field means "unchanged since the last update", so
+:meth:`EcaModel.dump` dropping ``None`` fields is exactly the wire semantics.
+"""
+
+from __future__ import annotations
+
+from ._base import EcaModel
+
+__all__ = ["ConfigUpdatedChat", "ConfigUpdatedParams"]
+
+
+class ConfigUpdatedChat(EcaModel):
+    models: list[str] | None = None
+    behaviors: list[str] | None = None
+    #: When present, clients force-select this model (start-up, config change).
+    select_model: str | None = None
+    #: When present, clients force-select this behaviour.
+    select_behavior: str | None = None
+    welcome_message: str | None = None
+
+
+class ConfigUpdatedParams(EcaModel):
+    chat: ConfigUpdatedChat | None = None

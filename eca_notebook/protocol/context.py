@@ -1,0 +1,116 @@
+"""Chat contexts: what a client attaches to ``chat/prompt`` (files, directories, URLs, cursor, MCP resources).
+
+``ChatContext`` is discriminated on ``type``. A context type we don't know (a newer client, an editor-specific
+extension) becomes :class:`UnknownContext` instead of failing validation: one exotic attachment must not make the
+whole prompt invalid. The engine simply ignores contexts it cannot resolve.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal, Union
+
+from pydantic import BaseModel, Discriminator, Tag
+
+from ._base import EcaModel
+
+__all__ = [
+    "LinesRange",
+    "Position",
+    "Range",
+    "FileContext",
+    "DirectoryContext",
+    "WebContext",
+    "RepoMapContext",
+    "CursorContext",
+    "McpResourceContext",
+    "UnknownContext",
+    "ChatContext",
+    "CONTEXT_TYPES",
+]
+
+
+class LinesRange(EcaModel):
+    start: int
+    end: int
+
+
+class Position(EcaModel):
+    line: int
+    character: int
+
+
+class Range(EcaModel):
+    start: Position
+    end: Position
+
+
+class FileContext(EcaModel):
+    type: Literal["file"] = "file"
+    path: str
+    lines_range: LinesRange | None = None
+
+
+class DirectoryContext(EcaModel):
+    type: Literal["directory"] = "directory"
+    path: str
+
+
+class WebContext(EcaModel):
+    type: Literal["web"] = "web"
+    url: str
+
+
+class RepoMapContext(EcaModel):
+    """Deprecated by the spec (replaced by the directory-tree tool) but still sent by older clients."""
+
+    type: Literal["repoMap"] = "repoMap"
+
+
+class CursorContext(EcaModel):
+    type: Literal["cursor"] = "cursor"
+    path: str
+    position: Range
+
+
+class McpResourceContext(EcaModel):
+    type: Literal["mcpResource"] = "mcpResource"
+    uri: str
+    name: str = ""
+    description: str = ""
+    mime_type: str = ""
+    server: str = ""
+
+
+class UnknownContext(EcaModel):
+    """Any context whose ``type`` is not one of :data:`CONTEXT_TYPES`; its other keys are kept as extras."""
+
+    type: str
+
+
+#: The context tags this revision of the protocol defines.
+CONTEXT_TYPES: frozenset[str] = frozenset({"file", "directory", "web", "repoMap", "cursor", "mcpResource"})
+
+
+def _context_tag(value: Any) -> str | None:
+    # Called with a dict when validating and with a model instance when serialising.
+    if isinstance(value, UnknownContext):
+        return "unknown"
+    tag = value.get("type") if isinstance(value, dict) else getattr(value, "type", None)
+    if isinstance(tag, str) and tag in CONTEXT_TYPES:
+        return tag
+    # Anything object-shaped falls back; non-objects (a bare string, a number) stay an error.
+    return "unknown" if isinstance(value, (dict, BaseModel)) else None
+
+
+ChatContext = Annotated[
+    Union[
+        Annotated[FileContext, Tag("file")],
+        Annotated[DirectoryContext, Tag("directory")],
+        Annotated[WebContext, Tag("web")],
+        Annotated[RepoMapContext, Tag("repoMap")],
+        Annotated[CursorContext, Tag("cursor")],
+        Annotated[McpResourceContext, Tag("mcpResource")],
+        Annotated[UnknownContext, Tag("unknown")],
+    ],
+    Discriminator(_context_tag),
+]

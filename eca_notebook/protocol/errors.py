@@ -1,0 +1,57 @@
+"""JSON-RPC 2.0 error codes and the exception that carries one across layers.
+
+Any layer may raise :class:`RpcError`; the JSON-RPC endpoint turns it into an error response. Keeping the codes in
+layer 0 means the engine (which decides *that* something is invalid) and the endpoint (which decides *how* to say it)
+agree without importing each other.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+PARSE_ERROR = -32700
+INVALID_REQUEST = -32600
+METHOD_NOT_FOUND = -32601
+INVALID_PARAMS = -32602
+INTERNAL_ERROR = -32603
+SERVER_NOT_INITIALIZED = -32002
+UNKNOWN_ERROR = -32001
+REQUEST_CANCELLED = -32800
+CONTENT_MODIFIED = -32801
+
+# The ACP spec's own codes (shared/specs/acp-messages.md); also used by our transports for size limits.
+CONNECTION_LOST = -32000
+TIMEOUT = -32001
+
+_MESSAGES = {
+    PARSE_ERROR: "Parse error",
+    INVALID_REQUEST: "Invalid Request",
+    METHOD_NOT_FOUND: "Method not found",
+    INVALID_PARAMS: "Invalid params",
+    INTERNAL_ERROR: "Internal error",
+    SERVER_NOT_INITIALIZED: "Server not initialized",
+    REQUEST_CANCELLED: "Request cancelled",
+}
+
+
+class RpcError(Exception):
+    """A JSON-RPC error: raise it from a handler and the peer receives ``{"code", "message", "data"}``."""
+
+    def __init__(self, code: int, message: str | None = None, data: Any = None) -> None:
+        self.code = code
+        self.message = message or _MESSAGES.get(code, "Error")
+        self.data = data
+        super().__init__(f"{self.code}: {self.message}")
+
+    def to_dict(self) -> dict[str, Any]:
+        err: dict[str, Any] = {"code": self.code, "message": self.message}
+        if self.data is not None:
+            err["data"] = self.data
+        return err
+
+    @classmethod
+    def from_dict(cls, err: Any) -> "RpcError":
+        if not isinstance(err, dict):
+            return cls(INTERNAL_ERROR, f"malformed error object: {err!r}")
+        code = err.get("code")
+        return cls(code if isinstance(code, int) else INTERNAL_ERROR, str(err.get("message", "")), err.get("data"))

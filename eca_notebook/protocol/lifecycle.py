@@ -1,0 +1,78 @@
+"""``initialize`` and its parts: who the client is, what it can do, which folders it works in.
+
+The newer revision answers ``initialize`` with ``{}``; the early one expected models and behaviours there. An empty
+object is a valid prefix of the early answer, so we send the early fields filled and newer clients ignore them.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from pydantic import Field, field_validator
+
+from ._base import EcaModel, NoneAsEmptyList
+
+__all__ = [
+    "WorkspaceFolder",
+    "ClientInfo",
+    "EditorCapabilities",
+    "CodeAssistantCapabilities",
+    "ClientCapabilities",
+    "InitializeParams",
+    "InitializeResult",
+]
+
+
+class WorkspaceFolder(EcaModel):
+    uri: str
+    name: str = ""
+
+
+class ClientInfo(EcaModel):
+    name: str
+    version: str | None = None
+
+
+class EditorCapabilities(EcaModel):
+    #: The client answers ``editor/getDiagnostics``.
+    diagnostics: bool | None = None
+
+
+class CodeAssistantCapabilities(EcaModel):
+    chat: bool | None = None
+    editor: EditorCapabilities | None = None
+    # Early revision only.
+    doc: bool | None = None
+    edit: bool | None = None
+    fix: bool | None = None
+
+
+class ClientCapabilities(EcaModel):
+    code_assistant: CodeAssistantCapabilities | None = None
+
+
+class InitializeParams(EcaModel):
+    process_id: int | None = None
+    client_info: ClientInfo | None = None
+    #: Arbitrary user config (``chatBehavior``, ``chatAgent: null``, provider settings…): the engine treats it as a
+    #: config layer, so it is kept as a plain dict. May hold secrets — never log it.
+    initialization_options: dict[str, Any] | None = None
+    capabilities: ClientCapabilities = Field(default_factory=ClientCapabilities)
+    workspace_folders: Annotated[list[WorkspaceFolder], NoneAsEmptyList] = Field(default_factory=list)
+    #: LSP-style single root some clients send instead of (or besides) ``workspaceFolders``.
+    root_uri: str | None = None
+
+    @field_validator("capabilities", mode="before")
+    @classmethod
+    def _null_capabilities(cls, value: Any) -> Any:
+        return {} if value is None else value
+
+
+class InitializeResult(EcaModel):
+    """Early-revision fields; the newer revision's ``{}`` is this with every field left out."""
+
+    models: list[str] | None = None
+    chat_default_model: str | None = None
+    chat_behaviors: list[str] | None = None
+    chat_default_behavior: str | None = None
+    chat_welcome_message: str | None = None

@@ -1,0 +1,214 @@
+"""The provider contract: a provider-neutral request in, a stream of provider-neutral events out.
+
+Every wire API (OpenAI Responses, Chat Completions, Anthropic Messages, Ollama) is one module that turns a
+:class:`ProviderRequest` into HTTP and the HTTP stream back into :data:`StreamEvent` values. The engine only ever sees
+these types, so adding a provider touches one file, and a stream from any provider drives the same chat code.
+
+Errors: a provider raises :class:`ProviderError` (after its own retries) — before the first event or mid-stream.
+Cancellation: the engine cancels the task iterating the stream; providers must let ``asyncio.CancelledError``
+propagate and close the HTTP response (``async with`` does that).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, AsyncIterator, Literal, Protocol, Union
+
+# ---------------------------------------------------------------------------------------------------------------
+# History (what we send). Provider-neutral; each provider maps it onto its own message format.
+# ---------------------------------------------------------------------------------------------------------------
+
+
+@dataclass
+class ToolCall:
+    """A complete tool call the model asked for. ``arguments`` is the raw JSON text the model produced."""
+
+    id: str
+    name: str
+    arguments: str
+
+
+@dataclass
+class Reasoning:
+    """Reasoning the model produced in an assistant turn.
+
+    ``signature`` (Anthropic thinking) / ``encrypted`` (OpenAI Responses ``encrypted_content``) must be sent back
+    verbatim on the next request for providers that require it; others ignore them.
+    """
+
+    text: str
+    signature: str | None = None
+    encrypted: str | None = None
+    id: str | None = None
+
+
+@dataclass
+class UserMessage:
+    text: str
+    role: Literal["user"] = "user"
+
+
+@dataclass
+class AssistantMessage:
+    text: str = ""
+    reasoning: list[Reasoning] = field(default_factory=list)
+    tool_calls: list[ToolCall] = field(default_factory=list)
+    role: Literal["assistant"] = "assistant"
+
+
+@dataclass
+class ToolResultMessage:
+    tool_call_id: str
+    name: str
+    output: str
+    is_error: bool = False
+    role: Literal["tool"] = "tool"
+
+
+Message = Union[UserMessage, AssistantMessage, ToolResultMessage]
+
+
+@dataclass
+class ToolSpec:
+    """A tool offered to the model: ``parameters`` is a JSON Schema object."""
+
+    name: str
+    description: str
+    parameters: dict[str, Any]
+
+
+@dataclass
+class ProviderRequest:
+    model: str  # the provider's own model name, without the "provider/" prefix
+    messages: list[Message]
+    system: str = ""
+    tools: list[ToolSpec] = field(default_factory=list)
+    max_tokens: int | None = None
+    temperature: float | None = None
+    reasoning: bool = False  # ask for reasoning/thinking where the API supports it
+    reasoning_budget: int | None = None  # thinking tokens (Anthropic), effort hint elsewhere
+    extra: dict[str, Any] = field(default_factory=dict)  # merged into the request body as-is (config `extraPayload`)
+    extra_headers: dict[str, str] = field(default_factory=dict)  # per-model headers (config `extraHeaders`)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Stream events (what we get back), in the order the provider produced them.
+# ---------------------------------------------------------------------------------------------------------------
+
+
+@dataclass
+class TextDelta:
+    text: str
+    type: Literal["text"] = "text"
+
+
+@dataclass
+class ReasoningStarted:
+    id: str
+    type: Literal["reasoning_started"] = "reasoning_started"
+
+
+@dataclass
+class ReasoningDelta:
+    id: str
+    text: str
+    type: Literal["reasoning_delta"] = "reasoning_delta"
+
+
+@dataclass
+class ReasoningFinished:
+    """End of one reasoning block; ``signature``/``encrypted`` are kept to send back (see :class:`Reasoning`)."""
+
+    id: str
+    signature: str | None = None
+    encrypted: str | None = None
+    type: Literal["reasoning_finished"] = "reasoning_finished"
+
+
+@dataclass
+class ToolCallStarted:
+    """The model began a tool call. ``index`` orders calls inside one response."""
+
+    id: str
+    name: str
+    index: int = 0
+    type: Literal["tool_call_started"] = "tool_call_started"
+
+
+@dataclass
+class ToolCallDelta:
+    """A fragment of a tool call's JSON arguments (clients append them)."""
+
+    id: str
+    arguments_delta: str
+    type: Literal["tool_call_delta"] = "tool_call_delta"
+
+
+@dataclass
+class ToolCallFinished:
+    """A tool call is complete: ``arguments`` is the whole JSON text."""
+
+    id: str
+    name: str
+    arguments: str
+    type: Literal["tool_call_finished"] = "tool_call_finished"
+
+
+@dataclass
+class Usage:
+    """Token counts for one provider response (not cumulative). Cache fields are 0 where unknown."""
+
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cache_read_tokens: int = 0
+    cache_write_tokens: int = 0
+    type: Literal["usage"] = "usage"
+
+
+@dataclass
+class Finished:
+    """The response ended normally. ``stop_reason`` is normalised: end_turn | tool_calls | max_tokens | other."""
+
+    stop_reason: str = "end_turn"
+    type: Literal["finished"] = "finished"
+
+
+StreamEvent = Union[
+    TextDelta,
+    ReasoningStarted,
+    ReasoningDelta,
+    ReasoningFinished,
+    ToolCallStarted,
+    ToolCallDelta,
+    ToolCallFinished,
+    Usage,
+    Finished,
+]
+
+
+class ProviderError(Exception):
+    """A provider failure the user should see in the chat.
+
+    ``status`` is the HTTP status when there was one; ``retryable`` says whether retrying later may help
+    (429, 5xx, dropped or stalled stream). The message never contains the API key.
+    """
+
+    def __init__(self, message: str, *, status: int | None = None, retryable: bool = False) -> None:
+        super().__init__(message)
+        self.message = message
+        self.status = status
+        self.retryable = retryable
+
+
+class Provider(Protocol):
+    """One configured provider (e.g. ``openai``, ``anthropic``, or a user's ``my-vllm``)."""
+
+    id: str  # the provider id as in config, e.g. "openai"
+
+    def stream(self, request: ProviderRequest) -> AsyncIterator[StreamEvent]:
+        """Send the request and yield events until :class:`Finished` (always the last event on success)."""
+        ...
+
+    async def aclose(self) -> None:
+        """Release connections (the shared httpx client is owned by the engine; providers close only their own)."""
+        ...

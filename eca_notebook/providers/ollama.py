@@ -1,0 +1,168 @@
+"""Ollama's native chat API (``/api/chat``), streamed as newline-delimited JSON.
+
+Native rather than Ollama's OpenAI-compatible endpoint because only the native one reports thinking
+(``message.thinking`` with ``think: true``) and honours per-request ``options``. Tool calls arrive whole, with
+arguments as a JSON *object*; tool results are matched by ``tool_name``.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from typing import Any, AsyncIterator
+
+import httpx
+
+from ._blocks import ReasoningBlocks, new_id
+from ._http import HttpProvider, parse_json
+from .base import (
+    AssistantMessage,
+    Finished,
+    ProviderRequest,
+    StreamEvent,
+    TextDelta,
+    ToolCallDelta,
+    ToolCallFinished,
+    ToolCallStarted,
+    ToolResultMessage,
+    Usage,
+    UserMessage,
+)
+
+log = logging.getLogger(__name__)
+
+_DONE = {"stop": "end_turn", "length": "max_tokens"}
+
+
+def _arguments_object(arguments: str) -> Any:
+    try:
+        value = json.loads(arguments) if arguments else {}
+    except ValueError:
+        log.warning("tool call arguments are not valid JSON; sending {} instead")
+        return {}
+    return value
+
+
+class OllamaProvider(HttpProvider):
+    api = "ollama"
+    default_path = "/api/chat"
+    accept = "application/x-ndjson"
+    terminal_event = '"done": true'
+
+    def build_body(self, request: ProviderRequest) -> dict[str, Any]:
+        messages: list[dict[str, Any]] = []
+        if request.system:
+            messages.append({"role": "system", "content": request.system})
+        for message in request.messages:
+            if isinstance(message, UserMessage):
+                messages.append({"role": "user", "content": message.text})
+            elif isinstance(message, AssistantMessage):
+                if not message.text and not message.tool_calls:
+                    continue
+                item: dict[str, Any] = {"role": "assistant", "content": message.text}
+                if message.tool_calls:
+                    item["tool_calls"] = [
+                        {"function": {"name": call.name, "arguments": _arguments_object(call.arguments)}}
+                        for call in message.tool_calls
+                    ]
+                messages.append(item)
+            elif isinstance(message, ToolResultMessage):
+                messages.append({"role": "tool", "content": message.output, "tool_name": message.name})
+        body: dict[str, Any] = {"model": request.model, "messages": messages, "stream": True}
+        if request.tools:
+            body["tools"] = [
+                {
+                    "type": "function",
+                    "function": {"name": t.name, "description": t.description, "parameters": t.parameters},
+                }
+                for t in request.tools
+            ]
+        if request.reasoning:
+            body["think"] = True
+        options: dict[str, Any] = {}
+        if request.temperature is not None:
+            options["temperature"] = request.temperature
+        if request.max_tokens is not None:
+            options["num_predict"] = request.max_tokens
+        if options:
+            body["options"] = options
+        return body
+
+    async def parse(self, response: httpx.Response) -> AsyncIterator[StreamEvent]:
+        reasoning = ReasoningBlocks()
+        n_calls = 0
+        final: dict[str, Any] | None = None
+
+        async for line in response.aiter_lines():
+            if not line.strip():
+                continue
+            chunk = parse_json(line)
+            if not isinstance(chunk, dict):
+                continue
+            if chunk.get("error"):
+                raise self.stream_error(str(chunk["error"]))
+            message = chunk.get("message") or {}
+            thinking = message.get("thinking")
+            if isinstance(thinking, str) and thinking:
+                for event in reasoning.delta(thinking):
+                    yield event
+            content = message.get("content")
+            if isinstance(content, str) and content:
+                for event in reasoning.close():
+                    yield event
+                yield TextDelta(content)
+            for tc in message.get("tool_calls") or ():
+                for event in reasoning.close():
+                    yield event
+                fn = (tc or {}).get("function") or {}
+                call_id = tc.get("id") or new_id("call")
+                args = fn.get("arguments")
+                arguments = args if isinstance(args, str) else json.dumps(args if args is not None else {})
+                yield ToolCallStarted(call_id, fn.get("name") or "", n_calls)
+                yield ToolCallDelta(call_id, arguments)
+                yield ToolCallFinished(call_id, fn.get("name") or "", arguments)
+                n_calls += 1
+            if chunk.get("done"):
+                final = chunk
+                break
+
+        if final is None:
+            raise self.ended_unexpectedly()
+        for event in reasoning.close():
+            yield event
+        yield Usage(
+            input_tokens=int(final.get("prompt_eval_count") or 0), output_tokens=int(final.get("eval_count") or 0)
+        )
+        stop = _DONE.get(final.get("done_reason") or "stop", "other")
+        if n_calls and stop == "end_turn":
+            stop = "tool_calls"
+        yield Finished(stop)
+
+
+async def list_ollama_models(url: str, client: httpx.AsyncClient, timeout: float = 2.0) -> list[str]:
+    """Names of the models an Ollama server has pulled (``GET /api/tags``); ``[]`` when it isn't reachable.
+
+    Used to discover local models without config, so any failure just means "no Ollama here".
+    """
+    base = url.rstrip("/")
+    if base.endswith("/v1"):  # someone pointed us at Ollama's OpenAI-compatible URL
+        base = base[:-3]
+    try:
+        response = await client.get(base + "/api/tags", timeout=timeout)
+    except (httpx.HTTPError, httpx.InvalidURL) as exc:
+        log.debug("no Ollama at %s: %s", base, type(exc).__name__)
+        return []
+    if response.status_code != 200:
+        return []
+    try:
+        data = response.json()
+    except ValueError:
+        return []
+    models = data.get("models") if isinstance(data, dict) else None
+    names: list[str] = []
+    for model in models or ():
+        if isinstance(model, dict):
+            name = model.get("name") or model.get("model")
+            if isinstance(name, str) and name:
+                names.append(name)
+    return names

@@ -1,0 +1,221 @@
+"""OpenAI Chat Completions (``/v1/chat/completions``): the lingua franca of local and hosted model servers.
+
+vLLM, llama.cpp's server, LM Studio, OpenRouter and many more speak it, each with small variations this module
+absorbs: reasoning arrives as ``reasoning_content`` (DeepSeek, vLLM), ``reasoning`` (OpenRouter, newer vLLM) or
+inline ``<think>`` tags in the content; tool-call ids may be missing; some servers omit the final ``[DONE]``.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any, AsyncIterator
+
+import httpx
+
+from ._blocks import ReasoningBlocks, new_id
+from ._http import HttpProvider, parse_json
+from ._sse import SSEDecoder
+from ._think import ThinkTagSplitter
+from .base import (
+    AssistantMessage,
+    Finished,
+    ProviderRequest,
+    StreamEvent,
+    TextDelta,
+    ToolCallDelta,
+    ToolCallFinished,
+    ToolCallStarted,
+    ToolResultMessage,
+    Usage,
+    UserMessage,
+)
+
+_FINISH = {"stop": "end_turn", "tool_calls": "tool_calls", "function_call": "tool_calls", "length": "max_tokens"}
+
+
+@dataclass
+class _Call:
+    id: str
+    name: str
+    index: int
+    args: list[str] = field(default_factory=list)
+    finished: bool = False
+
+
+class OpenAIChatProvider(HttpProvider):
+    api = "openai-chat"
+    default_path = "/v1/chat/completions"
+    terminal_event = "data: [DONE]"
+
+    def build_body(self, request: ProviderRequest) -> dict[str, Any]:
+        messages: list[dict[str, Any]] = []
+        if request.system:
+            messages.append({"role": "system", "content": request.system})
+        for message in request.messages:
+            if isinstance(message, UserMessage):
+                messages.append({"role": "user", "content": message.text})
+            elif isinstance(message, AssistantMessage):
+                if not message.text and not message.tool_calls:
+                    continue  # reasoning-only turns are not sent back: most servers reject them
+                item: dict[str, Any] = {"role": "assistant", "content": message.text or None}
+                if message.tool_calls:
+                    item["tool_calls"] = [
+                        {
+                            "id": call.id,
+                            "type": "function",
+                            "function": {"name": call.name, "arguments": call.arguments or "{}"},
+                        }
+                        for call in message.tool_calls
+                    ]
+                messages.append(item)
+            elif isinstance(message, ToolResultMessage):
+                messages.append({"role": "tool", "tool_call_id": message.tool_call_id, "content": message.output})
+        body: dict[str, Any] = {
+            "model": request.model,
+            "messages": messages,
+            "stream": True,
+            "stream_options": {"include_usage": True},
+        }
+        if request.tools:
+            body["tools"] = [
+                {
+                    "type": "function",
+                    "function": {"name": t.name, "description": t.description, "parameters": t.parameters},
+                }
+                for t in request.tools
+            ]
+        if request.max_tokens is not None:
+            body["max_tokens"] = request.max_tokens
+        if request.temperature is not None:
+            body["temperature"] = request.temperature
+        return body
+
+    async def parse(self, response: httpx.Response) -> AsyncIterator[StreamEvent]:
+        splitter = ThinkTagSplitter(self.settings.think_tag_start, self.settings.think_tag_end)
+        reasoning = ReasoningBlocks()
+        calls: dict[Any, _Call] = {}
+        finish_reason: str | None = None
+        usage: dict[str, Any] | None = None
+        done = False
+        decoder = SSEDecoder()
+
+        async for line in response.aiter_lines():
+            sse = decoder.feed(line)
+            if sse is None:
+                continue
+            if sse.data.strip() == "[DONE]":
+                done = True
+                break
+            chunk = parse_json(sse.data)
+            if not isinstance(chunk, dict):
+                continue
+            if chunk.get("error"):
+                raise self._chunk_error(chunk["error"])
+            if isinstance(chunk.get("usage"), dict):
+                usage = chunk["usage"]
+            for choice in chunk.get("choices") or ():
+                if not isinstance(choice, dict) or choice.get("index", 0) != 0:
+                    continue
+                delta = choice.get("delta") or {}
+                thought = delta.get("reasoning_content") or delta.get("reasoning")
+                if isinstance(thought, str) and thought:
+                    for event in reasoning.delta(thought):
+                        yield event
+                content = delta.get("content")
+                if isinstance(content, str) and content:
+                    for kind, piece in splitter.feed(content):
+                        if kind == "reasoning":
+                            for event in reasoning.delta(piece):
+                                yield event
+                        else:
+                            for event in reasoning.close():
+                                yield event
+                            yield TextDelta(piece)
+                for position, tc in enumerate(delta.get("tool_calls") or ()):
+                    for event in reasoning.close():
+                        yield event
+                    for event in self._tool_delta(calls, position, tc):
+                        yield event
+                if choice.get("finish_reason"):
+                    finish_reason = choice["finish_reason"]
+                    for event in self._finish_calls(calls):
+                        yield event
+
+        if not done and finish_reason is None:
+            raise self.ended_unexpectedly()
+        for kind, piece in splitter.flush():
+            if kind == "reasoning":
+                for event in reasoning.delta(piece):
+                    yield event
+            else:
+                for event in reasoning.close():
+                    yield event
+                yield TextDelta(piece)
+        for event in reasoning.close():
+            yield event
+        for event in self._finish_calls(calls):
+            yield event
+        if usage is not None:
+            yield _usage(usage)
+        stop = _FINISH.get(finish_reason or "", "other" if finish_reason else "end_turn")
+        if calls and stop == "end_turn":
+            stop = "tool_calls"  # some servers say "stop" even when they called tools
+        yield Finished(stop)
+
+    def _tool_delta(self, calls: dict[Any, _Call], position: int, tc: Any) -> list[StreamEvent]:
+        if not isinstance(tc, dict):
+            return []
+        fn = tc.get("function") or {}
+        key = tc.get("index", position)
+        call = calls.get(key)
+        new_id_given = tc.get("id")
+        if call is not None and new_id_given and new_id_given != call.id and call.args:
+            # A server reusing index 0 for a second parallel call: keep both.
+            key = (key, new_id_given)
+            call = calls.get(key)
+        events: list[StreamEvent] = []
+        if call is None:
+            call = _Call(id=new_id_given or new_id("call"), name=fn.get("name") or "", index=len(calls))
+            calls[key] = call
+            events.append(ToolCallStarted(call.id, call.name, call.index))
+        elif fn.get("name") and not call.name:
+            call.name = fn["name"]
+        args = fn.get("arguments")
+        if isinstance(args, dict):  # a few servers send the object itself
+            args = json.dumps(args)
+        if isinstance(args, str) and args:
+            call.args.append(args)
+            events.append(ToolCallDelta(call.id, args))
+        return events
+
+    @staticmethod
+    def _finish_calls(calls: dict[Any, _Call]) -> list[StreamEvent]:
+        events: list[StreamEvent] = []
+        for call in calls.values():
+            if not call.finished:
+                call.finished = True
+                events.append(ToolCallFinished(call.id, call.name, "".join(call.args) or "{}"))
+        return events
+
+    def _chunk_error(self, error: Any) -> Exception:
+        if isinstance(error, dict):
+            message = str(error.get("message") or error.get("type") or error)
+            code = error.get("code")
+        else:
+            message, code = str(error), None
+        status = code if isinstance(code, int) else None
+        retryable = status in (429, 500, 502, 503, 504) or "overload" in message.lower()
+        return self.stream_error(message, status=status, retryable=retryable)
+
+
+def _usage(usage: dict[str, Any]) -> Usage:
+    prompt = int(usage.get("prompt_tokens") or 0)
+    details = usage.get("prompt_tokens_details") or {}
+    cached = int((details.get("cached_tokens") if isinstance(details, dict) else 0) or 0)
+    cached = cached or int(usage.get("prompt_cache_hit_tokens") or 0)  # DeepSeek
+    return Usage(
+        input_tokens=max(0, prompt - cached),
+        output_tokens=int(usage.get("completion_tokens") or 0),
+        cache_read_tokens=cached,
+    )

@@ -1,0 +1,463 @@
+"""A JSON-RPC 2.0 peer over a :class:`~eca_notebook.transports.MessageStream`: dispatch, correlation, cancellation.
+
+Symmetric on purpose: ECA and ACP both have requests in both directions, so the same object serves incoming
+requests (handlers registered by method name) and sends its own (``request``/``notify``). It knows nothing about
+any method except ``$/cancelRequest``; what a method means is the business of the layer that registers it.
+
+Concurrency model (the engine relies on it):
+
+* Every incoming request runs in its own task, so a slow handler never blocks reading the next message. After
+  starting the task the read loop yields once, so the handler's synchronous prefix (up to its first real ``await``)
+  runs before the next message is dispatched: ``chat/prompt`` registers its chat before a following
+  ``chat/promptStop`` is handled.
+* Notifications are handled inline, in arrival order. Their handlers must be quick (or spawn a task): while one
+  awaits, nothing else is read.
+* Responses to our own requests resolve futures; ids are ints from 1.
+
+No traceback ever reaches the wire (it goes to the log). Logs name methods and ids, never params, because params
+may hold secrets (``initializationOptions`` can carry API keys). The one echo of params is the ``-32602`` data:
+pydantic's error list (with each error's ``input``) goes back to the peer that sent those params.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import itertools
+import json
+import logging
+from typing import Any, Awaitable, Callable, TypeVar
+
+import pydantic
+from pydantic_core import to_jsonable_python
+
+from ..protocol.errors import (
+    CONNECTION_LOST,
+    INTERNAL_ERROR,
+    INVALID_PARAMS,
+    INVALID_REQUEST,
+    METHOD_NOT_FOUND,
+    REQUEST_CANCELLED,
+    RpcError,
+)
+from ..transports._stream import MessageStream
+
+__all__ = ["CANCEL_METHOD", "Endpoint", "Handler", "to_json"]
+
+log = logging.getLogger(__name__)
+
+Handler = Callable[[Any], Awaitable[Any] | Any]
+H = TypeVar("H", bound=Handler)
+
+CANCEL_METHOD = "$/cancelRequest"
+_CLOSE_WAIT = 5.0  # seconds close() waits for cancelled handlers to unwind before giving up on them
+_MAX_ERROR_TEXT = 200
+
+_Id = int | str | None
+
+
+def to_json(value: Any) -> Any:
+    """What goes on the wire for a result or params value: pydantic models dumped by alias without ``None`` fields,
+    containers walked (a list of models works), everything else as is."""
+    if isinstance(value, pydantic.BaseModel):
+        return value.model_dump(by_alias=True, exclude_none=True, mode="json")
+    if isinstance(value, dict):
+        return {k: to_json(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [to_json(v) for v in value]
+    return value
+
+
+def _valid_id(value: Any) -> bool:
+    return value is None or isinstance(value, str) or (isinstance(value, int) and not isinstance(value, bool))
+
+
+def _error(id: _Id, error: RpcError) -> dict[str, Any]:
+    return {"jsonrpc": "2.0", "id": id, "error": error.to_dict()}
+
+
+def _short(exc: BaseException) -> str:
+    text = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+    return text if len(text) <= _MAX_ERROR_TEXT else text[: _MAX_ERROR_TEXT - 1] + "…"
+
+
+class Endpoint:
+    """One JSON-RPC connection. Register handlers, then ``await run()`` until the stream ends.
+
+    ``guard(method)`` runs before any incoming request or notification is dispatched (built-ins included); an
+    :class:`RpcError` it raises answers a request and drops a notification. ``params_parser(method, params)`` turns
+    raw params into what the handler receives; a ``pydantic.ValidationError`` from it (or from a handler) becomes
+    ``-32602 Invalid params`` with the validation errors as ``data``.
+    """
+
+    def __init__(
+        self,
+        stream: MessageStream,
+        *,
+        name: str = "rpc",
+        guard: Callable[[str], None] | None = None,
+        params_parser: Callable[[str, Any], Any] | None = None,
+    ) -> None:
+        self.name = name
+        self._stream = stream
+        self._guard = guard
+        self._params_parser = params_parser
+        self._handlers: dict[str, Handler] = {}
+        self._ids = itertools.count(1)
+        self._pending: dict[int, asyncio.Future[Any]] = {}  # our outgoing requests, by id
+        self._running: dict[int | str, asyncio.Task[Any]] = {}  # incoming requests that can be cancelled, by id
+        self._tasks: set[asyncio.Task[Any]] = set()  # every task we started, for close()
+        self._closed = False
+        self._run_started = False
+
+    # -- registry --------------------------------------------------------------------------------------------------
+
+    def register(self, method: str, handler: Handler) -> None:
+        """Handle incoming *method* (request or notification) with ``handler(params)``, sync or async.
+
+        The handler receives the params (as turned by ``params_parser``, raw otherwise) and returns the result (a
+        pydantic model, JSON-able data or None). As a notification handler it runs inline in the read loop: keep it
+        quick and never await a request's response there (spawn a task instead), or the connection stalls.
+        """
+        if method == CANCEL_METHOD:
+            raise ValueError(f"{CANCEL_METHOD} is built in")
+        self._handlers[method] = handler
+
+    def method(self, method: str) -> Callable[[H], H]:
+        """Decorator form of :meth:`register`."""
+
+        def decorate(handler: H) -> H:
+            self.register(method, handler)
+            return handler
+
+        return decorate
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    # -- outgoing --------------------------------------------------------------------------------------------------
+
+    async def request(self, method: str, params: Any = None, *, timeout: float | None = None) -> Any:
+        """Send a request and wait for its result.
+
+        Raises :class:`RpcError` for an error response (``CONNECTION_LOST`` when the connection ends first) and
+        ``TimeoutError`` after *timeout* seconds, having told the peer ``$/cancelRequest``. Cancelling the caller
+        also sends ``$/cancelRequest``.
+        """
+        if self._closed:
+            raise RpcError(CONNECTION_LOST, f"{self.name}: connection closed")
+        id = next(self._ids)
+        message: dict[str, Any] = {"jsonrpc": "2.0", "id": id, "method": method}
+        if params is not None:
+            message["params"] = to_json(params)
+        future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        self._pending[id] = future
+        try:
+            if not await self._write(message):
+                raise RpcError(CONNECTION_LOST, f"{self.name}: could not send {method!r}")
+            async with asyncio.timeout(timeout):
+                return await future
+        except TimeoutError:
+            # (the timeout cancelled the future: "done" here only means a response won the race)
+            if self._closed or (future.done() and not future.cancelled()):
+                raise
+            await self._send_cancel(id)
+            raise TimeoutError(f"{self.name}: {method!r} (id {id}) got no response within {timeout} s") from None
+        except asyncio.CancelledError:
+            if not self._closed and not (future.done() and not future.cancelled()):
+                await self._send_cancel(id)
+            raise
+        finally:
+            self._pending.pop(id, None)
+
+    async def _send_cancel(self, id: int) -> None:
+        self._pending.pop(id, None)
+        try:
+            await self._write({"jsonrpc": "2.0", "method": CANCEL_METHOD, "params": {"id": id}})
+        except Exception:  # best effort: the caller gets its TimeoutError/CancelledError regardless
+            log.debug("%s: could not send %s for %s", self.name, CANCEL_METHOD, id, exc_info=True)
+
+    async def notify(self, method: str, params: Any = None) -> None:
+        """Send a notification; dropped silently once the connection is closed."""
+        message: dict[str, Any] = {"jsonrpc": "2.0", "method": method}
+        if params is not None:
+            message["params"] = to_json(params)
+        await self._write(message)
+
+    async def _write(self, message: Any) -> bool:
+        """Write one message; False when the connection is closed or broken. Serialization errors propagate."""
+        if self._closed:
+            log.debug("%s: write after close dropped", self.name)
+            return False
+        try:
+            await self._stream.write(message)
+        except (TypeError, ValueError):
+            raise
+        except Exception as exc:
+            log.debug("%s: write failed: %r", self.name, exc)
+            return False
+        return True
+
+    # -- read loop -------------------------------------------------------------------------------------------------
+
+    async def run(self) -> None:
+        """Read and dispatch messages until the stream ends; then close (handlers cancelled, requests failed)."""
+        if self._run_started:
+            raise RuntimeError(f"{self.name}: run() was already called")
+        self._run_started = True
+        try:
+            while True:
+                try:
+                    message = await self._stream.read()
+                except (ConnectionError, OSError) as exc:
+                    log.info("%s: read failed, treating as end of stream: %r", self.name, exc)
+                    break
+                if message is None:
+                    break
+                if isinstance(message, RpcError):
+                    await self._send_response(_error(None, message))
+                elif isinstance(message, list):
+                    await self._dispatch_batch(message)
+                else:
+                    response = await self._dispatch(message, batch=None)
+                    if response is not None:
+                        await self._send_response(response)
+        finally:
+            log.debug("%s: end of stream", self.name)
+            await self.close()
+
+    async def _dispatch(self, message: Any, batch: list[asyncio.Task[Any]] | None) -> dict[str, Any] | None:
+        """Handle one message. Returns a response to send right away (an error, or a built-in's result), or None.
+
+        A request's handler runs in a task that sends its own response — or, inside a batch, is appended to *batch*
+        and returns its response to the batch collector.
+        """
+        if not isinstance(message, dict):
+            return _error(None, RpcError(INVALID_REQUEST, "a message must be a JSON object or array"))
+        has_id = "id" in message
+        id = message.get("id")
+        id_ok = _valid_id(id)
+        reply_id = id if id_ok else None
+        if "method" not in message:
+            if "result" in message or "error" in message:
+                self._on_response(message)
+                return None
+            return _error(reply_id, RpcError(INVALID_REQUEST, "a message needs 'method', or 'result'/'error'"))
+        if message.get("jsonrpc") != "2.0":
+            return _error(reply_id, RpcError(INVALID_REQUEST, "'jsonrpc' must be \"2.0\""))
+        method = message["method"]
+        if not isinstance(method, str):
+            return _error(reply_id, RpcError(INVALID_REQUEST, "'method' must be a string"))
+        if not id_ok:
+            return _error(None, RpcError(INVALID_REQUEST, "'id' must be an integer, a string or null"))
+        params = message.get("params")
+        if params is not None and not isinstance(params, (dict, list)):
+            return _error(reply_id, RpcError(INVALID_REQUEST, "'params' must be an object, an array or null"))
+        if not has_id:
+            await self._on_notification(method, params)
+            return None
+        response = self._on_request(id, method, params, batch)
+        if response is None:
+            # The handler task exists: let its synchronous prefix run before the next message is dispatched.
+            await asyncio.sleep(0)
+        return response
+
+    def _on_request(
+        self, id: _Id, method: str, params: Any, batch: list[asyncio.Task[Any]] | None
+    ) -> dict[str, Any] | None:
+        try:
+            if self._guard is not None:
+                self._guard(method)
+        except RpcError as exc:
+            return _error(id, exc)
+        except Exception as exc:
+            log.exception("%s: guard failed for %s", self.name, method)
+            return _error(id, RpcError(INTERNAL_ERROR, _short(exc)))
+        if method == CANCEL_METHOD:
+            self._cancel(params)
+            return {"jsonrpc": "2.0", "id": id, "result": None}
+        handler = self._handlers.get(method)
+        if handler is None:
+            return _error(id, RpcError(METHOD_NOT_FOUND, f"Method not found: {method}", {"method": method}))
+        task = asyncio.get_running_loop().create_task(
+            self._execute(id, method, params, handler, reply=batch is None), name=f"{self.name}:{method}#{id}"
+        )
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+        if id is not None:
+            if id in self._running:
+                log.warning("%s: request id %r reused while still running", self.name, id)
+            self._running[id] = task
+        if batch is not None:
+            batch.append(task)
+        return None
+
+    async def _execute(self, id: _Id, method: str, params: Any, handler: Handler, *, reply: bool) -> dict[str, Any]:
+        """Run a handler in its own task; send its response (*reply*) or return it to a batch collector."""
+        response = await self._call(id, method, params, handler)
+        if reply:
+            await self._send_response(response)
+        return response
+
+    async def _call(self, id: _Id, method: str, params: Any, handler: Handler) -> dict[str, Any]:
+        """Run a handler and build its response; never raises except when the endpoint is closing."""
+        try:
+            if self._params_parser is not None:
+                params = self._params_parser(method, params)
+            result = handler(params)
+            if inspect.isawaitable(result):
+                result = await result
+            return {"jsonrpc": "2.0", "id": id, "result": to_json(result)}
+        except asyncio.CancelledError:
+            if self._closed:
+                raise
+            task = asyncio.current_task()
+            if task is not None:
+                task.uncancel()
+            log.debug("%s: %s (id %r) cancelled", self.name, method, id)
+            return _error(id, RpcError(REQUEST_CANCELLED))
+        except RpcError as exc:
+            log.debug("%s: %s (id %r) failed: %s", self.name, method, id, exc)
+            return _error(id, exc)
+        except pydantic.ValidationError as exc:
+            log.info("%s: %s (id %r): invalid params (%d errors)", self.name, method, id, exc.error_count())
+            return _error(id, _invalid_params(exc))
+        except Exception as exc:
+            log.exception("%s: handler for %s (id %r) failed", self.name, method, id)
+            return _error(id, RpcError(INTERNAL_ERROR, _short(exc)))
+        finally:
+            # Once the response exists, a late $/cancelRequest must not interrupt sending it.
+            if id is not None and self._running.get(id) is asyncio.current_task():
+                del self._running[id]
+
+    async def _on_notification(self, method: str, params: Any) -> None:
+        try:
+            if self._guard is not None:
+                self._guard(method)
+        except RpcError as exc:
+            log.info("%s: notification %s refused: %s", self.name, method, exc)
+            return
+        except Exception:
+            log.exception("%s: guard failed for notification %s", self.name, method)
+            return
+        if method == CANCEL_METHOD:
+            self._cancel(params)
+            return
+        handler = self._handlers.get(method)
+        if handler is None:
+            if not method.startswith("$/"):  # LSP: "$/" notifications may be ignored silently
+                log.info("%s: no handler for notification %s", self.name, method)
+            return
+        try:
+            if self._params_parser is not None:
+                params = self._params_parser(method, params)
+            result = handler(params)
+            if inspect.isawaitable(result):
+                await result
+        except pydantic.ValidationError as exc:
+            log.warning("%s: notification %s has invalid params (%d errors)", self.name, method, exc.error_count())
+        except Exception:
+            log.exception("%s: notification handler for %s failed", self.name, method)
+
+    def _cancel(self, params: Any) -> None:
+        id = params.get("id") if isinstance(params, dict) else None
+        task = self._running.get(id) if isinstance(id, (int, str)) and not isinstance(id, bool) else None
+        if task is None:
+            log.debug("%s: %s for unknown or finished request %r", self.name, CANCEL_METHOD, id)
+            return
+        task.cancel()
+
+    def _on_response(self, message: dict[str, Any]) -> None:
+        id = message.get("id")
+        future = self._pending.get(id) if isinstance(id, int) and not isinstance(id, bool) else None
+        if future is None:
+            if id is None and "error" in message:
+                log.warning("%s: peer reported an error: %s", self.name, RpcError.from_dict(message["error"]))
+            else:
+                log.info("%s: response for unknown request id %r ignored", self.name, id)
+            return
+        if message.get("jsonrpc") != "2.0":
+            log.debug("%s: response %r without jsonrpc 2.0 accepted", self.name, id)
+        if future.done():
+            return
+        if "error" in message:
+            future.set_exception(RpcError.from_dict(message["error"]))
+        else:
+            future.set_result(message.get("result"))
+
+    async def _dispatch_batch(self, messages: list[Any]) -> None:
+        if not messages:
+            await self._send_response(_error(None, RpcError(INVALID_REQUEST, "empty batch")))
+            return
+        immediate: list[dict[str, Any]] = []
+        tasks: list[asyncio.Task[Any]] = []
+        for entry in messages:
+            if isinstance(entry, list):
+                immediate.append(_error(None, RpcError(INVALID_REQUEST, "a batch cannot contain a batch")))
+                continue
+            response = await self._dispatch(entry, batch=tasks)
+            if response is not None:
+                immediate.append(response)
+        if tasks:
+            collector = asyncio.get_running_loop().create_task(
+                self._collect_batch(immediate, tasks), name=f"{self.name}:batch"
+            )
+            self._tasks.add(collector)
+            collector.add_done_callback(self._tasks.discard)
+        elif immediate:
+            await self._send_response(immediate)
+
+    async def _collect_batch(self, immediate: list[dict[str, Any]], tasks: list[asyncio.Task[Any]]) -> None:
+        responses = await asyncio.gather(*tasks)
+        await self._send_response([*immediate, *responses])
+
+    async def _send_response(self, response: dict[str, Any] | list[dict[str, Any]]) -> None:
+        try:
+            await self._write(response)
+        except (TypeError, ValueError) as exc:
+            log.error("%s: a response is not JSON-serializable: %s", self.name, _short(exc))
+            await self._write(_replace_unserializable(response))
+
+    # -- shutdown ----------------------------------------------------------------------------------------------------
+
+    async def close(self) -> None:
+        """Cancel running handlers, fail pending requests with ``CONNECTION_LOST``, close the stream. Idempotent."""
+        if self._closed:
+            return
+        self._closed = True
+        for future in self._pending.values():
+            if not future.done():
+                future.set_exception(RpcError(CONNECTION_LOST, f"{self.name}: connection closed"))
+        self._pending.clear()
+        current = asyncio.current_task()
+        tasks = [t for t in self._tasks if t is not current and not t.done()]
+        for task in tasks:
+            task.cancel()
+        self._running.clear()
+        try:
+            await self._stream.close()
+        except Exception:
+            log.debug("%s: closing the stream failed", self.name, exc_info=True)
+        if tasks:
+            _, stuck = await asyncio.wait(tasks, timeout=_CLOSE_WAIT)
+            if stuck:
+                log.warning("%s: %d handler(s) ignored cancellation", self.name, len(stuck))
+
+
+def _invalid_params(exc: pydantic.ValidationError) -> RpcError:
+    errors = to_jsonable_python(exc.errors(include_url=False), fallback=str)
+    return RpcError(INVALID_PARAMS, f"Invalid params: {exc.error_count()} validation error(s)", errors)
+
+
+def _replace_unserializable(response: dict[str, Any] | list[dict[str, Any]]) -> Any:
+    """Swap every response that cannot be encoded for an internal error carrying its id."""
+
+    def fix(item: dict[str, Any]) -> dict[str, Any]:
+        try:
+            json.dumps(item, allow_nan=False)
+            return item
+        except (TypeError, ValueError):
+            return _error(item.get("id"), RpcError(INTERNAL_ERROR, "result is not JSON-serializable"))
+
+    return [fix(r) for r in response] if isinstance(response, list) else fix(response)

@@ -1,0 +1,346 @@
+"""Bytes ↔ JSON message bodies: the LSP-style ``Content-Length`` codec and NDJSON. Pure: no I/O, no asyncio.
+
+Why pure: every byte-oriented door (stdio, subprocess pipes, sockets) reuses the same decoder, and a decoder that
+only turns ``feed(bytes)`` into ``list[body | error]`` can be fuzzed and tested byte by byte without a loop.
+
+Robustness rules (one bad frame must never kill a connection — editors keep a server for hours):
+
+* A problem with one frame is reported *in place* as a :class:`FramingError` in the list ``feed`` returns, and
+  decoding goes on with the next frame. The endpoint answers such an error with ``id: null``.
+* A frame whose body we refuse (too large, unsupported charset) is *skipped*: its bytes are discarded as they arrive,
+  never buffered.
+* A header block we cannot make sense of (garbage, missing or invalid ``Content-Length``) makes the decoder *resync*:
+  it discards bytes up to the next ``Content-Length: <digits>`` header line. A JSON body cannot contain such a line
+  (raw CR/LF never occur inside JSON strings), so this finds the next real frame even when bodies and headers are
+  glued together without newlines, which is how most clients write them.
+
+Large bodies are accumulated in one ``bytearray`` read through an offset and compacted once per ``feed`` call, so
+a 10 MB frame arriving in 64 KiB pieces costs linear time, and so does a header fed one byte at a time.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+from ..protocol.errors import INVALID_REQUEST, PARSE_ERROR
+
+__all__ = [
+    "DEFAULT_MAX_FRAME_SIZE",
+    "ContentLengthDecoder",
+    "FramingError",
+    "NdjsonDecoder",
+    "dumps",
+    "encode_content_length",
+    "encode_ndjson",
+    "loads",
+]
+
+DEFAULT_MAX_FRAME_SIZE = 64 * 1024 * 1024
+# A header block longer than this is garbage (real ones are < 100 bytes); bounds what we buffer while looking for it.
+MAX_HEADER_BLOCK = 8 * 1024
+# While resyncing, keep at most this much of an unmatched tail: enough for a header line split across two reads.
+_RESYNC_TAIL = 1024
+
+_TOKEN = re.compile(rb"[!#$%&'*+.^_`|~0-9A-Za-z-]+")
+_DIGITS = re.compile(rb"[0-9]+")
+_RESYNC_MARK = re.compile(rb"content-length[ \t]*:[ \t]*[0-9]+[ \t]*\r?\n", re.IGNORECASE)
+_UTF8_CHARSETS = frozenset({"utf-8", "utf8"})
+
+
+class FramingError(Exception):
+    """A frame could not be turned into a message; ``code`` is the JSON-RPC error code to answer with.
+
+    Returned (not raised) in place by the decoders, because decoding continues after it; raised by :func:`loads`.
+    """
+
+    def __init__(self, code: int, message: str) -> None:
+        self.code = code
+        self.message = message
+        super().__init__(message)
+
+    def __repr__(self) -> str:
+        return f"FramingError({self.code}, {self.message!r})"
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, FramingError) and (self.code, self.message) == (other.code, other.message)
+
+    __hash__ = Exception.__hash__
+
+
+def _show(raw: bytes, limit: int = 40) -> str:
+    """A short, printable rendering of untrusted header bytes for an error message."""
+    text = raw[:limit].decode("latin-1")
+    return repr(text + ("…" if len(raw) > limit else ""))
+
+
+def _charset(content_type: bytes) -> str | None:
+    """The ``charset`` parameter of a Content-Type value, lower-cased and unquoted; None when absent."""
+    for param in content_type.decode("latin-1").split(";")[1:]:
+        key, sep, value = param.partition("=")
+        if sep and key.strip().lower() == "charset":
+            return value.strip().strip("\"'").strip().lower()
+    return None
+
+
+# States of the Content-Length decoder.
+_HEADERS, _BODY, _SKIP, _RESYNC = range(4)
+
+
+class ContentLengthDecoder:
+    """Incremental decoder for ``Content-Length: N\\r\\n\\r\\n<N bytes>`` frames (LSP base protocol).
+
+    Accepts what real clients send: header names in any case and order, unknown headers (ignored), an optional
+    ``Content-Type`` whose charset is ``utf-8``/``utf8``, ``\\n\\n`` as well as ``\\r\\n\\r\\n`` after the headers, and
+    stray blank lines between frames.
+    """
+
+    def __init__(self, max_frame_size: int = DEFAULT_MAX_FRAME_SIZE) -> None:
+        self.max_frame_size = max_frame_size
+        self._buf = bytearray()
+        self._pos = 0  # start of the unconsumed bytes in _buf (start of the header block in _HEADERS)
+        self._line = 0  # _HEADERS: start of the header line being parsed
+        self._scan = 0  # _HEADERS: where to look for the next b"\n" (never rescans a partial line)
+        self._headers: list[tuple[bytes, bytes]] = []
+        self._need = 0  # _BODY: body length; _SKIP: bytes still to discard
+        self._state = _HEADERS
+
+    @property
+    def buffered(self) -> int:
+        """Bytes held waiting for the rest of a frame."""
+        return len(self._buf) - self._pos
+
+    def feed(self, data: bytes) -> list[bytes | FramingError]:
+        """Add *data*; return the bodies completed by it, in order, with errors in their place."""
+        out: list[bytes | FramingError] = []
+        if self._state == _SKIP and self._pos == len(self._buf):
+            # Discard a refused body straight from the input: it never enters the buffer.
+            take = min(self._need, len(data))
+            self._need -= take
+            data = memoryview(data)[take:]
+            if self._need:
+                return out
+            self._enter_headers(self._pos)
+        self._buf += data
+        while self._step(out):
+            pass
+        self._compact()
+        return out
+
+    # -- state machine --------------------------------------------------------------------------------------------
+
+    def _step(self, out: list[bytes | FramingError]) -> bool:
+        """Advance by one unit of work; False when more input is needed."""
+        buf = self._buf
+        if self._state == _BODY:
+            end = self._pos + self._need
+            if len(buf) < end:
+                return False
+            with memoryview(buf) as view:
+                out.append(bytes(view[self._pos : end]))
+            self._enter_headers(end)
+            return True
+        if self._state == _SKIP:
+            take = min(self._need, len(buf) - self._pos)
+            self._pos += take
+            self._need -= take
+            if self._need:
+                return False
+            self._enter_headers(self._pos)
+            return True
+        if self._state == _RESYNC:
+            match = _RESYNC_MARK.search(buf, self._pos)
+            if match is None:
+                self._pos = max(self._pos, len(buf) - _RESYNC_TAIL)
+                return False
+            self._enter_headers(match.start())
+            return True
+        return self._header_line(out)
+
+    def _header_line(self, out: list[bytes | FramingError]) -> bool:
+        buf = self._buf
+        newline = buf.find(b"\n", self._scan)
+        if newline < 0:
+            self._scan = len(buf)
+            if len(buf) - self._pos > MAX_HEADER_BLOCK:
+                self._fail(out, PARSE_ERROR, f"header block longer than {MAX_HEADER_BLOCK} bytes without an end")
+                return True
+            return False
+        line_start = self._line
+        line = bytes(buf[line_start:newline]).strip()
+        self._line = self._scan = newline + 1
+        if not line:
+            if not self._headers:
+                self._pos = self._line  # a stray blank line between frames
+                return True
+            self._end_of_headers(out)
+            return True
+        if self._line - self._pos > MAX_HEADER_BLOCK:
+            self._fail(out, PARSE_ERROR, f"header block longer than {MAX_HEADER_BLOCK} bytes")
+            return True
+        name, sep, value = line.partition(b":")
+        name = name.rstrip()
+        if not sep or not _TOKEN.fullmatch(name):
+            # Resync from this line's start: a header glued behind garbage ("…}Content-Length: 9") is found again.
+            self._fail(out, PARSE_ERROR, f"malformed header line {_show(line)}", resync_from=line_start)
+            return True
+        self._headers.append((name.lower(), value.strip()))
+        return True
+
+    def _end_of_headers(self, out: list[bytes | FramingError]) -> None:
+        lengths = {value for name, value in self._headers if name == b"content-length"}
+        if not lengths:
+            self._fail(out, PARSE_ERROR, "header block without a Content-Length header")
+            return
+        # A well-formed block with a bad length: the next frame cannot start inside it, resync after it.
+        if len(lengths) > 1:
+            self._fail(out, PARSE_ERROR, "conflicting Content-Length headers", resync_from=self._line)
+            return
+        raw = lengths.pop()
+        if not _DIGITS.fullmatch(raw):
+            self._fail(out, PARSE_ERROR, f"invalid Content-Length {_show(raw)}", resync_from=self._line)
+            return
+        size = int(raw)
+        charsets = [_charset(value) for name, value in self._headers if name == b"content-type"]
+        bad = next((c for c in charsets if c is not None and c not in _UTF8_CHARSETS), None)
+        self._pos = self._line
+        self._headers = []
+        if bad is not None:
+            out.append(FramingError(PARSE_ERROR, f"unsupported charset {bad!r}: only utf-8 is supported"))
+            self._state, self._need = _SKIP, size
+        elif size > self.max_frame_size:
+            out.append(
+                FramingError(
+                    INVALID_REQUEST,
+                    f"message of {size} bytes exceeds the maximum frame size of {self.max_frame_size} bytes",
+                )
+            )
+            self._state, self._need = _SKIP, size
+        else:
+            self._state, self._need = _BODY, size
+
+    def _fail(
+        self, out: list[bytes | FramingError], code: int, message: str, *, resync_from: int | None = None
+    ) -> None:
+        """Report a broken header block and resync; by default after the block's first byte (the real frame may
+        start inside the block, e.g. ``xxContent-Length: 9`` when garbage preceded it on the same line)."""
+        out.append(FramingError(code, message))
+        self._headers = []
+        self._pos = self._pos + 1 if resync_from is None else resync_from
+        self._state = _RESYNC
+
+    def _enter_headers(self, pos: int) -> None:
+        self._pos = self._line = self._scan = pos
+        self._headers = []
+        self._need = 0
+        self._state = _HEADERS
+
+    def _compact(self) -> None:
+        """Drop consumed bytes: once per feed, so its cost is linear in what is kept, never per frame."""
+        pos = self._pos
+        if pos:
+            del self._buf[:pos]
+            self._pos = 0
+            self._line = max(0, self._line - pos)
+            self._scan = max(0, self._scan - pos)
+
+
+class NdjsonDecoder:
+    """Incremental decoder for newline-delimited JSON (one message per line; ACP's framing).
+
+    Blank lines are skipped and a trailing ``\\r`` is dropped. A line longer than ``max_frame_size`` is refused with
+    ``FramingError(INVALID_REQUEST)`` and discarded up to its newline without being buffered.
+    """
+
+    def __init__(self, max_frame_size: int = DEFAULT_MAX_FRAME_SIZE) -> None:
+        self.max_frame_size = max_frame_size
+        self._buf = bytearray()
+        self._pos = 0
+        self._scan = 0
+        self._discarding = False
+
+    @property
+    def buffered(self) -> int:
+        return len(self._buf) - self._pos
+
+    def feed(self, data: bytes) -> list[bytes | FramingError]:
+        out: list[bytes | FramingError] = []
+        if self._discarding:
+            newline = data.find(b"\n")
+            if newline < 0:
+                return out
+            data = memoryview(data)[newline + 1 :]
+            self._discarding = False
+        self._buf += data
+        buf = self._buf
+        while True:
+            newline = buf.find(b"\n", self._scan)
+            if newline < 0:
+                self._scan = len(buf)
+                pending = len(buf) - self._pos
+                if pending > self.max_frame_size:
+                    out.append(self._too_large(pending, complete=False))
+                    self._pos = self._scan = len(buf)
+                    self._discarding = True
+                break
+            start, end = self._pos, newline
+            self._pos = self._scan = newline + 1
+            if end > start and buf[end - 1] == 0x0D:
+                end -= 1
+            if end - start > self.max_frame_size:
+                out.append(self._too_large(end - start, complete=True))
+                continue
+            with memoryview(buf) as view:
+                line = bytes(view[start:end])
+            if line.strip():
+                out.append(line)
+        if self._pos:
+            del buf[: self._pos]
+            self._scan -= self._pos
+            self._pos = 0
+        return out
+
+    def _too_large(self, size: int, *, complete: bool) -> FramingError:
+        what = f"{size} bytes" if complete else f"more than {self.max_frame_size} bytes"
+        return FramingError(
+            INVALID_REQUEST, f"message of {what} exceeds the maximum frame size of {self.max_frame_size} bytes"
+        )
+
+
+def encode_content_length(body: bytes) -> bytes:
+    """One frame, ready for a single write. Only ``Content-Length`` (some clients choke on other headers)."""
+    return b"Content-Length: %d\r\n\r\n%s" % (len(body), body)
+
+
+def encode_ndjson(body: bytes) -> bytes:
+    if b"\n" in body:
+        raise ValueError("an NDJSON body must not contain a newline (use dumps(), which never emits one)")
+    return body + b"\n"
+
+
+def dumps(message: Any) -> bytes:
+    """Compact UTF-8 JSON. Raises TypeError/ValueError for values JSON cannot carry (objects, NaN)."""
+    try:
+        return json.dumps(message, ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode("utf-8")
+    except UnicodeEncodeError:
+        # A lone surrogate in a str: only the \\uXXXX escape can carry it.
+        return json.dumps(message, ensure_ascii=True, separators=(",", ":"), allow_nan=False).encode("ascii")
+
+
+def _reject_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not valid JSON")
+
+
+def loads(body: bytes) -> Any:
+    """Parse one body (strict UTF-8, standard JSON; surrounding whitespace such as a trailing newline is fine)."""
+    try:
+        text = bytes(body).decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise FramingError(PARSE_ERROR, f"invalid UTF-8 at byte {exc.start}") from None
+    if text.startswith("\ufeff"):
+        text = text[1:]
+    try:
+        return json.loads(text, parse_constant=_reject_constant)
+    except (ValueError, RecursionError) as exc:
+        raise FramingError(PARSE_ERROR, f"invalid JSON: {exc}") from None

@@ -1,0 +1,306 @@
+"""Saved chats: round trips, atomic writes, corrupt files, the self-healing index, secret scrubbing, odd ids,
+pruning."""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from eca_notebook.engine.store import ChatStore, chats_dir_for
+
+SECRET = "sk-live-0123456789abcdefghij"
+DAY_MS = 86_400_000
+
+
+def now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+def record(chat_id: str, *, title: str = "t", updated: int | None = None, **extra: Any) -> dict[str, Any]:
+    updated = now_ms() if updated is None else updated
+    return {
+        "id": chat_id,
+        "title": title,
+        "createdAt": updated - 1000,
+        "updatedAt": updated,
+        "model": "openai/gpt-5",
+        "messageCount": 2,
+        "messages": [{"role": "user", "text": "hi"}, {"role": "assistant", "text": "hello"}],
+        **extra,
+    }
+
+
+@pytest.fixture
+def root(tmp_path: Path) -> Path:
+    return tmp_path / "chats"
+
+
+@pytest.fixture
+def store(root: Path) -> ChatStore:
+    return ChatStore(root)
+
+
+def leftovers(root: Path) -> list[str]:
+    return sorted(p.name for p in root.iterdir() if p.name.startswith(".tmp-"))
+
+
+def test_save_load_roundtrip(store: ChatStore) -> None:
+    rec = record("c1", extra={"nested": [1, {"a": None}]})
+    store.save(rec)
+    assert store.load("c1") == rec
+    assert store.load("missing") is None
+
+
+def test_list_summaries_newest_first(store: ChatStore) -> None:
+    t = now_ms()
+    store.save(record("old", title="Old", updated=t - 5000))
+    store.save(record("new", title="New", updated=t))
+    store.save(record("mid", title="Mid", updated=t - 1000))
+    summaries = store.list()
+    assert [s["id"] for s in summaries] == ["new", "mid", "old"]
+    assert summaries[0] == {
+        "id": "new",
+        "title": "New",
+        "createdAt": t - 1000,
+        "updatedAt": t,
+        "model": "openai/gpt-5",
+        "messageCount": 2,
+    }
+
+
+def test_list_on_missing_dir_is_empty_and_creates_nothing(root: Path, store: ChatStore) -> None:
+    assert store.list() == []
+    assert store.load("x") is None
+    assert not root.exists()
+
+
+def test_summary_fallbacks(store: ChatStore) -> None:
+    store.save({"id": "bare", "messages": [1, 2, 3]})
+    (summary,) = store.list()
+    assert summary["messageCount"] == 3 and summary["title"] is None and summary["model"] is None
+    assert isinstance(summary["updatedAt"], int) and summary["createdAt"] == summary["updatedAt"]
+
+
+def test_save_overwrites(store: ChatStore) -> None:
+    store.save(record("c", title="first"))
+    store.save(record("c", title="second"))
+    assert store.load("c")["title"] == "second"
+    assert [s["title"] for s in store.list()] == ["second"]
+
+
+def test_delete(store: ChatStore) -> None:
+    store.save(record("a"))
+    store.save(record("b"))
+    assert store.delete("a") is True
+    assert store.delete("a") is False
+    assert store.load("a") is None
+    assert [s["id"] for s in store.list()] == ["b"]
+
+
+def test_permissions(root: Path, store: ChatStore) -> None:
+    store.save(record("c"))
+    store.list()
+    assert stat.S_IMODE(root.stat().st_mode) == 0o700
+    for path in root.iterdir():
+        assert stat.S_IMODE(path.stat().st_mode) == 0o600, path.name
+
+
+def test_failed_write_keeps_old_version_and_leaves_no_temp(root: Path, store: ChatStore) -> None:
+    store.save(record("c", title="good"))
+    before = store.path_for("c").read_bytes()
+    bad = record("c", title="bad")
+    bad["messages"].append({"payload": object()})  # fails midway through serialisation
+    with pytest.raises(TypeError):
+        store.save(bad)
+    assert store.path_for("c").read_bytes() == before
+    assert store.load("c")["title"] == "good"
+    assert leftovers(root) == []
+
+
+def test_successful_writes_leave_no_temp(root: Path, store: ChatStore) -> None:
+    for i in range(5):
+        store.save(record(f"c{i}"))
+    store.delete("c0")
+    store.list()
+    assert leftovers(root) == []
+
+
+def test_invalid_records_rejected(store: ChatStore) -> None:
+    with pytest.raises(ValueError):
+        store.save({"title": "no id"})
+    with pytest.raises(ValueError):
+        store.save({"id": ""})
+    with pytest.raises(ValueError):
+        store.save({"id": "x" * 257})
+    with pytest.raises(ValueError):
+        store.save({"id": 42})
+
+
+@pytest.mark.parametrize("garbage", [b"{not json", b"\xff\xfe\x00", b"[1, 2]", b'{"no": "id"}', b""])
+def test_corrupt_file_set_aside(root: Path, store: ChatStore, garbage: bytes, caplog: pytest.LogCaptureFixture) -> None:
+    store.save(record("good"))
+    store.save(record("bad"))
+    path = store.path_for("bad")
+    path.write_bytes(garbage)
+    assert store.load("bad") is None
+    assert not path.exists()
+    assert (root / (path.name + ".corrupt")).read_bytes() == garbage
+    assert any("moved aside" in r.getMessage() for r in caplog.records)
+    assert [s["id"] for s in store.list()] == ["good"]
+    # A new save of the same id works again.
+    store.save(record("bad", title="again"))
+    assert store.load("bad")["title"] == "again"
+
+
+def test_corrupt_file_found_while_listing(root: Path, store: ChatStore) -> None:
+    store.save(record("good"))
+    store.save(record("bad"))
+    store.path_for("bad").write_text("{oops")  # changes size/mtime: the index entry is stale
+    assert [s["id"] for s in store.list()] == ["good"]
+    assert (root / (store.path_for("bad").name + ".corrupt")).exists()
+
+
+def test_second_corruption_does_not_overwrite_first(root: Path, store: ChatStore) -> None:
+    path = store.path_for("c")
+    for text in ("one", "two"):
+        store.save(record("c"))
+        path.write_text(text)
+        assert store.load("c") is None
+    corrupt = sorted(p.read_text() for p in root.iterdir() if p.name.endswith(".corrupt"))
+    assert corrupt == ["one", "two"]
+
+
+def test_index_rebuilt_when_missing_or_corrupt(root: Path, store: ChatStore) -> None:
+    for i in range(3):
+        store.save(record(f"c{i}", updated=now_ms() - i))
+    expected = store.list()
+    index = root / "index.json"
+    index.unlink()
+    assert store.list() == expected
+    assert index.exists()
+    index.write_text("garbage{")
+    assert store.list() == expected
+    assert json.loads(index.read_text())["version"] == 1
+
+
+def test_index_follows_external_changes(root: Path, store: ChatStore) -> None:
+    store.save(record("a", title="A"))
+    store.save(record("b", title="B"))
+    store.list()
+    other = ChatStore(root)  # another process writing to the same directory
+    other.save(record("c", title="C"))
+    # edit "a" behind the index's back
+    path = store.path_for("a")
+    path.write_text(json.dumps(record("a", title="A2")))
+    store.path_for("b").unlink()
+    assert {s["id"]: s["title"] for s in store.list()} == {"a": "A2", "c": "C"}
+
+
+def test_list_uses_index_without_reading_unchanged_files(root: Path, store: ChatStore) -> None:
+    store.save(record("c", title="indexed"))
+    store.list()
+    path = store.path_for("c")
+    st = path.stat()
+    # Same size and mtime but unreadable content: a listing that reads the file would set it aside.
+    path.write_bytes(b"x" * st.st_size)
+    os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))
+    assert [s["title"] for s in store.list()] == ["indexed"]
+    assert path.exists()
+
+
+def test_secrets_scrubbed(root: Path) -> None:
+    secrets = [SECRET, "short"]
+    store = ChatStore(root, secrets=lambda: secrets)
+    rec = record(
+        "c",
+        title=f"key {SECRET}",
+        note="a short note",
+        messages=[{"text": f"my key is {SECRET}!"}, {"args": {"key": SECRET, SECRET: "as key"}}],
+    )
+    store.save(rec)
+    text = store.path_for("c").read_text()
+    assert SECRET not in text
+    assert SECRET not in (root / "index.json").read_text()
+    loaded = store.load("c")
+    assert loaded["messages"][0]["text"] == "my key is ***!"
+    assert loaded["messages"][1]["args"] == {"key": "***", "***": "as key"}
+    assert loaded["title"] == "key ***"
+    assert loaded["note"] == "a short note"  # "short" is too short to be treated as a secret
+    assert rec["title"] == f"key {SECRET}"  # caller's record untouched
+
+    # Secrets are read at each save: a key added later is scrubbed too.
+    later = "anthropic-key-abcdefghijkl"
+    secrets.append(later)
+    store.save(record("d", title=later))
+    assert store.load("d")["title"] == "***"
+
+
+@pytest.mark.parametrize(
+    "chat_id",
+    ["../../x", "/etc/passwd", "a/b\\c", "chat-ü-🙂-中文", "x" * 256, "CON", ".", "..", " spaced id ", "nul\x00byte"],
+)
+def test_weird_ids(root: Path, store: ChatStore, chat_id: str) -> None:
+    store.save(record(chat_id, title="weird"))
+    files = [p for p in root.rglob("*") if p.is_file()]
+    assert all(p.parent == root for p in files)  # nothing escapes the chats directory
+    assert store.path_for(chat_id).name.removesuffix(".json").isalnum()
+    assert store.load(chat_id)["id"] == chat_id
+    assert [s["id"] for s in store.list()] == [chat_id]
+    assert store.delete(chat_id) is True
+    assert store.list() == []
+
+
+def test_invalid_ids_on_read_paths(store: ChatStore) -> None:
+    assert store.load("x" * 257) is None
+    assert store.load("") is None
+    assert store.delete("") is False
+
+
+def test_file_for_another_id_is_not_returned(store: ChatStore) -> None:
+    store.save(record("a", title="A"))
+    store.path_for("b").write_bytes(store.path_for("a").read_bytes())
+    assert store.load("b") is None
+    assert [s["id"] for s in store.list()] == ["a"]
+
+
+def test_prune(root: Path, store: ChatStore) -> None:
+    t = now_ms()
+    store.save(record("ancient", updated=t - 30 * DAY_MS))
+    store.save(record("old", updated=t - 8 * DAY_MS))
+    store.save(record("fresh", updated=t - 1 * DAY_MS))
+    stale_tmp = root / ".tmp-leftover.json"
+    stale_tmp.write_text("partial")
+    os.utime(stale_tmp, (time.time() - 3 * 86400,) * 2)
+    assert store.prune(0) == 0  # disabled, as the reference's chatRetentionDays: 0
+    assert store.prune(7) == 2
+    assert [s["id"] for s in store.list()] == ["fresh"]
+    assert store.load("old") is None
+    assert not stale_tmp.exists()
+    assert store.prune(7) == 0
+
+
+def test_chats_dir_for(tmp_path: Path) -> None:
+    env = {"HOME": str(tmp_path / "home"), "XDG_CACHE_HOME": str(tmp_path / "cache")}
+    a, b = tmp_path / "a", tmp_path / "b"
+    d = chats_dir_for([a, b], env)
+    assert d.parent == tmp_path / "cache" / "eca-notebook" / "chats"
+    assert len(d.name) == 16 and int(d.name, 16) >= 0
+    assert chats_dir_for([b, a], env) == d  # order does not matter
+    assert chats_dir_for([a], env) != d
+    assert chats_dir_for([tmp_path / "x" / ".." / "a", b], env) == d  # paths are resolved
+    del env["XDG_CACHE_HOME"]
+    assert chats_dir_for([a], env).parent == tmp_path / "home" / ".cache" / "eca-notebook" / "chats"
+
+
+def test_separate_workspaces_do_not_share_chats(tmp_path: Path) -> None:
+    env = {"HOME": str(tmp_path), "XDG_CACHE_HOME": str(tmp_path / "cache")}
+    one = ChatStore(chats_dir_for([tmp_path / "one"], env))
+    two = ChatStore(chats_dir_for([tmp_path / "two"], env))
+    one.save(record("c"))
+    assert two.load("c") is None and two.list() == []

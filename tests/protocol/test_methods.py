@@ -1,0 +1,211 @@
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from pydantic import BaseModel, ValidationError
+
+from eca_notebook.protocol import (
+    INVALID_PARAMS,
+    METHOD_NOT_FOUND,
+    METHODS,
+    ChatDeleteParams,
+    ChatDeleteResult,
+    ChatPromptResult,
+    InitializeResult,
+    McpServerUpdatedParams,
+    RpcError,
+    client_to_server,
+    invalid_params,
+    parse_params,
+    parse_result,
+    server_to_client,
+)
+
+C2S, S2C = "client->server", "server->client"
+
+# (direction, kind) of every method the brief and specs name; the table must match exactly.
+EXPECTED: dict[str, tuple[str, str]] = {
+    "initialize": (C2S, "request"),
+    "initialized": (C2S, "notification"),
+    "shutdown": (C2S, "request"),
+    "exit": (C2S, "notification"),
+    "chat/prompt": (C2S, "request"),
+    "chat/contentReceived": (S2C, "notification"),
+    "chat/toolCallApprove": (C2S, "notification"),
+    "chat/toolCallReject": (C2S, "notification"),
+    "chat/queryContext": (C2S, "request"),
+    "chat/queryCommands": (C2S, "request"),
+    "chat/promptStop": (C2S, "notification"),
+    "chat/delete": (C2S, "request"),
+    "chat/selectedBehaviorChanged": (C2S, "notification"),
+    "chat/selectedModelChanged": (C2S, "notification"),
+    "chat/list": (C2S, "request"),
+    "chat/open": (C2S, "request"),
+    "chat/opened": (S2C, "notification"),
+    "chat/deleted": (S2C, "notification"),
+    "chat/cleared": (S2C, "notification"),
+    "chat/statusChanged": (S2C, "notification"),
+    "chat/rollback": (C2S, "request"),
+    "chat/fork": (C2S, "request"),
+    "editor/getDiagnostics": (S2C, "request"),
+    "config/updated": (S2C, "notification"),
+    "tool/serverUpdated": (S2C, "notification"),
+    "mcp/stopServer": (C2S, "notification"),
+    "mcp/startServer": (C2S, "notification"),
+    "$/showMessage": (S2C, "notification"),
+    "$/progress": (S2C, "notification"),
+    "$/cancelRequest": ("both", "notification"),
+}
+
+NO_PARAMS = ["initialized", "shutdown", "exit"]
+
+# One valid wire payload per method that takes params (camelCase, as a peer sends it).
+SAMPLES: dict[str, dict[str, Any]] = {
+    "initialize": {"processId": 1, "capabilities": {}, "workspaceFolders": [{"uri": "file:///w", "name": "w"}]},
+    "chat/prompt": {"chatId": "c", "message": "hi", "contexts": [{"type": "web", "url": "https://a"}]},
+    "chat/contentReceived": {"chatId": "c", "role": "assistant", "content": {"type": "text", "text": "x"}},
+    "chat/toolCallApprove": {"chatId": "c", "toolCallId": "t"},
+    "chat/toolCallReject": {"chatId": "c", "toolCallId": "t"},
+    "chat/queryContext": {"chatId": "c", "query": "a", "contexts": []},
+    "chat/queryCommands": {"query": ""},
+    "chat/promptStop": {"chatId": "c"},
+    "chat/delete": {"chatId": "c"},
+    "chat/selectedBehaviorChanged": {"behavior": "plan"},
+    "chat/selectedModelChanged": {"model": "m", "chatId": "c"},
+    "chat/list": {"limit": 5, "sortBy": "updatedAt"},
+    "chat/open": {"chatId": "c"},
+    "chat/opened": {"chatId": "c", "title": "T"},
+    "chat/deleted": {"chatId": "c"},
+    "chat/cleared": {"chatId": "c", "messages": True},
+    "chat/statusChanged": {"chatId": "c", "status": "running"},
+    "chat/rollback": {"chatId": "c", "contentId": "k"},
+    "chat/fork": {"chatId": "c", "contentId": "k"},
+    "editor/getDiagnostics": {"uri": "file:///w/a.py"},
+    "config/updated": {"chat": {"models": ["m"]}},
+    "tool/serverUpdated": {"type": "mcp", "name": "gh", "args": [], "status": "starting"},
+    "mcp/stopServer": {"name": "gh"},
+    "mcp/startServer": {"name": "gh"},
+    "$/showMessage": {"type": "info", "message": "hello"},
+    "$/progress": {"type": "start", "taskId": "t", "title": "Starting"},
+    "$/cancelRequest": {"id": 4},
+}
+
+
+def test_table_covers_exactly_the_expected_methods() -> None:
+    assert set(METHODS) == set(EXPECTED)
+
+
+@pytest.mark.parametrize("name", sorted(EXPECTED))
+def test_entry_direction_kind_and_models(name: str) -> None:
+    spec = METHODS[name]
+    assert spec.name == name
+    assert (spec.direction, spec.kind) == EXPECTED[name]
+    if name in NO_PARAMS:
+        assert spec.params is None
+    elif name != "tool/serverUpdated":  # the one union-typed params (checked through parse_params below)
+        assert isinstance(spec.params, type) and issubclass(spec.params, BaseModel)
+    if spec.kind == "notification":
+        assert spec.result is None
+    elif name != "shutdown":
+        assert isinstance(spec.result, type) and issubclass(spec.result, BaseModel)
+    else:
+        assert spec.result is None
+
+
+def test_every_method_with_params_has_a_sample() -> None:
+    assert set(SAMPLES) == set(EXPECTED) - set(NO_PARAMS)
+
+
+@pytest.mark.parametrize("name", sorted(SAMPLES))
+def test_parse_params_round_trips_samples(name: str) -> None:
+    parsed = parse_params(name, SAMPLES[name])
+    assert isinstance(parsed, BaseModel)
+    dumped = parsed.dump()  # type: ignore[attr-defined]
+    for key, value in SAMPLES[name].items():
+        assert dumped[key] == value
+
+
+def test_tool_server_updated_is_discriminated() -> None:
+    assert isinstance(parse_params("tool/serverUpdated", SAMPLES["tool/serverUpdated"]), McpServerUpdatedParams)
+    native = parse_params("tool/serverUpdated", {"type": "native", "tools": []})
+    assert native is not None and native.type == "native"  # type: ignore[attr-defined]
+
+
+def test_direction_helpers() -> None:
+    c2s = {s.name for s in client_to_server()}
+    s2c = {s.name for s in server_to_client()}
+    assert c2s == {n for n, (d, _) in EXPECTED.items() if d in (C2S, "both")}
+    assert s2c == {n for n, (d, _) in EXPECTED.items() if d in (S2C, "both")}
+    assert {s.name for s in server_to_client("request")} == {"editor/getDiagnostics"}
+    assert "chat/prompt" in {s.name for s in client_to_server("request")}
+    assert "chat/prompt" not in {s.name for s in client_to_server("notification")}
+    assert all(s.kind == "notification" for s in server_to_client("notification"))
+
+
+@pytest.mark.parametrize("name", NO_PARAMS)
+@pytest.mark.parametrize("raw", [None, {}, []])
+def test_no_params_methods_accept_absent_null_empty(name: str, raw: object) -> None:
+    assert parse_params(name, raw) is None
+
+
+@pytest.mark.parametrize("name", NO_PARAMS)
+def test_no_params_methods_reject_positional_values(name: str) -> None:
+    with pytest.raises(ValidationError):
+        parse_params(name, [1, 2])
+
+
+@pytest.mark.parametrize(
+    ("method", "params", "loc"),
+    [
+        ("chat/prompt", {"message": 42}, ("message",)),
+        ("chat/prompt", {"message": "m", "chatId": ["x"]}, ("chatId",)),
+        ("chat/toolCallApprove", {"chatId": "c", "toolCallId": 5}, ("toolCallId",)),
+        ("initialize", {"processId": "x"}, ("processId",)),
+        ("chat/list", {"limit": "many"}, ("limit",)),
+        ("$/progress", {"type": "start"}, ("taskId",)),
+    ],
+)
+def test_parse_params_reports_the_bad_field(method: str, params: dict, loc: tuple) -> None:
+    with pytest.raises(ValidationError) as info:
+        parse_params(method, params)
+    assert loc in [err["loc"] for err in info.value.errors()]
+
+
+@pytest.mark.parametrize("params", [[], ["c"], "chat", 5])
+def test_list_or_scalar_params_are_errors_for_methods_with_params(params: object) -> None:
+    with pytest.raises(ValidationError):
+        parse_params("chat/delete", params)
+
+
+def test_absent_params_mean_defaults_when_all_optional() -> None:
+    assert parse_params("chat/delete", None) == ChatDeleteParams()
+    with pytest.raises(ValidationError):
+        parse_params("chat/prompt", None)
+
+
+def test_unknown_method() -> None:
+    with pytest.raises(RpcError) as info:
+        parse_params("chat/doesNotExist", {})
+    assert info.value.code == METHOD_NOT_FOUND
+
+
+def test_parse_result() -> None:
+    assert parse_result("shutdown", None) is None
+    assert parse_result("initialize", {}) == InitializeResult()
+    assert parse_result("chat/delete", None) == ChatDeleteResult()
+    result = parse_result("chat/prompt", {"chatId": "c", "status": "prompting"})
+    assert isinstance(result, ChatPromptResult) and result.status == "prompting"
+    with pytest.raises(ValidationError):
+        parse_result("chat/prompt", {"status": "prompting"})
+
+
+def test_invalid_params_error_names_field_but_not_input() -> None:
+    secret = "sk-very-secret-key"
+    with pytest.raises(ValidationError) as info:
+        parse_params("initialize", {"processId": secret, "initializationOptions": {"key": secret}})
+    err = invalid_params(info.value, "initialize")
+    assert err.code == INVALID_PARAMS
+    assert "processId" in err.message
+    assert err.data == {"errors": [{"loc": ["processId"], "msg": err.data["errors"][0]["msg"], "type": "int_parsing"}]}
+    assert secret not in repr(err.to_dict())
