@@ -29,7 +29,7 @@ import httpx
 from eca_notebook.engine import Engine, EngineOptions
 from eca_notebook.protocol import ChatPromptParams
 from eca_notebook.rpc import Endpoint
-from eca_notebook.testing.llm_server import Reply, ScriptedLLMServer, Text
+from eca_notebook.testing.llm_server import Reply, ScriptedLLMServer, Stall, Text
 from eca_notebook.transports.stdio import PipeStream
 
 MODEL = "bench/m"
@@ -90,7 +90,8 @@ async def in_process(server: ScriptedLLMServer, chunks: int, home: Path) -> tupl
     return wall, cpu
 
 
-async def over_stdio(server: ScriptedLLMServer, chunks: int, home: Path) -> float:
+async def over_stdio(server: ScriptedLLMServer, chunks: int, home: Path, stops: int = 0) -> tuple[float, list[float]]:
+    """Stream N chunks over stdio; then, ``stops`` times, measure chat/promptStop → status idle on a stalled stream."""
     env = dict(os.environ, XDG_CACHE_HOME=str(home / "cache"), XDG_CONFIG_HOME=str(home / "config"), HOME=str(home),
                OLLAMA_API_URL="http://127.0.0.1:9", ECA_CONFIG=json.dumps(config(server.url)))
     proc = await asyncio.create_subprocess_exec(
@@ -110,13 +111,23 @@ async def over_stdio(server: ScriptedLLMServer, chunks: int, home: Path) -> floa
     await endpoint.request("chat/prompt", {"message": "go"})
     await counter.idle.wait()
     wall = time.perf_counter() - wall
+    stop_latencies = []
+    for _ in range(stops):
+        counter.idle.clear()
+        server.enqueue(Reply([Text("x"), Stall(30)]))
+        chat_id = (await endpoint.request("chat/prompt", {"message": "stall"}))["chatId"]
+        await asyncio.sleep(0.2)  # let the stream start
+        started = time.perf_counter()
+        await endpoint.notify("chat/promptStop", {"chatId": chat_id})
+        await counter.idle.wait()
+        stop_latencies.append(time.perf_counter() - started)
     await endpoint.request("shutdown")
     await endpoint.notify("exit")
     await proc.wait()
     runner.cancel()
     await asyncio.gather(runner, return_exceptions=True)
-    assert counter.text_chunks == chunks, (counter.text_chunks, chunks)
-    return wall
+    assert counter.text_chunks >= chunks, (counter.text_chunks, chunks)
+    return wall, stop_latencies
 
 
 async def main() -> None:
@@ -127,9 +138,11 @@ async def main() -> None:
     n = args.chunks
     with ScriptedLLMServer() as server, tempfile.TemporaryDirectory() as tmp:
         home = Path(tmp)
-        a = min((await baseline(server, n) for _ in range(args.repeat)), key=lambda r: r[0])
-        b = min((await in_process(server, n, home) for _ in range(args.repeat)), key=lambda r: r[0])
-        c = min([await over_stdio(server, n, home) for _ in range(args.repeat)])
+        a = min([await baseline(server, n) for _ in range(args.repeat)], key=lambda r: r[0])
+        b = min([await in_process(server, n, home) for _ in range(args.repeat)], key=lambda r: r[0])
+        runs = [await over_stdio(server, n, home, stops=5) for _ in range(args.repeat)]
+        c = min(run[0] for run in runs)
+        stops = sorted(latency for run in runs for latency in run[1])
     rate = lambda wall: n / wall  # noqa: E731
     print(f"chunks per run: {n} (best of {args.repeat})")
     print(f"(a) bare httpx SSE loop      : {rate(a[0]):>10,.0f} chunks/s")
@@ -137,6 +150,8 @@ async def main() -> None:
     print(f"(c) stdio server → client    : {rate(c):>10,.0f} chunks/s   c/a = {rate(c) / rate(a[0]):.2f}")
     print(f"engine loop-thread CPU       : {b[1] / n * 1e6:>10.1f} µs/chunk (baseline loop {a[1] / n * 1e6:.1f} µs/chunk,"
           f" engine adds {(b[1] - a[1]) / n * 1e6:.1f} µs/chunk)")
+    print(f"chat/promptStop → idle (stdio): median {stops[len(stops) // 2] * 1000:.1f} ms,"
+          f" max {stops[-1] * 1000:.1f} ms over {len(stops)} stops")
 
 
 if __name__ == "__main__":

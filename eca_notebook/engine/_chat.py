@@ -62,7 +62,8 @@ class Usage:
 
     @property
     def session_tokens(self) -> int:
-        return self.input_tokens + self.output_tokens
+        # providers report input without cache reads/writes (Anthropic's convention): the prompt is all three
+        return self.input_tokens + self.cache_read_tokens + self.cache_write_tokens + self.output_tokens
 
 
 @dataclass

@@ -187,7 +187,7 @@ class Turn:
         usage.output_tokens += event.output_tokens
         usage.cache_read_tokens += event.cache_read_tokens
         usage.cache_write_tokens += event.cache_write_tokens
-        usage.last_input_tokens = event.input_tokens
+        usage.last_input_tokens = event.input_tokens + event.cache_read_tokens + event.cache_write_tokens
         usage.last_output_tokens = event.output_tokens
         cost = self.model.cost(
             event.input_tokens, event.output_tokens, event.cache_read_tokens, event.cache_write_tokens

@@ -156,7 +156,12 @@ class ToolCallFinished:
 
 @dataclass
 class Usage:
-    """Token counts for one provider response (not cumulative). Cache fields are 0 where unknown."""
+    """Token counts for one provider response (not cumulative). Cache fields are 0 where unknown.
+
+    ``input_tokens`` excludes tokens read from or written to the prompt cache (Anthropic's convention; OpenAI's
+    totals are normalised to it), so the whole prompt is ``input + cache_read + cache_write`` and each part can be
+    priced at its own rate.
+    """
 
     input_tokens: int = 0
     output_tokens: int = 0

@@ -295,6 +295,19 @@ async def test_insufficient_quota_is_not_retried(llm, client):
     assert len(completions(llm, "openai-responses")) == 1
 
 
+async def test_cancel_during_retry_backoff(llm, client):
+    llm.enqueue(Reply([Error(503, "busy", retry_after=20)]), Reply.text("unused"))
+    provider = make("openai-chat", llm, client, retry_max_delay=60)
+    task = asyncio.create_task(collect(provider))
+    while not completions(llm, "openai-chat"):
+        await asyncio.sleep(0.01)
+    await asyncio.sleep(0.05)  # now sleeping in the backoff
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert len(completions(llm, "openai-chat")) == 1 and llm.pending == 1
+
+
 async def test_mid_stream_failure_is_not_retried(llm, client):
     llm.enqueue(Reply([Text("seen"), Cut()]), Reply.text("would duplicate"))
     events, error = await collect_until_error(make("openai-chat", llm, client))

@@ -1,0 +1,144 @@
+"""ServerConnection + Engine over an in-memory stream pair: the protocol behaviour without a subprocess."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from eca_notebook.engine import Engine, EngineOptions, ServerConnection
+from eca_notebook.protocol.errors import RpcError
+from eca_notebook.rpc import Endpoint
+from eca_notebook.testing.llm_server import Reply, ScriptedLLMServer, Stall, Text
+from eca_notebook.transports.memory import memory_pair
+
+
+@pytest.fixture
+def llm():
+    with ScriptedLLMServer() as server:
+        yield server
+
+
+class Harness:
+    def __init__(self, client: Endpoint) -> None:
+        self.client = client
+        self.log: list[tuple[str, Any]] = []
+        self.changed = asyncio.Event()
+
+    def record(self, method: str, params: Any) -> None:
+        self.log.append((method, params))
+        self.changed.set()
+
+    async def until(self, predicate, timeout: float = 10) -> None:
+        async def wait() -> None:
+            while not any(predicate(m, p) for m, p in self.log):
+                self.changed.clear()
+                await self.changed.wait()
+
+        await asyncio.wait_for(wait(), timeout)
+
+    def contents(self, chat_id: str) -> list[dict]:
+        return [p["content"] for m, p in self.log if m == "chat/contentReceived" and p["chatId"] == chat_id]
+
+
+@pytest.fixture
+async def connected(tmp_path: Path, llm: ScriptedLLMServer):
+    env = {
+        "HOME": str(tmp_path),
+        "XDG_CONFIG_HOME": str(tmp_path / "config"),
+        "XDG_CACHE_HOME": str(tmp_path / "cache"),
+        "OLLAMA_API_URL": "http://127.0.0.1:9",
+    }
+    options = {"providers": {"fake": {"api": "openai-chat", "url": llm.url, "models": {"m1": {}, "m2": {}}}}}
+
+    def factory(params) -> Engine:
+        return Engine(EngineOptions(workspace_folders=[tmp_path], initialization_options=options, env=env))
+
+    server_side, client_side = memory_pair()
+    connection = ServerConnection(server_side, factory)
+    client = Endpoint(client_side, name="test-client")
+    harness = Harness(client)
+    for method in ("chat/contentReceived", "config/updated", "tool/serverUpdated", "$/progress", "$/showMessage",
+                   "chat/opened", "chat/deleted", "chat/statusChanged"):
+        client.register(method, lambda params, _m=method: harness.record(_m, params))
+    server_task = asyncio.create_task(connection.run())
+    client_task = asyncio.create_task(client.run())
+    await client.request("initialize", {"processId": None, "capabilities": {},
+                                        "workspaceFolders": [{"uri": tmp_path.as_uri(), "name": "w"}]})
+    await client.notify("initialized")
+    await harness.until(lambda m, p: m == "tool/serverUpdated")
+    yield harness
+    await client.close()
+    await asyncio.wait_for(server_task, 10)
+    client_task.cancel()
+    await asyncio.gather(client_task, return_exceptions=True)
+
+
+async def test_prompt_response_comes_after_the_user_echo(connected: Harness, llm):
+    llm.enqueue(Reply.text("hi"))
+    result = await connected.client.request("chat/prompt", {"message": "hello", "model": "fake/m1"})
+    # by the time the response arrived the user echo and title were already delivered
+    assert connected.contents(result["chatId"])[:2] == [
+        {"type": "text", "text": "hello\n"},
+        {"type": "metadata", "title": "hello"},
+    ]
+
+
+async def test_two_chats_stream_concurrently(connected: Harness, llm):
+    llm.enqueue(Reply([Text("slow "), Stall(30)]), Reply.text("fast"))
+    slow = await connected.client.request("chat/prompt", {"message": "one", "model": "fake/m1"})
+    await connected.until(lambda m, p: m == "chat/contentReceived" and p["content"].get("text") == "slow ")
+    fast = await connected.client.request("chat/prompt", {"message": "two", "model": "fake/m1"})
+    await connected.until(lambda m, p: m == "chat/statusChanged" and p == {"chatId": fast["chatId"], "status": "idle"})
+    assert {"type": "text", "text": "fast"} in connected.contents(fast["chatId"])
+    # the slow one is still running, and a second prompt to it is refused without disturbing it
+    busy = await connected.client.request("chat/prompt", {"chatId": slow["chatId"], "message": "again"})
+    assert busy["status"] == "error"
+    await connected.client.notify("chat/promptStop", {"chatId": slow["chatId"]})
+    await connected.until(lambda m, p: m == "chat/statusChanged" and p == {"chatId": slow["chatId"], "status": "idle"})
+
+
+async def test_cancel_for_an_unknown_id_is_ignored(connected: Harness):
+    # (cancelling a running request is covered in tests/rpc; here: the ECA connection passes $/ methods its guard)
+    await connected.client.notify("$/cancelRequest", {"id": 12345})
+    assert await connected.client.request("chat/list", {}) == {"chats": []}
+
+
+async def test_selected_model_and_behavior(connected: Harness, llm):
+    await connected.client.notify("chat/selectedModelChanged", {"model": "fake/m2"})
+    await connected.client.notify("chat/selectedBehaviorChanged", {"behavior": "plan"})
+    llm.enqueue(Reply.text("ok"))
+    result = await connected.client.request("chat/prompt", {"message": "which model?"})
+    assert result["model"] == "fake/m2"
+    await connected.until(lambda m, p: m == "chat/statusChanged" and p == {"chatId": result["chatId"], "status": "idle"})
+    assert llm.requests[-1].body["model"] == "m2"
+    assert "plan mode" in llm.requests[-1].body["messages"][0]["content"]
+
+    await connected.client.notify("chat/selectedBehaviorChanged", {"behavior": "nonsense"})
+    await connected.until(lambda m, p: m == "$/showMessage" and "nonsense" in p["message"])
+
+
+async def test_unknown_model_is_reported_in_chat(connected: Harness):
+    result = await connected.client.request("chat/prompt", {"message": "x", "model": "nope/zzz"})
+    assert result["status"] == "error"
+    texts = [c["text"] for c in connected.contents(result["chatId"]) if c["type"] == "text"]
+    assert any("Unknown or unavailable model 'nope/zzz'" in t and "fake/m1" in t for t in texts)
+
+
+async def test_delete_while_running_stops_first(connected: Harness, llm):
+    llm.enqueue(Reply([Text("x"), Stall(30)]))
+    chat_id = (await connected.client.request("chat/prompt", {"message": "x", "model": "fake/m1"}))["chatId"]
+    await connected.until(lambda m, p: m == "chat/contentReceived" and p["content"].get("text") == "x")
+    assert await connected.client.request("chat/delete", {"chatId": chat_id}) == {}
+    methods = [m for m, p in connected.log if isinstance(p, dict) and p.get("chatId") == chat_id]
+    assert methods[-1] == "chat/deleted"
+    assert (await connected.client.request("chat/list", {}))["chats"] == []
+
+
+async def test_shutdown_then_requests_are_refused(connected: Harness):
+    assert await connected.client.request("shutdown") is None
+    with pytest.raises(RpcError) as err:
+        await connected.client.request("chat/list", {})
+    assert err.value.code == -32600
