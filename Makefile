@@ -6,6 +6,8 @@ VENV := .venv
 PY := $(VENV)/bin/python
 PIP := $(PY) -m pip --disable-pip-version-check -q
 LAB_PORT ?= 8888
+# Jupyter refuses to start as root unless told; containers and CI machines often are root.
+LAB_ARGS ?= $(if $(filter 0,$(shell id -u)),--allow-root)
 
 .PHONY: lab test venv bench clean
 
@@ -24,7 +26,7 @@ $(VENV)/.test-stamp: pyproject.toml | $(PY)
 venv: $(VENV)/.lab-stamp
 
 lab: $(VENV)/.lab-stamp
-	$(VENV)/bin/jupyter lab --notebook-dir=notebooks --port=$(LAB_PORT)
+	$(VENV)/bin/jupyter lab --notebook-dir=notebooks --port=$(LAB_PORT) $(LAB_ARGS)
 
 test: $(VENV)/.test-stamp
 	$(PY) -m pytest

@@ -31,16 +31,25 @@ def _configure_logging(level: str, log_file: str | None) -> None:
     logging.getLogger("httpcore").setLevel(logging.WARNING)
 
 
+def _add_server_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--config-file", type=Path, help="use this file instead of ~/.config/eca/config.json")
+    parser.add_argument("--log-level", default=os.environ.get("ECA_LOG_LEVEL", "warning"),
+                        help="debug, info, warning (default) or error")
+    parser.add_argument("--log-file", help="write logs to this file instead of stderr")
+    parser.add_argument("--max-frame-size", type=int, help="largest accepted message in bytes (default 64 MiB)")
+
+
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="eca-notebook", description="An ECA code assistant for Jupyter.")
+    parser = argparse.ArgumentParser(
+        prog="eca-notebook",
+        description="An ECA code assistant for Jupyter. Without a command and with stdin not a terminal, it serves "
+        "ECA over stdio (for clients that run the configured command as-is).",
+    )
     parser.add_argument("--version", action="version", version=f"eca-notebook {__version__}")
+    _add_server_options(parser)
     sub = parser.add_subparsers(dest="command")
     server = sub.add_parser("server", help="speak ECA (JSON-RPC, Content-Length framing) over stdin/stdout")
-    server.add_argument("--config-file", type=Path, help="use this file instead of ~/.config/eca/config.json")
-    server.add_argument("--log-level", default=os.environ.get("ECA_LOG_LEVEL", "warning"),
-                        help="debug, info, warning (default) or error")
-    server.add_argument("--log-file", help="write logs to this file instead of stderr")
-    server.add_argument("--max-frame-size", type=int, help="largest accepted message in bytes (default 64 MiB)")
+    _add_server_options(server)
     return parser
 
 
@@ -48,8 +57,10 @@ def main(argv: list[str] | None = None) -> int:
     parser = _parser()
     args, unknown = parser.parse_known_args(argv)
     if args.command is None:
-        parser.print_help(sys.stderr)
-        return 2
+        if sys.stdin is None or sys.stdin.isatty():
+            parser.print_help(sys.stderr)
+            return 2
+        args.command = "server"
     _configure_logging(args.log_level, args.log_file)
     if unknown:
         logging.getLogger(__name__).warning("ignoring unknown options: %s", " ".join(unknown))
