@@ -116,6 +116,10 @@ class Engine:
     async def start(self) -> None:
         """Work that may touch the network (model discovery); doors call it after the handshake."""
         await self.registry.discover()
+        if self.store is not None and self.config.chat_retention_days:
+            removed = await asyncio.to_thread(self.store.prune, self.config.chat_retention_days)
+            if removed:
+                log.info("pruned %d saved chat(s) older than %s days", removed, self.config.chat_retention_days)
         if self.selected_model is None or self.selected_model not in self.registry.models():
             self.selected_model = self.registry.default_model()
 

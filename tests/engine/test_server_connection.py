@@ -142,3 +142,25 @@ async def test_shutdown_then_requests_are_refused(connected: Harness):
     with pytest.raises(RpcError) as err:
         await connected.client.request("chat/list", {})
     assert err.value.code == -32600
+
+
+async def test_old_saved_chats_are_pruned_at_start(tmp_path: Path, llm):
+    import os
+    import time
+
+    from eca_notebook.engine.store import ChatStore, chats_dir_for
+
+    env = {"HOME": str(tmp_path), "XDG_CACHE_HOME": str(tmp_path / "cache"), "XDG_CONFIG_HOME": str(tmp_path / "c"),
+           "OLLAMA_API_URL": "http://127.0.0.1:9"}
+    store = ChatStore(chats_dir_for([tmp_path], env))
+    old_ms = int((time.time() - 30 * 86400) * 1000)
+    store.save({"id": "old", "title": "old", "createdAt": old_ms, "updatedAt": old_ms, "messageCount": 1})
+    store.save({"id": "new", "title": "new", "createdAt": old_ms, "updatedAt": int(time.time() * 1000),
+                "messageCount": 1})
+    old_file = store.path_for("old")
+    os.utime(old_file, (time.time() - 30 * 86400,) * 2)
+    engine = Engine(EngineOptions(workspace_folders=[tmp_path], initialization_options={"chatRetentionDays": 14},
+                                  env=env))
+    await engine.start()
+    assert [c["id"] for c in engine.list_chats()] == ["new"]
+    await engine.aclose()
