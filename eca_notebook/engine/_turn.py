@@ -1,8 +1,10 @@
-"""One prompt's turn: stream a provider's answer into ``chat/contentReceived`` contents, in the reference order.
+"""One prompt's turn: rounds of provider streaming and tool calls, as ``chat/contentReceived`` contents.
 
-Order for a text turn (``eca-compat-notes.md``): user echo → metadata (first prompt) → progress "Waiting model" →
-progress "Generating" → reasoning / text chunks → usage → progress finished. The turn owns no I/O of its own: it
-calls ``emit`` (which records the content in the chat and fans it out to every connected client) and the provider.
+Order (``eca-compat-notes.md``): user echo → metadata (first prompt) → per round: progress "Waiting model" →
+progress "Generating" → reasoning / text / toolCallPrepare chunks → usage → for each tool call the sequence in
+``_toolcall.py`` → next round … until the model answers without calling a tool → progress finished. The turn owns no
+I/O of its own: it calls ``emit`` (which records the content in the chat and fans it out to every connected client),
+the provider, and the tool runner.
 
 Failures never escape: a provider error becomes a system text in the chat, a stop keeps what was streamed so far,
 and either way the chat ends ``idle`` with its history intact, ready for the next prompt.
@@ -17,6 +19,8 @@ from typing import Any, Callable
 
 from ..providers.base import (
     AssistantMessage,
+    ToolResultMessage,
+    ToolSpec,
     Finished,
     Provider,
     ProviderError,
@@ -33,6 +37,7 @@ from ..providers.base import (
     Usage,
 )
 from ._chat import Chat
+from ._toolcall import ToolCallRunner, strip_prefix
 from .config import ModelInfo
 
 log = logging.getLogger(__name__)
@@ -48,7 +53,7 @@ def format_cost(cost: float | None) -> str | None:
 
 
 class Turn:
-    """Runs rounds against the provider until the model stops (tool rounds arrive with the tools issue)."""
+    """Runs rounds against the provider until the model answers without tool calls (or the round cap)."""
 
     def __init__(
         self,
@@ -59,6 +64,9 @@ class Turn:
         emit: Emit,
         *,
         max_tokens: int | None = None,
+        tools: list[ToolSpec] | None = None,
+        runner: ToolCallRunner | None = None,
+        max_rounds: int = 40,
     ) -> None:
         self.chat = chat
         self.provider = provider
@@ -66,6 +74,9 @@ class Turn:
         self.system = system
         self.emit = emit
         self.max_tokens = max_tokens
+        self.tools = tools or []
+        self.runner = runner
+        self.max_rounds = max(1, max_rounds)
         self._assistant: AssistantMessage | None = None
 
     # -- helpers -------------------------------------------------------------------------------------------------
@@ -81,9 +92,10 @@ class Turn:
 
     # -- the turn ------------------------------------------------------------------------------------------------
 
-    async def run(self) -> None:
+    async def run(self) -> bool:
+        """Run to the end; True when the model finished normally (False after an error; stops raise)."""
         try:
-            await self._round()
+            await self._rounds()
         except asyncio.CancelledError:
             self._keep_partial()
             self.progress("finished", "")
@@ -92,19 +104,51 @@ class Turn:
             self._keep_partial()
             self._system({"type": "text", "text": f"Error: {exc.message}"})
             self.progress("finished", "")
+            return False
         except Exception as exc:  # a bug must not leave the chat stuck in "running"
             log.exception("turn failed in chat %s", self.chat.id)
             self._keep_partial()
             self._system({"type": "text", "text": f"Error: internal error ({type(exc).__name__}): {exc}"})
             self.progress("finished", "")
-        else:
-            self.progress("finished", "")
+            return False
+        self.progress("finished", "")
+        return True
 
-    async def _round(self) -> None:
+    async def _rounds(self) -> None:
+        for _ in range(self.max_rounds):
+            calls = await self._round()
+            if not calls or self.runner is None:
+                return
+            await self._run_calls(calls)
+        self._system({"type": "text", "text": f"Stopped after {self.max_rounds} tool rounds in one prompt "
+                                              "(toolCall.maxRounds). Send another prompt to continue."})
+
+    async def _run_calls(self, calls: list[ToolCall]) -> None:
+        """Run the round's calls in order; every call gets a result in history, even when stopped mid-way."""
+        assert self.runner is not None
+        done: set[str] = set()
+        try:
+            for call in calls:
+                result = await self.runner.run(call)
+                self.chat.messages.append(
+                    ToolResultMessage(tool_call_id=call.id, name=call.name, output=result.output, is_error=result.error)
+                )
+                done.add(call.id)
+        except asyncio.CancelledError:
+            for call in calls:
+                if call.id not in done:
+                    self.chat.messages.append(
+                        ToolResultMessage(tool_call_id=call.id, name=call.name, is_error=True,
+                                          output="Not run: the user stopped the prompt.")
+                    )
+            raise
+
+    async def _round(self) -> list[ToolCall]:
         request = ProviderRequest(
             model=self.model.name,
             messages=list(self.chat.messages),
             system=self.system,
+            tools=list(self.tools),
             max_tokens=self.max_tokens,
             reasoning=self.model.reasoning,
             extra=dict(self.model.extra_payload),
@@ -153,7 +197,7 @@ class Turn:
                         "type": "toolCallPrepare",
                         "origin": "native",
                         "id": event.id,
-                        "name": tool_names.get(event.id, ""),
+                        "name": strip_prefix(tool_names.get(event.id, "")),
                         "server": "eca",
                         "argumentsText": event.arguments_delta,
                     }
@@ -166,9 +210,11 @@ class Turn:
             elif isinstance(event, Finished):
                 break
 
+        calls = list(self._assistant.tool_calls) if self._assistant else []
         self._commit_assistant()
         if usage_seen:
             self._system(self._usage_content())
+        return calls
 
     # -- bookkeeping ---------------------------------------------------------------------------------------------
 
@@ -178,7 +224,13 @@ class Turn:
             self.chat.messages.append(message)
 
     def _keep_partial(self) -> None:
-        """On stop or failure keep what the user already saw, so history matches the screen."""
+        """On stop or failure keep what the user already saw, so history matches the screen.
+
+        Tool calls of an unfinished stream are dropped: they never ran, and a call without a result would make the
+        next request invalid for every provider API.
+        """
+        if self._assistant is not None:
+            self._assistant.tool_calls.clear()
         self._commit_assistant()
 
     def _add_usage(self, event: Usage) -> None:

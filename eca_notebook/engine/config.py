@@ -335,7 +335,8 @@ DEFAULTS: dict[str, Any] = {
     "toolCall": {
         "approval": {
             "byDefault": "ask",
-            "allow": {"eca__read_file": {}, "eca__directory_tree": {}, "eca__grep": {}},
+            "allow": {"eca__read_file": {}, "eca__directory_tree": {}, "eca__grep": {},
+                      "eca__editor_diagnostics": {}},
             "ask": {},
             "deny": {},
         },

@@ -27,10 +27,19 @@ from ..protocol import (
     ConfigUpdatedParams,
     NativeServerUpdatedParams,
 )
+from ..tools.base import Tool, ToolContext
+from ..providers.base import Message, ToolSpec, UserMessage
+from . import _builtins
+from ._approval import SessionApprovals, hidden_tools
 from ._chat import Chat, invalid_chat_id, now_ms, title_from
 from ._models import ModelRegistry, UnknownModel
+from ._toolcall import NATIVE_SERVER, PendingApproval, ToolCallRunner, llm_tool_name
 from ._turn import Turn
-from .config import LoadedConfig, load_config, mask_secret
+from ._index import WorkspaceIndex
+from ._rules import load_rules, render_rules
+from .commands import BUILTINS, Command, find_command, load_custom_commands, parse_command, query_commands, render_template, to_wire
+from .config import LoadedConfig, global_config_path, load_config, mask_secret
+from .contexts import query_context, render_contexts
 from .store import ChatStore, chats_dir_for
 
 log = logging.getLogger(__name__)
@@ -44,12 +53,28 @@ BASE_SYSTEM_PROMPT = (
 PLAN_SYSTEM_PROMPT = (
     " You are in plan mode: analyse and propose a plan, but do not change any file."
 )
+TOOLS_SYSTEM_PROMPT = (
+    " Use the tools to read and change the workspace; paths are relative to the first workspace folder. Every change"
+    " you propose is shown to the user as a diff and may be rejected: if so, do not retry it unless asked."
+)
+COMPACT_PROMPT = (
+    "Summarize our conversation so far for your own future reference: the goal, decisions made, files and code "
+    "involved, what is done and what remains. Be complete but concise; this summary will replace the history."
+)
+COMPACT_PREFIX = "Summary of the conversation so far (the earlier messages were compacted):"
 
 
 class Listener(Protocol):
-    """A connected client. ``send`` must not block: doors queue the message and write it in order."""
+    """A connected client. ``send`` must not block: doors queue the message and write it in order.
+
+    A listener that can answer ``editor/getDiagnostics`` also has ``supports_diagnostics = True`` and
+    ``async def request(method, params, timeout)``; the engine asks the first such listener.
+    """
 
     def send(self, method: str, params: dict[str, Any]) -> None: ...
+
+
+DIAGNOSTICS_TIMEOUT = 30.0
 
 
 @dataclass
@@ -82,8 +107,16 @@ class Engine:
         if not self.config.pure_config:
             self.store = ChatStore(chats_dir_for(self.workspace_folders, self.env), secrets=self.registry.secrets)
         self.chats: dict[str, Chat] = {}
+        from ..tools import native_tools
+
+        self.tools: dict[str, Tool] = {tool.name: tool for tool in native_tools()}
+        self.session_approvals = SessionApprovals()
+        self.pending_approvals: dict[tuple[str, str], PendingApproval] = {}
         self.selected_behavior: str = self._initial_behavior()
         self.selected_model: str | None = None
+        # the workspace file index behind chat/queryContext, @-completion and the repo map
+        self.index: WorkspaceIndex | None = WorkspaceIndex(self.workspace_folders) if self.workspace_folders else None
+        self.global_config_dir = global_config_path(self.env).parent
         self._listeners: list[Listener] = []
         self._closed = False
 
@@ -115,6 +148,8 @@ class Engine:
 
     async def start(self) -> None:
         """Work that may touch the network (model discovery); doors call it after the handshake."""
+        if self.index is not None:
+            self._index_task = asyncio.create_task(self._build_index(), name="eca-index")
         await self.registry.discover()
         if self.store is not None and self.config.chat_retention_days:
             removed = await asyncio.to_thread(self.store.prune, self.config.chat_retention_days)
@@ -122,6 +157,14 @@ class Engine:
                 log.info("pruned %d saved chat(s) older than %s days", removed, self.config.chat_retention_days)
         if self.selected_model is None or self.selected_model not in self.registry.models():
             self.selected_model = self.registry.default_model()
+
+    async def _build_index(self) -> None:
+        assert self.index is not None
+        try:
+            await self.index.build()
+            self.index.start_watching()
+        except Exception:
+            log.exception("could not index the workspace")
 
     @property
     def problems(self) -> list[str]:
@@ -151,9 +194,59 @@ class Engine:
         )
 
     def native_tools(self) -> NativeServerUpdatedParams:
-        return NativeServerUpdatedParams(type="native", name="ECA", status="running", tools=[])
+        offered = self.offered_tools(self.selected_behavior)
+        tools = [
+            {"name": tool.name, "description": tool.description, "parameters": tool.parameters,
+             **({} if tool.name in offered else {"disabled": True})}
+            for tool in self.tools.values()
+        ]
+        return NativeServerUpdatedParams.model_validate({"type": "native", "name": "ECA", "status": "running",
+                                                         "tools": tools})
+
+    def offered_tools(self, behavior: str) -> dict[str, Tool]:
+        """The tools the model may call in this behavior: minus disabledTools and tools hidden by a bare deny rule."""
+        disabled = {name.removeprefix("eca__").removeprefix("eca_") for name in self.config.disabled_tools_for(behavior)}
+        approval = self.config.tool_call_for(behavior).approval
+        hidden = {tool for server, tool in hidden_tools(approval, [(NATIVE_SERVER, n) for n in self.tools])}
+        if self._diagnostics() is None:  # no connected client can answer editor/getDiagnostics
+            hidden.add("editor_diagnostics")
+        return {name: tool for name, tool in self.tools.items() if name not in disabled and name not in hidden}
+
+    def tool_context(self) -> ToolContext:
+        return ToolContext(workspace_folders=list(self.workspace_folders), request_diagnostics=self._diagnostics())
+
+    def _diagnostics(self):
+        listener = next((l for l in self._listeners if getattr(l, "supports_diagnostics", False)), None)
+        if listener is None:
+            return None
+
+        async def request(uri: str | None) -> list[dict[str, Any]]:
+            params = {"uri": uri} if uri else {}
+            result = await listener.request("editor/getDiagnostics", params, timeout=DIAGNOSTICS_TIMEOUT)
+            return list((result or {}).get("diagnostics") or [])
+
+        return request
+
+    # -- approvals -----------------------------------------------------------------------------------------------
+
+    def approve(self, chat_id: str, call_id: str, save: str | None = None) -> bool:
+        pending = self.pending_approvals.get((chat_id, call_id))
+        if pending is None or pending.future.done():
+            log.info("approval for unknown tool call %s in chat %s ignored", call_id, chat_id)
+            return False
+        pending.future.set_result((True, save))
+        return True
+
+    def reject(self, chat_id: str, call_id: str) -> bool:
+        pending = self.pending_approvals.get((chat_id, call_id))
+        if pending is None or pending.future.done():
+            log.info("rejection for unknown tool call %s in chat %s ignored", call_id, chat_id)
+            return False
+        pending.future.set_result((False, None))
+        return True
 
     def system_prompt(self, behavior: str) -> str:
+        """Base prompt (or the behavior's own), tool guidance, then the user's rules (AGENTS.md, .eca/rules)."""
         where = ""
         if self.workspace_folders:
             where = " (" + ", ".join(str(p) for p in self.workspace_folders) + ")"
@@ -163,7 +256,29 @@ class Engine:
         custom = self.config.behavior.get(behavior)
         if custom is not None and custom.system_prompt:
             prompt = custom.system_prompt
+        if self.offered_tools(behavior):
+            prompt += TOOLS_SYSTEM_PROMPT
+        rules = render_rules(load_rules(self.workspace_folders, self.global_config_dir))
+        if rules:
+            prompt += "\n\n" + rules
         return prompt
+
+    # -- commands and contexts -----------------------------------------------------------------------------------
+
+    def custom_commands(self) -> dict[str, Command]:
+        return {c.name: c for c in load_custom_commands(self.workspace_folders, self.global_config_dir)}
+
+    def commands(self) -> list[Command]:
+        builtin_names = {c.name for c in BUILTINS}
+        return [*BUILTINS, *(c for c in self.custom_commands().values() if c.name not in builtin_names)]
+
+    def query_commands(self, query: str) -> list[dict[str, Any]]:
+        return [to_wire(c) for c in query_commands(query.lstrip("/"), self.commands())]
+
+    async def query_context(self, query: str, already: list[Any]) -> list[dict[str, Any]]:
+        if self.index is None:
+            return []
+        return await query_context(query, index=self.index, already=already)
 
     # -- chats ---------------------------------------------------------------------------------------------------
 
@@ -203,49 +318,142 @@ class Engine:
                                                 "stop it before sending another."})
             return {"chatId": chat.id, "model": chat.model, "status": "error"}
 
-        behavior = params.behavior or getattr(params, "agent", None) or chat.behavior or self.selected_behavior
+        behavior = params.behavior or params.agent or chat.behavior or self.selected_behavior
         if behavior not in self.behaviors():
             behavior = self.selected_behavior
         chat.behavior = behavior
-        model_id = params.model or chat.model or self.selected_model or self.registry.default_model()
 
         self._emit_content(chat, "user", {"type": "text", "text": params.message + "\n"})
-        first = chat.title is None
-        if first:
+        if chat.title is None:
             chat.title = title_from(params.message)
             self._emit_content(chat, "system", {"type": "metadata", "title": chat.title})
 
+        message = params.message
+        command = parse_command(message)
+        if command is not None:
+            name, argument = command
+            handled = await self._builtin(chat, name.lower(), argument)
+            if handled is not None:
+                return handled
+            custom = find_command(name, list(self.custom_commands().values()))
+            if custom is None:
+                names = ", ".join("/" + c.name for c in self.commands())
+                return self._answer(chat, f"Unknown command '/{name}'. Available commands: {names}.")
+            message = render_template(custom.template or "", argument)
+
+        model_id = params.model or chat.model or self.selected_model or self.registry.default_model()
+        resolved = self._resolve_model(chat, model_id)
+        if isinstance(resolved, dict):
+            return resolved
+        provider, info = resolved
+        chat.model = info.id
+
+        if params.contexts:
+            rendered = await render_contexts(params.contexts, folders=self.workspace_folders, http=self.http,
+                                             index=self.index)
+            for problem in rendered.problems:
+                self._emit_content(chat, "system", {"type": "text", "text": f"Context skipped: {problem}"})
+            if rendered.text:
+                message = f"{message}\n\n{rendered.text}"
+        self._start_turn(chat, provider, info, behavior, UserMessage(text=message))
+        return {"chatId": chat.id, "model": info.id, "status": "prompting"}
+
+    def _resolve_model(self, chat: Chat, model_id: str | None):
         try:
             if model_id is None:
                 raise UnknownModel("")
-            provider, info = self.registry.resolve(model_id)
+            return self.registry.resolve(model_id)
         except UnknownModel:
             hint = self.registry.missing_key_hint() if model_id is None else (
                 f"Unknown or unavailable model '{model_id}'. Available: {', '.join(self.registry.models()) or 'none'}."
             )
-            self._emit_content(chat, "system", {"type": "text", "text": hint})
-            self._emit_content(chat, "system", {"type": "progress", "state": "finished", "text": ""})
             self.broadcast("$/showMessage", {"type": "warning", "message": hint})
-            self._save(chat)
-            return {"chatId": chat.id, "model": model_id, "status": "login" if model_id is None else "error"}
+            answer = self._answer(chat, hint)
+            answer.update(model=model_id, status="login" if model_id is None else "error")
+            return answer
 
-        chat.model = info.id
-        from ..providers.base import UserMessage
-
-        chat.messages.append(UserMessage(text=params.message))
+    def _answer(self, chat: Chat, text: str) -> dict[str, Any]:
+        """Finish a prompt that needs no model: a system text, then progress finished."""
+        self._emit_content(chat, "system", {"type": "text", "text": text})
+        self._emit_content(chat, "system", {"type": "progress", "state": "finished", "text": ""})
         self._save(chat)
-        turn = Turn(chat, provider, info, self.system_prompt(behavior), self._emit_content)
-        chat.task = asyncio.create_task(self._run_turn(chat, turn), name=f"eca-turn-{chat.id}")
+        return {"chatId": chat.id, "model": chat.model or self.selected_model, "status": "prompting"}
+
+    def _start_turn(self, chat: Chat, provider, info, behavior: str, user: Message | None,
+                    *, system: str | None = None, with_tools: bool = True, on_done=None) -> None:
+        if user is not None:
+            chat.messages.append(user)
+        self._save(chat)
+        offered = self.offered_tools(behavior) if with_tools else {}
+        tool_call = self.config.tool_call_for(behavior)
+        runner = ToolCallRunner(
+            chat_id=chat.id,
+            tools=offered,
+            context=self.tool_context(),
+            approval_config=tool_call.approval,
+            session=self.session_approvals,
+            pending=self.pending_approvals,
+            emit=lambda role, content: self._emit_content(chat, role, content),
+            progress=lambda state, text: self._emit_content(chat, "system",
+                                                            {"type": "progress", "state": state, "text": text}),
+            unavailable={name: f"{name} is not available in the '{behavior}' behavior: do not call it; describe "
+                               "the change instead." for name in self.tools if name not in offered},
+        )
+        specs = [ToolSpec(llm_tool_name(t), t.description, t.parameters) for t in offered.values()]
+        turn = Turn(chat, provider, info, system or self.system_prompt(behavior), self._emit_content, tools=specs,
+                    runner=runner, max_rounds=tool_call.max_rounds)
+        chat.task = asyncio.create_task(self._run_turn(chat, turn, on_done), name=f"eca-turn-{chat.id}")
+
+    async def _builtin(self, chat: Chat, name: str, argument: str) -> dict[str, Any] | None:
+        if name == "doctor":
+            return self._answer(chat, self.doctor())
+        if name == "costs":
+            return self._answer(chat, _builtins.costs(self, chat))
+        if name == "prompt-show":
+            return self._answer(chat, _builtins.prompt_show(self, chat))
+        if name == "repo-map-show":
+            return self._answer(chat, _builtins.repo_map_show(self))
+        if name == "resume":
+            return self._answer(chat, _builtins.resume(self, chat, argument))
+        if name == "compact":
+            return self._compact(chat, argument)
+        return None
+
+    def _compact(self, chat: Chat, instruction: str) -> dict[str, Any]:
+        """``/compact``: the model summarises the chat; the summary replaces the history (saving context)."""
+        if not chat.messages:
+            return self._answer(chat, "Nothing to compact yet.")
+        resolved = self._resolve_model(chat, chat.model or self.selected_model or self.registry.default_model())
+        if isinstance(resolved, dict):
+            return resolved
+        provider, info = resolved
+        request = COMPACT_PROMPT + (f"\nAlso: {instruction.strip()}" if instruction.strip() else "")
+        before = len(chat.messages)
+
+        def replace_history(ok: bool) -> None:
+            summary = chat.messages[-1] if len(chat.messages) > before + 1 else None
+            text = getattr(summary, "text", "") if summary is not None else ""
+            if ok and text:
+                chat.messages = [UserMessage(text=f"{COMPACT_PREFIX}\n\n{text}")]
+                self.broadcast("chat/cleared", {"chatId": chat.id, "messages": False})
+                self._emit_content(chat, "system", {"type": "text", "text": "Chat compacted: the summary above "
+                                                                             "replaces the earlier history."})
+
+        self._start_turn(chat, provider, info, chat.behavior or self.selected_behavior, UserMessage(text=request),
+                         with_tools=False, on_done=replace_history)
         return {"chatId": chat.id, "model": info.id, "status": "prompting"}
 
-    async def _run_turn(self, chat: Chat, turn: Turn) -> None:
+    async def _run_turn(self, chat: Chat, turn: Turn, on_done=None) -> None:
         self._set_status(chat, "running")
+        ok = False
         try:
-            await turn.run()
+            ok = await turn.run()
         except asyncio.CancelledError:
             pass
         finally:
             chat.task = None
+            if on_done is not None:
+                on_done(ok)
             self._save(chat)
             self._set_status(chat, "idle")
 
@@ -359,6 +567,15 @@ class Engine:
         if self._closed:
             return
         self._closed = True
+        for pending in list(self.pending_approvals.values()):
+            if not pending.future.done():
+                pending.future.cancel()
+        if self.index is not None:
+            await self.index.stop()
+        task = getattr(self, "_index_task", None)
+        if task is not None:
+            task.cancel()
+            await asyncio.gather(task, return_exceptions=True)
         running = [chat.task for chat in self.chats.values() if chat.task is not None and not chat.task.done()]
         for task in running:
             task.cancel()

@@ -286,17 +286,32 @@ class ServerConnection:
         except ValueError as exc:
             self.send("$/showMessage", {"type": "warning", "message": str(exc)})
 
-    def query_context(self, params: ChatQueryContextParams) -> dict[str, Any]:
-        return {"chatId": params.chat_id, "contexts": []} if params.chat_id else {"contexts": []}
+    async def query_context(self, params: ChatQueryContextParams) -> dict[str, Any]:
+        contexts = await self._engine().query_context(params.query, list(params.contexts))
+        return {"chatId": params.chat_id, "contexts": contexts} if params.chat_id else {"contexts": contexts}
 
     def query_commands(self, params: ChatQueryCommandsParams) -> dict[str, Any]:
-        return {"chatId": params.chat_id, "commands": []} if params.chat_id else {"commands": []}
+        commands = self._engine().query_commands(params.query)
+        return {"chatId": params.chat_id, "commands": commands} if params.chat_id else {"commands": commands}
 
     def tool_call_approve(self, params: ChatToolCallApproveParams) -> None:
-        log.info("approve for unknown tool call %s in chat %s ignored", params.tool_call_id, params.chat_id)
+        self._engine().approve(params.chat_id, params.tool_call_id, params.save)
 
     def tool_call_reject(self, params: ChatToolCallRejectParams) -> None:
-        log.info("reject for unknown tool call %s in chat %s ignored", params.tool_call_id, params.chat_id)
+        self._engine().reject(params.chat_id, params.tool_call_id)
+
+    # -- server → client requests (used by the engine's tools) ------------------------------------------------
+
+    @property
+    def supports_diagnostics(self) -> bool:
+        caps = self.client_capabilities
+        assistant = getattr(caps, "code_assistant", None)
+        editor = getattr(assistant, "editor", None)
+        return bool(getattr(editor, "diagnostics", False))
+
+    async def request(self, method: str, params: Any, timeout: float | None = None) -> Any:
+        await self.flush()  # the client sees the toolCallRunning that explains this request first
+        return await self.endpoint.request(method, params, timeout=timeout)
 
 
 async def serve_stdio(*, config_file: Path | None = None, max_frame_size: int | None = None) -> int:

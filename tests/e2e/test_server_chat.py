@@ -327,8 +327,7 @@ async def test_no_provider_gives_clear_message_not_crash(spawn, home, workspace)
     await eca.initialize(workspace)
     updated = eca.of("config/updated")[0]
     assert updated["chat"]["models"] == []
-    warnings = eca.of("$/showMessage")
-    assert any("API key" in w["message"] for w in warnings)
+    await eca.wait_for(lambda m: m.method == "$/showMessage" and "API key" in m.params["message"])
     result = await eca.request("chat/prompt", {"message": "hello"})
     assert result["status"] == "login"
     chat_id = result["chatId"]

@@ -1,0 +1,188 @@
+"""One tool call, from the model's request to the result it gets back — with the user in control.
+
+Content sequence for one call (eca-compat-notes "Order of streamed content"):
+``toolCallRun {arguments, manualApproval, summary, details}`` → (manual: progress "Waiting for tool call approval",
+wait for ``chat/toolCallApprove|Reject``) → ``toolCallRunning`` → progress "Calling tool" →
+``toolCalled {outputs, error, totalTimeMs}``, or ``toolCallRejected {reason}``.
+
+Whatever happens — bad arguments, an unknown tool, a deny rule, a rejection, a stop while waiting — the model gets
+a tool result for every call it made, so the history stays valid for every provider API and the next prompt works.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from ..providers.base import ToolCall
+from ..tools.base import Prepared, Tool, ToolContext, ToolResult
+from ._approval import ApprovalRequest, SessionApprovals, decide
+
+log = logging.getLogger(__name__)
+
+NATIVE_PREFIX = "eca__"
+NATIVE_SERVER = "eca"
+
+
+def llm_tool_name(tool: Tool) -> str:
+    return NATIVE_PREFIX + tool.name
+
+
+def strip_prefix(name: str) -> str:
+    for prefix in (NATIVE_PREFIX, "eca_"):
+        if name.startswith(prefix):
+            return name[len(prefix):]
+    return name
+
+
+@dataclass
+class PendingApproval:
+    """A call waiting for the user. Lives as long as the user needs: there is no timeout on purpose."""
+
+    chat_id: str
+    call_id: str
+    request: ApprovalRequest
+    future: asyncio.Future[tuple[bool, str | None]] = field(default_factory=lambda: asyncio.get_running_loop().create_future())
+
+
+class ToolCallRunner:
+    """Runs the calls of one round for one chat; shared state (approvals) belongs to the engine."""
+
+    def __init__(
+        self,
+        *,
+        chat_id: str,
+        tools: dict[str, Tool],
+        context: ToolContext,
+        approval_config: Any,
+        session: SessionApprovals,
+        pending: dict[tuple[str, str], PendingApproval],
+        emit: Callable[[str, dict[str, Any]], None],
+        progress: Callable[[str, str], None],
+        unavailable: dict[str, str] | None = None,
+    ) -> None:
+        self.unavailable = unavailable or {}
+        self.chat_id = chat_id
+        self.tools = tools
+        self.context = context
+        self.approval_config = approval_config
+        self.session = session
+        self.pending = pending
+        self.emit = emit
+        self.progress = progress
+
+    def _content(self, kind: str, call: ToolCall, name: str, args: Any, **extra: Any) -> dict[str, Any]:
+        content = {"type": kind, "origin": "native", "id": call.id, "name": name, "server": NATIVE_SERVER,
+                   "arguments": args}
+        content.update({k: v for k, v in extra.items() if v is not None})
+        return content
+
+    async def run(self, call: ToolCall) -> ToolResult:
+        """Handle one call end to end; returns what the model will see."""
+        name = strip_prefix(call.name)
+        args, problem = _parse_arguments(call.arguments)
+        tool = self.tools.get(name)
+        if tool is None:
+            problem = problem or self.unavailable.get(name) or f"unknown tool '{call.name}'. Available tools: " + ", ".join(
+                NATIVE_PREFIX + n for n in sorted(self.tools)
+            )
+        prepared: Prepared | None = None
+        if problem is None and tool is not None:
+            try:
+                prepared = tool.prepare(args, self.context)
+            except Exception as exc:  # a tool bug must not end the turn
+                log.exception("prepare failed for %s", name)
+                problem = f"{name}: internal error while preparing: {exc}"
+            else:
+                problem = prepared.error
+        if problem is not None or tool is None or prepared is None:
+            return self._fail_early(call, name, args, problem or "invalid tool call")
+
+        shown_args = prepared.args
+        run_fields = {"summary": prepared.summary, "details": prepared.details}
+        request = ApprovalRequest(tool=name, server=NATIVE_SERVER, args=prepared.args,
+                                  outside_workspace=prepared.outside_workspace)
+        verdict = decide(request, self.approval_config, self.session)
+        if verdict.decision == "deny":
+            self.emit("assistant", self._content("toolCallRun", call, name, shown_args, manualApproval=False, **run_fields))
+            self.emit("assistant", self._content("toolCallRejected", call, name, shown_args, reason="user-config",
+                                                 **run_fields))
+            return ToolResult(output=f"This tool call was denied by the user's configuration ({verdict.reason}). "
+                                     "Do not retry it; find another way or ask the user.", error=True)
+
+        manual = verdict.decision == "ask"
+        self.emit("assistant", self._content("toolCallRun", call, name, shown_args, manualApproval=manual, **run_fields))
+        if manual:
+            approved = await self._wait_for_user(call, request, name, shown_args, run_fields)
+            if not approved:
+                return ToolResult(output="The user rejected this tool call. Do not retry it unless the user asks.",
+                                  error=True)
+
+        self.emit("assistant", self._content("toolCallRunning", call, name, shown_args, **run_fields))
+        self.progress("running", "Calling tool")
+        started = time.monotonic()
+        try:
+            result = await tool.run(prepared, self.context)
+        except asyncio.CancelledError:
+            elapsed = int((time.monotonic() - started) * 1000)
+            self.emit("assistant", self._content(
+                "toolCalled", call, name, shown_args, error=True, totalTimeMs=elapsed,
+                outputs=[{"type": "text", "text": "Stopped by the user.", "content": "Stopped by the user."}],
+                **run_fields))
+            raise
+        except Exception as exc:
+            log.exception("tool %s failed", name)
+            result = ToolResult(output=f"{name} failed: {type(exc).__name__}: {exc}", error=True)
+        elapsed = int((time.monotonic() - started) * 1000)
+        self.emit("assistant", self._content(
+            "toolCalled", call, name, shown_args, error=result.error, totalTimeMs=elapsed,
+            outputs=[{"type": "text", "text": result.output, "content": result.output}],
+            summary=prepared.summary, details=result.details or prepared.details))
+        return result
+
+    def _fail_early(self, call: ToolCall, name: str, args: Any, problem: str) -> ToolResult:
+        shown = args if isinstance(args, dict) else {}
+        self.emit("assistant", self._content("toolCallRun", call, name, shown, manualApproval=False))
+        self.emit("assistant", self._content(
+            "toolCalled", call, name, shown, error=True, totalTimeMs=0,
+            outputs=[{"type": "text", "text": problem, "content": problem}]))
+        return ToolResult(output=problem, error=True)
+
+    async def _wait_for_user(self, call: ToolCall, request: ApprovalRequest, name: str, args: Any,
+                             run_fields: dict[str, Any]) -> bool:
+        waiting = PendingApproval(self.chat_id, call.id, request)
+        key = (self.chat_id, call.id)
+        self.pending[key] = waiting
+        self.progress("running", "Waiting for tool call approval")
+        try:
+            approved, save = await waiting.future
+        except asyncio.CancelledError:
+            # chat/promptStop while waiting: the call is rejected and the turn ends cleanly
+            self.emit("assistant", self._content("toolCallRejected", call, name, args, reason="user-choice",
+                                                 **run_fields))
+            raise
+        finally:
+            self.pending.pop(key, None)
+        if not approved:
+            self.emit("assistant", self._content("toolCallRejected", call, name, args, reason="user-choice",
+                                                 **run_fields))
+            return False
+        if save == "session":
+            self.session.remember(request)
+        return True
+
+
+def _parse_arguments(text: str) -> tuple[dict[str, Any], str | None]:
+    if not text or not text.strip():
+        return {}, None
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as exc:
+        return {}, f"the tool arguments are not valid JSON ({exc.msg} at position {exc.pos}); send a JSON object"
+    if not isinstance(value, dict):
+        return {}, "the tool arguments must be a JSON object"
+    return value, None

@@ -1,0 +1,355 @@
+"""Chat commands: the built-ins, custom prompt commands from markdown files, parsing ``/name args`` and ranking.
+
+Commands reach the server as ordinary ``chat/prompt`` messages (``/name args``), and ``chat/queryCommands`` lists
+them for the client's completion popup. This module is pure (no engine state) so the same rules serve every door.
+
+Custom commands mirror the reference server: ``<folder>/.eca/commands/*.md`` and the global
+``<config dir>/commands/*.md``; the command name is the lower-cased file stem, the body is a prompt template with
+``$ARGS``/``$ARGUMENTS`` (all the text after the name), ``$1``…``$9`` or ``$ARG1``…``$ARG9`` (positional, split
+like a shell so quotes group words), or named ``{{name}}`` placeholders (filled by position in order of first
+appearance). Optional front matter gives a ``description`` and ``arguments`` metadata (``name``, ``description``,
+``required``). Positional and named placeholders cannot be mixed; such files are skipped, as in the reference.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import shlex
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Sequence
+
+__all__ = [
+    "CommandArgument",
+    "Command",
+    "BUILTINS",
+    "parse_command",
+    "load_custom_commands",
+    "render_template",
+    "query_commands",
+    "find_command",
+    "to_wire",
+]
+
+log = logging.getLogger(__name__)
+
+_MAX_COMMAND_BYTES = 256 * 1024
+
+
+@dataclass
+class CommandArgument:
+    name: str
+    description: str | None = None
+    required: bool = False
+
+
+@dataclass
+class Command:
+    name: str
+    description: str
+    type: str  # "native" | "custom-prompt" | "mcp-prompt"
+    arguments: list[CommandArgument] = field(default_factory=list)
+    template: str | None = None  # custom-prompt: the body with placeholders
+    path: Path | None = None  # custom-prompt: where it was loaded from
+    server: str | None = None  # mcp-prompt: the MCP server offering it
+
+
+BUILTINS: list[Command] = [
+    Command("doctor", "Check the server's setup: version, config sources, workspaces, models and credentials.",
+            "native"),
+    Command("costs", "Tokens used and total cost of the current chat.", "native"),
+    Command("prompt-show", "Show the system prompt sent to the model.", "native"),
+    Command("repo-map-show", "Show the repository map of the workspace sent to the model.", "native"),
+    Command("compact", "Summarize the chat so far and replace its history with the summary to free context.",
+            "native", [CommandArgument("instructions", "What the summary should keep or focus on", False)]),
+    Command("resume", "Resume a saved chat: without an argument lists them, with a number or chat id opens one.",
+            "native", [CommandArgument("chat", "Number from the list or chat id", False)]),
+]
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Parsing
+# ---------------------------------------------------------------------------------------------------------------
+
+_COMMAND = re.compile(r"\s*/(?P<name>[^\s/]+)(?:\s+(?P<rest>.*))?\s*\Z", re.DOTALL)
+
+
+def parse_command(message: str) -> tuple[str, str] | None:
+    """``"/name rest"`` → ``("name", "rest")``; None when the message is not a command.
+
+    Leading whitespace is tolerated. The rest keeps its inner line breaks (a multi-line instruction for
+    ``/compact``) and loses surrounding whitespace. A name with a slash is not a command, so a message that starts
+    with a path (``/usr/bin/python is broken``) is sent to the model as it is. The name is returned as typed; use
+    :func:`find_command` to look it up.
+    """
+    m = _COMMAND.match(message)
+    if m is None:
+        return None
+    return m.group("name"), (m.group("rest") or "").strip()
+
+
+def find_command(name: str, commands: Sequence[Command]) -> Command | None:
+    """The command called *name*: exact match first, else case-insensitive (custom names are lower-cased)."""
+    for command in commands:
+        if command.name == name:
+            return command
+    lowered = name.lower()
+    for command in commands:
+        if command.name.lower() == lowered:
+            return command
+    return None
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Templates
+# ---------------------------------------------------------------------------------------------------------------
+
+_POSITIONAL = r"\$(?:(?P<all>ARGUMENTS|ARGS)|ARG(?P<argn>[1-9])|(?P<n>[1-9]))(?![A-Za-z0-9_])"
+_NAMED = r"\{\{\s*(?P<named>[A-Za-z_][A-Za-z0-9_-]*)\s*\}\}"
+_PLACEHOLDER = re.compile(f"{_POSITIONAL}|{_NAMED}")
+
+
+def _split_args(text: str) -> list[str]:
+    """Shell-like words (quotes group), falling back to whitespace words when the quotes don't balance."""
+    try:
+        return shlex.split(text)
+    except ValueError:
+        return text.split()
+
+
+def _named_order(template: str) -> list[str]:
+    order: list[str] = []
+    for m in _PLACEHOLDER.finditer(template):
+        name = m.group("named")
+        if name is not None and name not in order:
+            order.append(name)
+    return order
+
+
+def render_template(template: str, args_text: str) -> str:
+    """Fill a command template in one pass (so text inside an argument is never expanded again).
+
+    ``$ARGS``/``$ARGUMENTS`` → the whole argument text; ``$1``…``$9`` / ``$ARG1``…``$ARG9`` → that word (empty
+    when not given); ``{{name}}`` → the word at the position of the name's first appearance. Any other ``$NAME``
+    is left alone.
+    """
+    whole = args_text.strip()
+    words = _split_args(whole)
+    named = {name: i for i, name in enumerate(_named_order(template))}
+
+    def word(index: int) -> str:
+        return words[index] if 0 <= index < len(words) else ""
+
+    def replace(m: re.Match[str]) -> str:
+        if m.group("all"):
+            return whole
+        if m.group("named") is not None:
+            return word(named[m.group("named")])
+        return word(int(m.group("argn") or m.group("n")) - 1)
+
+    return _PLACEHOLDER.sub(replace, template)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Custom commands from files
+# ---------------------------------------------------------------------------------------------------------------
+
+
+def _unquote(value: str) -> str:
+    value = value.strip()
+    if len(value) >= 2 and value[0] == value[-1] and value[0] in "'\"":
+        return value[1:-1]
+    return value
+
+
+def _split_front_matter(text: str) -> tuple[dict[str, Any], str]:
+    """(front matter, body). Understands the small YAML subset command files use: ``key: value`` scalars, block
+    scalars (``|``/``>``) and an ``arguments`` list of ``- name: …`` maps. No front matter → ``({}, text)``."""
+    lines = text.splitlines(keepends=True)
+    if not lines or lines[0].strip() != "---":
+        return {}, text
+    try:
+        end = next(i for i in range(1, len(lines)) if lines[i].strip() in ("---", "..."))
+    except StopIteration:
+        return {}, text
+    meta: dict[str, Any] = {}
+    block = [line.rstrip("\r\n") for line in lines[1:end]]
+    i = 0
+    while i < len(block):
+        line = block[i]
+        i += 1
+        if not line.strip() or line.lstrip().startswith("#") or line[0].isspace():
+            continue
+        key, sep, value = line.partition(":")
+        if not sep:
+            continue
+        key, value = key.strip(), value.strip()
+        if value in ("|", ">", "|-", ">-", "|+", ">+"):
+            collected = []
+            while i < len(block) and (not block[i].strip() or block[i][0].isspace()):
+                collected.append(block[i].strip())
+                i += 1
+            joiner = "\n" if value.startswith("|") else " "
+            meta[key] = joiner.join(collected).strip()
+        elif value:
+            meta[key] = _unquote(value)
+        else:  # a nested list (``arguments:``)
+            items: list[dict[str, str]] = []
+            while i < len(block) and (not block[i].strip() or block[i][0].isspace()):
+                item_line = block[i].strip()
+                i += 1
+                if not item_line:
+                    continue
+                if item_line.startswith("-"):
+                    items.append({})
+                    item_line = item_line[1:].strip()
+                    if item_line and ":" not in item_line:
+                        items[-1]["name"] = _unquote(item_line)
+                        continue
+                if items and item_line:
+                    k, _, v = item_line.partition(":")
+                    items[-1][k.strip()] = _unquote(v)
+            meta[key] = items
+    return meta, "".join(lines[end + 1:]).lstrip("\r\n")
+
+
+def _truthy(value: Any, default: bool) -> bool:
+    if value is None:
+        return default
+    return str(value).strip().lower() in ("true", "yes", "on", "1")
+
+
+def _infer_arguments(body: str, declared: list[dict[str, str]]) -> list[CommandArgument] | None:
+    """Arguments from the placeholders, with front-matter metadata; None when positional and named are mixed."""
+    positional = 0
+    has_all = False
+    for m in _PLACEHOLDER.finditer(body):
+        if m.group("all"):
+            has_all = True
+        elif m.group("argn") or m.group("n"):
+            positional = max(positional, int(m.group("argn") or m.group("n")))
+    named = _named_order(body)
+    if named and (positional or has_all):
+        return None
+
+    def meta(index: int) -> dict[str, str]:
+        return declared[index] if index < len(declared) else {}
+
+    if named:
+        by_name = {d.get("name"): d for d in declared}
+        return [CommandArgument(n, by_name.get(n, {}).get("description") or None,
+                                _truthy(by_name.get(n, {}).get("required"), True)) for n in named]
+    if positional:
+        return [CommandArgument(meta(i).get("name") or f"arg{i + 1}", meta(i).get("description") or None,
+                                _truthy(meta(i).get("required"), True)) for i in range(positional)]
+    if has_all:
+        return [CommandArgument(meta(0).get("name") or "args", meta(0).get("description") or None,
+                                _truthy(meta(0).get("required"), False))]
+    return [CommandArgument(d["name"], d.get("description") or None, _truthy(d.get("required"), False))
+            for d in declared if d.get("name")]
+
+
+def _first_line(body: str) -> str:
+    for line in body.splitlines():
+        line = line.strip().lstrip("#").strip()
+        if line:
+            return line if len(line) <= 120 else line[:119] + "…"
+    return ""
+
+
+def _load_command(path: Path) -> Command | None:
+    name = path.stem.lower()
+    if not name or any(c.isspace() for c in name) or "/" in name:
+        log.warning("custom command %s skipped: its name cannot be typed as /name", path)
+        return None
+    try:
+        if path.stat().st_size > _MAX_COMMAND_BYTES:
+            log.warning("custom command %s skipped: larger than %d KB", path, _MAX_COMMAND_BYTES // 1024)
+            return None
+        text = path.read_text(encoding="utf-8-sig")
+    except (OSError, UnicodeDecodeError) as exc:
+        log.warning("custom command %s skipped: cannot read (%s)", path, type(exc).__name__)
+        return None
+    meta, body = _split_front_matter(text)
+    declared = meta.get("arguments") if isinstance(meta.get("arguments"), list) else []
+    arguments = _infer_arguments(body, declared)
+    if arguments is None:
+        log.warning("custom command %s skipped: it mixes positional ($1, $ARGS) and named ({{name}}) placeholders",
+                    path)
+        return None
+    description = meta.get("description") if isinstance(meta.get("description"), str) else ""
+    description = description.strip() or _first_line(body) or f"Custom command from {path}"
+    return Command(name=name, description=description, type="custom-prompt", arguments=arguments, template=body,
+                   path=path)
+
+
+def _md_files(folder: Path) -> list[Path]:
+    try:
+        files = [p for p in folder.iterdir() if p.suffix.lower() == ".md" and p.is_file()]
+    except OSError:
+        return []
+    return sorted(files, key=lambda p: (p.name.lower(), p.name))
+
+
+def load_custom_commands(workspace_folders: Sequence[Path], global_config_dir: Path) -> list[Command]:
+    """``<folder>/.eca/commands/*.md`` for each folder, then ``<global_config_dir>/commands/*.md``.
+
+    A name defined twice keeps its first definition (the project's wins over the global one), with a log line.
+    Files that cannot be read are skipped; loading never raises.
+    """
+    folders = [Path(f) / ".eca" / "commands" for f in workspace_folders] + [Path(global_config_dir) / "commands"]
+    commands: list[Command] = []
+    seen: dict[str, Path] = {}
+    for folder in folders:
+        for path in _md_files(folder):
+            command = _load_command(path)
+            if command is None:
+                continue
+            if command.name in seen:
+                log.info("custom command %s ignored: /%s is already defined by %s", path, command.name,
+                         seen[command.name])
+                continue
+            seen[command.name] = path
+            commands.append(command)
+    return commands
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Query and wire shape
+# ---------------------------------------------------------------------------------------------------------------
+
+
+def _is_subsequence(query: str, text: str) -> bool:
+    it = iter(text)
+    return all(c in it for c in query)
+
+
+def query_commands(query: str, commands: Sequence[Command]) -> list[Command]:
+    """Blank query → all; else name matches (case-insensitive, a leading ``/`` ignored): prefix matches first, then
+    substring, then fuzzy subsequence (``rms`` → ``repo-map-show``); each group keeps the input order."""
+    q = query.strip().lstrip("/").lower()
+    if not q:
+        return list(commands)
+    prefix, substring, fuzzy = [], [], []
+    for command in commands:
+        name = command.name.lower()
+        if name.startswith(q):
+            prefix.append(command)
+        elif q in name:
+            substring.append(command)
+        elif _is_subsequence(q, name):
+            fuzzy.append(command)
+    return prefix + substring + fuzzy
+
+
+def to_wire(command: Command) -> dict[str, Any]:
+    """The ``ChatCommand`` wire shape: ``{name, description, type, arguments: [{name, description?, required}]}``."""
+    arguments = []
+    for arg in command.arguments:
+        entry: dict[str, Any] = {"name": arg.name}
+        if arg.description is not None:
+            entry["description"] = arg.description
+        entry["required"] = arg.required
+        arguments.append(entry)
+    return {"name": command.name, "description": command.description, "type": command.type, "arguments": arguments}

@@ -1,0 +1,58 @@
+"""Native tools: the file, search, shell and editor tools the agent can call (as ``eca__<name>``).
+
+Each tool follows the two-step contract of :mod:`eca_notebook.tools.base`: ``prepare`` validates and computes the
+summary and diff shown for approval, ``run`` does the work.
+"""
+
+from __future__ import annotations
+
+from .base import Approval, Prepared, Tool, ToolContext, ToolResult
+from .editor import EditorDiagnosticsTool
+from .fs import EditFileTool, MoveFileTool, ReadFileTool, WriteFileTool
+from .search import DirectoryTreeTool, GrepTool
+from .shell import ShellCommandTool
+
+__all__ = [
+    "Approval",
+    "Prepared",
+    "Tool",
+    "ToolContext",
+    "ToolResult",
+    "ReadFileTool",
+    "WriteFileTool",
+    "EditFileTool",
+    "MoveFileTool",
+    "GrepTool",
+    "DirectoryTreeTool",
+    "ShellCommandTool",
+    "EditorDiagnosticsTool",
+    "native_tools",
+    "get_native_tool",
+]
+
+
+def native_tools() -> list[Tool]:
+    """A fresh instance of every native tool. ``editor_diagnostics`` is included; the engine hides it when the
+    client did not advertise ``editor.diagnostics``."""
+    return [
+        ReadFileTool(),
+        WriteFileTool(),
+        EditFileTool(),
+        MoveFileTool(),
+        GrepTool(),
+        DirectoryTreeTool(),
+        ShellCommandTool(),
+        EditorDiagnosticsTool(),
+    ]
+
+
+def get_native_tool(name: str) -> Tool | None:
+    """The native tool called `name` (also accepts the LLM-facing ``eca__name`` and the older ``eca_name``)."""
+    for prefix in ("eca__", "eca_"):
+        if name.startswith(prefix):
+            name = name[len(prefix) :]
+            break
+    for tool in native_tools():
+        if tool.name == name:
+            return tool
+    return None

@@ -1,0 +1,47 @@
+"""Unified diffs for the ``fileChange`` details shown to the user *before* a file-changing call is approved."""
+
+from __future__ import annotations
+
+import difflib
+from pathlib import Path
+from typing import Any
+
+from ._output import split_lines
+from ._paths import display
+from .base import ToolContext
+
+__all__ = ["unified_diff", "diff_label", "file_change_details"]
+
+_NO_EOL = "\\ No newline at end of file\n"
+
+
+def diff_label(path: Path, ctx: ToolContext, prefix: str) -> str:
+    """``a/src/x.py`` for a path inside the root (git style), the absolute path otherwise."""
+    shown = display(path, ctx)
+    return shown if Path(shown).is_absolute() else f"{prefix}{shown}"
+
+
+def unified_diff(old: str, new: str, old_label: str, new_label: str, context: int = 3) -> tuple[str, int, int]:
+    """``(diff text, lines added, lines removed)``; a missing final newline is marked the way git marks it.
+
+    A new file is a diff from the empty string (``@@ -0,0 +1,N @@``). Identical contents give an empty diff.
+    """
+    out: list[str] = []
+    for line in difflib.unified_diff(
+        split_lines(old), split_lines(new), old_label, new_label, n=context
+    ):
+        out.append(line if line.endswith("\n") else line + "\n" + _NO_EOL)
+    # The first two lines are the ---/+++ headers; every other +/- line is a body line (hunk headers start with @).
+    added = sum(1 for line in out[2:] if line.startswith("+"))
+    removed = sum(1 for line in out[2:] if line.startswith("-"))
+    return "".join(out), added, removed
+
+
+def file_change_details(
+    path: Path, old: str, new: str, ctx: ToolContext, *, old_path: Path | None = None
+) -> dict[str, Any]:
+    """The ``fileChange`` details object: ``{type, path, diff, linesAdded, linesRemoved}`` (path absolute)."""
+    diff, added, removed = unified_diff(
+        old, new, diff_label(old_path or path, ctx, "a/"), diff_label(path, ctx, "b/")
+    )
+    return {"type": "fileChange", "path": str(path), "diff": diff, "linesAdded": added, "linesRemoved": removed}

@@ -1,0 +1,60 @@
+"""Workspace path safety shared by every tool.
+
+Tools never refuse a path outside the workspace themselves: they resolve it *fully* (``..`` and symlinks) and flag
+it, so the approval policy can always ask the user. Resolving before checking is the point — a symlink inside the
+workspace that points at ``/etc`` is an outside path, whatever its spelling.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Iterable
+
+from .base import ToolContext
+
+__all__ = ["resolve", "is_inside", "display", "workspace_of", "resolved_folders"]
+
+
+def resolve(path: str, ctx: ToolContext) -> Path:
+    """Absolute, symlink-free path for `path`: relative to ``ctx.root``, ``~`` expanded, ``..`` collapsed.
+
+    A path that does not exist yet resolves through its deepest existing ancestor (``Path.resolve(strict=False)``),
+    so a new file under a symlinked directory is still attributed to where the bytes will really land.
+    """
+    p = Path(os.path.expanduser(path))
+    if not p.is_absolute():
+        p = ctx.root / p
+    return p.resolve(strict=False)
+
+
+def resolved_folders(folders: Iterable[Path]) -> list[Path]:
+    return [Path(f).resolve(strict=False) for f in folders]
+
+
+def is_inside(path: Path, folders: Iterable[Path]) -> bool:
+    """Whether the *resolved* `path` is one of `folders` or below one (folders are resolved too)."""
+    p = Path(path).resolve(strict=False)
+    return any(p == f or p.is_relative_to(f) for f in resolved_folders(folders))
+
+
+def workspace_of(path: Path, folders: Iterable[Path]) -> Path | None:
+    """The deepest (resolved) workspace folder containing `path`, or None."""
+    p = Path(path).resolve(strict=False)
+    best: Path | None = None
+    for f in resolved_folders(folders):
+        if (p == f or p.is_relative_to(f)) and (best is None or len(f.parts) > len(best.parts)):
+            best = f
+    return best
+
+
+def display(path: Path, ctx: ToolContext) -> str:
+    """How a path is shown to the LLM and the user: relative to the root when below it (so it can be passed back
+    as-is), ``.`` for the root itself, absolute otherwise."""
+    p = Path(path)
+    root = ctx.root.resolve(strict=False)
+    if p == root:
+        return "."
+    if p.is_relative_to(root):
+        return p.relative_to(root).as_posix()
+    return str(p)

@@ -1,0 +1,76 @@
+"""Shared skeleton of the native tools: validate with the tool's argument model, turn expected failures into
+messages for the LLM, and cap whatever output goes back."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any, ClassVar, Generic, TypeVar
+
+from ._args import ToolArgs, json_schema, parse_args
+from ._output import truncate_for_llm
+from .base import Approval, Prepared, ToolContext, ToolResult
+
+__all__ = ["NativeTool", "ToolError"]
+
+log = logging.getLogger(__name__)
+
+A = TypeVar("A", bound=ToolArgs)
+
+
+class ToolError(Exception):
+    """An expected failure: its message goes to the LLM as is (already prefixed with the tool name)."""
+
+
+class NativeTool(Generic[A]):
+    name: ClassVar[str]
+    description: ClassVar[str]
+    Args: ClassVar[type[ToolArgs]]
+    mutates: ClassVar[bool] = False
+    default_approval: ClassVar[Approval] = "allow"
+    generic_summary: ClassVar[str] = ""
+
+    def __init__(self) -> None:
+        self.parameters: dict[str, Any] = json_schema(self.Args)
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} {self.name}>"
+
+    def fail(self, message: str) -> ToolError:
+        return ToolError(f"{self.name}: {message}")
+
+    # -- the Tool protocol -----------------------------------------------------------------------------------------
+
+    def prepare(self, args: dict[str, Any], ctx: ToolContext) -> Prepared:
+        parsed, error = parse_args(self.name, self.Args, args)
+        if parsed is None:
+            raw = args if isinstance(args, dict) else {}
+            return Prepared(args=dict(raw), summary=self.generic_summary or self.name, error=error)
+        try:
+            return self._prepare(parsed, ctx)  # type: ignore[arg-type]
+        except ToolError as exc:
+            return Prepared(args=parsed.model_dump(), summary=self.generic_summary or self.name, error=str(exc))
+        except OSError as exc:
+            msg = f"{self.name}: {exc.strerror or exc}" + (f": {exc.filename}" if exc.filename else "")
+            return Prepared(args=parsed.model_dump(), summary=self.generic_summary or self.name, error=msg)
+
+    async def run(self, prepared: Prepared, ctx: ToolContext) -> ToolResult:
+        if prepared.error:
+            return ToolResult(output=prepared.error, error=True, details=prepared.details)
+        try:
+            result = await self._run(prepared, ctx)
+        except ToolError as exc:
+            return ToolResult(output=str(exc), error=True, details=prepared.details)
+        except OSError as exc:
+            msg = f"{self.name}: {exc.strerror or exc}" + (f": {exc.filename}" if exc.filename else "")
+            return ToolResult(output=msg, error=True, details=prepared.details)
+        # Safety net; tools cut their own output with a specific hint, leaving room for their note.
+        result.output = truncate_for_llm(result.output, ctx.max_output_lines + 4, ctx.max_output_bytes + 1024)
+        return result
+
+    # -- per tool --------------------------------------------------------------------------------------------------
+
+    def _prepare(self, args: A, ctx: ToolContext) -> Prepared:
+        raise NotImplementedError
+
+    async def _run(self, prepared: Prepared, ctx: ToolContext) -> ToolResult:
+        raise NotImplementedError

@@ -1,0 +1,65 @@
+"""The tool contract: what the agent loop needs from any tool (native now, MCP later).
+
+A tool call goes through two steps so the user can see exactly what will happen *before* approving it:
+
+1. ``prepare(args, ctx)`` — validate the arguments, resolve paths, compute a summary and (for file-changing tools)
+   the unified diff. No side effects. A validation problem comes back as ``Prepared.error`` and the call ends as a
+   ``toolCalled`` error the LLM can act on, without asking the user anything.
+2. ``run(prepared, ctx)`` — do it, after approval. Cancelling the task that awaits it must stop the work (the shell
+   tool kills its process group).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Awaitable, Callable, Literal, Protocol
+
+Approval = Literal["allow", "ask"]
+
+
+@dataclass
+class ToolContext:
+    workspace_folders: list[Path]
+    # `editor/getDiagnostics` round trip to the client; None when the client did not advertise the capability.
+    request_diagnostics: Callable[[str | None], Awaitable[list[dict[str, Any]]]] | None = None
+    # Limits for what goes back to the LLM (reference defaults: 2000 lines / 50 KB).
+    max_output_lines: int = 2000
+    max_output_bytes: int = 50 * 1024
+
+    @property
+    def root(self) -> Path:
+        """Where relative paths resolve: the first workspace folder (or the current directory without one)."""
+        return self.workspace_folders[0] if self.workspace_folders else Path.cwd()
+
+
+@dataclass
+class Prepared:
+    """A validated call, ready for approval and running."""
+
+    args: dict[str, Any]  # validated and normalised (defaults filled)
+    summary: str  # e.g. 'Reading file "src/app.py"'
+    details: dict[str, Any] | None = None  # {"type": "fileChange", "path", "diff", "linesAdded", "linesRemoved"}
+    paths: list[Path] = field(default_factory=list)  # every resolved path the call touches (symlinks resolved)
+    outside_workspace: bool = False  # any of `paths` is outside every workspace folder
+    error: str | None = None  # invalid call: message for the LLM; the call is not run
+    state: Any = None  # tool-private data computed in prepare (e.g. the new file content) for run()
+
+
+@dataclass
+class ToolResult:
+    output: str  # already truncated for the LLM, with a note when it was
+    error: bool = False
+    details: dict[str, Any] | None = None
+
+
+class Tool(Protocol):
+    name: str  # without the "eca__" prefix, e.g. "read_file"
+    description: str
+    parameters: dict[str, Any]  # JSON Schema (object)
+    mutates: bool  # changes files: hidden in the `plan` behavior
+    default_approval: Approval
+
+    def prepare(self, args: dict[str, Any], ctx: ToolContext) -> Prepared: ...
+
+    async def run(self, prepared: Prepared, ctx: ToolContext) -> ToolResult: ...

@@ -1,0 +1,391 @@
+"""File tools: read_file, write_file, edit_file, move_file.
+
+The three writers compute their unified diff in ``prepare`` (so the user approves exactly what will be written),
+keep a fingerprint of what they read, and refuse in ``run`` when the file changed in between — the approved diff
+would otherwise no longer describe the write.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import errno
+import os
+import shutil
+from pathlib import Path
+from typing import Any
+
+from pydantic import Field
+
+from ._args import ToolArgs
+from ._diff import diff_label, file_change_details
+from ._files import SNIFF_BYTES, atomic_write, fingerprint, looks_binary, read_text
+from ._output import human_size
+from ._paths import display, is_inside, resolve
+from ._tool import NativeTool
+from .base import Prepared, ToolContext, ToolResult
+
+__all__ = ["ReadFileTool", "WriteFileTool", "EditFileTool", "MoveFileTool"]
+
+_COUNT_LIMIT = 1 << 30  # count the remaining lines of files up to 1 GiB (streamed); bigger ones say "more"
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# read_file
+
+
+class ReadFileArgs(ToolArgs):
+    path: str = Field(
+        min_length=1, description="Path of the file to read: absolute, or relative to the workspace root."
+    )
+    line_offset: int = Field(0, ge=0, description="0-based line to start reading at (default 0).")
+    limit: int | None = Field(None, ge=1, description="Maximum number of lines to return (default and cap: 2000).")
+
+
+def _iter_lines(f: Any, max_line: int):  # type: ignore[no-untyped-def]
+    """Yield ``(line bytes, was_cut)`` without ever holding more than `max_line` bytes of one line."""
+    while True:
+        chunk = f.readline(max_line)
+        if not chunk:
+            return
+        if chunk.endswith(b"\n") or len(chunk) < max_line:
+            yield chunk, False
+            continue
+        while True:  # an over-long line: skip the rest of it
+            rest = f.readline(1 << 20)
+            if not rest or rest.endswith(b"\n"):
+                break
+        yield chunk, True
+
+
+def _count_rest(f: Any) -> int:
+    count = 0
+    last = b"\n"
+    while chunk := f.read(1 << 20):
+        count += chunk.count(b"\n")
+        last = chunk[-1:]
+    return count + (0 if last == b"\n" else 1)
+
+
+class ReadFileTool(NativeTool[ReadFileArgs]):
+    name = "read_file"
+    description = (
+        "Read the content of a text file.\n\n"
+        "- `path`: absolute, or relative to the workspace root.\n"
+        "- Returns the file's text as is (no line numbers). Long files are cut at 2000 lines / 50 KB with a note "
+        "saying which lines you got; continue with `line_offset` (0-based first line) and `limit` (number of "
+        "lines).\n"
+        "- Prefer one read of the part you need over many small reads. Binary files and directories are refused "
+        "(use directory_tree to list a folder)."
+    )
+    Args = ReadFileArgs
+    generic_summary = "Reading file"
+
+    def _prepare(self, args: ReadFileArgs, ctx: ToolContext) -> Prepared:
+        path = resolve(args.path, ctx)
+        if not path.exists():
+            raise self.fail(f"file not found: {display(path, ctx)}")
+        if path.is_dir():
+            raise self.fail(f"{display(path, ctx)} is a directory, not a file (use directory_tree to list it)")
+        return Prepared(
+            args=args.model_dump(),
+            summary=f'Reading file "{display(path, ctx)}"',
+            paths=[path],
+            outside_workspace=not is_inside(path, ctx.workspace_folders),
+        )
+
+    async def _run(self, prepared: Prepared, ctx: ToolContext) -> ToolResult:
+        return await asyncio.to_thread(self._read, prepared, ctx)
+
+    def _read(self, prepared: Prepared, ctx: ToolContext) -> ToolResult:
+        path = prepared.paths[0]
+        shown = display(path, ctx)
+        offset: int = prepared.args["line_offset"]
+        limit = min(prepared.args["limit"] or ctx.max_output_lines, ctx.max_output_lines)
+        budget = ctx.max_output_bytes
+        out: list[str] = []
+        used = 0
+        with open(path, "rb") as f:
+            if looks_binary(f.read(SNIFF_BYTES)):
+                raise self.fail(f"{shown} looks like a binary file (it contains NUL bytes); it cannot be shown as text")
+            f.seek(0)
+            lines = _iter_lines(f, max(budget, 1024))
+            skipped = 0
+            for _ in range(offset):
+                if next(lines, None) is None:
+                    break
+                skipped += 1
+            if skipped < offset:
+                return ToolResult(output=f"[{shown} has {skipped} lines; line_offset={offset} is past the end]")
+            stop: str | None = None
+            pending = 0  # a line read but not shown
+            for raw, was_cut in lines:
+                text = raw.decode("utf-8", errors="replace").removesuffix("\n").removesuffix("\r")
+                if was_cut:
+                    text += f" [... line cut at {human_size(len(raw))}]"
+                size = len(text.encode("utf-8")) + 1
+                if out and used + size > budget:
+                    stop, pending = "size", 1
+                    break
+                out.append(text)
+                used += size
+                if len(out) >= limit:
+                    stop = "limit"
+                    break
+            rest: int | None = 0
+            if stop is not None:  # how many lines after the window (streamed, never loaded)
+                if os.fstat(f.fileno()).st_size - f.tell() > _COUNT_LIMIT:
+                    rest = None if (pending or f.read(1)) else 0
+                else:
+                    rest = pending + _count_rest(f)
+        if not out:
+            if offset == 0:
+                return ToolResult(output="[empty file]")
+            return ToolResult(output=f"[{shown} has {offset} lines; line_offset={offset} is past the end]")
+        content = "\n".join(out)
+        if rest == 0:
+            return ToolResult(output=content)
+        first, last = offset + 1, offset + len(out)
+        total = f"{last + rest}" if rest is not None else "more than " + str(last)
+        reason = f"{human_size(budget)} output limit" if stop == "size" else f"{limit} line limit"
+        note = (
+            f"[content truncated ({reason}): showing lines {first}-{last} of {total}; "
+            f"use line_offset={last} to read more]"
+        )
+        return ToolResult(output=f"{content}\n\n{note}")
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# write_file
+
+
+class WriteFileArgs(ToolArgs):
+    path: str = Field(
+        min_length=1, description="Path of the file to create or overwrite (absolute or workspace-relative)."
+    )
+    content: str = Field(description="The complete new content of the file.")
+
+
+def _old_text(path: Path, tool: NativeTool[Any], ctx: ToolContext) -> str:
+    try:
+        text, _ = read_text(path)
+    except ValueError as exc:
+        raise tool.fail(f"cannot change {display(path, ctx)}: {exc}") from None
+    return text
+
+
+def _check_unchanged(tool: NativeTool[Any], path: Path, expected: str | None, ctx: ToolContext) -> None:
+    if fingerprint(path) != expected:
+        raise tool.fail(f"{display(path, ctx)}: file changed since the diff was shown; re-read it and try again")
+
+
+class WriteFileTool(NativeTool[WriteFileArgs]):
+    name = "write_file"
+    description = (
+        "Create a file, or replace a file's entire content.\n\n"
+        "- `path`: absolute, or relative to the workspace root; missing parent directories are created.\n"
+        "- `content`: the complete text of the file.\n"
+        "- For changes to part of an existing file use edit_file instead: it is safer and shows a smaller diff.\n"
+        "- The user sees the diff and may reject the change."
+    )
+    Args = WriteFileArgs
+    mutates = True
+    default_approval = "ask"
+    generic_summary = "Writing file"
+
+    def _prepare(self, args: WriteFileArgs, ctx: ToolContext) -> Prepared:
+        path = resolve(args.path, ctx)
+        if path.is_dir():
+            raise self.fail(f"{display(path, ctx)} is a directory")
+        exists = path.exists()
+        old = _old_text(path, self, ctx) if exists else ""
+        verb = "Overwriting" if exists else "Creating"
+        return Prepared(
+            args=args.model_dump(),
+            summary=f'{verb} file "{display(path, ctx)}"',
+            details=file_change_details(path, old, args.content, ctx),
+            paths=[path],
+            outside_workspace=not is_inside(path, ctx.workspace_folders),
+            state={"fingerprint": fingerprint(path), "content": args.content},
+        )
+
+    async def _run(self, prepared: Prepared, ctx: ToolContext) -> ToolResult:
+        path = prepared.paths[0]
+        _check_unchanged(self, path, prepared.state["fingerprint"], ctx)
+        content: str = prepared.state["content"]
+        atomic_write(path, content)
+        n = content.count("\n") + (1 if content and not content.endswith("\n") else 0)
+        verb = "Overwrote" if prepared.state["fingerprint"] is not None else "Created"
+        lines = "1 line" if n == 1 else f"{n} lines"
+        return ToolResult(output=f"{verb} {display(path, ctx)} ({lines})", details=prepared.details)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# edit_file
+
+
+class EditFileArgs(ToolArgs):
+    path: str = Field(min_length=1, description="Path of the file to edit (absolute or workspace-relative).")
+    original_content: str = Field(
+        description="The exact text to replace, copied verbatim from the file (whitespace and indentation included), "
+        "with enough surrounding lines to be unique."
+    )
+    new_content: str = Field(description="The replacement text (empty string to delete).")
+    all_occurrences: bool = Field(
+        False, description="Replace every occurrence instead of requiring exactly one (default false)."
+    )
+
+
+class EditFileTool(NativeTool[EditFileArgs]):
+    name = "edit_file"
+    description = (
+        "Replace an exact piece of text in a file.\n\n"
+        "- Read the file first (read_file): `original_content` must be copied exactly from it, including "
+        "whitespace and indentation. Do not retype it from memory.\n"
+        "- It must occur exactly once: include a few surrounding lines to make it unique, or set "
+        "`all_occurrences` to true to replace every occurrence.\n"
+        "- `new_content` replaces it; use an empty string to delete. To insert, include the original text in "
+        "`new_content` together with the addition.\n"
+        "- Prefer several small edits over one huge one. If an edit fails, re-read the file before retrying.\n"
+        "- With an empty `original_content` on a path that does not exist yet, the file is created.\n"
+        "- The user sees the diff and may reject the change."
+    )
+    Args = EditFileArgs
+    mutates = True
+    default_approval = "ask"
+    generic_summary = "Editing file"
+
+    def _prepare(self, args: EditFileArgs, ctx: ToolContext) -> Prepared:
+        path = resolve(args.path, ctx)
+        shown = display(path, ctx)
+        if path.is_dir():
+            raise self.fail(f"{shown} is a directory, not a file")
+        summary = f'Editing file "{shown}"'
+        if not path.exists():
+            if args.original_content != "":
+                raise self.fail(f"file not found: {shown}")
+            old, new, count = "", args.new_content, 1
+            summary = f'Creating file "{shown}"'
+        else:
+            old = _old_text(path, self, ctx)
+            new, count = self._replace(old, args, shown)
+        return Prepared(
+            args=args.model_dump(),
+            summary=summary,
+            details=file_change_details(path, old, new, ctx),
+            paths=[path],
+            outside_workspace=not is_inside(path, ctx.workspace_folders),
+            state={"fingerprint": fingerprint(path), "content": new, "count": count},
+        )
+
+    def _replace(self, text: str, args: EditFileArgs, shown: str) -> tuple[str, int]:
+        original, replacement = args.original_content, args.new_content
+        if original == "":
+            raise self.fail("original_content is empty; copy the text to replace from the file (use write_file to "
+                            "replace the whole file)")
+        count = text.count(original)
+        if count == 0 and "\r\n" in text and "\r\n" not in original and "\n" in original:
+            # The model saw the file with "\n" line ends; the file uses CRLF. Match (and write) in the file's style.
+            original = original.replace("\n", "\r\n")
+            replacement = replacement.replace("\r\n", "\n").replace("\n", "\r\n")
+            count = text.count(original)
+        if count == 0:
+            raise self.fail(
+                f"original_content was not found in {shown}; re-read the file and copy the exact text "
+                "(including whitespace and indentation)"
+            )
+        if count > 1 and not args.all_occurrences:
+            raise self.fail(
+                f"original_content occurs {count} times in {shown}; add surrounding lines to make it unique, "
+                "or set all_occurrences to true to replace all of them"
+            )
+        new = text.replace(original, replacement) if args.all_occurrences else text.replace(original, replacement, 1)
+        if new == text:
+            raise self.fail("new_content is the same as original_content; nothing to change")
+        return new, count if args.all_occurrences else 1
+
+    async def _run(self, prepared: Prepared, ctx: ToolContext) -> ToolResult:
+        path = prepared.paths[0]
+        _check_unchanged(self, path, prepared.state["fingerprint"], ctx)
+        atomic_write(path, prepared.state["content"])
+        if prepared.state["fingerprint"] is None:
+            return ToolResult(output=f"Created {display(path, ctx)}", details=prepared.details)
+        n = prepared.state["count"]
+        what = "1 occurrence" if n == 1 else f"{n} occurrences"
+        return ToolResult(output=f"Replaced {what} in {display(path, ctx)}", details=prepared.details)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# move_file
+
+
+class MoveFileArgs(ToolArgs):
+    source: str = Field(
+        min_length=1, description="Path of the file or directory to move (absolute or workspace-relative)."
+    )
+    destination: str = Field(min_length=1, description="New path; it must not exist yet.")
+
+
+def _resolve_entry(path: str, ctx: ToolContext) -> Path:
+    """Like resolve(), but a symlink itself is what moves, so only its parent is resolved."""
+    p = Path(os.path.expanduser(path))
+    if not p.is_absolute():
+        p = ctx.root / p
+    if p.is_symlink():
+        return resolve(str(p.parent), ctx) / p.name
+    return resolve(str(p), ctx)
+
+
+def _entry_inside(p: Path, ctx: ToolContext) -> bool:
+    """A symlink that moves stays a link: only where its directory entry lives matters."""
+    return is_inside(p.parent if p.is_symlink() else p, ctx.workspace_folders)
+
+
+class MoveFileTool(NativeTool[MoveFileArgs]):
+    name = "move_file"
+    description = (
+        "Move or rename a file or directory.\n\n"
+        "- `source` and `destination`: absolute, or relative to the workspace root.\n"
+        "- Fails if `destination` already exists (it never overwrites); missing parent directories are created.\n"
+        "- The user is asked to approve the move."
+    )
+    Args = MoveFileArgs
+    mutates = True
+    default_approval = "ask"
+    generic_summary = "Moving file"
+
+    def _prepare(self, args: MoveFileArgs, ctx: ToolContext) -> Prepared:
+        src = _resolve_entry(args.source, ctx)
+        dst = _resolve_entry(args.destination, ctx)
+        if not src.exists() and not src.is_symlink():
+            raise self.fail(f"source not found: {display(src, ctx)}")
+        if dst.exists() or dst.is_symlink():
+            raise self.fail(f"destination already exists: {display(dst, ctx)}")
+        if src.is_dir() and not src.is_symlink() and dst.is_relative_to(src):
+            raise self.fail("cannot move a directory inside itself")
+        header = f"--- {diff_label(src, ctx, 'a/')}\n+++ {diff_label(dst, ctx, 'b/')}\n"
+        details = {"type": "fileChange", "path": str(dst), "diff": header, "linesAdded": 0, "linesRemoved": 0}
+        return Prepared(
+            args=args.model_dump(),
+            summary=f'Moving "{display(src, ctx)}" to "{display(dst, ctx)}"',
+            details=details,
+            paths=[src, dst],
+            outside_workspace=not (_entry_inside(src, ctx) and _entry_inside(dst, ctx)),
+            state={"fingerprint": fingerprint(src) if not src.is_symlink() else "link"},
+        )
+
+    async def _run(self, prepared: Prepared, ctx: ToolContext) -> ToolResult:
+        src, dst = prepared.paths
+        now = fingerprint(src) if not src.is_symlink() else "link"
+        if now != prepared.state["fingerprint"]:
+            raise self.fail(f"{display(src, ctx)}: file changed since the move was shown; re-read it and try again")
+        if dst.exists() or dst.is_symlink():
+            raise self.fail(f"destination already exists: {display(dst, ctx)}")
+        dst.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            os.rename(src, dst)
+        except OSError as exc:
+            if exc.errno != errno.EXDEV:
+                raise
+            shutil.move(str(src), str(dst))  # across filesystems: copy then delete
+        return ToolResult(output=f"Moved {display(src, ctx)} to {display(dst, ctx)}", details=prepared.details)
+

@@ -1,0 +1,228 @@
+"""shell_command: run a command through ``/bin/sh -c`` inside the workspace.
+
+The command runs in its own session (so its own process group): a timeout or a cancelled tool call kills the
+*group* — the shell, and whatever it started in the background, which would otherwise outlive the chat and keep the
+output pipe open. stdin is closed so nothing can wait for input; stdout and stderr are merged in arrival order.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import signal
+import time
+
+from pydantic import Field
+
+from ._args import ToolArgs
+from ._output import truncate_for_llm
+from ._paths import display, is_inside, resolve
+from ._tool import NativeTool
+from .base import Prepared, ToolContext, ToolResult
+
+__all__ = ["ShellCommandTool", "DEFAULT_TIMEOUT_MS", "MAX_TIMEOUT_MS"]
+
+DEFAULT_TIMEOUT_MS = 60_000
+MAX_TIMEOUT_MS = 600_000
+_SUMMARY_CHARS = 80
+
+
+class ShellCommandArgs(ToolArgs):
+    command: str = Field(min_length=1, description="The shell command line to run (POSIX sh syntax).")
+    working_directory: str | None = Field(
+        None, description="Directory to run in, inside the workspace (default: the workspace root)."
+    )
+    timeout: int = Field(
+        DEFAULT_TIMEOUT_MS, ge=1, description="Timeout in milliseconds (default 60000, maximum 600000)."
+    )
+
+
+class _Capture:
+    """Keeps the head of a stream (bounded memory) and counts what it did not keep."""
+
+    def __init__(self, keep: int) -> None:
+        self.keep = keep
+        self.head = bytearray()
+        self.total = 0
+        self.newlines = 0
+        self.last = b""
+
+    def feed(self, chunk: bytes) -> None:
+        self.total += len(chunk)
+        self.newlines += chunk.count(b"\n")
+        self.last = chunk[-1:]
+        room = self.keep - len(self.head)
+        if room > 0:
+            self.head += chunk[:room]
+
+    @property
+    def lines(self) -> int:
+        return self.newlines + (1 if self.total and self.last != b"\n" else 0)
+
+
+class ShellCommandTool(NativeTool[ShellCommandArgs]):
+    name = "shell_command"
+    description = (
+        "Run a shell command (POSIX /bin/sh) and return its exit code and combined stdout/stderr.\n\n"
+        "- `working_directory`: where to run, inside the workspace (absolute or relative to the workspace root; "
+        "default: the root). Do not prefix commands with `cd <workspace>`.\n"
+        "- `timeout`: milliseconds (default 60000, max 600000); on timeout the command and everything it started "
+        "are killed.\n"
+        "- stdin is closed: never run interactive programs (editors, pagers, prompts); pass flags like `--yes` or "
+        "`--no-pager`. Long-running servers or watchers will just time out.\n"
+        "- Output is cut at 2000 lines / 50 KB; for big outputs redirect to a file and grep/read it.\n"
+        "- Prefer the dedicated tools for reading, searching and editing files."
+    )
+    Args = ShellCommandArgs
+    mutates = False  # it may change files, but it is not a file-edit tool; the approval policy asks by default
+    default_approval = "ask"
+    generic_summary = "Running shell command"
+
+    def __init__(self, *, shell: str = "/bin/sh", kill_grace: float = 2.0, drain_timeout: float = 1.0) -> None:
+        """`kill_grace`: seconds between SIGTERM and SIGKILL; `drain_timeout`: how long to keep reading output after
+        the shell exits while a background child still holds the pipe."""
+        super().__init__()
+        self.shell = shell
+        self.kill_grace = kill_grace
+        self.drain_timeout = drain_timeout
+
+    def _prepare(self, args: ShellCommandArgs, ctx: ToolContext) -> Prepared:
+        cwd = resolve(args.working_directory or ".", ctx)
+        folders = ctx.workspace_folders or [ctx.root]
+        if not is_inside(cwd, folders):
+            raise self.fail(f"working_directory must be inside the workspace (got {display(cwd, ctx)})")
+        if not cwd.is_dir():
+            raise self.fail(f"working_directory not found or not a directory: {display(cwd, ctx)}")
+        normalised = args.model_dump()
+        normalised["timeout"] = min(args.timeout, MAX_TIMEOUT_MS)
+        one_line = " ".join(args.command.split())
+        if len(one_line) > _SUMMARY_CHARS:
+            one_line = one_line[: _SUMMARY_CHARS - 3] + "..."
+        return Prepared(args=normalised, summary=f"$ {one_line}", paths=[cwd], outside_workspace=False)
+
+    async def _run(self, prepared: Prepared, ctx: ToolContext) -> ToolResult:
+        cwd = prepared.paths[0]
+        timeout_ms: int = prepared.args["timeout"]
+        env = dict(os.environ)
+        env.update({"PAGER": "cat", "GIT_PAGER": "cat", "GIT_TERMINAL_PROMPT": "0"})
+        # Our own pipe rather than asyncio's: a background child may keep its write end open after the shell exits,
+        # and we must be able to stop listening and close our end without waiting for it.
+        read_fd, write_fd = os.pipe()
+        try:
+            proc = await asyncio.create_subprocess_exec(
+                self.shell,
+                "-c",
+                prepared.args["command"],
+                cwd=cwd,
+                env=env,
+                stdin=asyncio.subprocess.DEVNULL,
+                stdout=write_fd,
+                stderr=write_fd,
+                start_new_session=True,
+            )
+        except BaseException:
+            os.close(read_fd)
+            raise
+        finally:
+            os.close(write_fd)
+        pipe = os.fdopen(read_fd, "rb", buffering=0)
+        capture = _Capture(keep=2 * ctx.max_output_bytes + 4096)
+        transport: asyncio.BaseTransport | None = None
+        reader: asyncio.Future[None] | None = None
+        timed_out = False
+        try:
+            try:
+                stream = asyncio.StreamReader(limit=1 << 16)
+                transport, _ = await asyncio.get_running_loop().connect_read_pipe(
+                    lambda: asyncio.StreamReaderProtocol(stream), pipe
+                )
+                reader = asyncio.ensure_future(self._read(stream, capture))
+                await asyncio.wait_for(asyncio.shield(proc.wait()), timeout_ms / 1000)
+            except TimeoutError:
+                timed_out = True
+                await self._kill_group(proc)
+            # Background children may still hold the pipe: read what they wrote for a moment, then stop listening.
+            await asyncio.wait({reader}, timeout=self.drain_timeout)
+        except BaseException:  # cancelled (or broken): nothing the command started may outlive the call
+            try:
+                await self._kill_group(proc)
+            finally:
+                self._sigkill(proc)
+            raise
+        finally:
+            if reader is not None and not reader.done():
+                reader.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await reader
+            if transport is not None:
+                transport.close()
+            else:
+                pipe.close()
+        text = capture.head.decode("utf-8", errors="replace")
+        body = truncate_for_llm(
+            text,
+            ctx.max_output_lines,
+            ctx.max_output_bytes,
+            hint="redirect the output to a file and grep or read it",
+            total_lines=capture.lines,
+            total_bytes=capture.total,
+        ) if text else "(no output)"
+        if timed_out:
+            head = f"Command timed out after {timeout_ms} ms; it was killed with its whole process group."
+            return ToolResult(output=f"{head}\nOutput so far:\n{body}", error=True)
+        code = proc.returncode
+        assert code is not None
+        status = f"Exit code: {code}"
+        if code < 0:
+            with contextlib.suppress(ValueError):
+                status += f" (killed by {signal.Signals(-code).name})"
+        return ToolResult(output=f"{status}\n\n{body}", error=code != 0)
+
+    @staticmethod
+    async def _read(stream: asyncio.StreamReader, capture: _Capture) -> None:
+        while chunk := await stream.read(1 << 16):
+            capture.feed(chunk)
+
+    @staticmethod
+    def _group_alive(pgid: int) -> bool:
+        """Whether a live (non-zombie) process is left in the group. Orphaned children are reaped by init — or, in
+        some containers, never — so ``killpg(pgid, 0)`` alone would wait out the whole grace period on zombies."""
+        try:
+            os.killpg(pgid, 0)
+        except (ProcessLookupError, PermissionError):
+            return False
+        try:
+            names = os.listdir("/proc")
+        except OSError:
+            return True
+        for name in names:
+            if not name.isdigit():
+                continue
+            try:
+                with open(f"/proc/{name}/stat", "rb") as f:
+                    fields = f.read().rsplit(b")", 1)[1].split()
+            except (OSError, IndexError):
+                continue
+            # after the command name: state, ppid, pgrp, ...
+            if len(fields) > 2 and fields[2] == str(pgid).encode() and fields[0] != b"Z":
+                return True
+        return False
+
+    def _sigkill(self, proc: asyncio.subprocess.Process) -> None:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(proc.pid, signal.SIGKILL)
+
+    async def _kill_group(self, proc: asyncio.subprocess.Process) -> None:
+        """SIGTERM the whole group, give it `kill_grace` seconds to go, then SIGKILL whatever is left."""
+        pgid = proc.pid  # start_new_session: the shell leads its own group
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(pgid, signal.SIGTERM)
+        deadline = time.monotonic() + self.kill_grace
+        while time.monotonic() < deadline:
+            if proc.returncode is not None and not self._group_alive(pgid):
+                break
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(asyncio.shield(proc.wait()), 0.05)
+        self._sigkill(proc)
+        await proc.wait()

@@ -1,0 +1,122 @@
+"""Rules loading (order, skipping, truncation) and rendering for the system prompt."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from eca_notebook.engine._rules import MAX_RULE_BYTES, Rule, load_rules, render_rules
+
+
+def write(path: Path, text: str | bytes) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if isinstance(text, bytes):
+        path.write_bytes(text)
+    else:
+        path.write_text(text, encoding="utf-8")
+    return path
+
+
+@pytest.fixture
+def layout(tmp_path: Path) -> tuple[Path, Path, Path]:
+    ws1, ws2, glob = tmp_path / "ws1", tmp_path / "ws2", tmp_path / "config" / "eca"
+    for p in (ws1, ws2, glob):
+        p.mkdir(parents=True)
+    return ws1, ws2, glob
+
+
+def test_order_agents_then_project_rules_sorted_then_global(layout: tuple[Path, Path, Path]) -> None:
+    ws1, ws2, glob = layout
+    write(ws1 / "AGENTS.md", "agents one")
+    write(ws1 / ".eca" / "rules" / "b.md", "rule b")
+    write(ws1 / ".eca" / "rules" / "a.md", "rule a")
+    write(ws1 / ".eca" / "rules" / "notes.txt", "not a rule")
+    write(ws2 / ".eca" / "rules" / "z.md", "rule z")
+    write(ws2 / "AGENTS.md", "agents two")
+    write(glob / "rules" / "global.md", "global rule")
+    (ws1 / ".eca" / "rules" / "dir.md").mkdir()
+
+    rules = load_rules([ws1, ws2], glob)
+    assert [(r.path, r.content) for r in rules] == [
+        (ws1 / "AGENTS.md", "agents one"),
+        (ws1 / ".eca" / "rules" / "a.md", "rule a"),
+        (ws1 / ".eca" / "rules" / "b.md", "rule b"),
+        (ws2 / "AGENTS.md", "agents two"),
+        (ws2 / ".eca" / "rules" / "z.md", "rule z"),
+        (glob / "rules" / "global.md", "global rule"),
+    ]
+    assert [r.name for r in rules][:2] == ["AGENTS.md", "a.md"]
+
+
+def test_nothing_to_load(layout: tuple[Path, Path, Path]) -> None:
+    ws1, _, glob = layout
+    assert load_rules([ws1], glob) == []
+    assert load_rules([], glob / "missing") == []
+    assert render_rules([]) == ""
+
+
+def test_same_folder_twice_loads_once(layout: tuple[Path, Path, Path]) -> None:
+    ws1, _, glob = layout
+    write(ws1 / "AGENTS.md", "once")
+    assert [r.content for r in load_rules([ws1, ws1], glob)] == ["once"]
+
+
+def test_unreadable_non_utf8_and_empty_files_are_skipped(layout: tuple[Path, Path, Path]) -> None:
+    ws1, _, glob = layout
+    write(ws1 / ".eca" / "rules" / "a.md", b"\xff\xfe\x00bad")
+    write(ws1 / ".eca" / "rules" / "b.md", "   \n")
+    write(ws1 / ".eca" / "rules" / "c.md", "good")
+    locked = write(ws1 / ".eca" / "rules" / "d.md", "secret")
+    locked.chmod(0)
+    try:
+        if os.access(locked, os.R_OK):  # running as root: permissions don't stop reading
+            locked.chmod(0o644)
+            locked.unlink()
+        rules = load_rules([ws1], glob)
+    finally:
+        if locked.exists():
+            locked.chmod(0o644)
+    assert [r.content for r in rules] == ["good"]
+
+
+def test_dangling_symlink_is_skipped(layout: tuple[Path, Path, Path]) -> None:
+    ws1, _, glob = layout
+    write(ws1 / ".eca" / "rules" / "ok.md", "ok")
+    (ws1 / ".eca" / "rules" / "gone.md").symlink_to(ws1 / "nowhere.md")
+    assert [r.name for r in load_rules([ws1], glob)] == ["ok.md"]
+
+
+def test_huge_rule_is_truncated_with_a_note(layout: tuple[Path, Path, Path]) -> None:
+    ws1, _, glob = layout
+    # a multi-byte character straddles the limit: it must be dropped, not make the file unreadable
+    body = "x" * (MAX_RULE_BYTES - 1) + "é" + "tail" * 1000
+    write(ws1 / "AGENTS.md", body)
+    (rule,) = load_rules([ws1], glob)
+    assert rule.content.startswith("x" * 1000)
+    assert "tail" not in rule.content
+    assert "truncated" in rule.content.lower()
+    assert len(rule.content.encode()) < MAX_RULE_BYTES + 500
+
+
+def test_rule_exactly_at_limit_is_not_truncated(layout: tuple[Path, Path, Path]) -> None:
+    ws1, _, glob = layout
+    write(ws1 / "AGENTS.md", "y" * MAX_RULE_BYTES)
+    (rule,) = load_rules([ws1], glob)
+    assert rule.content == "y" * MAX_RULE_BYTES
+
+
+def test_bom_is_dropped(layout: tuple[Path, Path, Path]) -> None:
+    ws1, _, glob = layout
+    write(ws1 / "AGENTS.md", "\ufeffhello".encode())
+    assert load_rules([ws1], glob)[0].content == "hello"
+
+
+def test_render_puts_each_rule_under_a_heading_with_its_path(tmp_path: Path) -> None:
+    rules = [Rule("AGENTS.md", tmp_path / "AGENTS.md", "Use tabs.\n"),
+             Rule("style.md", tmp_path / "style.md", "Be brief.")]
+    text = render_rules(rules)
+    first = text.index(f"## AGENTS.md ({tmp_path / 'AGENTS.md'})")
+    second = text.index(f"## style.md ({tmp_path / 'style.md'})")
+    assert first < text.index("Use tabs.") < second < text.index("Be brief.")
