@@ -12,7 +12,7 @@ called directly, in the same run, so the ratios show what our layers cost on top
 Generation is deterministic (temperature 0, fixed seed) and ``ignore_eos`` makes every run produce exactly
 ``--tokens`` tokens, so tokens/s compare like with like. Runs alternate between paths; medians are printed.
 
-Usage: python benchmarks/bench_local.py [--tokens 128] [--repeat 5] [--loads 3] [--inprocess]
+Usage: python benchmarks/bench_local.py [--tokens 128] [--repeat 10] [--loads 3] [--inprocess]
 """
 
 from __future__ import annotations
@@ -130,7 +130,7 @@ def ratios(label: str, ours: dict[str, float], base: dict[str, float], whole: bo
 async def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--tokens", type=int, default=128)
-    parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--repeat", type=int, default=10)
     parser.add_argument("--loads", type=int, default=3)
     parser.add_argument("--inprocess", action="store_true", help="also time xllamacpp's in-process API")
     args = parser.parse_args()
@@ -149,6 +149,7 @@ async def main() -> int:
         starts.append(runtime.start_seconds or 0.0)
         loads.append(runtime.load_seconds or 0.0)
         await runtime.aclose()
+    print(f"threads: {runtime.threads} generating, {runtime.batch_threads} reading the prompt")
     print(f"\nload ({len(starts)}x): start {statistics.median(starts) * 1000:.0f} ms median "
           f"(model load in the child {statistics.median(loads) * 1000:.0f} ms; the rest is process start-up "
           f"and the handshake); threads after stop: {threading.active_count() - threads_before:+d}")
@@ -167,6 +168,8 @@ async def main() -> int:
         params.model.path = status.model_path
         params.n_ctx = runtime.n_ctx
         params.verbosity = 0
+        params.cpuparams.n_threads = runtime.threads  # the same threads as the runtime, to compare like with like
+        params.cpuparams_batch.n_threads = runtime.batch_threads
         direct_server = xllamacpp.Server(params)
 
     results: dict[str, dict[str, float]] = {}

@@ -15,8 +15,11 @@ Why it looks the way it does:
   basename prefix, basename contains (word boundary first), basename fuzzy, path contains, path fuzzy (a query with a
   ``/`` is matched against the whole path instead). The bonus rewards exact case, consecutive and word-start
   characters and short paths. Each tier has a cheap discovery scan; the scans run best tier first and stop as soon
-  as enough results are in hand, because nothing found later can outrank them. The costly one, path fuzzy, works
-  on directories (a few thousand) and then only on the children of the directories that match part of the query.
+  as enough results are in hand, because nothing found later can outrank them. A scan that finds thousands stops
+  after a bounded number of candidates — the shallow ones, met first — which is where the ranking is approximate:
+  a deeper entry with a slightly shorter name may be left out (the benchmark counts how often the top 10 differs
+  from scoring everything). The costly scan, path fuzzy, works on directories (a few thousand) and then only on
+  the children of the directories that match part of the query.
 * **Typing.** Users type a query one character at a time. When a query was answered completely (every scan ran to
   the end), its matches are remembered: the next, longer query's matches are a subset, so it only rescores those.
 * **Incremental refresh.** Creating, deleting or renaming an entry changes its directory's mtime, so ``refresh()``

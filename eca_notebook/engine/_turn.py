@@ -67,7 +67,9 @@ class Turn:
         tools: list[ToolSpec] | None = None,
         runner: ToolCallRunner | None = None,
         max_rounds: int = 40,
+        on_success: Callable[[], None] | None = None,
     ) -> None:
+        self.on_success = on_success  # runs after a normal finish, before "progress finished" (e.g. /compact)
         self.chat = chat
         self.provider = provider
         self.model = model
@@ -111,6 +113,8 @@ class Turn:
             self._system({"type": "text", "text": f"Error: internal error ({type(exc).__name__}): {exc}"})
             self.progress("finished", "")
             return False
+        if self.on_success is not None:
+            self.on_success()
         self.progress("finished", "")
         return True
 

@@ -380,7 +380,7 @@ class Engine:
         return {"chatId": chat.id, "model": chat.model or self.selected_model, "status": "prompting"}
 
     def _start_turn(self, chat: Chat, provider, info, behavior: str, user: Message | None,
-                    *, system: str | None = None, with_tools: bool = True, on_done=None) -> None:
+                    *, system: str | None = None, with_tools: bool = True, on_success=None) -> None:
         if user is not None:
             chat.messages.append(user)
         self._save(chat)
@@ -401,8 +401,8 @@ class Engine:
         )
         specs = [ToolSpec(llm_tool_name(t), t.description, t.parameters) for t in offered.values()]
         turn = Turn(chat, provider, info, system or self.system_prompt(behavior), self._emit_content, tools=specs,
-                    runner=runner, max_rounds=tool_call.max_rounds)
-        chat.task = asyncio.create_task(self._run_turn(chat, turn, on_done), name=f"eca-turn-{chat.id}")
+                    runner=runner, max_rounds=tool_call.max_rounds, on_success=on_success)
+        chat.task = asyncio.create_task(self._run_turn(chat, turn), name=f"eca-turn-{chat.id}")
 
     async def _builtin(self, chat: Chat, name: str, argument: str) -> dict[str, Any] | None:
         if name == "doctor":
@@ -430,30 +430,26 @@ class Engine:
         request = COMPACT_PROMPT + (f"\nAlso: {instruction.strip()}" if instruction.strip() else "")
         before = len(chat.messages)
 
-        def replace_history(ok: bool) -> None:
+        def replace_history() -> None:
             summary = chat.messages[-1] if len(chat.messages) > before + 1 else None
             text = getattr(summary, "text", "") if summary is not None else ""
-            if ok and text:
+            if text:
                 chat.messages = [UserMessage(text=f"{COMPACT_PREFIX}\n\n{text}")]
-                self.broadcast("chat/cleared", {"chatId": chat.id, "messages": False})
                 self._emit_content(chat, "system", {"type": "text", "text": "Chat compacted: the summary above "
                                                                              "replaces the earlier history."})
 
         self._start_turn(chat, provider, info, chat.behavior or self.selected_behavior, UserMessage(text=request),
-                         with_tools=False, on_done=replace_history)
+                         with_tools=False, on_success=replace_history)
         return {"chatId": chat.id, "model": info.id, "status": "prompting"}
 
-    async def _run_turn(self, chat: Chat, turn: Turn, on_done=None) -> None:
+    async def _run_turn(self, chat: Chat, turn: Turn) -> None:
         self._set_status(chat, "running")
-        ok = False
         try:
-            ok = await turn.run()
+            await turn.run()
         except asyncio.CancelledError:
             pass
         finally:
             chat.task = None
-            if on_done is not None:
-                on_done(ok)
             self._save(chat)
             self._set_status(chat, "idle")
 

@@ -40,12 +40,13 @@ def _params(settings: dict[str, Any]) -> Any:
     params.n_ctx = int(settings.get("n_ctx") or 0)
     params.n_parallel = int(settings.get("n_parallel") or 1)
     params.verbosity = int(settings.get("verbosity", 0))
-    params.ui = False
+    if hasattr(params, "ui"):  # no web UI (older xllamacpp releases call it `webui`)
+        params.ui = False
     params.api_keys = [settings["api_key"]] if settings.get("api_key") else []
-    threads = settings.get("threads")
-    if threads:
-        params.cpuparams.n_threads = int(threads)
-        params.cpuparams_batch.n_threads = int(threads)
+    if settings.get("threads"):
+        params.cpuparams.n_threads = int(settings["threads"])
+    if settings.get("batch_threads"):
+        params.cpuparams_batch.n_threads = int(settings["batch_threads"])
     return params
 
 

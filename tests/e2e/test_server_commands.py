@@ -92,6 +92,7 @@ async def test_compact_replaces_history_with_the_summary(spawn, llm, workspace):
     await run(eca, "/compact", chat_id)
     await eca.wait_idle(chat_id, start=mark)
     assert any("compacted" in t for t in system_texts(eca.contents(chat_id, start=mark)).splitlines())
+    assert shape(eca.contents(chat_id, start=mark))[-1] == ("system", "progress", "finished", "")
     await run(eca, "And again?", chat_id)
     await eca.wait_idle(chat_id)
     history = sent_texts("openai-responses", completion_requests(llm)[-1].body)

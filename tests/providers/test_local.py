@@ -276,13 +276,14 @@ def test_reader_reports_a_truncated_reply() -> None:
     assert answer.finish() == ([], "max_tokens")
 
 
-def test_request_body_never_sends_tools_or_tool_roles() -> None:
+async def test_request_body_never_sends_tools_or_tool_roles() -> None:
     history = [
         UserMessage("read a.txt"),
         AssistantMessage(tool_calls=[ToolCall("c1", "read_file", '{"path": "a.txt"}')]),
         ToolResultMessage("c1", "read_file", "hello"),
     ]
-    provider = LocalProvider(httpx.AsyncClient(), status=STATUS, options=DETERMINISTIC)
+    async with httpx.AsyncClient() as client:
+        provider = LocalProvider(client, status=STATUS, options=DETERMINISTIC)
     body = provider.request_body(request("", messages=history, system="Be brief.", tools=[READ_FILE],
                                          extra={"tool_choice": "auto", "parallel_tool_calls": False}))
     assert "tools" not in body and "tool_choice" not in body and "parallel_tool_calls" not in body
