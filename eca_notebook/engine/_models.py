@@ -3,6 +3,9 @@
 Model ids are ``provider/model`` (``openai/gpt-4.1``, ``my-vllm/qwen3``). A provider's models are offered only when
 it is usable (has a key, or needs none); Ollama's models are discovered from the running daemon so a user with
 Ollama installed sees their local models without configuring anything.
+
+The embedded model (``local/smollm2-135m``) is offered whenever its optional packages are installed, and is the
+default only when nothing else is usable: real work goes to a configured provider as soon as its key is present.
 """
 
 from __future__ import annotations
@@ -13,6 +16,7 @@ from typing import Mapping
 import httpx
 
 from ..providers import ProviderSettings, Timeouts, create_provider, list_ollama_models
+from ..providers import local as _local
 from ..providers.base import Provider
 from .config import Config, ModelInfo, ResolvedProvider, resolve_providers
 
@@ -35,6 +39,8 @@ class ModelRegistry:
         self.providers: dict[str, ResolvedProvider] = resolve_providers(config, env, problems=problems)
         self._instances: dict[str, Provider] = {}
         self._discovered: dict[str, list[str]] = {}
+        self.local_status = _local.local_model_status() if config.local_model else None
+        self.local_progress = None  # set by the engine: async callback for "Loading local model…"
 
     # -- discovery -----------------------------------------------------------------------------------------------
 
@@ -65,6 +71,11 @@ class ModelRegistry:
             for name in self._discovered.get(provider.id, []):
                 model_id = f"{provider.id}/{name}"
                 infos.setdefault(model_id, _plain_model(provider.id, name))
+        if self.local_status is not None and self.local_status.available:
+            info = _plain_model(_local.PROVIDER_ID, _local.MODEL_NAME)
+            info.context_limit = _local.CONTEXT_TOKENS
+            info.output_limit = _local.LocalOptions().max_tokens
+            infos[info.id] = info
         return infos
 
     def models(self) -> list[str]:
@@ -82,19 +93,28 @@ class ModelRegistry:
         return next(iter(infos), None)
 
     def missing_key_hint(self) -> str:
-        return (
+        hint = (
             "No model is available. Set an API key (e.g. OPENAI_API_KEY or ANTHROPIC_API_KEY), start Ollama, or "
             "configure a provider in ~/.config/eca/config.json."
         )
+        if self.local_status is not None and not self.local_status.available:
+            hint += f" For the offline model: {self.local_status.message}"
+        return hint
 
     def resolve(self, model_id: str) -> tuple[Provider, ModelInfo]:
         info = self.model_infos().get(model_id)
         if info is None:
             raise UnknownModel(model_id)
+        if info.provider == _local.PROVIDER_ID:
+            return self._instance(_LOCAL_PROVIDER), info
         return self._instance(self.providers[info.provider]), info
 
     def _instance(self, provider: ResolvedProvider) -> Provider:
         instance = self._instances.get(provider.id)
+        if instance is None and provider.api == "local":
+            instance = _local.create_local_provider(self._http, progress=self.local_progress)
+            self._instances[provider.id] = instance
+            return instance
         if instance is None:
             timeouts = Timeouts()
             # stream idle timeout: the longest silence tolerated inside a stream (null in config turns it off)
@@ -118,12 +138,21 @@ class ModelRegistry:
         return [p.key for p in self.providers.values() if p.key]
 
     async def aclose(self) -> None:
+        if _local.PROVIDER_ID in self._instances:
+            # the runtime is process-wide; only an engine that used it stops it
+            await _local.shutdown_local_runtimes()
         for instance in self._instances.values():
             try:
                 await instance.aclose()
             except Exception:  # pragma: no cover - closing must never mask shutdown
                 log.debug("error closing provider", exc_info=True)
         self._instances.clear()
+
+
+_LOCAL_PROVIDER = ResolvedProvider(
+    id=_local.PROVIDER_ID, api="local", url="", key=None, key_source=None, completion_path=None, headers={},
+    think_tag_start=None, think_tag_end=None, models={}, authenticated=True,
+)
 
 
 def _think_tags(provider: ResolvedProvider) -> dict[str, str]:

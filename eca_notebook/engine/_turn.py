@@ -13,6 +13,7 @@ and either way the chat ends ``idle`` with its history intact, ready for the nex
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import logging
 import time
 from typing import Any, Callable
@@ -43,6 +44,9 @@ from .config import ModelInfo
 log = logging.getLogger(__name__)
 
 Emit = Callable[[Chat, str, dict[str, Any]], None]
+
+# The turn running in this task: lets provider callbacks (e.g. "Loading local model…") reach the right chat.
+CURRENT_TURN: contextvars.ContextVar["Turn | None"] = contextvars.ContextVar("eca_current_turn", default=None)
 
 
 def format_cost(cost: float | None) -> str | None:
@@ -96,6 +100,7 @@ class Turn:
 
     async def run(self) -> bool:
         """Run to the end; True when the model finished normally (False after an error; stops raise)."""
+        CURRENT_TURN.set(self)
         try:
             await self._rounds()
         except asyncio.CancelledError:

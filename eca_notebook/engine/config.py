@@ -270,6 +270,7 @@ class Config(_ConfigModel):
     stream_idle_timeout_seconds: float | None = Field(default=None, gt=0)
     request_timeout_seconds: float | None = Field(default=None, gt=0)
     chat_retention_days: float = Field(default=14, ge=0)  # 0 disables pruning, as in the reference
+    local_model: bool = True  # ours: offer the embedded offline model (local/smollm2-135m) when it is installed
     log_level: str | None = None
 
     @field_validator("providers", "behavior", "mcp_servers", mode="before")

@@ -34,7 +34,7 @@ from ._approval import SessionApprovals, hidden_tools
 from ._chat import Chat, invalid_chat_id, now_ms, title_from
 from ._models import ModelRegistry, UnknownModel
 from ._toolcall import NATIVE_SERVER, PendingApproval, ToolCallRunner, llm_tool_name
-from ._turn import Turn
+from ._turn import CURRENT_TURN, Turn
 from ._index import WorkspaceIndex
 from ._rules import load_rules, render_rules
 from .commands import BUILTINS, Command, find_command, load_custom_commands, parse_command, query_commands, render_template, to_wire
@@ -62,6 +62,13 @@ COMPACT_PROMPT = (
     "involved, what is done and what remains. Be complete but concise; this summary will replace the history."
 )
 COMPACT_PREFIX = "Summary of the conversation so far (the earlier messages were compacted):"
+
+
+async def _local_model_progress(event: Any) -> None:
+    """Show the embedded model's loading in the chat whose prompt triggered it."""
+    turn = CURRENT_TURN.get()
+    if turn is not None and getattr(event, "stage", "") == "loading":
+        turn.progress("running", event.message)
 
 
 class Listener(Protocol):
@@ -103,6 +110,7 @@ class Engine:
 
         self.http: httpx.AsyncClient = make_http_client()
         self.registry = ModelRegistry(self.config, self.env, self.http, problems=self.loaded.problems)
+        self.registry.local_progress = _local_model_progress
         self.store: ChatStore | None = None
         if not self.config.pure_config:
             self.store = ChatStore(chats_dir_for(self.workspace_folders, self.env), secrets=self.registry.secrets)
@@ -546,11 +554,14 @@ class Engine:
             where = f" ({source.path})" if source.path else ""
             problem = f" — {source.problem}" if source.problem else (f" ({source.note})" if source.note else "")
             lines.append(f"  {source.name}{where}: {state}{problem}")
-        lines += ["", f"Default model: {self.registry.default_model() or '(none)'}", "", "Providers:"]
+        lines += ["", f"Default model: {self.registry.default_model() or '(none)'}",
+                  f"Selected model: {self.selected_model or '(none)'}", "", "Providers:"]
         for provider in self.registry.providers.values():
             auth = "usable" if self.registry.usable(provider) else "not configured"
             key = f", key {mask_secret(provider.key)} from {provider.key_source}" if provider.key else ""
             lines.append(f"  {provider.id} ({provider.api}, {provider.url}): {auth}{key}")
+        status = self.registry.local_status
+        lines += ["", "Embedded model:", f"  {status.message if status is not None else 'disabled (localModel: false)'}"]
         if self.store is not None:
             lines += ["", f"Saved chats: {self.store.root}"]
         else:

@@ -323,7 +323,8 @@ async def test_secrets_never_reach_disk_or_logs(spawn, llm, workspace, home, tmp
 async def test_no_provider_gives_clear_message_not_crash(spawn, home, workspace):
     from .conftest import server_env
 
-    eca = await spawn(env=server_env(home, None, OLLAMA_API_URL="http://127.0.0.1:9"))
+    eca = await spawn(env=server_env(home, None, OLLAMA_API_URL="http://127.0.0.1:9",
+                                     ECA_CONFIG='{"localModel": false}'))
     await eca.initialize(workspace)
     updated = eca.of("config/updated")[0]
     assert updated["chat"]["models"] == []
