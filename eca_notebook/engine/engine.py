@@ -238,19 +238,19 @@ class Engine:
     # -- approvals -----------------------------------------------------------------------------------------------
 
     def approve(self, chat_id: str, call_id: str, save: str | None = None) -> bool:
-        pending = self.pending_approvals.get((chat_id, call_id))
-        if pending is None or pending.future.done():
-            log.info("approval for unknown tool call %s in chat %s ignored", call_id, chat_id)
-            return False
-        pending.future.set_result((True, save))
-        return True
+        return self._answer_approval(chat_id, call_id, (True, save))
 
     def reject(self, chat_id: str, call_id: str) -> bool:
+        return self._answer_approval(chat_id, call_id, (False, None))
+
+    def _answer_approval(self, chat_id: str, call_id: str, answer: tuple[bool, str | None]) -> bool:
+        """Resolve a waiting call; an unknown or already answered id is ignored (logged), never an error."""
         pending = self.pending_approvals.get((chat_id, call_id))
         if pending is None or pending.future.done():
-            log.info("rejection for unknown tool call %s in chat %s ignored", call_id, chat_id)
+            log.info("%s for unknown tool call %s in chat %s ignored", "approval" if answer[0] else "rejection",
+                     call_id, chat_id)
             return False
-        pending.future.set_result((False, None))
+        pending.future.set_result(answer)
         return True
 
     def system_prompt(self, behavior: str) -> str:

@@ -87,6 +87,19 @@ def server_env(home: Path, llm: ScriptedLLMServer | None, **extra: str) -> dict[
     return env
 
 
+async def wait_gone(pid: int, within: float = 5.0) -> bool:
+    """True once process `pid` no longer exists (polled: signals and reaping are asynchronous)."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + within
+    while loop.time() < deadline:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return True
+        await asyncio.sleep(0.05)
+    return False
+
+
 @dataclass
 class Received:
     method: str

@@ -5,16 +5,14 @@ Real generations with SmolLM2-135M (tiny and often wrong — the tests assert st
 
 from __future__ import annotations
 
-import asyncio
 import json
-import os
 import re
 
 import pytest
 
 from eca_notebook.providers.local import MODEL_ID, local_model_status
 
-from .conftest import server_env
+from .conftest import server_env, wait_gone
 from .test_server_chat import shape
 
 pytestmark = [
@@ -71,14 +69,7 @@ async def test_no_configuration_streams_from_the_embedded_model(spawn, home, wor
     runtime_children = children_of(server_pid)
     assert await eca.shutdown() == 0
     for child in runtime_children:
-        for _ in range(100):
-            try:
-                os.kill(child, 0)
-            except ProcessLookupError:
-                break
-            await asyncio.sleep(0.05)
-        else:
-            pytest.fail(f"model process {child} outlived the server")
+        assert await wait_gone(child), f"model process {child} outlived the server"
 
 
 async def test_offline_tool_call_goes_through_the_agent_loop(spawn, home, workspace):

@@ -11,7 +11,7 @@ import pytest
 
 from eca_notebook.testing.llm_server import Reply, Text, ToolCall, Usage
 
-from .conftest import API_MODELS
+from .conftest import API_MODELS, wait_gone
 from .test_server_chat import completion_requests, shape
 
 pytestmark = pytest.mark.e2e
@@ -229,14 +229,7 @@ async def test_stop_during_shell_command_kills_it(spawn, llm, workspace):
     child = int(pid_file.read_text())
     await eca.notify("chat/promptStop", {"chatId": chat_id})
     await eca.wait_idle(chat_id)
-    for _ in range(100):
-        try:
-            os.kill(child, 0)
-        except ProcessLookupError:
-            break
-        await asyncio.sleep(0.05)
-    else:
-        pytest.fail(f"shell child {child} still alive after stop")
+    assert await wait_gone(child), f"shell child {child} still alive after stop"
 
     llm.enqueue(Reply.text("fine"))
     mark = len(eca.messages)
