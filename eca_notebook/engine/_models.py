@@ -74,6 +74,7 @@ class ModelRegistry:
         if self.local_status is not None and self.local_status.available:
             info = _plain_model(_local.PROVIDER_ID, _local.MODEL_NAME)
             info.context_limit = _local.CONTEXT_TOKENS
+            info.input_cost = info.output_cost = 0.0  # runs on this machine: free
             info.output_limit = _local.LocalOptions().max_tokens
             infos[info.id] = info
         return infos

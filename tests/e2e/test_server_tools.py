@@ -315,3 +315,38 @@ async def test_scripted_agent_reads_edits_and_runs(spawn, llm, workspace):
     outputs = {c["id"]: c["outputs"][0]["text"] for c in of_type(eca.contents(chat_id), "toolCalled")}
     assert "return a - b" in outputs["r1"] and "5" in outputs["s1"]
     assert (workspace / "calc.py").read_text() == "def add(a, b):\n    return a + b\n"
+
+
+async def test_round_cap_ends_the_turn_with_a_clear_message(spawn, llm, workspace):
+    (workspace / ".eca").mkdir()
+    (workspace / ".eca" / "config.json").write_text(json.dumps({"toolCall": {"maxRounds": 2}}))
+    llm.enqueue(*[Reply([call("read_file", {"path": "README.md"}, f"r{i}")]) for i in range(3)])
+    eca = await spawn()
+    await eca.initialize(workspace)
+    chat_id = await prompt(eca, "loop forever", model="openai/gpt-4.1")
+    await eca.wait_idle(chat_id)
+    assert len(completion_requests(llm)) == 2
+    texts = [c["text"] for r, c in eca.contents(chat_id) if r == "system" and c["type"] == "text"]
+    assert any("Stopped after 2 tool rounds" in t and "maxRounds" in t for t in texts)
+    assert shape(eca.contents(chat_id))[-1] == ("system", "progress", "finished", "")
+
+
+async def test_custom_behavior_has_its_own_prompt_and_tool_rules(spawn, llm, workspace):
+    (workspace / ".eca").mkdir()
+    (workspace / ".eca" / "config.json").write_text(json.dumps({"behavior": {"reviewer": {
+        "systemPrompt": "You review code and never change it.",
+        "disabledTools": ["write_file", "edit_file", "move_file", "shell_command"],
+    }}}))
+    llm.enqueue(Reply.text("Looks fine."))
+    eca = await spawn()
+    init = await eca.initialize(workspace)
+    assert "reviewer" in init["chatBehaviors"]
+    tools = {t["name"]: t for t in eca.of("tool/serverUpdated")[0]["tools"]}
+    assert {"read_file", "directory_tree", "grep", "write_file", "edit_file", "move_file", "shell_command"} <= set(tools)
+    assert all(t["parameters"]["type"] == "object" and t["description"] for t in tools.values())
+    chat_id = await prompt(eca, "review calc.py", model="openai/gpt-4.1", behavior="reviewer")
+    await eca.wait_idle(chat_id)
+    body = completion_requests(llm)[0].body
+    assert body["instructions"].startswith("You review code and never change it.")
+    offered = {t["name"] for t in body["tools"]}
+    assert "eca__read_file" in offered and not offered & {"eca__write_file", "eca__shell_command"}
