@@ -12,6 +12,7 @@ a tool result for every call it made, so the history stays valid for every provi
 from __future__ import annotations
 
 import asyncio
+import inspect
 import json
 import logging
 import time
@@ -19,7 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from ..providers.base import ToolCall
-from ..tools.base import Prepared, Tool, ToolContext, ToolResult
+from ..tools.base import Prepared, Tool, ToolContext, ToolResult, llm_name, tool_origin, tool_server
 from ._approval import ApprovalRequest, SessionApprovals, decide
 
 log = logging.getLogger(__name__)
@@ -29,14 +30,25 @@ NATIVE_SERVER = "eca"
 
 
 def llm_tool_name(tool: Tool) -> str:
-    return NATIVE_PREFIX + tool.name
+    return llm_name(tool)
 
 
 def strip_prefix(name: str) -> str:
-    for prefix in (NATIVE_PREFIX, "eca_"):
-        if name.startswith(prefix):
-            return name[len(prefix):]
+    """The tool's own name from what the model called: ``eca__read_file`` / ``github__search`` → after ``__``."""
+    if "__" in name:
+        return name.split("__", 1)[1]
+    if name.startswith("eca_"):
+        return name[len("eca_"):]
     return name
+
+
+def find_tool(tools: dict[str, Tool], called: str) -> Tool | None:
+    """Exact LLM name first; then the forms models and older configs use for native tools (``read_file``,
+    ``eca_read_file``)."""
+    tool = tools.get(called)
+    if tool is None and "__" not in called:
+        tool = tools.get(NATIVE_PREFIX + strip_prefix(called))
+    return tool
 
 
 @dataclass
@@ -76,8 +88,10 @@ class ToolCallRunner:
         self.progress = progress
 
     def _content(self, kind: str, call: ToolCall, name: str, args: Any, **extra: Any) -> dict[str, Any]:
-        content = {"type": kind, "origin": "native", "id": call.id, "name": name, "server": NATIVE_SERVER,
-                   "arguments": args}
+        tool = find_tool(self.tools, call.name)
+        server = tool_server(tool) if tool is not None else NATIVE_SERVER
+        origin = tool_origin(tool) if tool is not None else "native"
+        content = {"type": kind, "origin": origin, "id": call.id, "name": name, "server": server, "arguments": args}
         content.update({k: v for k, v in extra.items() if v is not None})
         return content
 
@@ -85,15 +99,17 @@ class ToolCallRunner:
         """Handle one call end to end; returns what the model will see."""
         name = strip_prefix(call.name)
         args, problem = _parse_arguments(call.arguments)
-        tool = self.tools.get(name)
+        tool = find_tool(self.tools, call.name)
         if tool is None:
             problem = problem or self.unavailable.get(name) or f"unknown tool '{call.name}'. Available tools: " + ", ".join(
-                NATIVE_PREFIX + n for n in sorted(self.tools)
+                sorted(self.tools)
             )
         prepared: Prepared | None = None
         if problem is None and tool is not None:
             try:
                 prepared = tool.prepare(args, self.context)
+                if inspect.isawaitable(prepared):
+                    prepared = await prepared
             except Exception as exc:  # a tool bug must not end the turn
                 log.exception("prepare failed for %s", name)
                 problem = f"{name}: internal error while preparing: {exc}"
@@ -104,7 +120,7 @@ class ToolCallRunner:
 
         shown_args = prepared.args
         run_fields = {"summary": prepared.summary, "details": prepared.details}
-        request = ApprovalRequest(tool=name, server=NATIVE_SERVER, args=prepared.args,
+        request = ApprovalRequest(tool=tool.name, server=tool_server(tool), args=prepared.args,
                                   outside_workspace=prepared.outside_workspace)
         verdict = decide(request, self.approval_config, self.session)
         if verdict.decision == "deny":

@@ -27,19 +27,29 @@ from ..protocol import (
     ConfigUpdatedParams,
     NativeServerUpdatedParams,
 )
-from ..tools.base import Tool, ToolContext
 from ..providers.base import Message, ToolSpec, UserMessage
+from ..tools.base import FileAccess, Tool, ToolContext, llm_name, tool_server
 from . import _builtins
-from ._approval import SessionApprovals, hidden_tools
+from ._approval import SessionApprovals, hidden_tools, selector_matches
 from ._chat import Chat, invalid_chat_id, now_ms, title_from
+from ._index import WorkspaceIndex
 from ._models import ModelRegistry, UnknownModel
+from ._rules import load_rules, render_rules
 from ._toolcall import NATIVE_SERVER, PendingApproval, ToolCallRunner, llm_tool_name
 from ._turn import CURRENT_TURN, Turn
-from ._index import WorkspaceIndex
-from ._rules import load_rules, render_rules
-from .commands import BUILTINS, Command, find_command, load_custom_commands, parse_command, query_commands, render_template, to_wire
+from .commands import (
+    BUILTINS,
+    Command,
+    find_command,
+    load_custom_commands,
+    parse_command,
+    query_commands,
+    render_template,
+    to_wire,
+)
 from .config import LoadedConfig, global_config_path, load_config, mask_secret
 from .contexts import query_context, render_contexts
+from .plugins import Plugin
 from .store import ChatStore, chats_dir_for
 
 log = logging.getLogger(__name__)
@@ -117,7 +127,11 @@ class Engine:
         self.chats: dict[str, Chat] = {}
         from ..tools import native_tools
 
-        self.tools: dict[str, Tool] = {tool.name: tool for tool in native_tools()}
+        self.tools: dict[str, Tool] = {llm_name(tool): tool for tool in native_tools()}
+        self.plugins: list[Plugin] = []
+        self.file_access: FileAccess | None = None  # a door may route file tools through its client (ACP fs/*)
+        self._started = False
+        self._background: set[asyncio.Task[Any]] = set()
         self.session_approvals = SessionApprovals()
         self.pending_approvals: dict[tuple[str, str], PendingApproval] = {}
         self.selected_behavior: str = self._initial_behavior()
@@ -155,7 +169,14 @@ class Engine:
     # -- start-up and config -------------------------------------------------------------------------------------
 
     async def start(self) -> None:
-        """Work that may touch the network (model discovery); doors call it after the handshake."""
+        """Work that may touch the network (model discovery, plug-ins); doors call it after the handshake.
+
+        Idempotent: several connections share one engine (JupyterLab tabs) and each calls it."""
+        if self._started:
+            return
+        self._started = True
+        for plugin in self.plugins:
+            self._spawn(plugin.start(), f"eca-plugin-{plugin.name}")
         if self.index is not None:
             self._index_task = asyncio.create_task(self._build_index(), name="eca-index")
         await self.registry.discover()
@@ -205,23 +226,53 @@ class Engine:
         offered = self.offered_tools(self.selected_behavior)
         tools = [
             {"name": tool.name, "description": tool.description, "parameters": tool.parameters,
-             **({} if tool.name in offered else {"disabled": True})}
-            for tool in self.tools.values()
+             **({} if key in offered else {"disabled": True})}
+            for key, tool in self.tools.items()
         ]
         return NativeServerUpdatedParams.model_validate({"type": "native", "name": "ECA", "status": "running",
                                                          "tools": tools})
 
+    def all_tools(self) -> dict[str, Tool]:
+        """Every tool the engine knows, keyed by the name the model sees (``eca__read_file``, ``github__search``)."""
+        tools = dict(self.tools)
+        for plugin in self.plugins:
+            for tool in plugin.tools():
+                tools.setdefault(llm_name(tool), tool)
+        return tools
+
     def offered_tools(self, behavior: str) -> dict[str, Tool]:
         """The tools the model may call in this behavior: minus disabledTools and tools hidden by a bare deny rule."""
-        disabled = {name.removeprefix("eca__").removeprefix("eca_") for name in self.config.disabled_tools_for(behavior)}
+        tools = self.all_tools()
         approval = self.config.tool_call_for(behavior).approval
-        hidden = {tool for server, tool in hidden_tools(approval, [(NATIVE_SERVER, n) for n in self.tools])}
+        identities = [(tool_server(t), t.name) for t in tools.values()]
+        hidden = set(hidden_tools(approval, identities))
+        hidden |= {(server, name) for server, name in identities
+                   for selector in self.config.disabled_tools_for(behavior) if selector_matches(selector, server, name)}
         if self._diagnostics() is None:  # no connected client can answer editor/getDiagnostics
-            hidden.add("editor_diagnostics")
-        return {name: tool for name, tool in self.tools.items() if name not in disabled and name not in hidden}
+            hidden.add((NATIVE_SERVER, "editor_diagnostics"))
+        return {key: t for key, t in tools.items() if (tool_server(t), t.name) not in hidden}
 
     def tool_context(self) -> ToolContext:
-        return ToolContext(workspace_folders=list(self.workspace_folders), request_diagnostics=self._diagnostics())
+        return ToolContext(workspace_folders=list(self.workspace_folders), request_diagnostics=self._diagnostics(),
+                           fs=self.file_access)
+
+    # -- plug-ins ------------------------------------------------------------------------------------------------
+
+    def add_plugin(self, plugin: Plugin) -> None:
+        """Add tools/commands/contexts from outside the core (MCP servers, the notebook kernel)."""
+        plugin.attach(self)
+        self.plugins.append(plugin)
+        if self._started:
+            self._spawn(plugin.start(), f"eca-plugin-{plugin.name}")
+
+    def tools_changed(self) -> None:
+        """Plug-ins call this when their tool list changes; the next round offers the new set."""
+        log.debug("tool set changed: %d tools", len(self.all_tools()))
+
+    def _spawn(self, coro: Any, name: str) -> None:
+        task = asyncio.create_task(coro, name=name)
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
 
     def _diagnostics(self):
         listener = next((l for l in self._listeners if getattr(l, "supports_diagnostics", False)), None)
@@ -278,15 +329,37 @@ class Engine:
 
     def commands(self) -> list[Command]:
         builtin_names = {c.name for c in BUILTINS}
-        return [*BUILTINS, *(c for c in self.custom_commands().values() if c.name not in builtin_names)]
+        plugin_commands = [c for plugin in self.plugins for c in plugin.commands()]
+        return [*BUILTINS, *(c for c in self.custom_commands().values() if c.name not in builtin_names),
+                *plugin_commands]
+
+    def _plugin_command(self, name: str) -> tuple[Plugin, Command] | None:
+        for plugin in self.plugins:
+            command = find_command(name, list(plugin.commands()))
+            if command is not None:
+                return plugin, command
+        return None
 
     def query_commands(self, query: str) -> list[dict[str, Any]]:
         return [to_wire(c) for c in query_commands(query.lstrip("/"), self.commands())]
 
     async def query_context(self, query: str, already: list[Any]) -> list[dict[str, Any]]:
+        extra: list[dict[str, Any]] = []
+        for plugin in self.plugins:
+            try:
+                extra += await plugin.query_contexts(query)
+            except Exception:
+                log.exception("context query of %s failed", plugin.name)
         if self.index is None:
-            return []
-        return await query_context(query, index=self.index, already=already)
+            return extra
+        return await query_context(query, index=self.index, already=already, extra=extra)
+
+    async def _read_plugin_context(self, context: Any) -> str:
+        for plugin in self.plugins:
+            text = await plugin.read_context(context)
+            if text is not None:
+                return text
+        raise LookupError("no MCP server provides this resource (is the server running?)")
 
     # -- chats ---------------------------------------------------------------------------------------------------
 
@@ -344,10 +417,19 @@ class Engine:
             if handled is not None:
                 return handled
             custom = find_command(name, list(self.custom_commands().values()))
-            if custom is None:
+            from_plugin = self._plugin_command(name) if custom is None else None
+            if custom is not None:
+                message = render_template(custom.template or "", argument)
+            elif from_plugin is not None:
+                plugin, plugin_command = from_plugin
+                try:
+                    message = await plugin.render_command(plugin_command, argument)
+                except Exception as exc:
+                    log.exception("command /%s of %s failed", name, plugin.name)
+                    return self._answer(chat, f"Command '/{name}' failed: {exc}")
+            else:
                 names = ", ".join("/" + c.name for c in self.commands())
                 return self._answer(chat, f"Unknown command '/{name}'. Available commands: {names}.")
-            message = render_template(custom.template or "", argument)
 
         model_id = params.model or chat.model or self.selected_model or self.registry.default_model()
         resolved = self._resolve_model(chat, model_id)
@@ -358,7 +440,7 @@ class Engine:
 
         if params.contexts:
             rendered = await render_contexts(params.contexts, folders=self.workspace_folders, http=self.http,
-                                             index=self.index)
+                                             index=self.index, mcp_reader=self._read_plugin_context)
             for problem in rendered.problems:
                 self._emit_content(chat, "system", {"type": "text", "text": f"Context skipped: {problem}"})
             if rendered.text:
@@ -404,8 +486,8 @@ class Engine:
             emit=lambda role, content: self._emit_content(chat, role, content),
             progress=lambda state, text: self._emit_content(chat, "system",
                                                             {"type": "progress", "state": state, "text": text}),
-            unavailable={name: f"{name} is not available in the '{behavior}' behavior: do not call it; describe "
-                               "the change instead." for name in self.tools if name not in offered},
+            unavailable={t.name: f"{t.name} is not available in the '{behavior}' behavior: do not call it; describe "
+                                 "the change instead." for key, t in self.all_tools().items() if key not in offered},
         )
         specs = [ToolSpec(llm_tool_name(t), t.description, t.parameters) for t in offered.values()]
         turn = Turn(chat, provider, info, system or self.system_prompt(behavior), self._emit_content, tools=specs,
@@ -577,6 +659,14 @@ class Engine:
         for pending in list(self.pending_approvals.values()):
             if not pending.future.done():
                 pending.future.cancel()
+        for plugin in self.plugins:
+            try:
+                await plugin.aclose()
+            except Exception:
+                log.exception("closing plug-in %s failed", plugin.name)
+        for task in list(self._background):
+            task.cancel()
+        await asyncio.gather(*self._background, return_exceptions=True)
         if self.index is not None:
             await self.index.stop()
         task = getattr(self, "_index_task", None)

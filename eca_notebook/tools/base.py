@@ -16,6 +16,17 @@ from pathlib import Path
 from typing import Any, Awaitable, Callable, Literal, Protocol
 
 Approval = Literal["allow", "ask"]
+Origin = Literal["native", "mcp"]
+
+
+class FileAccess(Protocol):
+    """Where file tools read and write. The default is the disk; a door may substitute the client's view (ACP
+    ``fs/read_text_file`` / ``fs/write_text_file``: unsaved editor buffers). ``None`` from ``read_text`` means "not
+    handled here, use the disk"."""
+
+    async def read_text(self, path: Path) -> str | None: ...
+
+    async def write_text(self, path: Path, content: str) -> bool: ...
 
 
 @dataclass
@@ -26,6 +37,8 @@ class ToolContext:
     # Limits for what goes back to the LLM (reference defaults: 2000 lines / 50 KB).
     max_output_lines: int = 2000
     max_output_bytes: int = 50 * 1024
+    # Optional: the client's view of files (see FileAccess); tools fall back to the disk when None.
+    fs: FileAccess | None = None
 
     @property
     def root(self) -> Path:
@@ -54,7 +67,13 @@ class ToolResult:
 
 
 class Tool(Protocol):
-    name: str  # without the "eca__" prefix, e.g. "read_file"
+    """A tool. Native tools are ``server = "eca"``, ``origin = "native"`` (the defaults when the attributes are absent)
+    and are offered to the model as ``eca__<name>``; others (MCP servers, the notebook kernel's tools) set their own
+    ``server``/``origin`` and are offered as ``<server>__<name>``.
+
+    ``prepare`` may be a coroutine function (tools that must ask a client, e.g. through ``ctx.fs``)."""
+
+    name: str  # without the server prefix, e.g. "read_file"
     description: str
     parameters: dict[str, Any]  # JSON Schema (object)
     mutates: bool  # changes files: hidden in the `plan` behavior
@@ -63,3 +82,16 @@ class Tool(Protocol):
     def prepare(self, args: dict[str, Any], ctx: ToolContext) -> Prepared: ...
 
     async def run(self, prepared: Prepared, ctx: ToolContext) -> ToolResult: ...
+
+
+def tool_server(tool: Any) -> str:
+    return getattr(tool, "server", None) or "eca"
+
+
+def tool_origin(tool: Any) -> Origin:
+    return getattr(tool, "origin", None) or "native"
+
+
+def llm_name(tool: Any) -> str:
+    """The name the model sees: ``eca__read_file``, ``github__create_issue``."""
+    return f"{tool_server(tool)}__{tool.name}"
