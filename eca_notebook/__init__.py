@@ -1,12 +1,47 @@
 """eca-notebook: an AI code assistant for Jupyter that speaks the ECA protocol.
 
-Importing this package is cheap on purpose: every door (stdio server, notebook magics, jupyter-server extension)
-is imported lazily by the function that opens it, so ``import eca_notebook`` pulls in neither pydantic models nor
-httpx nor anything from Jupyter.
+Importing this package is cheap on purpose: every door (stdio server, notebook magics, jupyter-server extension,
+JupyterLab panel) is imported lazily by the function that opens it, so ``import eca_notebook`` pulls in neither
+pydantic models nor httpx nor anything from Jupyter.
 """
 
 from __future__ import annotations
 
+from typing import Any
+
 __version__ = "0.1.0"
 
-__all__ = ["__version__"]
+__all__ = [
+    "__version__",
+    "load_ipython_extension",
+    "unload_ipython_extension",
+    "_jupyter_server_extension_points",
+    "_jupyter_labextension_paths",
+]
+
+
+def load_ipython_extension(ipython: Any) -> None:
+    """``%load_ext eca_notebook``: registers the ``%eca`` / ``%%eca`` magics."""
+    from .notebook import load_ipython_extension as load
+
+    load(ipython)
+
+
+def unload_ipython_extension(ipython: Any) -> None:
+    from .notebook import unload_ipython_extension as unload
+
+    unload(ipython)
+
+
+def _jupyter_server_extension_points() -> list[dict[str, Any]]:
+    """The jupyter-server extension (ECA over WebSocket + REST), enabled on install through jupyter-config."""
+    from .server import extension_points
+
+    return extension_points()
+
+
+def _jupyter_labextension_paths() -> list[dict[str, str]]:
+    """The prebuilt JupyterLab side panel shipped inside the package."""
+    from .server import labextension_paths
+
+    return labextension_paths()

@@ -227,7 +227,7 @@ class Engine:
         tools = [
             {"name": tool.name, "description": tool.description, "parameters": tool.parameters,
              **({} if key in offered else {"disabled": True})}
-            for key, tool in self.tools.items()
+            for key, tool in self.all_tools().items() if tool_server(tool) == NATIVE_SERVER
         ]
         return NativeServerUpdatedParams.model_validate({"type": "native", "name": "ECA", "status": "running",
                                                          "tools": tools})
@@ -266,8 +266,10 @@ class Engine:
             self._spawn(plugin.start(), f"eca-plugin-{plugin.name}")
 
     def tools_changed(self) -> None:
-        """Plug-ins call this when their tool list changes; the next round offers the new set."""
-        log.debug("tool set changed: %d tools", len(self.all_tools()))
+        """Plug-ins call this when their tool list changes; the next round offers the new set, and clients get the
+        native list again (plug-in tools with ``server = "eca"``, e.g. the kernel's, are listed there)."""
+        if self._started:
+            self.broadcast("tool/serverUpdated", self.native_tools().dump())
 
     def _spawn(self, coro: Any, name: str) -> None:
         task = asyncio.create_task(coro, name=name)
