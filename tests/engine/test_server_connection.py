@@ -69,6 +69,7 @@ async def connected(tmp_path: Path, llm: ScriptedLLMServer):
                                         "workspaceFolders": [{"uri": tmp_path.as_uri(), "name": "w"}]})
     await client.notify("initialized")
     await harness.until(lambda m, p: m == "tool/serverUpdated")
+    harness.engine = connection.engine
     yield harness
     await client.close()
     await asyncio.wait_for(server_task, 10)

@@ -1,0 +1,114 @@
+"""The plug-in seam: tools, commands and contexts contributed from outside the engine core."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from eca_notebook.engine.commands import Command, CommandArgument
+from eca_notebook.engine.plugins import BasePlugin
+from eca_notebook.testing.llm_server import Reply, ToolCall
+from eca_notebook.tools.base import Prepared, ToolContext, ToolResult
+
+from .test_server_connection import Harness, connected, llm  # noqa: F401  (fixtures)
+
+
+class EchoTool:
+    name = "echo"
+    description = "Echo the text back."
+    parameters = {"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]}
+    mutates = False
+    default_approval = "ask"
+    server = "demo"
+    origin = "mcp"
+
+    def __init__(self) -> None:
+        self.ran: list[str] = []
+
+    async def prepare(self, args: dict[str, Any], ctx: ToolContext) -> Prepared:  # async prepare is supported
+        if not isinstance(args.get("text"), str):
+            return Prepared(args=args, summary="", error="echo: 'text' must be a string")
+        return Prepared(args=args, summary=f"Echoing {args['text']!r}")
+
+    async def run(self, prepared: Prepared, ctx: ToolContext) -> ToolResult:
+        self.ran.append(prepared.args["text"])
+        return ToolResult(output=prepared.args["text"].upper())
+
+
+class DemoPlugin(BasePlugin):
+    name = "demo"
+
+    def __init__(self) -> None:
+        self.tool = EchoTool()
+        self.started = False
+
+    async def start(self) -> None:
+        self.started = True
+
+    def tools(self):
+        return [self.tool]
+
+    def commands(self):
+        return [Command(name="shout", description="Shout it", type="mcp-prompt", server="demo",
+                        arguments=[CommandArgument(name="what", required=True)])]
+
+    async def render_command(self, command: Command, args_text: str) -> str:
+        return f"SHOUT: {args_text}"
+
+    async def query_contexts(self, query: str) -> list[dict[str, Any]]:
+        return [{"type": "mcpResource", "uri": "demo://notes", "name": "notes", "description": "Demo notes",
+                 "mimeType": "text/plain", "server": "demo"}] if "not" in query else []
+
+    async def read_context(self, context: Any) -> str | None:
+        uri = context["uri"] if isinstance(context, dict) else getattr(context, "uri", None)
+        return "the notes say 42" if uri == "demo://notes" else None
+
+
+async def test_plugin_tool_runs_with_its_own_identity_and_approval(connected: Harness, llm):
+    plugin = DemoPlugin()
+    engine = connected.engine
+    engine.add_plugin(plugin)
+    llm.enqueue(Reply([ToolCall("c1", "demo__echo", json.dumps({"text": "hi"}))]), Reply.text("done"))
+    chat_id = (await connected.client.request("chat/prompt", {"message": "echo", "model": "fake/m1"}))["chatId"]
+    await connected.until(lambda m, p: m == "chat/contentReceived" and p["content"]["type"] == "toolCallRun")
+    run = next(c for c in connected.contents(chat_id) if c["type"] == "toolCallRun")
+    assert (run["server"], run["origin"], run["name"], run["manualApproval"]) == ("demo", "mcp", "echo", True)
+    assert run["summary"] == "Echoing 'hi'"
+    await connected.client.notify("chat/toolCallApprove", {"chatId": chat_id, "toolCallId": "c1"})
+    await connected.until(lambda m, p: m == "chat/statusChanged" and p == {"chatId": chat_id, "status": "idle"})
+    assert plugin.tool.ran == ["hi"] and plugin.started
+    called = next(c for c in connected.contents(chat_id) if c["type"] == "toolCalled")
+    assert called["outputs"][0]["text"] == "HI" and called["server"] == "demo"
+    offered = {t["function"]["name"] for t in llm.requests[-2].body["tools"]}
+    assert "demo__echo" in offered and "eca__read_file" in offered
+
+
+async def test_plugin_commands_and_contexts(connected: Harness, llm):
+    engine = connected.engine
+    engine.add_plugin(DemoPlugin())
+    commands = (await connected.client.request("chat/queryCommands", {"query": "sho"}))["commands"]
+    assert commands[0]["name"] == "shout" and commands[0]["type"] == "mcp-prompt"
+    contexts = (await connected.client.request("chat/queryContext", {"query": "not", "contexts": []}))["contexts"]
+    assert {"type": "mcpResource", "uri": "demo://notes", "name": "notes", "description": "Demo notes",
+            "mimeType": "text/plain", "server": "demo"} in contexts
+
+    llm.enqueue(Reply.text("ok"))
+    chat_id = (await connected.client.request("chat/prompt", {
+        "message": "/shout hello", "model": "fake/m1", "contexts": [contexts[-1]]}))["chatId"]
+    await connected.until(lambda m, p: m == "chat/statusChanged" and p == {"chatId": chat_id, "status": "idle"})
+    sent = llm.requests[-1].body["messages"][-1]["content"]
+    assert sent.startswith("SHOUT: hello") and "the notes say 42" in sent
+
+
+async def test_deny_rule_hides_a_plugin_tool(tmp_path: Path, llm):
+    from eca_notebook.engine import Engine, EngineOptions
+
+    env = {"HOME": str(tmp_path), "XDG_CACHE_HOME": str(tmp_path / "c"), "XDG_CONFIG_HOME": str(tmp_path / "g"),
+           "OLLAMA_API_URL": "http://127.0.0.1:9"}
+    engine = Engine(EngineOptions(workspace_folders=[tmp_path], env=env, initialization_options={
+        "localModel": False, "toolCall": {"approval": {"deny": {"demo": {}}}}}))
+    engine.add_plugin(DemoPlugin())
+    assert "demo__echo" in engine.all_tools()
+    assert "demo__echo" not in engine.offered_tools("agent")
+    await engine.aclose()
