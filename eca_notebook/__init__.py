@@ -13,11 +13,22 @@ __version__ = "0.1.0"
 
 __all__ = [
     "__version__",
+    "EcaClient",
+    "SyncEcaClient",
     "load_ipython_extension",
     "unload_ipython_extension",
     "_jupyter_server_extension_points",
     "_jupyter_labextension_paths",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    """``from eca_notebook import EcaClient`` without importing the client (and the engine) on ``import eca_notebook``."""
+    if name in ("EcaClient", "SyncEcaClient"):
+        from . import client
+
+        return getattr(client, name)
+    raise AttributeError(f"module 'eca_notebook' has no attribute {name!r}")
 
 
 def load_ipython_extension(ipython: Any) -> None:

@@ -50,6 +50,8 @@ def _parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command")
     server = sub.add_parser("server", help="speak ECA (JSON-RPC, Content-Length framing) over stdin/stdout")
     _add_server_options(server)
+    acp = sub.add_parser("acp", help="speak ACP, the Agent Client Protocol (JSON-RPC, NDJSON) over stdin/stdout")
+    _add_server_options(acp)
     return parser
 
 
@@ -71,6 +73,15 @@ def main(argv: list[str] | None = None) -> int:
 
         try:
             return asyncio.run(serve_stdio(config_file=args.config_file, max_frame_size=args.max_frame_size))
+        except KeyboardInterrupt:
+            return 130
+    if args.command == "acp":
+        import asyncio
+
+        from .acp import serve_acp_stdio
+
+        try:
+            return asyncio.run(serve_acp_stdio(config_file=args.config_file, max_frame_size=args.max_frame_size))
         except KeyboardInterrupt:
             return 130
     return 2

@@ -80,6 +80,7 @@ class Chat:
     # runtime only, never saved
     task: asyncio.Task[None] | None = field(default=None, repr=False, compare=False)
     status: str = "idle"
+    last_stop_reason: str | None = field(default=None, repr=False, compare=False)  # of the last provider response
 
     @property
     def running(self) -> bool:

@@ -217,6 +217,7 @@ class Turn:
                 usage_seen = True
                 self._add_usage(event)
             elif isinstance(event, Finished):
+                self.chat.last_stop_reason = event.stop_reason
                 break
 
         calls = list(self._assistant.tool_calls) if self._assistant else []

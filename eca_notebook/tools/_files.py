@@ -1,11 +1,19 @@
-"""File I/O helpers for the tools: bounded reads, binary sniffing, fingerprints and atomic writes."""
+"""File I/O helpers for the tools: bounded reads, binary sniffing, fingerprints and atomic writes.
+
+The file tools read and write through :class:`~eca_notebook.tools.base.FileAccess` when the door provides one (ACP
+clients serve ``fs/read_text_file`` from their editor buffers, unsaved changes included) and fall back to the disk
+otherwise; :func:`client_text` and :func:`write_through` are that routing, :func:`text_fingerprint` lets a text read
+from the client be compared with one read from the disk.
+"""
 
 from __future__ import annotations
 
 import hashlib
+import logging
 import os
 import tempfile
 from pathlib import Path
+from typing import Any
 
 __all__ = [
     "SNIFF_BYTES",
@@ -15,7 +23,13 @@ __all__ = [
     "fingerprint",
     "read_text",
     "atomic_write",
+    "check_text",
+    "client_text",
+    "text_fingerprint",
+    "write_through",
 ]
+
+log = logging.getLogger(__name__)
 
 SNIFF_BYTES = 8192  # like git and ripgrep: a NUL byte near the start means binary
 MAX_EDIT_BYTES = 10 * 1024 * 1024  # files the edit tools load whole (to diff and replace)
@@ -43,6 +57,49 @@ def fingerprint(path: Path) -> str | None:
         return h.hexdigest()
     except FileNotFoundError:
         return None
+
+
+def text_fingerprint(text: str) -> str:
+    """The :func:`fingerprint` a file holding exactly `text` (UTF-8) has: client and disk views compare equal."""
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def check_text(text: str, max_bytes: int = MAX_EDIT_BYTES) -> None:
+    """The limits of :func:`read_text`, for a text that did not come from the disk. Raises ValueError."""
+    size = len(text.encode("utf-8"))
+    if size > max_bytes:
+        raise ValueError(f"file is too large ({size} bytes; the limit is {max_bytes})")
+    if "\0" in text[:SNIFF_BYTES]:
+        raise ValueError("file looks binary (it contains NUL bytes)")
+
+
+async def client_text(fs: Any, path: Path) -> str | None:
+    """The client's view of `path` through ``ctx.fs``; None when there is no client view (use the disk).
+
+    A failing client (gone, timed out, refusing the path) is "not handled" too: the disk is the truth we fall back
+    on, and the tool then reports whatever the disk says (e.g. "file not found")."""
+    if fs is None:
+        return None
+    try:
+        text = await fs.read_text(path)
+    except Exception as exc:  # noqa: BLE001 - any client failure means "use the disk"
+        log.info("client read of %s failed, using the disk: %s", path, exc)
+        return None
+    return text if isinstance(text, str) else None
+
+
+async def write_through(fs: Any, path: Path, text: str) -> None:
+    """Write via ``ctx.fs`` when the client takes it, else atomically to the disk. A client that fails raises
+    OSError: the user approved a write *through their editor*, silently writing behind its back instead would
+    leave the editor with a stale buffer."""
+    if fs is not None:
+        try:
+            handled = await fs.write_text(path, text)
+        except Exception as exc:
+            raise OSError(f"the client could not write the file: {exc}") from None
+        if handled:
+            return
+    atomic_write(path, text)
 
 
 def read_text(path: Path, max_bytes: int = MAX_EDIT_BYTES) -> tuple[str, bytes]:

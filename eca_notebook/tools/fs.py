@@ -3,12 +3,18 @@
 The three writers compute their unified diff in ``prepare`` (so the user approves exactly what will be written),
 keep a fingerprint of what they read, and refuse in ``run`` when the file changed in between — the approved diff
 would otherwise no longer describe the write.
+
+With ``ctx.fs`` set (a door whose client serves files, e.g. ACP's ``fs/read_text_file``) read_file, write_file and
+edit_file read the client's view — unsaved editor buffers included — and the writers write through it; ``prepare``
+then returns an awaitable (the engine awaits it). Whatever the client does not handle falls back to the disk, and
+without ``ctx.fs`` nothing changes: ``prepare`` stays synchronous.
 """
 
 from __future__ import annotations
 
 import asyncio
 import errno
+import io
 import os
 import shutil
 from pathlib import Path
@@ -16,17 +22,75 @@ from typing import Any
 
 from pydantic import Field
 
-from ._args import ToolArgs
+from ._args import ToolArgs, parse_args
 from ._diff import diff_label, file_change_details
-from ._files import SNIFF_BYTES, atomic_write, fingerprint, looks_binary, read_text
+from ._files import (
+    SNIFF_BYTES,
+    check_text,
+    client_text,
+    fingerprint,
+    looks_binary,
+    read_text,
+    text_fingerprint,
+    write_through,
+)
 from ._output import human_size
 from ._paths import display, is_inside, resolve
-from ._tool import NativeTool
+from ._tool import NativeTool, ToolError
 from .base import Prepared, ToolContext, ToolResult
 
 __all__ = ["ReadFileTool", "WriteFileTool", "EditFileTool", "MoveFileTool"]
 
 _COUNT_LIMIT = 1 << 30  # count the remaining lines of files up to 1 GiB (streamed); bigger ones say "more"
+
+
+class _ClientView:
+    """``prepare`` through the client's view of the file (``ctx.fs``) when there is one, the disk otherwise.
+
+    Mixed into a :class:`NativeTool` whose arguments have a ``path``; the tool implements ``_prepare_text(args, ctx,
+    path, text)`` for a file the client served."""
+
+    def prepare(self, args: Any, ctx: ToolContext) -> Any:
+        if ctx.fs is None:
+            return super().prepare(args, ctx)  # type: ignore[misc]
+        return self._prepare_via_client(args, ctx)
+
+    async def _prepare_via_client(self, args: Any, ctx: ToolContext) -> Prepared:
+        tool: Any = self
+        parsed, _ = parse_args(tool.name, tool.Args, args)
+        text = None
+        if parsed is not None:
+            try:
+                path = resolve(parsed.path, ctx)
+                if not path.is_dir():
+                    text = await client_text(ctx.fs, path)
+            except OSError:
+                text = None
+        if parsed is None or text is None:
+            return super().prepare(args, ctx)  # type: ignore[misc]
+        try:
+            return tool._prepare_text(parsed, ctx, path, text)
+        except ToolError as exc:
+            return Prepared(args=parsed.model_dump(), summary=tool.generic_summary or tool.name, error=str(exc))
+
+
+async def _current_fingerprint(path: Path, ctx: ToolContext, via_client: bool) -> str | None:
+    """What the file is now, from the same source the approved diff was computed from."""
+    if via_client:
+        text = await client_text(ctx.fs, path)
+        if text is not None:
+            return text_fingerprint(text)
+    return fingerprint(path)
+
+
+def _remaining_bytes(f: Any) -> int:
+    try:
+        return os.fstat(f.fileno()).st_size - f.tell()
+    except (OSError, AttributeError, io.UnsupportedOperation):  # an in-memory buffer (the client's text)
+        here = f.tell()
+        end = f.seek(0, io.SEEK_END)
+        f.seek(here)
+        return end - here
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -66,7 +130,7 @@ def _count_rest(f: Any) -> int:
     return count + (0 if last == b"\n" else 1)
 
 
-class ReadFileTool(NativeTool[ReadFileArgs]):
+class ReadFileTool(_ClientView, NativeTool[ReadFileArgs]):
     name = "read_file"
     description = (
         "Read the content of a text file.\n\n"
@@ -93,10 +157,26 @@ class ReadFileTool(NativeTool[ReadFileArgs]):
             outside_workspace=not is_inside(path, ctx.workspace_folders),
         )
 
+    def _prepare_text(self, args: ReadFileArgs, ctx: ToolContext, path: Path, text: str) -> Prepared:
+        return Prepared(
+            args=args.model_dump(),
+            summary=f'Reading file "{display(path, ctx)}"',
+            paths=[path],
+            outside_workspace=not is_inside(path, ctx.workspace_folders),
+            state={"text": text},
+        )
+
     async def _run(self, prepared: Prepared, ctx: ToolContext) -> ToolResult:
+        state = prepared.state or {}
+        if "text" in state:  # served by the client in prepare
+            return await asyncio.to_thread(self._read_from, io.BytesIO(state["text"].encode("utf-8")), prepared, ctx)
         return await asyncio.to_thread(self._read, prepared, ctx)
 
     def _read(self, prepared: Prepared, ctx: ToolContext) -> ToolResult:
+        with open(prepared.paths[0], "rb") as f:
+            return self._read_from(f, prepared, ctx)
+
+    def _read_from(self, f: Any, prepared: Prepared, ctx: ToolContext) -> ToolResult:
         path = prepared.paths[0]
         shown = display(path, ctx)
         offset: int = prepared.args["line_offset"]
@@ -104,39 +184,38 @@ class ReadFileTool(NativeTool[ReadFileArgs]):
         budget = ctx.max_output_bytes
         out: list[str] = []
         used = 0
-        with open(path, "rb") as f:
-            if looks_binary(f.read(SNIFF_BYTES)):
-                raise self.fail(f"{shown} looks like a binary file (it contains NUL bytes); it cannot be shown as text")
-            f.seek(0)
-            lines = _iter_lines(f, max(budget, 1024))
-            skipped = 0
-            for _ in range(offset):
-                if next(lines, None) is None:
-                    break
-                skipped += 1
-            if skipped < offset:
-                return ToolResult(output=f"[{shown} has {skipped} lines; line_offset={offset} is past the end]")
-            stop: str | None = None
-            pending = 0  # a line read but not shown
-            for raw, was_cut in lines:
-                text = raw.decode("utf-8", errors="replace").removesuffix("\n").removesuffix("\r")
-                if was_cut:
-                    text += f" [... line cut at {human_size(len(raw))}]"
-                size = len(text.encode("utf-8")) + 1
-                if out and used + size > budget:
-                    stop, pending = "size", 1
-                    break
-                out.append(text)
-                used += size
-                if len(out) >= limit:
-                    stop = "limit"
-                    break
-            rest: int | None = 0
-            if stop is not None:  # how many lines after the window (streamed, never loaded)
-                if os.fstat(f.fileno()).st_size - f.tell() > _COUNT_LIMIT:
-                    rest = None if (pending or f.read(1)) else 0
-                else:
-                    rest = pending + _count_rest(f)
+        if looks_binary(f.read(SNIFF_BYTES)):
+            raise self.fail(f"{shown} looks like a binary file (it contains NUL bytes); it cannot be shown as text")
+        f.seek(0)
+        lines = _iter_lines(f, max(budget, 1024))
+        skipped = 0
+        for _ in range(offset):
+            if next(lines, None) is None:
+                break
+            skipped += 1
+        if skipped < offset:
+            return ToolResult(output=f"[{shown} has {skipped} lines; line_offset={offset} is past the end]")
+        stop: str | None = None
+        pending = 0  # a line read but not shown
+        for raw, was_cut in lines:
+            text = raw.decode("utf-8", errors="replace").removesuffix("\n").removesuffix("\r")
+            if was_cut:
+                text += f" [... line cut at {human_size(len(raw))}]"
+            size = len(text.encode("utf-8")) + 1
+            if out and used + size > budget:
+                stop, pending = "size", 1
+                break
+            out.append(text)
+            used += size
+            if len(out) >= limit:
+                stop = "limit"
+                break
+        rest: int | None = 0
+        if stop is not None:  # how many lines after the window (streamed, never loaded)
+            if _remaining_bytes(f) > _COUNT_LIMIT:
+                rest = None if (pending or f.read(1)) else 0
+            else:
+                rest = pending + _count_rest(f)
         if not out:
             if offset == 0:
                 return ToolResult(output="[empty file]")
@@ -178,7 +257,23 @@ def _check_unchanged(tool: NativeTool[Any], path: Path, expected: str | None, ct
         raise tool.fail(f"{display(path, ctx)}: file changed since the diff was shown; re-read it and try again")
 
 
-class WriteFileTool(NativeTool[WriteFileArgs]):
+async def _check_unchanged_now(tool: NativeTool[Any], path: Path, state: dict[str, Any], ctx: ToolContext) -> None:
+    """Like :func:`_check_unchanged`, asking the client again when the diff came from the client's view."""
+    if not state.get("via_client"):
+        _check_unchanged(tool, path, state["fingerprint"], ctx)
+        return
+    if await _current_fingerprint(path, ctx, True) != state["fingerprint"]:
+        raise tool.fail(f"{display(path, ctx)}: file changed since the diff was shown; re-read it and try again")
+
+
+def _check_client_text(tool: NativeTool[Any], path: Path, text: str, ctx: ToolContext) -> None:
+    try:
+        check_text(text)
+    except ValueError as exc:
+        raise tool.fail(f"cannot change {display(path, ctx)}: {exc}") from None
+
+
+class WriteFileTool(_ClientView, NativeTool[WriteFileArgs]):
     name = "write_file"
     description = (
         "Create a file, or replace a file's entire content.\n\n"
@@ -208,11 +303,22 @@ class WriteFileTool(NativeTool[WriteFileArgs]):
             state={"fingerprint": fingerprint(path), "content": args.content},
         )
 
+    def _prepare_text(self, args: WriteFileArgs, ctx: ToolContext, path: Path, old: str) -> Prepared:
+        _check_client_text(self, path, old, ctx)
+        return Prepared(
+            args=args.model_dump(),
+            summary=f'Overwriting file "{display(path, ctx)}"',
+            details=file_change_details(path, old, args.content, ctx),
+            paths=[path],
+            outside_workspace=not is_inside(path, ctx.workspace_folders),
+            state={"fingerprint": text_fingerprint(old), "content": args.content, "via_client": True},
+        )
+
     async def _run(self, prepared: Prepared, ctx: ToolContext) -> ToolResult:
         path = prepared.paths[0]
-        _check_unchanged(self, path, prepared.state["fingerprint"], ctx)
+        await _check_unchanged_now(self, path, prepared.state, ctx)
         content: str = prepared.state["content"]
-        atomic_write(path, content)
+        await write_through(ctx.fs, path, content)
         n = content.count("\n") + (1 if content and not content.endswith("\n") else 0)
         verb = "Overwrote" if prepared.state["fingerprint"] is not None else "Created"
         lines = "1 line" if n == 1 else f"{n} lines"
@@ -235,7 +341,7 @@ class EditFileArgs(ToolArgs):
     )
 
 
-class EditFileTool(NativeTool[EditFileArgs]):
+class EditFileTool(_ClientView, NativeTool[EditFileArgs]):
     name = "edit_file"
     description = (
         "Replace an exact piece of text in a file.\n\n"
@@ -277,6 +383,19 @@ class EditFileTool(NativeTool[EditFileArgs]):
             state={"fingerprint": fingerprint(path), "content": new, "count": count},
         )
 
+    def _prepare_text(self, args: EditFileArgs, ctx: ToolContext, path: Path, old: str) -> Prepared:
+        shown = display(path, ctx)
+        _check_client_text(self, path, old, ctx)
+        new, count = self._replace(old, args, shown)
+        return Prepared(
+            args=args.model_dump(),
+            summary=f'Editing file "{shown}"',
+            details=file_change_details(path, old, new, ctx),
+            paths=[path],
+            outside_workspace=not is_inside(path, ctx.workspace_folders),
+            state={"fingerprint": text_fingerprint(old), "content": new, "count": count, "via_client": True},
+        )
+
     def _replace(self, text: str, args: EditFileArgs, shown: str) -> tuple[str, int]:
         original, replacement = args.original_content, args.new_content
         if original == "":
@@ -305,8 +424,8 @@ class EditFileTool(NativeTool[EditFileArgs]):
 
     async def _run(self, prepared: Prepared, ctx: ToolContext) -> ToolResult:
         path = prepared.paths[0]
-        _check_unchanged(self, path, prepared.state["fingerprint"], ctx)
-        atomic_write(path, prepared.state["content"])
+        await _check_unchanged_now(self, path, prepared.state, ctx)
+        await write_through(ctx.fs, path, prepared.state["content"])
         if prepared.state["fingerprint"] is None:
             return ToolResult(output=f"Created {display(path, ctx)}", details=prepared.details)
         n = prepared.state["count"]

@@ -1,0 +1,289 @@
+"""The asyncio client: ECA JSON-RPC over a message stream, with prompts as awaitable results.
+
+:meth:`EcaClient.start` runs an engine in this process behind a :class:`~eca_notebook.engine.ServerConnection` on an
+in-memory stream pair, and talks to it through an :class:`~eca_notebook.rpc.Endpoint` — the same protocol an editor
+speaks over stdio, so :meth:`EcaClient.connect` works unchanged over any other stream (a WebSocket to a remote
+engine, a subprocess's pipes). Nothing here reaches into the engine, except that ``client.engine`` is handed out
+for plug-ins.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Iterable, Mapping
+
+from ..protocol import ChatContentReceivedParams
+from ._approval import ApprovalPolicy
+from ._connection import START_TIMEOUT, STOP_WAIT, ClientConnection, new_chat_id
+from ._result import PromptResult
+from ._stream import PROMPT_KEYS, PromptStream, batch_job
+
+if TYPE_CHECKING:
+    from ..engine import Engine
+    from ..transports import MessageStream
+
+__all__ = ["EcaClient"]
+
+log = logging.getLogger(__name__)
+
+
+class EcaClient(ClientConnection):
+    """An ECA client. Create it with :meth:`start` (in-process engine) or :meth:`connect` (any message stream);
+    close it with :meth:`aclose` or ``async with``.
+
+    Attributes, updated from ``config/updated`` and ``tool/serverUpdated``: ``models``, ``default_model`` (the
+    model used when a prompt names none), ``behaviors``, ``default_behavior``, ``welcome_message``, ``tools`` (the
+    native tool list, each ``{"name", "description", "parameters", "disabled"?}``), ``messages`` (every
+    ``$/showMessage``: config problems, missing keys); ``engine`` (in-process only, for plug-ins).
+    """
+
+    # -- creation ------------------------------------------------------------------------------------------------
+
+    @classmethod
+    async def start(
+        cls,
+        *,
+        workspace: str | Path | None = None,
+        config: dict[str, Any] | None = None,
+        env: Mapping[str, str] | None = None,
+        approval: ApprovalPolicy | None = None,
+        engine: Engine | None = None,
+        client_name: str = "eca-notebook-client",
+        start_timeout: float = START_TIMEOUT,
+    ) -> EcaClient:
+        """Start an engine in this process and connect to it.
+
+        ``workspace``: the project folder (default: the current directory). ``config``: a config layer, sent as
+        ``initializationOptions`` (over the built-in defaults, under ``ECA_CONFIG`` and the config files — use
+        ``{"pureConfig": True, ...}`` to ignore files on disk). ``env``: the environment the engine reads keys, URLs
+        and ``XDG_*`` paths from, *instead of* ``os.environ``. ``approval``: the default policy for tool calls that
+        ask (default :data:`DEFAULT_UNATTENDED_POLICY`). ``engine``: share an existing engine (then ``workspace``,
+        ``config`` and ``env`` are the engine's own, and closing the client leaves it running).
+        """
+        from ..engine import Engine as _Engine
+        from ..engine import EngineOptions, ServerConnection
+        from ..engine.server import workspace_paths
+        from ..transports import memory_pair
+
+        if engine is not None:
+            folders = list(engine.workspace_folders)
+            shared = engine
+
+            def factory(params: Any) -> _Engine:
+                return shared
+        else:
+            folder = Path(workspace if workspace is not None else Path.cwd()).expanduser().resolve()
+            if not folder.is_dir():
+                raise NotADirectoryError(f"workspace is not a directory: {folder}")
+            folders = [folder]
+
+            def factory(params: Any) -> _Engine:
+                return _Engine(EngineOptions(workspace_folders=workspace_paths(params),
+                                             initialization_options=params.initialization_options, env=env))
+
+        server_side, client_side = memory_pair()
+        connection = ServerConnection(server_side, factory, owns_engine=engine is None)
+        client = cls(client_side, approval=approval, client_name=client_name)
+        client._server_task = asyncio.create_task(connection.run(), name="eca-client-engine")
+        try:
+            await client._handshake(folders, config, start_timeout)
+        except BaseException:
+            await client.aclose()
+            raise
+        client.engine = connection.engine
+        return client
+
+    @classmethod
+    async def connect(
+        cls,
+        stream: MessageStream,
+        *,
+        workspace: str | Path | None = None,
+        config: dict[str, Any] | None = None,
+        approval: ApprovalPolicy | None = None,
+        client_name: str = "eca-notebook-client",
+        start_timeout: float = START_TIMEOUT,
+    ) -> EcaClient:
+        """Connect to an ECA server over ``stream`` (any :class:`MessageStream`); ``engine`` stays None."""
+        client = cls(stream, approval=approval, client_name=client_name)
+        folders = [Path(workspace).expanduser().resolve()] if workspace is not None else []
+        try:
+            await client._handshake(folders, config, start_timeout)
+        except BaseException:
+            await client.aclose()
+            raise
+        return client
+
+    async def __aenter__(self) -> EcaClient:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+    # -- prompts -------------------------------------------------------------------------------------------------
+
+    async def prompt(
+        self,
+        message: str,
+        *,
+        chat_id: str | None = None,
+        model: str | None = None,
+        behavior: str | None = None,
+        contexts: list[dict[str, Any]] | None = None,
+        approval: ApprovalPolicy | None = None,
+        timeout: float | None = None,
+    ) -> PromptResult:
+        """Send a prompt and wait until the turn ends (tool calls included).
+
+        ``chat_id``: continue that chat (default: a new one). ``approval``: the policy for this turn's tool calls
+        (default: the client's). ``timeout``: seconds; when it passes the prompt is stopped and the result says so
+        in ``error`` (nothing is raised). Errors of the model or provider come back in ``result.error`` too;
+        cancelling the awaiting task stops the prompt.
+        """
+        turn = self._open_turn(message, chat_id, approval, streaming=False)
+        return await self._run_turn(turn, self._prompt_params(turn.chat_id, message, model, behavior, contexts),
+                                    timeout)
+
+    def stream(
+        self,
+        message: str,
+        *,
+        chat_id: str | None = None,
+        model: str | None = None,
+        behavior: str | None = None,
+        contexts: list[dict[str, Any]] | None = None,
+        approval: ApprovalPolicy | None = None,
+        timeout: float | None = None,
+    ) -> PromptStream:
+        """Like :meth:`prompt`, but iterate over this prompt's contents (typed) as they arrive::
+
+            async for item in client.stream("Explain this repo"):
+                if item.content.type == "text":
+                    print(item.content.text, end="")
+
+        The iteration ends after ``progress finished``; then ``stream.result`` holds the :class:`PromptResult`.
+        ``stream.chat_id`` is known before the first item (e.g. for a Stop button). The prompt is sent on the first
+        iteration; ``await stream.aclose()`` (or ``async with``) stops it if it is still running.
+        """
+        return PromptStream(self, message, chat_id=chat_id or new_chat_id(), model=model, behavior=behavior,
+                            contexts=contexts, approval=approval, timeout=timeout)
+
+    async def batch(
+        self,
+        prompts: Iterable[str | dict[str, Any]],
+        *,
+        concurrency: int = 4,
+        **defaults: Any,
+    ) -> list[PromptResult]:
+        """Run prompts, each in its own new chat, at most ``concurrency`` at a time; results in input order.
+
+        Each prompt is a message or a dict ``{"message": ..., "model"?, "behavior"?, "contexts"?, "approval"?,
+        "timeout"?}`` overriding ``defaults`` (the same keywords as :meth:`prompt`, minus ``chat_id``). A prompt
+        that fails — a provider error, a timeout, even an exception — has ``error`` set; the others go on.
+        """
+        if "chat_id" in defaults:
+            raise TypeError("batch() runs each prompt in its own chat: chat_id is not a default")
+        unknown = set(defaults) - PROMPT_KEYS
+        if unknown:
+            raise TypeError(f"unexpected keyword argument(s) for batch(): {', '.join(sorted(unknown))}")
+        jobs = [batch_job(item, defaults, i) for i, item in enumerate(prompts)]
+        gate = asyncio.Semaphore(max(1, int(concurrency)))
+
+        async def run(message: str, kwargs: dict[str, Any]) -> PromptResult:
+            chat_id = kwargs.pop("chat_id", None) or new_chat_id()
+            async with gate:
+                try:
+                    return await self.prompt(message, chat_id=chat_id, **kwargs)
+                except Exception as exc:
+                    log.info("%s: batch prompt in chat %s failed: %r", self.client_name, chat_id, exc)
+                    return PromptResult(chat_id=chat_id, prompt=message, error=f"{type(exc).__name__}: {exc}")
+
+        return list(await asyncio.gather(*(run(message, kwargs) for message, kwargs in jobs)))
+
+    # -- chats ---------------------------------------------------------------------------------------------------
+
+    async def stop(self, chat_id: str) -> None:
+        """Stop the prompt running in ``chat_id``; when this client sent it, wait (a little) until it has ended."""
+        await self._endpoint.notify("chat/promptStop", {"chatId": chat_id})
+        turn = self._turns.get(chat_id)
+        if turn is not None:
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(STOP_WAIT):
+                    await turn.done.wait()
+
+    async def delete(self, chat_id: str) -> None:
+        """Delete a chat (stopping it first when it is running), from memory and from the saved chats."""
+        await self._endpoint.request("chat/delete", {"chatId": chat_id})
+
+    async def list_chats(self, *, limit: int | None = None, sort_by: str | None = None) -> list[dict[str, Any]]:
+        """Chat summaries (``id``, ``title``, ``status``, ``createdAt``, ``updatedAt``, ``model``, ``messageCount``),
+        most recently updated first."""
+        params: dict[str, Any] = {}
+        if limit is not None:
+            params["limit"] = limit
+        if sort_by is not None:
+            params["sortBy"] = sort_by
+        result = await self._endpoint.request("chat/list", params) or {}
+        return list(result.get("chats") or [])
+
+    async def open_chat(self, chat_id: str) -> list[ChatContentReceivedParams]:
+        """A chat's contents as they were shown (``chat/open`` replays them); ``[]`` when there is no such chat."""
+        if chat_id in self._openers:
+            raise RuntimeError(f"chat {chat_id} is already being opened")
+        if chat_id in self._turns:  # the replay would be mixed into the running prompt's contents
+            raise RuntimeError(f"a prompt is running in chat {chat_id}: open it once the prompt has ended")
+        collected: list[ChatContentReceivedParams] = []
+        self._openers[chat_id] = collected
+        try:
+            result = await self._endpoint.request("chat/open", {"chatId": chat_id}) or {}
+        finally:
+            self._openers.pop(chat_id, None)
+        return collected if result.get("found") else []
+
+    async def select_model(self, model: str, chat_id: str | None = None) -> None:
+        """Make ``model`` the default for new prompts (and the model of ``chat_id``'s next ones); ValueError for a
+        model the engine does not offer."""
+        if self.models and model not in self.models:
+            raise ValueError(f"unknown model {model!r}; available: {', '.join(self.models)}")
+        params: dict[str, Any] = {"model": model}
+        if chat_id is not None:
+            params["chatId"] = chat_id
+        await self._endpoint.notify("chat/selectedModelChanged", params)
+        self.default_model = model  # the engine makes it its selected model either way
+
+    async def select_behavior(self, behavior: str, chat_id: str | None = None) -> None:
+        """Make ``behavior`` (``agent``, ``plan`` or a custom one) the default for new prompts."""
+        if self.behaviors and behavior not in self.behaviors:
+            raise ValueError(f"unknown behavior {behavior!r}; available: {', '.join(self.behaviors)}")
+        params: dict[str, Any] = {"behavior": behavior}
+        if chat_id is not None:
+            params["chatId"] = chat_id
+        await self._endpoint.notify("chat/selectedBehaviorChanged", params)
+        self.default_behavior = behavior
+
+    async def query_commands(self, query: str = "") -> list[dict[str, Any]]:
+        """Commands matching ``query`` (``/doctor``, custom ``.eca/commands``, plug-in commands)."""
+        result = await self._endpoint.request("chat/queryCommands", {"query": query}) or {}
+        return list(result.get("commands") or [])
+
+    async def query_context(self, query: str) -> list[dict[str, Any]]:
+        """Contexts (files, directories, …) matching ``query``, ready to pass as ``contexts=`` to a prompt."""
+        result = await self._endpoint.request("chat/queryContext", {"query": query}) or {}
+        return list(result.get("contexts") or [])
+
+    async def request(self, method: str, params: Any = None) -> Any:
+        """Send any ECA request and return its raw result (the escape hatch for what has no method here)."""
+        return await self._endpoint.request(method, params)
+
+    async def notify(self, method: str, params: Any = None) -> None:
+        """Send any ECA notification."""
+        await self._endpoint.notify(method, params)
+
+    def add_plugin(self, plugin: Any) -> None:
+        """Add an engine plug-in (tools, commands, contexts); only for an in-process engine."""
+        if self.engine is None:
+            raise RuntimeError("add_plugin needs an in-process engine (EcaClient.start)")
+        self.engine.add_plugin(plugin)

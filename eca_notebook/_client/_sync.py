@@ -1,0 +1,303 @@
+"""The blocking client: the asyncio client on a private event loop in a background thread.
+
+Why a thread rather than ``asyncio.run`` per call or ``nest_asyncio``: a blocking call must work the same from plain
+Python and from code that already runs inside an event loop (a Jupyter cell, papermill, an ``asyncio.run`` of your
+own), and the engine must keep state (chats, the HTTP connection pool, a loaded local model) between calls. One
+loop that lives as long as the client gives both; the caller's loop, if any, is never touched.
+
+Rules that follow: callbacks given to :meth:`SyncEcaClient.subscribe` and approval policies run on the client's
+thread; calling a blocking method *from* that thread (from such a callback) would deadlock and raises instead.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import logging
+import threading
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Callable, Coroutine, Iterable, Iterator, Mapping, TypeVar
+
+from ..protocol import ChatContentReceivedParams
+from ._approval import ApprovalPolicy
+from ._async import START_TIMEOUT, STOP_WAIT, EcaClient, PromptStream
+from ._result import PromptResult
+
+if TYPE_CHECKING:
+    from ..engine import Engine
+
+__all__ = ["SyncEcaClient", "SyncPromptStream", "prompt"]
+
+log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+_counter = itertools.count(1)
+
+
+class SyncEcaClient:
+    """:class:`EcaClient` with blocking methods. Use it as a context manager (or call :meth:`close`)::
+
+        with SyncEcaClient(workspace=".") as eca:
+            print(eca.prompt("What does this project do?").text)
+
+    Same arguments as :meth:`EcaClient.start`; same methods, blocking; :meth:`stream` returns a blocking iterator.
+    """
+
+    def __init__(
+        self,
+        *,
+        workspace: str | Path | None = None,
+        config: dict[str, Any] | None = None,
+        env: Mapping[str, str] | None = None,
+        approval: ApprovalPolicy | None = None,
+        engine: Engine | None = None,
+        client_name: str = "eca-notebook-client",
+        start_timeout: float = START_TIMEOUT,
+    ) -> None:
+        self._closed = False
+        self._loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self._serve, name=f"eca-client-loop-{next(_counter)}", daemon=True)
+        self._thread.start()
+        try:
+            self._client: EcaClient = self._call(EcaClient.start(
+                workspace=workspace, config=config, env=env, approval=approval, engine=engine,
+                client_name=client_name, start_timeout=start_timeout))
+        except BaseException:
+            self._stop_loop()
+            self._closed = True
+            raise
+
+    @classmethod
+    def start(cls, **kwargs: Any) -> SyncEcaClient:
+        """The same as ``SyncEcaClient(**kwargs)``, named like :meth:`EcaClient.start`."""
+        return cls(**kwargs)
+
+    # -- the loop thread -----------------------------------------------------------------------------------------
+
+    def _serve(self) -> None:
+        asyncio.set_event_loop(self._loop)
+        try:
+            self._loop.run_forever()
+        finally:
+            asyncio.set_event_loop(None)
+
+    def _call(self, coro: Coroutine[Any, Any, T]) -> T:
+        """Run ``coro`` on the client's loop and wait for it. Interrupting the wait (Ctrl-C, a kernel interrupt)
+        cancels it there — for a prompt, that stops the prompt."""
+        if threading.current_thread() is self._thread:
+            coro.close()
+            raise RuntimeError("SyncEcaClient: a blocking call from the client's own thread (a subscribe callback "
+                               "or approval policy) would deadlock; use the async client there")
+        if not self._thread.is_alive() or self._loop.is_closed():
+            coro.close()
+            raise RuntimeError("SyncEcaClient is closed")
+        started, finished = threading.Event(), threading.Event()
+
+        async def run() -> T:
+            started.set()
+            try:
+                return await coro
+            finally:
+                finished.set()
+
+        future = asyncio.run_coroutine_threadsafe(run(), self._loop)
+        try:
+            return future.result()
+        except BaseException:
+            if not future.done():
+                future.cancel()
+                if started.is_set():  # let the cancellation run (a prompt stops its turn) before returning
+                    finished.wait(STOP_WAIT + 5)
+            raise
+
+    def _stop_loop(self) -> None:
+        loop = self._loop
+        if loop.is_closed():
+            return
+
+        async def drain() -> None:
+            current = asyncio.current_task()
+            tasks = [t for t in asyncio.all_tasks() if t is not current]
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+            await loop.shutdown_asyncgens()
+            await loop.shutdown_default_executor()
+
+        if self._thread.is_alive():
+            try:
+                asyncio.run_coroutine_threadsafe(drain(), loop).result(timeout=30)
+            except Exception:
+                log.warning("SyncEcaClient: the client loop did not drain cleanly", exc_info=True)
+            loop.call_soon_threadsafe(loop.stop)
+            self._thread.join(timeout=30)
+        if not self._thread.is_alive():
+            loop.close()
+
+    def close(self) -> None:
+        """Close the client and its engine, then stop the thread. Idempotent."""
+        if self._closed:
+            return
+        if threading.current_thread() is self._thread:
+            raise RuntimeError("SyncEcaClient.close() from the client's own thread would deadlock")
+        self._closed = True
+        try:
+            if self._thread.is_alive():
+                self._call(self._client.aclose())
+        finally:
+            self._stop_loop()
+
+    def __enter__(self) -> SyncEcaClient:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    # -- state ---------------------------------------------------------------------------------------------------
+
+    @property
+    def async_client(self) -> EcaClient:
+        """The underlying :class:`EcaClient` (it lives on the client's thread)."""
+        return self._client
+
+    @property
+    def loop(self) -> asyncio.AbstractEventLoop:
+        """The client's private event loop."""
+        return self._loop
+
+    @property
+    def engine(self) -> Engine | None:
+        """The engine; it runs on the client's thread (use :meth:`add_plugin` to extend it)."""
+        return self._client.engine
+
+    models = property(lambda self: self._client.models)
+    default_model = property(lambda self: self._client.default_model)
+    behaviors = property(lambda self: self._client.behaviors)
+    default_behavior = property(lambda self: self._client.default_behavior)
+    welcome_message = property(lambda self: self._client.welcome_message)
+    tools = property(lambda self: self._client.tools)
+    messages = property(lambda self: self._client.messages)
+
+    # -- the API, blocking ---------------------------------------------------------------------------------------
+
+    def prompt(self, message: str, **kwargs: Any) -> PromptResult:
+        """Blocking :meth:`EcaClient.prompt`."""
+        return self._call(self._client.prompt(message, **kwargs))
+
+    def stream(self, message: str, **kwargs: Any) -> SyncPromptStream:
+        """Blocking :meth:`EcaClient.stream`: iterate with a plain ``for``; ``close()`` (or ``with``) stops it."""
+        return SyncPromptStream(self, self._client.stream(message, **kwargs))
+
+    def batch(self, prompts: Iterable[str | dict[str, Any]], *, concurrency: int = 4,
+              **defaults: Any) -> list[PromptResult]:
+        """Blocking :meth:`EcaClient.batch`."""
+        return self._call(self._client.batch(list(prompts), concurrency=concurrency, **defaults))
+
+    def stop(self, chat_id: str) -> None:
+        self._call(self._client.stop(chat_id))
+
+    def delete(self, chat_id: str) -> None:
+        self._call(self._client.delete(chat_id))
+
+    def list_chats(self, **kwargs: Any) -> list[dict[str, Any]]:
+        return self._call(self._client.list_chats(**kwargs))
+
+    def open_chat(self, chat_id: str) -> list[ChatContentReceivedParams]:
+        return self._call(self._client.open_chat(chat_id))
+
+    def approve(self, chat_id: str, tool_call_id: str, *, save: str | None = None) -> None:
+        self._call(self._client.approve(chat_id, tool_call_id, save=save))
+
+    def reject(self, chat_id: str, tool_call_id: str) -> None:
+        self._call(self._client.reject(chat_id, tool_call_id))
+
+    def select_model(self, model: str, chat_id: str | None = None) -> None:
+        self._call(self._client.select_model(model, chat_id))
+
+    def select_behavior(self, behavior: str, chat_id: str | None = None) -> None:
+        self._call(self._client.select_behavior(behavior, chat_id))
+
+    def query_commands(self, query: str = "") -> list[dict[str, Any]]:
+        return self._call(self._client.query_commands(query))
+
+    def query_context(self, query: str) -> list[dict[str, Any]]:
+        return self._call(self._client.query_context(query))
+
+    def request(self, method: str, params: Any = None) -> Any:
+        return self._call(self._client.request(method, params))
+
+    def notify(self, method: str, params: Any = None) -> None:
+        self._call(self._client.notify(method, params))
+
+    def subscribe(self, callback: Callable[[str, Any], None]) -> Callable[[], None]:
+        """Call ``callback(method, params)`` for every notification — on the client's thread. The returned function
+        unsubscribes (from any thread)."""
+        unsubscribe = self._client.subscribe(callback)
+
+        def threadsafe_unsubscribe() -> None:
+            if threading.current_thread() is self._thread or self._loop.is_closed():
+                unsubscribe()
+            else:
+                self._loop.call_soon_threadsafe(unsubscribe)
+
+        return threadsafe_unsubscribe
+
+    def add_plugin(self, plugin: Any) -> None:
+        """Add an engine plug-in, on the client's thread (plug-in tools then run there too)."""
+
+        async def add() -> None:
+            self._client.add_plugin(plugin)
+
+        self._call(add())
+
+
+class SyncPromptStream:
+    """A prompt's contents as a blocking iterator; ``chat_id`` is known at once, ``result`` after the last item."""
+
+    def __init__(self, owner: SyncEcaClient, stream: PromptStream) -> None:
+        self._owner = owner
+        self._stream = stream
+        self.chat_id = stream.chat_id
+
+    @property
+    def result(self) -> PromptResult | None:
+        return self._stream.result
+
+    def __iter__(self) -> Iterator[ChatContentReceivedParams]:
+        return self
+
+    def __next__(self) -> ChatContentReceivedParams:
+        try:
+            return self._owner._call(self._stream.__anext__())
+        except StopAsyncIteration:
+            raise StopIteration from None
+
+    def close(self) -> None:
+        """Stop the prompt if it is still running; ``result`` is then set."""
+        if not self._owner.closed:
+            self._owner._call(self._stream.aclose())
+
+    def __enter__(self) -> SyncPromptStream:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+_START_KEYS = ("workspace", "config", "env", "approval", "engine", "client_name", "start_timeout")
+
+
+def prompt(message: str, **kwargs: Any) -> PromptResult:
+    """One prompt in a fresh client, then close it: ``prompt("Summarize README.md", workspace=".")``.
+
+    Takes :class:`SyncEcaClient`'s arguments (``workspace``, ``config``, ``env``, ``approval``, …) and
+    :meth:`EcaClient.prompt`'s (``model``, ``behavior``, ``contexts``, ``timeout``, …). Works inside a running event
+    loop too.
+    """
+    start = {key: kwargs.pop(key) for key in _START_KEYS if key in kwargs}
+    with SyncEcaClient(**start) as client:
+        return client.prompt(message, **kwargs)

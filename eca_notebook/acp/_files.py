@@ -1,0 +1,74 @@
+"""File access through the ACP client: ``fs/read_text_file`` and ``fs/write_text_file``.
+
+Set as ``engine.file_access`` when the client advertises the ``fs`` capabilities, so the file tools see what the
+user sees in the editor — unsaved buffers included — and their writes land in the editor (which saves them).
+
+ACP file requests name a session. The engine's tools do not know which chat they run for, so the door sets
+:data:`CURRENT_SESSION` around ``engine.prompt``; the turn task the engine creates there copies the context, and
+every tool call of that turn reads it back here. Outside a session (no context) the disk is used.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import logging
+from pathlib import Path
+from typing import Any, Awaitable, Callable
+
+from ..protocol.errors import RpcError
+
+__all__ = ["CURRENT_SESSION", "ClientFiles", "READ_TIMEOUT", "WRITE_TIMEOUT"]
+
+log = logging.getLogger(__name__)
+
+#: The ACP session whose turn is running in this task (set by the door around ``engine.prompt``).
+CURRENT_SESSION: contextvars.ContextVar[str | None] = contextvars.ContextVar("acp_session", default=None)
+
+# acp-messages.md "Timeout Specifications"
+READ_TIMEOUT = 30.0
+WRITE_TIMEOUT = 60.0
+
+Request = Callable[[str, dict[str, Any], float], Awaitable[Any]]
+
+
+class ClientFiles:
+    """A :class:`~eca_notebook.tools.base.FileAccess` over the client's ``fs/*`` methods.
+
+    ``request(method, params, timeout)`` sends one request to the client. Reads that fail (the client has no such
+    file, refuses the path, times out) return None, so the tool falls back to the disk; writes that fail raise,
+    so the user learns that their approved change did not land."""
+
+    def __init__(self, request: Request, *, can_read: bool, can_write: bool) -> None:
+        self._request = request
+        self.can_read = can_read
+        self.can_write = can_write
+
+    async def read_text(self, path: Path) -> str | None:
+        session = CURRENT_SESSION.get()
+        if not self.can_read or session is None:
+            return None
+        try:
+            result = await self._request("fs/read_text_file", {"sessionId": session, "path": str(path)},
+                                         READ_TIMEOUT)
+        except (RpcError, TimeoutError, ConnectionError) as exc:
+            log.info("fs/read_text_file %s: %s; using the disk", path, exc)
+            return None
+        content = result.get("content") if isinstance(result, dict) else None
+        if not isinstance(content, str):
+            log.info("fs/read_text_file %s: no content in the answer; using the disk", path)
+            return None
+        return content
+
+    async def write_text(self, path: Path, content: str) -> bool:
+        session = CURRENT_SESSION.get()
+        if not self.can_write or session is None:
+            return False
+        try:
+            await self._request("fs/write_text_file", {"sessionId": session, "path": str(path), "content": content},
+                                WRITE_TIMEOUT)
+        except RpcError as exc:
+            raise OSError(f"{exc.message} ({exc.code})") from None
+        except asyncio.TimeoutError:
+            raise OSError(f"no answer within {WRITE_TIMEOUT:.0f} s") from None
+        return True

@@ -1,0 +1,283 @@
+"""What an ACP client may send us, validated: params models, size limits and the ACP error codes.
+
+Our own pydantic models rather than the ``agent-client-protocol`` package's: the door must not depend on a test
+dependency, and we only need the client → agent side. Like the ECA models they tolerate unknown keys (clients add
+``_meta`` and newer fields) but check what we rely on: types, required fields, absolute paths, id lengths.
+
+Limits (``shared/specs/acp-messages.md`` "Message Size Limits") are checked on the params of each request before
+validation, so an oversized prompt is refused with a clear ``-32602`` instead of being half processed.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import Annotated, Any, Literal, Union
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic.alias_generators import to_camel
+
+from ..protocol.errors import INVALID_PARAMS, RpcError
+from ..protocol.methods import invalid_params
+
+__all__ = [
+    "PROTOCOL_VERSION",
+    "SESSION_NOT_FOUND",
+    "SESSION_LOCKED",
+    "FILE_NOT_FOUND",
+    "FILE_TOO_LARGE",
+    "SIZE_LIMITS",
+    "UPDATE_LIMIT",
+    "AcpModel",
+    "InitializeParams",
+    "NewSessionParams",
+    "LoadSessionParams",
+    "ListSessionsParams",
+    "PromptParams",
+    "CancelParams",
+    "SetModeParams",
+    "SetModelParams",
+    "SetConfigOptionParams",
+    "PARAMS",
+    "parse",
+]
+
+PROTOCOL_VERSION = 1
+
+# ACP-specific error codes (acp-messages.md "ACP-Specific Errors").
+SESSION_NOT_FOUND = -31900
+SESSION_LOCKED = -31902
+FILE_NOT_FOUND = -31700
+FILE_TOO_LARGE = -31702
+
+# Largest params (serialized JSON bytes) accepted per method; the transport's frame cap is the backstop for the rest.
+SIZE_LIMITS = {
+    "initialize": 10 * 1024,
+    "session/new": 50 * 1024,
+    "session/load": 50 * 1024,
+    "session/prompt": 1024 * 1024,
+}
+DEFAULT_LIMIT = 64 * 1024  # any other client → agent message (ids, mode names, cancel …)
+UPDATE_LIMIT = 100 * 1024  # what we send as one session/update (text chunks are split, diffs dropped to fit)
+MAX_ID_LENGTH = 256
+
+
+class AcpModel(BaseModel):
+    """camelCase on the wire, snake_case in Python; unknown keys (``_meta``, newer fields) kept, never refused."""
+
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="allow")
+
+
+def _session_id(value: str) -> str:
+    if not value or len(value) > MAX_ID_LENGTH or any(ch.isspace() or ord(ch) < 32 for ch in value):
+        raise ValueError(f"must be 1 to {MAX_ID_LENGTH} characters without whitespace or control characters")
+    return value
+
+
+def _absolute(value: str) -> str:
+    if "\0" in value:
+        raise ValueError("must not contain NUL bytes")
+    if not os.path.isabs(value):
+        raise ValueError("must be an absolute path")
+    return value
+
+
+class FsCapabilities(AcpModel):
+    read_text_file: bool = False
+    write_text_file: bool = False
+
+
+class ClientCapabilities(AcpModel):
+    fs: FsCapabilities = Field(default_factory=FsCapabilities)
+    terminal: bool = False
+
+
+class Implementation(AcpModel):
+    name: str
+    version: str | None = None
+    title: str | None = None
+
+
+class InitializeParams(AcpModel):
+    protocol_version: int = Field(ge=0, le=65535)
+    client_capabilities: ClientCapabilities = Field(default_factory=ClientCapabilities)
+    client_info: Implementation | None = None
+
+
+class NameValue(AcpModel):
+    name: str
+    value: str
+
+
+class McpServer(AcpModel):
+    """Stdio (``command``/``args``/``env``, no ``type``), or ``type: "http"`` / ``"sse"`` with ``url``/``headers``."""
+
+    name: str = Field(min_length=1)
+    type: str | None = None
+    command: str | None = None
+    args: list[str] = Field(default_factory=list)
+    env: list[NameValue] = Field(default_factory=list)
+    url: str | None = None
+    headers: list[NameValue] = Field(default_factory=list)
+
+
+class _SessionSetup(AcpModel):
+    cwd: str
+    mcp_servers: list[McpServer] = Field(default_factory=list)
+    additional_directories: list[str] = Field(default_factory=list)
+
+    @field_validator("cwd")
+    @classmethod
+    def _cwd(cls, value: str) -> str:
+        return _absolute(value)
+
+    @field_validator("additional_directories")
+    @classmethod
+    def _dirs(cls, value: list[str]) -> list[str]:
+        return [_absolute(v) for v in value]
+
+
+class NewSessionParams(_SessionSetup):
+    pass
+
+
+class LoadSessionParams(_SessionSetup):
+    session_id: str
+
+    @field_validator("session_id")
+    @classmethod
+    def _sid(cls, value: str) -> str:
+        return _session_id(value)
+
+
+class ListSessionsParams(AcpModel):
+    cwd: str | None = None
+    cursor: str | None = None
+
+    @field_validator("cwd")
+    @classmethod
+    def _cwd(cls, value: str | None) -> str | None:
+        return None if value is None else _absolute(value)
+
+
+class TextBlock(AcpModel):
+    type: Literal["text"]
+    text: str
+
+    @field_validator("text")
+    @classmethod
+    def _no_nul(cls, value: str) -> str:
+        if "\0" in value:
+            raise ValueError("text must not contain NUL bytes")
+        return value
+
+
+class ResourceLinkBlock(AcpModel):
+    type: Literal["resource_link"]
+    uri: str
+    name: str = ""
+    mime_type: str | None = None
+    title: str | None = None
+    description: str | None = None
+    size: int | None = None
+
+
+class TextResource(AcpModel):
+    uri: str
+    text: str
+    mime_type: str | None = None
+
+
+class BlobResource(AcpModel):
+    uri: str
+    blob: str
+    mime_type: str | None = None
+
+
+class ResourceBlock(AcpModel):
+    type: Literal["resource"]
+    resource: Union[TextResource, BlobResource]
+
+
+class MediaBlock(AcpModel):
+    """Image and audio: accepted by the schema, refused by us (we advertise neither capability)."""
+
+    type: Literal["image", "audio"]
+    data: str = ""
+    mime_type: str = ""
+
+
+ContentBlock = Union[TextBlock, ResourceLinkBlock, ResourceBlock, MediaBlock]
+
+
+class PromptParams(AcpModel):
+    session_id: str
+    prompt: list[Annotated[ContentBlock, Field(discriminator="type")]] = Field(min_length=1)
+
+    @field_validator("session_id")
+    @classmethod
+    def _sid(cls, value: str) -> str:
+        return _session_id(value)
+
+
+class CancelParams(AcpModel):
+    session_id: str
+
+
+class SetModeParams(AcpModel):
+    session_id: str
+    mode_id: str
+
+
+class SetModelParams(AcpModel):
+    session_id: str
+    model_id: str
+
+
+class SetConfigOptionParams(AcpModel):
+    session_id: str
+    config_id: str
+    value: Union[str, bool]
+
+
+class PermissionOutcome(AcpModel):
+    outcome: Literal["selected", "cancelled"]
+    option_id: str | None = None
+
+
+class PermissionResponse(AcpModel):
+    outcome: PermissionOutcome
+
+
+PARAMS: dict[str, type[AcpModel]] = {
+    "initialize": InitializeParams,
+    "session/new": NewSessionParams,
+    "session/load": LoadSessionParams,
+    "session/list": ListSessionsParams,
+    "session/prompt": PromptParams,
+    "session/cancel": CancelParams,
+    "session/set_mode": SetModeParams,
+    "session/set_model": SetModelParams,
+    "session/set_config_option": SetConfigOptionParams,
+}
+
+
+def _size(params: Any) -> int:
+    return len(json.dumps(params, ensure_ascii=False, separators=(",", ":")).encode("utf-8"))
+
+
+def parse(method: str, params: Any) -> Any:
+    """Size check, then validation: the ``params_parser`` of the ACP endpoint. Unknown methods pass through (the
+    endpoint answers ``-32601`` for requests and ignores notifications)."""
+    model = PARAMS.get(method)
+    if model is None:
+        return params
+    limit = SIZE_LIMITS.get(method, DEFAULT_LIMIT)
+    size = _size(params)
+    if size > limit:
+        raise RpcError(INVALID_PARAMS, f"{method} params are too large: {size} bytes (the limit is {limit} bytes)",
+                       {"method": method, "size": size, "limit": limit})
+    try:
+        return model.model_validate(params if params is not None else {})
+    except ValidationError as exc:
+        raise invalid_params(exc, method) from None

@@ -1,0 +1,181 @@
+"""File tools through the client's view of files (``ctx.fs``), and :class:`ClientFiles` (ACP ``fs/*``)."""
+
+from __future__ import annotations
+
+import inspect
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from eca_notebook.acp._files import CURRENT_SESSION, ClientFiles
+from eca_notebook.protocol.errors import RpcError
+from eca_notebook.tools.base import Prepared, ToolContext
+from eca_notebook.tools.fs import EditFileTool, ReadFileTool, WriteFileTool
+
+
+class Editor:
+    """An editor's buffers: what ``fs/read_text_file`` would serve (None: not open, use the disk)."""
+
+    def __init__(self, files: dict[str, str], *, handles_writes: bool = True, fail_writes: bool = False) -> None:
+        self.files = files
+        self.handles_writes = handles_writes
+        self.fail_writes = fail_writes
+        self.reads: list[Path] = []
+        self.writes: list[tuple[Path, str]] = []
+
+    async def read_text(self, path: Path) -> str | None:
+        self.reads.append(path)
+        return self.files.get(str(path))
+
+    async def write_text(self, path: Path, content: str) -> bool:
+        if self.fail_writes:
+            raise RuntimeError("read-only buffer")
+        if not self.handles_writes:
+            return False
+        self.writes.append((path, content))
+        self.files[str(path)] = content
+        return True
+
+
+@pytest.fixture
+def ws(tmp_path: Path) -> Path:
+    root = tmp_path / "ws"
+    root.mkdir()
+    return root
+
+
+async def prepare(tool: Any, args: dict[str, Any], ctx: ToolContext) -> Prepared:
+    prepared = tool.prepare(args, ctx)
+    assert inspect.isawaitable(prepared)  # with ctx.fs the engine awaits prepare
+    return await prepared
+
+
+async def test_read_file_sees_the_editor_buffer(ws: Path):
+    (ws / "a.py").write_text("on disk\n")
+    editor = Editor({str(ws / "a.py"): "line 1\nline 2\nline 3\n"})
+    ctx = ToolContext(workspace_folders=[ws], fs=editor)
+    tool = ReadFileTool()
+    prepared = await prepare(tool, {"path": "a.py"}, ctx)
+    assert (await tool.run(prepared, ctx)).output == "line 1\nline 2\nline 3"
+    window = await prepare(tool, {"path": "a.py", "line_offset": 1, "limit": 1}, ctx)
+    result = await tool.run(window, ctx)
+    assert result.output.startswith("line 2\n\n[content truncated") and "of 3" in result.output
+    assert editor.reads == [ws / "a.py", ws / "a.py"]
+
+
+async def test_read_file_an_unsaved_new_buffer_and_the_disk_fallback(ws: Path):
+    editor = Editor({str(ws / "new.py"): "fresh\n"})
+    ctx = ToolContext(workspace_folders=[ws], fs=editor)
+    tool = ReadFileTool()
+    assert (await tool.run(await prepare(tool, {"path": "new.py"}, ctx), ctx)).output == "fresh"
+    (ws / "disk.py").write_text("from disk\n")
+    assert (await tool.run(await prepare(tool, {"path": "disk.py"}, ctx), ctx)).output == "from disk"
+    missing = await prepare(tool, {"path": "nope.py"}, ctx)
+    assert missing.error == "read_file: file not found: nope.py"
+    bad = await prepare(tool, {"path": 5}, ctx)
+    assert bad.error is not None and "path" in bad.error
+
+
+async def test_edit_file_diffs_against_the_buffer_and_writes_through_the_editor(ws: Path):
+    (ws / "m.py").write_text("x = 'disk'\n")
+    editor = Editor({str(ws / "m.py"): "x = 'buffer'\n"})
+    ctx = ToolContext(workspace_folders=[ws], fs=editor)
+    tool = EditFileTool()
+    prepared = await prepare(tool, {"path": "m.py", "original_content": "buffer", "new_content": "edited"}, ctx)
+    assert prepared.error is None
+    assert "-x = 'buffer'" in prepared.details["diff"] and "+x = 'edited'" in prepared.details["diff"]
+    result = await tool.run(prepared, ctx)
+    assert result.error is False and result.output == "Replaced 1 occurrence in m.py"
+    assert editor.writes == [(ws / "m.py", "x = 'edited'\n")]
+    assert (ws / "m.py").read_text() == "x = 'disk'\n"
+    not_there = await prepare(tool, {"path": "m.py", "original_content": "disk", "new_content": "y"}, ctx)
+    assert not_there.error is not None and "not found in m.py" in not_there.error
+
+
+async def test_edit_refused_when_the_buffer_changed_after_the_diff_was_shown(ws: Path):
+    editor = Editor({str(ws / "m.py"): "a = 1\n"})
+    ctx = ToolContext(workspace_folders=[ws], fs=editor)
+    tool = EditFileTool()
+    prepared = await prepare(tool, {"path": "m.py", "original_content": "a = 1", "new_content": "a = 2"}, ctx)
+    editor.files[str(ws / "m.py")] = "a = 1\nb = 2\n"  # the user typed meanwhile
+    result = await tool.run(prepared, ctx)
+    assert result.error is True and "changed since the diff was shown" in result.output
+    assert editor.writes == []
+
+
+async def test_write_file_goes_through_the_editor_or_the_disk(ws: Path):
+    editor = Editor({})
+    ctx = ToolContext(workspace_folders=[ws], fs=editor)
+    tool = WriteFileTool()
+    created = await prepare(tool, {"path": "n.txt", "content": "new\n"}, ctx)
+    assert created.summary == 'Creating file "n.txt"'
+    assert (await tool.run(created, ctx)).output == "Created n.txt (1 line)"
+    assert editor.writes == [(ws / "n.txt", "new\n")] and not (ws / "n.txt").exists()
+
+    disk_only = ToolContext(workspace_folders=[ws], fs=Editor({}, handles_writes=False))
+    prepared = await prepare(tool, {"path": "d.txt", "content": "disk\n"}, disk_only)
+    await tool.run(prepared, disk_only)
+    assert (ws / "d.txt").read_text() == "disk\n"
+
+    broken = ToolContext(workspace_folders=[ws], fs=Editor({str(ws / "b.txt"): "old\n"}, fail_writes=True))
+    prepared = await prepare(tool, {"path": "b.txt", "content": "new\n"}, broken)
+    assert prepared.summary == 'Overwriting file "b.txt"' and "-old" in prepared.details["diff"]
+    result = await tool.run(prepared, broken)
+    assert result.error is True and "client could not write" in result.output and "read-only buffer" in result.output
+    assert not (ws / "b.txt").exists()
+
+
+async def test_buffers_with_nul_bytes_are_refused_for_edits(ws: Path):
+    ctx = ToolContext(workspace_folders=[ws], fs=Editor({str(ws / "bin"): "a\0b"}))
+    prepared = await prepare(WriteFileTool(), {"path": "bin", "content": "x"}, ctx)
+    assert prepared.error is not None and "binary" in prepared.error
+
+
+def test_without_a_client_view_prepare_stays_synchronous(ws: Path):
+    (ws / "a.txt").write_text("a\n")
+    prepared = ReadFileTool().prepare({"path": "a.txt"}, ToolContext(workspace_folders=[ws]))
+    assert isinstance(prepared, Prepared) and prepared.error is None
+
+
+class Recorder:
+    def __init__(self, answer: Any = None, error: Exception | None = None) -> None:
+        self.calls: list[tuple[str, dict[str, Any], float]] = []
+        self.answer = answer
+        self.error = error
+
+    async def __call__(self, method: str, params: dict[str, Any], timeout: float) -> Any:
+        self.calls.append((method, params, timeout))
+        if self.error is not None:
+            raise self.error
+        return self.answer
+
+
+async def test_client_files_name_the_session_of_the_running_turn():
+    request = Recorder({"content": "buffer"})
+    files = ClientFiles(request, can_read=True, can_write=True)
+    assert await files.read_text(Path("/ws/a.py")) is None  # no session in this context: use the disk
+    token = CURRENT_SESSION.set("sess-1")
+    try:
+        assert await files.read_text(Path("/ws/a.py")) == "buffer"
+        assert await files.write_text(Path("/ws/a.py"), "new") is True
+    finally:
+        CURRENT_SESSION.reset(token)
+    assert [(m, p) for m, p, _ in request.calls] == [
+        ("fs/read_text_file", {"sessionId": "sess-1", "path": "/ws/a.py"}),
+        ("fs/write_text_file", {"sessionId": "sess-1", "path": "/ws/a.py", "content": "new"}),
+    ]
+
+
+async def test_client_files_failures():
+    token = CURRENT_SESSION.set("sess-1")
+    try:
+        missing = ClientFiles(Recorder(error=RpcError(-31700, "File not found")), can_read=True, can_write=True)
+        assert await missing.read_text(Path("/ws/x")) is None
+        with pytest.raises(OSError, match="File not found"):
+            await missing.write_text(Path("/ws/x"), "y")
+        read_only = ClientFiles(Recorder({"content": "c"}), can_read=True, can_write=False)
+        assert await read_only.write_text(Path("/ws/x"), "y") is False
+        assert await ClientFiles(Recorder({"nothing": 1}), can_read=True, can_write=False).read_text(Path("/x")) is None
+    finally:
+        CURRENT_SESSION.reset(token)
