@@ -55,4 +55,5 @@ def _jupyter_labextension_paths() -> list[dict[str, str]]:
     """The prebuilt JupyterLab side panel shipped inside the package."""
     from .server import labextension_paths
 
-    return labextension_paths()
+    # JupyterLab resolves `src` against this module's folder; the build lives under eca_notebook/server/.
+    return [{**p, "src": f"server/{p['src']}"} for p in labextension_paths()]

@@ -383,6 +383,16 @@ class Engine:
         except Exception:  # saving must never break a chat; the next save retries
             log.exception("could not save chat %s", chat.id)
 
+    def create_chat(self, chat_id: str | None = None, *, title: str | None = None, model: str | None = None,
+                    behavior: str | None = None) -> Chat:
+        """An empty chat (REST ``POST /sessions``): saved and announced, ready for its first prompt."""
+        chat = Chat(id=chat_id or str(uuid.uuid4()), title=title, model=model,
+                    behavior=behavior or self.selected_behavior)
+        self.chats[chat.id] = chat
+        self._save(chat)
+        self.broadcast("chat/opened", {"chatId": chat.id, **({"title": title} if title else {})})
+        return chat
+
     async def prompt(self, params: ChatPromptParams) -> dict[str, Any]:
         """Start a turn; returns as soon as it is under way (the answer streams as notifications)."""
         chat_id = params.chat_id
