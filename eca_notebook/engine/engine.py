@@ -129,6 +129,12 @@ class Engine:
 
         self.tools: dict[str, Tool] = {llm_name(tool): tool for tool in native_tools()}
         self.plugins: list[Plugin] = []
+        self.mcp: Any = None  # the McpManager when mcpServers is configured
+        if self.config.mcp_servers:
+            from ..mcp import McpManager  # lazy: the MCP SDK is imported only when servers are configured
+
+            self.mcp = McpManager(self.config.mcp_servers, workspace_folders=self.workspace_folders,
+                                  timeout=self.config.mcp_timeout_seconds)
         self.file_access: FileAccess | None = None  # a door may route file tools through its client (ACP fs/*)
         self._started = False
         self._background: set[asyncio.Task[Any]] = set()
@@ -141,6 +147,8 @@ class Engine:
         self.global_config_dir = global_config_path(self.env).parent
         self._listeners: list[Listener] = []
         self._closed = False
+        if self.mcp is not None:
+            self.add_plugin(self.mcp)
 
     # -- listeners -----------------------------------------------------------------------------------------------
 
@@ -436,8 +444,8 @@ class Engine:
                 plugin, plugin_command = from_plugin
                 try:
                     message = await plugin.render_command(plugin_command, argument)
-                except Exception as exc:
-                    log.exception("command /%s of %s failed", name, plugin.name)
+                except Exception as exc:  # e.g. a missing prompt argument: the chat says so, the log needs no trace
+                    log.info("command /%s of %s failed: %s", name, plugin.name, exc)
                     return self._answer(chat, f"Command '/{name}' failed: {exc}")
             else:
                 names = ", ".join("/" + c.name for c in self.commands())
@@ -654,6 +662,11 @@ class Engine:
             auth = "usable" if self.registry.usable(provider) else "not configured"
             key = f", key {mask_secret(provider.key)} from {provider.key_source}" if provider.key else ""
             lines.append(f"  {provider.id} ({provider.api}, {provider.url}): {auth}{key}")
+        if self.mcp is not None:
+            lines += ["", "MCP servers:"]
+            for server in self.mcp.statuses():
+                error = self.mcp.error(server["name"])
+                lines.append(f"  {server['name']}: {server['status']}" + (f" — {error}" if error else ""))
         status = self.registry.local_status
         lines += ["", "Embedded model:", f"  {status.message if status is not None else 'disabled (localModel: false)'}"]
         if self.store is not None:

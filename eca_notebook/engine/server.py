@@ -39,6 +39,8 @@ from ..protocol import (
     ChatToolCallRejectParams,
     InitializeParams,
     InitializeResult,
+    McpStartServerParams,
+    McpStopServerParams,
     invalid_params,
     parse_params,
 )
@@ -198,6 +200,8 @@ class ServerConnection:
         r("chat/queryCommands", self.query_commands)
         r("chat/toolCallApprove", self.tool_call_approve)
         r("chat/toolCallReject", self.tool_call_reject)
+        r("mcp/startServer", self.mcp_start_server)
+        r("mcp/stopServer", self.mcp_stop_server)
 
     async def initialize(self, params: InitializeParams) -> InitializeResult:
         if self.engine is not None:
@@ -235,6 +239,9 @@ class ServerConnection:
         self.send("$/progress", {"type": "finish", "taskId": "models", "title": "Loading models"})
         self.send("config/updated", engine.config_updated().dump())
         self.send("tool/serverUpdated", engine.native_tools().dump())
+        if engine.mcp is not None:  # one per MCP server; they may still be starting (their updates follow)
+            for status in engine.mcp.statuses():
+                self.send("tool/serverUpdated", status)
         for problem in engine.problems:
             self.send("$/showMessage", {"type": "warning", "message": f"Config problem: {problem}"})
         if not engine.registry.models():
@@ -299,6 +306,23 @@ class ServerConnection:
 
     def tool_call_reject(self, params: ChatToolCallRejectParams) -> None:
         self._engine().reject(params.chat_id, params.tool_call_id)
+
+    def _mcp(self, name: str) -> Any:
+        manager = self._engine().mcp
+        if manager is None:
+            self.send("$/showMessage", {"type": "warning",
+                                        "message": f"Unknown MCP server '{name}': no MCP servers are configured."})
+        return manager
+
+    def mcp_start_server(self, params: McpStartServerParams) -> None:
+        manager = self._mcp(params.name)
+        if manager is not None:  # spawned: a slow start must not hold up other notifications
+            self._spawn(manager.start_server(params.name))
+
+    def mcp_stop_server(self, params: McpStopServerParams) -> None:
+        manager = self._mcp(params.name)
+        if manager is not None:
+            self._spawn(manager.stop_server(params.name))
 
     # -- server → client requests (used by the engine's tools) ------------------------------------------------
 

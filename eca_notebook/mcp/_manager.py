@@ -1,0 +1,312 @@
+"""The MCP plug-in: every configured MCP server's tools, prompts and resources, offered to the engine.
+
+One :class:`McpManager` manages all servers of an engine. Servers start concurrently in the background after the
+handshake; each reports ``tool/serverUpdated`` (``starting`` → ``running`` with its tools, or ``failed`` with the
+reason in a ``$/showMessage``; ``disabled``/``stopped``) through ``engine.broadcast``. A server that fails, crashes
+or hangs costs only its own calls: the chat gets a tool error and goes on, the other servers are untouched.
+
+What the engine sees:
+
+* tools — :class:`~eca_notebook.mcp._tool.McpTool`, offered as ``<server>__<tool>``;
+* commands — MCP prompts as ``mcp-prompt`` commands (``/<prompt> args``, arguments by position);
+* contexts — MCP resources as ``mcpResource`` contexts, read when attached.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Mapping, Sequence
+
+from ..engine.commands import BUILTINS, Command, CommandArgument
+from ..engine.plugins import BasePlugin
+from ..tools.base import ToolContext, ToolResult, llm_name
+from ._connection import McpConnection, ServerGone, describe_error
+from ._convert import call_result_to_text, prompt_arguments, prompt_to_text, resource_to_text, truncate
+from ._tool import McpTool
+
+if TYPE_CHECKING:
+    from ..engine.config import McpServerConfig
+
+__all__ = ["McpManager"]
+
+log = logging.getLogger(__name__)
+
+_BUILTIN_NAMES = {c.name.lower() for c in BUILTINS}
+
+
+def _subsequence(needle: str, hay: str) -> bool:
+    pos = 0
+    for ch in needle:
+        pos = hay.find(ch, pos) + 1
+        if pos == 0:
+            return False
+    return True
+
+
+def _field(context: Any, key: str, attr: str | None = None) -> Any:
+    if isinstance(context, Mapping):
+        return context.get(key)
+    return getattr(context, attr or key, None)
+
+
+class McpManager(BasePlugin):
+    name = "mcp"
+
+    def __init__(self, servers: Mapping[str, McpServerConfig], *, workspace_folders: Sequence[Path],
+                 timeout: float = 60.0) -> None:
+        """`servers`: ``mcpServers`` from the config (``McpServerConfig`` per name). Stdio servers run in the first
+        workspace folder with their ``env`` merged over this process's environment; `timeout` (seconds) bounds
+        start-up and every call."""
+        self._timeout = timeout
+        self.workspace_folders = [Path(p) for p in workspace_folders]
+        cwd = self.workspace_folders[0] if self.workspace_folders else None
+        self._servers: dict[str, McpConnection] = {
+            name: McpConnection(name, config, cwd=cwd, timeout=timeout, on_change=self._changed,
+                                on_failed=self._failed)
+            for name, config in servers.items()
+        }
+        self._tools: dict[str, list[McpTool]] = {}
+        self._commands: list[Command] = []
+        self._prompt_specs: dict[tuple[str, str], dict[str, Any]] = {}  # (server, command name) → MCP prompt
+        self._progress: set[str] = set()
+        self._closed = False
+
+    @property
+    def timeout(self) -> float:
+        """Seconds allowed for a server's start-up and for each call (``mcpTimeoutSeconds``)."""
+        return self._timeout
+
+    @timeout.setter
+    def timeout(self, value: float) -> None:  # e.g. after a config change; applies to the next call
+        self._timeout = value
+        for connection in self._servers.values():
+            connection.timeout = value
+
+    # -- lifecycle -----------------------------------------------------------------------------------------------
+
+    def server_names(self) -> list[str]:
+        return list(self._servers)
+
+    async def start(self) -> None:
+        """Start every enabled server concurrently; returns when each is running or failed. Never raises."""
+        for connection in self._servers.values():
+            if connection.status == "disabled":
+                self._broadcast("tool/serverUpdated", self.status(connection.name))
+        enabled = [c for c in self._servers.values() if c.status != "disabled"]
+        results = await asyncio.gather(*(c.start() for c in enabled), return_exceptions=True)
+        for connection, result in zip(enabled, results):
+            if isinstance(result, BaseException):
+                log.error("starting MCP server %s failed unexpectedly", connection.name, exc_info=result)
+
+    async def start_server(self, name: str) -> bool:
+        """``mcp/startServer``: start a stopped, failed or disabled server; True once it is running."""
+        connection = self._known(name)
+        if connection is None or self._closed:
+            return False
+        await connection.start()
+        return connection.status == "running"
+
+    async def stop_server(self, name: str) -> bool:
+        """``mcp/stopServer``: stop the server (its process, or its HTTP session); False for an unknown name."""
+        connection = self._known(name)
+        if connection is None:
+            return False
+        await connection.stop()
+        return True
+
+    async def aclose(self) -> None:
+        """Stop every server (stdio processes are terminated with their process group)."""
+        self._closed = True
+        for connection in self._servers.values():
+            connection.closed = True  # a start still on its way must not spawn anything now
+        await asyncio.gather(*(c.stop() for c in self._servers.values()), return_exceptions=True)
+
+    def _known(self, name: str) -> McpConnection | None:
+        connection = self._servers.get(name)
+        if connection is None:
+            known = ", ".join(self._servers) or "none"
+            self._broadcast("$/showMessage", {"type": "warning",
+                                              "message": f"Unknown MCP server '{name}'. Configured: {known}."})
+        return connection
+
+    # -- statuses ------------------------------------------------------------------------------------------------
+
+    def status(self, name: str) -> dict[str, Any]:
+        """The ``tool/serverUpdated`` params (``McpServerUpdatedParams``) for one server."""
+        connection = self._servers[name]
+        params: dict[str, Any] = {"type": "mcp", "name": name, **connection.describe(), "status": connection.status}
+        if connection.status == "running":
+            offered = self._offered()
+            tools = []
+            for tool in self._tools.get(name, []):
+                entry: dict[str, Any] = {"name": tool.name, "description": tool.description,
+                                         "parameters": tool.parameters}
+                if offered is not None and llm_name(tool) not in offered:
+                    entry["disabled"] = True
+                tools.append(entry)
+            params["tools"] = tools
+        return params
+
+    def statuses(self) -> list[dict[str, Any]]:
+        """Every server's status, for a client that connects later (or after the native tools' status)."""
+        return [self.status(name) for name in self._servers]
+
+    def error(self, name: str) -> str | None:
+        """Why the server failed (None unless its status is ``failed``)."""
+        connection = self._servers.get(name)
+        return connection.error if connection is not None and connection.status == "failed" else None
+
+    def _offered(self) -> set[str] | None:
+        engine = self.engine
+        if engine is None:
+            return None
+        try:
+            return set(engine.offered_tools(engine.selected_behavior))
+        except Exception:  # the listing is informative; never let it break a status
+            log.exception("could not compute the offered tools")
+            return None
+
+    def _broadcast(self, method: str, params: dict[str, Any]) -> None:
+        if self.engine is not None:
+            self.engine.broadcast(method, params)
+
+    def _changed(self, connection: McpConnection) -> None:
+        """A server's status or lists changed: rebuild what we offer, tell the clients and the engine."""
+        before = [(t.name, t.spec) for t in self._tools.get(connection.name, [])]
+        running = connection.status == "running"
+        specs = connection.tools if running else []
+        self._tools[connection.name] = [McpTool(self, connection.name, spec) for spec in specs]
+        self._rebuild_commands()
+        task_id = f"mcp-{connection.name}"
+        if connection.status == "starting" and connection.name not in self._progress:
+            self._progress.add(connection.name)
+            self._broadcast("$/progress", {"type": "start", "taskId": task_id,
+                                           "title": f"Starting MCP server {connection.name}"})
+        elif connection.status != "starting" and connection.name in self._progress:
+            self._progress.discard(connection.name)
+            self._broadcast("$/progress", {"type": "finish", "taskId": task_id,
+                                           "title": f"Starting MCP server {connection.name}"})
+        self._broadcast("tool/serverUpdated", self.status(connection.name))
+        if before != [(t.name, t.spec) for t in self._tools[connection.name]] and self.engine is not None:
+            self.engine.tools_changed()
+
+    def _failed(self, connection: McpConnection, reason: str) -> None:
+        log.warning("MCP server %s failed: %s", connection.name, reason)
+        self._broadcast("$/showMessage", {"type": "error",
+                                          "message": f"MCP server '{connection.name}' failed: {reason}"})
+
+    # -- tools ---------------------------------------------------------------------------------------------------
+
+    def tools(self) -> list[McpTool]:
+        return [tool for name, connection in self._servers.items() if connection.status == "running"
+                for tool in self._tools.get(name, [])]
+
+    async def call_tool(self, server: str, tool: str, args: dict[str, Any],
+                        ctx: ToolContext | None = None) -> ToolResult:
+        """Call one tool; every failure is a ``ToolResult(error=True)`` the model can read, never an exception
+        (except cancellation: a stopped chat cancels the call)."""
+        connection = self._servers.get(server)
+        if connection is None:
+            return ToolResult(output=f"unknown MCP server '{server}'", error=True)
+        what = f"the call to tool {tool}"
+        try:
+            result = await connection.request(what, lambda session: session.call_tool(tool, args))
+        except TimeoutError as exc:
+            return ToolResult(output=f"{exc}; the call was abandoned (the server may still be working on it).",
+                              error=True)
+        except ServerGone as exc:
+            return ToolResult(output=str(exc), error=True)
+        except Exception as exc:  # protocol errors (unknown tool, invalid params), malformed results …
+            log.info("MCP server %s: %s failed: %s", server, what, describe_error(exc))
+            return ToolResult(output=f"MCP server '{server}': {what} failed: {connection.redact(describe_error(exc))}",
+                              error=True)
+        try:
+            text, is_error = call_result_to_text(result)
+        except ValueError as exc:
+            return ToolResult(output=f"MCP server '{server}' returned a {exc}", error=True)
+        if not text:
+            text = f"{tool} failed without a message" if is_error else "(no output)"
+        if ctx is not None:
+            text = truncate(text, ctx.max_output_lines, ctx.max_output_bytes)
+        return ToolResult(output=text, error=is_error)
+
+    # -- prompts as commands -------------------------------------------------------------------------------------
+
+    def _rebuild_commands(self) -> None:
+        commands: list[Command] = []
+        specs: dict[tuple[str, str], dict[str, Any]] = {}
+        taken = set(_BUILTIN_NAMES)
+        for server, connection in self._servers.items():
+            if connection.status != "running":
+                continue
+            for prompt in connection.prompts:
+                name = prompt["name"]
+                if name.lower() in taken or any(c.isspace() or c == "/" for c in name):
+                    name = f"{server}:{name}".replace(" ", "-").replace("/", "-")
+                taken.add(name.lower())
+                arguments = [CommandArgument(a["name"], a.get("description") or None, bool(a.get("required")))
+                             for a in prompt.get("arguments") or [] if isinstance(a, dict) and a.get("name")]
+                description = prompt.get("description") or prompt.get("title") or f"Prompt from MCP server {server}"
+                commands.append(Command(name=name, description=description, type="mcp-prompt",
+                                        arguments=arguments, server=server))
+                specs[(server, name)] = prompt
+        self._commands = commands
+        self._prompt_specs = specs
+
+    def commands(self) -> list[Command]:
+        return list(self._commands)
+
+    async def render_command(self, command: Command, args_text: str) -> str:
+        """The prompt text for ``/<prompt> args``: arguments by position in declared order (``ValueError`` when a
+        required one is missing), ``prompts/get``, the messages' text joined."""
+        spec = self._prompt_specs.get((command.server or "", command.name))
+        connection = self._servers.get(command.server or "")
+        if spec is None or connection is None:
+            raise ValueError(f"/{command.name} is not offered by a running MCP server")
+        declared = [{"name": a.name, "required": a.required} for a in command.arguments]
+        values = prompt_arguments(command.name, declared, args_text)
+        what = f"prompt {spec['name']}"
+        result = await connection.request(what, lambda session: session.get_prompt(spec["name"], values))
+        text = prompt_to_text(result)
+        if not text.strip():
+            raise ValueError(f"MCP server '{connection.name}' returned an empty prompt")
+        return text
+
+    # -- resources as contexts -----------------------------------------------------------------------------------
+
+    async def query_contexts(self, query: str) -> list[dict[str, Any]]:
+        q = "".join((query or "").split()).lower()
+        found = []
+        for server, connection in self._servers.items():
+            if connection.status != "running":
+                continue
+            for resource in connection.resources:
+                context = {"type": "mcpResource", "uri": resource["uri"],
+                           "name": resource.get("name") or resource["uri"],
+                           "description": resource.get("description") or "",
+                           "mimeType": resource.get("mimeType") or "", "server": server}
+                texts = (context["name"], context["uri"], context["description"])
+                if not q or any(_subsequence(q, t.lower()) for t in texts if t):
+                    found.append(context)
+        return found
+
+    async def read_context(self, context: Any) -> str | None:
+        """The text of an attached ``mcpResource`` of one of our servers; None for any other context."""
+        if _field(context, "type") != "mcpResource":
+            return None
+        uri = _field(context, "uri")
+        server = _field(context, "server") or ""
+        if server:
+            connection = self._servers.get(server)
+            if connection is None:
+                return None
+        else:  # a client that left the server out: whichever running server lists the URI
+            connection = next((c for c in self._servers.values() if c.status == "running" and c.offers_resource(uri)),
+                              None)
+            if connection is None:
+                return None
+        what = f"reading resource {uri}"
+        result = await connection.request(what, lambda session: session.read_resource(uri))
+        return resource_to_text(result)

@@ -1,0 +1,56 @@
+"""An MCP server's tool as an engine :class:`~eca_notebook.tools.base.Tool`.
+
+The model sees it as ``<server>__<tool>``; approval selectors match the server name or ``server__tool``; every
+tool content carries ``origin: "mcp"`` and ``server: <name>``. Whether an MCP tool changes anything is unknown, so
+``mutates`` is False (the ``plan`` behavior keeps it; a deny rule hides it) and it asks by default.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import TYPE_CHECKING, Any
+
+from ..tools.base import Approval, Prepared, ToolContext, ToolResult
+
+if TYPE_CHECKING:
+    from ._manager import McpManager
+
+__all__ = ["McpTool"]
+
+
+def _object_schema(schema: Any) -> dict[str, Any]:
+    """The tool's input schema as the providers expect it: a JSON Schema object with ``properties``."""
+    schema = dict(schema) if isinstance(schema, dict) else {}
+    schema.setdefault("type", "object")
+    if schema.get("type") == "object":
+        schema.setdefault("properties", {})
+    return schema
+
+
+class McpTool:
+    origin = "mcp"
+    mutates = False
+    default_approval: Approval = "ask"
+
+    def __init__(self, manager: McpManager, server: str, spec: dict[str, Any]) -> None:
+        self._manager = manager
+        self.server = server
+        self.mcp_name: str = spec["name"]  # what the server calls it
+        # what the model and the approval rules call it: provider APIs accept only [A-Za-z0-9_-] in tool names
+        self.name: str = re.sub(r"[^A-Za-z0-9_-]", "_", self.mcp_name)
+        self.description: str = (spec.get("description") or spec.get("title")
+                                 or f"Tool {self.name} of MCP server {server}")
+        self.parameters: dict[str, Any] = _object_schema(spec.get("inputSchema"))
+        self.spec = spec
+
+    def __repr__(self) -> str:
+        return f"McpTool({self.server}__{self.name})"
+
+    def prepare(self, args: dict[str, Any], ctx: ToolContext) -> Prepared:
+        summary = f"Calling {self.server} tool {self.name}"
+        if not isinstance(args, dict):
+            return Prepared(args={}, summary=summary, error=f"the arguments of {self.name} must be a JSON object")
+        return Prepared(args=args, summary=summary)
+
+    async def run(self, prepared: Prepared, ctx: ToolContext) -> ToolResult:
+        return await self._manager.call_tool(self.server, self.mcp_name, prepared.args, ctx)

@@ -1,0 +1,39 @@
+"""MCP servers from the engine's own config (``mcpServers``) and ``mcp/startServer`` / ``mcp/stopServer`` over ECA.
+
+Skipped until the engine creates its :class:`McpManager` from the config (the lead wires it in issue 7)."""
+
+from __future__ import annotations
+
+import re
+import sys
+
+from .conftest import DEMO, wait_gone
+
+
+async def test_config_servers_and_start_stop_over_eca(eca, workspace):
+    h = await eca(None, mcp_config={"demo": {"command": sys.executable, "args": [str(DEMO)],
+                                             "env": {"DEMO_TOKEN": "from-config"}},
+                                    "off": {"command": sys.executable, "args": [str(DEMO)], "disabled": True}})
+    assert h.statuses("demo")[-1]["status"] == "running"
+    assert h.statuses("off")[-1]["status"] == "disabled"
+    # after the handshake's native tool list, every MCP server's status follows
+    methods = [(m, p.get("type")) for m, p in h.log if m == "tool/serverUpdated"]
+    native = methods.index(("tool/serverUpdated", "native"))
+    assert ("tool/serverUpdated", "mcp") in methods[native + 1:]
+
+    where = h.engine.all_tools()["demo__where"]
+    ctx = h.engine.tool_context()
+    output = (await where.run(where.prepare({}, ctx), ctx)).output
+    assert f"cwd={workspace}" in output and "token=from-config" in output
+    pid = int(re.search(r"pid=(\d+)", output).group(1))
+
+    count = len(h.statuses("demo"))
+    await h.client.notify("mcp/stopServer", {"name": "demo"})
+    assert (await h.settled("demo", after=count))["status"] == "stopped"
+    assert await wait_gone(pid)
+    count = len(h.statuses("demo"))
+    await h.client.notify("mcp/startServer", {"name": "demo"})
+    assert (await h.settled("demo", after=count))["status"] == "running"
+    assert "demo__echo" in h.engine.all_tools()
+    await h.client.notify("mcp/startServer", {"name": "nope"})
+    await h.until(lambda m, p: m == "$/showMessage" and "Unknown MCP server 'nope'" in p["message"])
