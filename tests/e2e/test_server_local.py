@@ -18,6 +18,8 @@ from .test_server_chat import shape
 pytestmark = [
     pytest.mark.e2e,
     pytest.mark.local,
+    # real generations on a 2-core machine: generous, since a loaded CI box is several times slower
+    pytest.mark.timeout(400),
     pytest.mark.skipif(not local_model_status().available, reason=local_model_status().message),
 ]
 
@@ -42,11 +44,11 @@ async def test_no_configuration_streams_from_the_embedded_model(spawn, home, wor
     updated = eca.of("config/updated")[0]["chat"]
     assert updated["models"] == [MODEL_ID] and updated["selectModel"] == MODEL_ID
 
-    result = await eca.request("chat/prompt", {"message": "write a function that adds two numbers",
+    result = await eca.request("chat/prompt", {"message": "Say hello in one short sentence.",
                                                "behavior": "plan"})
     assert result["model"] == MODEL_ID and result["status"] == "prompting"
     chat_id = result["chatId"]
-    await eca.wait_idle(chat_id, timeout=120)
+    await eca.wait_idle(chat_id, timeout=360)
     got = shape(eca.contents(chat_id))
     progress = [g[3] for g in got if g[1] == "progress"]
     assert any("Loading local model" in p for p in progress)  # the notice while it loads
@@ -80,7 +82,7 @@ async def test_offline_tool_call_goes_through_the_agent_loop(spawn, home, worksp
     chat_id = (await eca.request("chat/prompt", {
         "message": "Use the eca__read_file tool to read the file notes.txt.",
     }))["chatId"]
-    await eca.wait_idle(chat_id, timeout=120)
+    await eca.wait_idle(chat_id, timeout=360)
     runs = [c for r, c in eca.contents(chat_id) if c["type"] == "toolCallRun"]
     texts = [c for r, c in eca.contents(chat_id) if r == "assistant" and c["type"] == "text"]
     assert runs or texts  # it either called a tool (structure validated below) or answered
