@@ -1,0 +1,223 @@
+"""The chat widget: one cell's view of a chat, streaming while the user goes on working.
+
+It is fed the engine's notifications (``handle``) and draws a :class:`~eca_notebook.notebook._transcript.Transcript`:
+the prompt, streaming markdown, reasoning in a collapsed block, tool calls as cards with approval buttons and diffs,
+a progress line, the usage/cost footer, a Stop button and an input box to continue the chat.
+
+Every change only marks the view dirty; a :class:`Coalescer` redraws at most ~20 times a second whatever the token
+rate (each redraw is one comm message per changed widget). Markdown goes into an ``Output`` widget as a
+``text/markdown`` display, so the front-end's own renderer draws it: code highlighting, math and the theme for free.
+
+The view never talks to the engine: clicks go to a controller (the notebook session), so the same widget can sit
+on any client.
+"""
+
+from __future__ import annotations
+
+import html
+from typing import Any, Protocol
+
+from .._transcript import Block, ToolCallState, Transcript
+from ._coalesce import DEFAULT_INTERVAL, Coalescer
+from ._style import style_html
+from ._tool_card import ToolCard
+
+__all__ = ["ChatView", "ViewController"]
+
+MAX_PROMPT_SHOWN = 600
+
+
+class ViewController(Protocol):
+    def approve(self, view: ChatView, call: ToolCallState, save: str | None) -> None: ...
+
+    def reject(self, view: ChatView, call: ToolCallState) -> None: ...
+
+    def stop(self, view: ChatView) -> None: ...
+
+    def send(self, view: ChatView, text: str) -> None: ...
+
+
+class ChatView:
+    """``widget`` is what is displayed; ``transcript`` what it shows. Display it with ``display(view)``."""
+
+    def __init__(self, controller: ViewController | None = None, *, interval: float = DEFAULT_INTERVAL,
+                 output_format: str = "markdown") -> None:
+        import ipywidgets as widgets
+
+        self.controller = controller
+        self.output_format = output_format  # "text": answers shown as plain text, not rendered Markdown
+        self.transcript = Transcript()
+        self.chat_id: str | None = None
+        self.cards: dict[str, ToolCard] = {}
+        self.markdown_updates = 0  # markdown redraws sent (what the coalescing bounds)
+        self._widgets: dict[int, Any] = {}  # id(block) → its widget
+        self._dirty: dict[int, Block] = {}
+        self._chrome_dirty = False
+        self.coalescer = Coalescer(self._flush, interval)
+
+        self.style = widgets.HTML(style_html())
+        self.blocks_box = widgets.VBox()
+        self.progress = widgets.HTML()
+        self.footer = widgets.HTML()
+        self.stop_button = widgets.Button(description="Stop", icon="stop", button_style="warning",
+                                          tooltip="Stop this answer", layout=widgets.Layout(width="auto",
+                                                                                           display="none"))
+        self.stop_button.on_click(lambda _b: self.request_stop())
+        self.input = widgets.Textarea(placeholder="Continue this chat…", rows=1,
+                                      layout=widgets.Layout(width="60%"))
+        self.send_button = widgets.Button(description="Send", icon="paper-plane", layout=widgets.Layout(width="auto"),
+                                          tooltip="Send to the same chat")
+        self.send_button.on_click(lambda _b: self.submit())
+        self.controls = widgets.HBox([self.stop_button, self.input, self.send_button])
+        self.widget = widgets.VBox([self.style, self.blocks_box, self.progress, self.footer, self.controls])
+        self.widget.add_class("eca-chat")
+
+    def _ipython_display_(self) -> None:
+        from IPython.display import display
+
+        display(self.widget)
+
+    # -- feeding -------------------------------------------------------------------------------------------------
+
+    @property
+    def running(self) -> bool:
+        return self.transcript.status == "running"
+
+    @property
+    def text(self) -> str:
+        """The assistant's answer in the latest turn."""
+        return self.transcript.answer()
+
+    def begin_turn(self, chat_id: str, prompt: str) -> None:
+        self.chat_id = chat_id
+        shown = prompt if len(prompt) <= MAX_PROMPT_SHOWN else prompt[:MAX_PROMPT_SHOWN] + " …"
+        self._mark(self.transcript.begin_turn(shown))
+        self.stop_button.layout.display = None
+        self.send_button.disabled = True
+        self._chrome_dirty = True
+        self.coalescer.mark()
+
+    def handle(self, method: str, params: dict[str, Any]) -> None:
+        """One engine notification; those of other chats are ignored."""
+        if self.chat_id is None or params.get("chatId") != self.chat_id:
+            return
+        before = (self.transcript.progress, self.transcript.usage)
+        for block in self.transcript.apply(method, params):
+            self._mark(block)
+        if (self.transcript.progress, self.transcript.usage) != before:
+            self._chrome_dirty = True
+        self.coalescer.mark()
+
+    def queued(self) -> None:
+        """The turn waits for an earlier prompt of the same chat (shown until the engine reports progress)."""
+        self.transcript.progress = "Queued: waiting for the previous prompt of this chat"
+        self._chrome_dirty = True
+        self.coalescer.mark()
+
+    def note(self, text: str, error: bool = False) -> None:
+        self._mark(self.transcript.note(text, error))
+        self.coalescer.mark()
+
+    def finish(self) -> None:
+        """The turn is over: draw the final state now and re-enable the input."""
+        self.transcript.status = "idle"
+        self.transcript.progress = ""
+        self.transcript._close_open_blocks()
+        for block in self.transcript.blocks:
+            if block.kind in ("tool", "reasoning"):
+                self._mark(block)
+        self._chrome_dirty = True
+        self.coalescer.mark()
+        self.coalescer.close()
+        self.stop_button.layout.display = "none"
+        self.send_button.disabled = False
+
+    def _mark(self, block: Block) -> None:
+        self._dirty[id(block)] = block
+
+    # -- user actions --------------------------------------------------------------------------------------------
+
+    def request_stop(self) -> None:
+        if self.controller is not None and self.running:
+            self.controller.stop(self)
+
+    def submit(self, text: str | None = None) -> None:
+        text = (self.input.value if text is None else text).strip()
+        if not text or self.controller is None or self.running:
+            return
+        self.input.value = ""
+        self.controller.send(self, text)
+
+    def _on_decision(self, call: ToolCallState, approved: bool, save: str | None) -> None:
+        if self.controller is None:
+            return
+        if approved:
+            self.controller.approve(self, call, save)
+        else:
+            self.controller.reject(self, call)
+
+    # -- drawing -------------------------------------------------------------------------------------------------
+
+    def _flush(self) -> None:
+        dirty, self._dirty = list(self._dirty.values()), {}
+        new = [b for b in dirty if id(b) not in self._widgets]
+        for block in new:
+            self._widgets[id(block)] = self._create(block)
+        if new:
+            self.blocks_box.children = tuple(self._outer(self._widgets[id(b)]) for b in self.transcript.blocks
+                                             if id(b) in self._widgets)
+        for block in dirty:
+            self._render(block)
+        if self._chrome_dirty:
+            self._chrome_dirty = False
+            t = self.transcript
+            progress = f'<span class="eca-progress">… {html.escape(t.progress)}</span>' if t.progress else ""
+            if self.progress.value != progress:
+                self.progress.value = progress
+            footer = f'<div class="eca-footer">{html.escape(t.usage)}</div>' if t.usage else ""
+            if self.footer.value != footer:
+                self.footer.value = footer
+
+    @staticmethod
+    def _outer(item: Any) -> Any:
+        return item.widget if isinstance(item, ToolCard) else item
+
+    def _create(self, block: Block) -> Any:
+        import ipywidgets as widgets
+
+        if block.kind == "text":
+            return widgets.Output()
+        if block.kind == "reasoning":
+            body = widgets.HTML()
+            accordion = widgets.Accordion(children=[body], titles=("Reasoning…",))
+            accordion.selected_index = None
+            return accordion
+        if block.kind == "tool" and block.tool is not None:
+            card = ToolCard(block.tool, on_decision=self._on_decision)
+            self.cards[block.tool.id] = card
+            return card
+        return widgets.HTML()
+
+    def _render(self, block: Block) -> None:
+        item = self._widgets.get(id(block))
+        if item is None:
+            return
+        if block.kind == "text":
+            data = {"text/plain": block.text}
+            if self.output_format != "text":
+                data["text/markdown"] = block.text
+            bundle = {"output_type": "display_data", "metadata": {}, "data": data}
+            item.outputs = (bundle,)
+            self.markdown_updates += 1
+        elif block.kind == "reasoning":
+            item.children[0].value = f'<pre class="eca-output">{html.escape(block.text)}</pre>'
+            if block.done:
+                seconds = f" ({block.total_time_ms / 1000:.1f} s)" if block.total_time_ms else ""
+                item.set_title(0, f"Reasoning{seconds}")
+        elif block.kind == "tool":
+            item.render()
+        elif block.kind == "user":
+            item.value = f'<div class="eca-user">› {html.escape(block.text)}</div>'
+        else:
+            cls = "eca-note eca-error" if block.error else "eca-note"
+            item.value = f'<div class="{cls}" style="white-space: pre-wrap">{html.escape(block.text)}</div>'

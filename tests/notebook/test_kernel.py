@@ -1,0 +1,210 @@
+"""``%eca`` in a real kernel (jupyter_client ``KernelManager`` + ``BlockingKernelClient``), as a front-end sees it.
+
+``allow_stdin=True`` is what JupyterLab sends (live widget mode); ``allow_stdin=False`` is what nbclient and
+papermill send (headless: the cell waits and keeps a Markdown answer). A button click is the comm message the
+widget front-end sends for it.
+"""
+
+from __future__ import annotations
+
+import json
+import queue
+import sys
+import time
+from typing import Any
+
+import pytest
+
+from eca_notebook.testing.llm_server import Delay, Reply, ScriptedLLMServer, Text, ToolCall, Usage
+
+from .conftest import engine_env
+
+pytestmark = pytest.mark.slow
+
+
+class Kernel:
+    def __init__(self, km: Any, kc: Any) -> None:
+        self.km, self.kc = km, kc
+        self.iopub: list[dict[str, Any]] = []
+
+    def pump(self, timeout: float = 0.05) -> None:
+        while True:
+            try:
+                self.iopub.append(self.kc.get_iopub_msg(timeout=timeout))
+            except queue.Empty:
+                return
+
+    def execute(self, code: str, *, allow_stdin: bool = True, timeout: float = 30) -> dict[str, Any]:
+        """Send an execute_request and return its reply (iopub traffic keeps being collected)."""
+        msg_id = self.kc.execute(code, allow_stdin=allow_stdin)
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            try:
+                reply = self.kc.get_shell_msg(timeout=0.05)
+            except queue.Empty:
+                self.pump(0.01)
+                continue
+            if reply["parent_header"].get("msg_id") == msg_id:
+                self.pump(0.01)
+                reply["msg_id"] = msg_id
+                return reply
+        raise AssertionError(f"no reply to {code!r}")
+
+    def outputs(self, msg_id: str) -> list[dict[str, Any]]:
+        return [m for m in self.iopub if m["parent_header"].get("msg_id") == msg_id
+                and m["msg_type"] in ("stream", "display_data", "execute_result", "error")]
+
+    def comm_states(self) -> dict[str, dict[str, Any]]:
+        """Every widget's latest state, from comm_open and comm_msg updates."""
+        states: dict[str, dict[str, Any]] = {}
+        for m in self.iopub:
+            if m["msg_type"] == "comm_open":
+                states[m["content"]["comm_id"]] = dict(m["content"]["data"].get("state") or {})
+            elif m["msg_type"] == "comm_msg" and m["content"]["data"].get("method") == "update":
+                states.setdefault(m["content"]["comm_id"], {}).update(m["content"]["data"]["state"])
+        return states
+
+    def wait_for(self, predicate, timeout: float = 20) -> Any:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            self.pump(0.05)
+            value = predicate()
+            if value:
+                return value
+        raise AssertionError("condition not reached in time")
+
+    def click(self, comm_id: str) -> None:
+        msg = self.kc.session.msg("comm_msg", {"comm_id": comm_id,
+                                               "data": {"method": "custom", "content": {"event": "click"}}})
+        self.kc.shell_channel.send(msg)
+
+
+@pytest.fixture(scope="module")
+def llm():
+    with ScriptedLLMServer() as server:
+        yield server
+
+
+@pytest.fixture(scope="module")
+def kernel(tmp_path_factory, llm):
+    from jupyter_client import KernelManager
+
+    root = tmp_path_factory.mktemp("kernel")
+    home = root / "home"
+    (home / ".config").mkdir(parents=True)
+    (home / ".cache").mkdir(parents=True)
+    workspace = root / "project"
+    workspace.mkdir()
+    import os
+
+    env = {k: v for k, v in os.environ.items() if not k.endswith(("_API_KEY", "_API_URL")) and k != "ECA_CONFIG"}
+    env.update(engine_env(home, llm))
+    env.pop("ECA_NOTEBOOK_DISPLAY", None)
+    km = KernelManager(kernel_name="python3")
+    km.kernel_cmd = [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"]
+    km.start_kernel(env=env, cwd=str(workspace))
+    kc = km.client()
+    kc.start_channels()
+    kc.wait_for_ready(timeout=60)
+    k = Kernel(km, kc)
+    k.workspace = workspace
+    reply = k.execute("%load_ext eca_notebook")
+    assert reply["content"]["status"] == "ok"
+    try:
+        yield k
+    finally:
+        kc.stop_channels()
+        km.shutdown_kernel(now=True)
+
+
+def markdown_text(state: dict[str, Any]) -> str | None:
+    outputs = state.get("outputs")
+    if outputs:
+        return outputs[0].get("data", {}).get("text/markdown")
+    return None
+
+
+def test_prompt_streams_into_a_widget_while_the_kernel_stays_free(kernel: Kernel, llm: ScriptedLLMServer):
+    llm.clear()
+    llm.enqueue(Reply([Text("Hello "), Delay(1.5), Text("from the kernel"), Usage(3, 4)]))
+    start = len(kernel.iopub)
+    reply = kernel.execute("%eca say hello")
+    assert reply["content"]["status"] == "ok"
+    # the cell is done; the answer is not: an unrelated cell runs right away
+    other = kernel.execute("6 * 7")
+    results = [o for o in kernel.outputs(other["msg_id"]) if o["msg_type"] == "execute_result"]
+    assert results[0]["content"]["data"]["text/plain"] == "42"
+    assert not any(markdown_text(s) == "Hello from the kernel" for s in kernel.comm_states().values())
+    kernel.wait_for(lambda: any(markdown_text(s) == "Hello from the kernel" for s in kernel.comm_states().values()))
+    displayed = [m for m in kernel.iopub[start:] if m["msg_type"] == "display_data"
+                 and m["parent_header"].get("msg_id") == reply["msg_id"]]
+    assert "application/vnd.jupyter.widget-view+json" in displayed[0]["content"]["data"]
+    footer = kernel.wait_for(lambda: [s["value"] for s in kernel.comm_states().values()
+                                      if "7 tokens this session" in str(s.get("value", ""))])
+    assert "eca-footer" in footer[0]
+
+
+def test_approval_click_in_the_kernel(kernel: Kernel, llm: ScriptedLLMServer):
+    llm.clear()
+    kernel.execute("x = 1")
+    llm.enqueue(Reply([ToolCall("k1", "eca__run_python", json.dumps({"code": "x = 2"}))]), Reply.text("set"))
+    start = len(kernel.iopub)
+    kernel.execute("%eca set x to 2")
+
+    def approve_button():
+        for m in kernel.iopub[start:]:
+            if m["msg_type"] == "comm_open" and m["content"]["data"]["state"].get("description") == "Approve":
+                return m["content"]["comm_id"]
+        return None
+
+    def buttons_shown():
+        states = kernel.comm_states()
+        return any("waiting for your approval" in str(s.get("value", "")) for s in states.values())
+
+    button = kernel.wait_for(approve_button)
+    kernel.wait_for(buttons_shown)
+    check = kernel.execute("print(x)")
+    assert [o["content"]["text"] for o in kernel.outputs(check["msg_id"]) if o["msg_type"] == "stream"] == ["1\n"]
+    kernel.click(button)
+    kernel.wait_for(lambda: any(markdown_text(s) == "set" for s in kernel.comm_states().values()))
+    check = kernel.execute("print(x)")
+    assert [o["content"]["text"] for o in kernel.outputs(check["msg_id"]) if o["msg_type"] == "stream"] == ["2\n"]
+
+
+def test_headless_run_waits_and_keeps_markdown(kernel: Kernel, llm: ScriptedLLMServer):
+    llm.clear()
+    llm.enqueue(Reply([Text("Headless "), Delay(0.3), Text("**answer**")]))
+    reply = kernel.execute("%eca -n in a batch run", allow_stdin=False)
+    shown = [o["content"]["data"] for o in kernel.outputs(reply["msg_id"]) if o["msg_type"] == "display_data"]
+    assert shown and shown[-1]["text/markdown"].startswith("Headless **answer**")
+
+
+def test_fix_with_a_real_exception_and_code_into_the_next_cell(kernel: Kernel, llm: ScriptedLLMServer):
+    llm.clear()
+    failing = kernel.execute("values = [1, 2]\nvalues[5]\n", allow_stdin=False)
+    assert failing["content"]["status"] == "error"
+    llm.enqueue(Reply.text("Index 5 is out of range:\n```python\nvalues[-1]\n```"))
+    reply = kernel.execute("%eca -o code fix", allow_stdin=True)
+    body = llm.requests[-1].body["messages"][-1]["content"]
+    assert "IndexError: list index out of range" in body and "values[5]" in body
+    payload = reply["content"]["payload"]
+    assert payload and payload[0]["source"] == "set_next_input" and payload[0]["text"] == "values[-1]"
+
+
+def test_kernel_tools_listed_as_native(kernel: Kernel):
+    reply = kernel.execute("from eca_notebook.notebook import current_session\n"
+                           "print(sorted(t['name'] for t in current_session().client.tools))")
+    text = "".join(o["content"].get("text", "") for o in kernel.outputs(reply["msg_id"]) if o["msg_type"] == "stream")
+    for name in ("list_variables", "inspect_variable", "run_python", "insert_cell", "replace_cell", "read_file"):
+        assert f"'{name}'" in text
+
+
+def test_load_ext_imports_nothing_heavy():
+    """``%load_ext eca_notebook`` is cheap: the engine, httpx, pydantic and ipywidgets wait for the first ``%eca``."""
+    import subprocess
+
+    code = ("import sys\nfrom IPython.core.interactiveshell import InteractiveShell\n"
+            "InteractiveShell.instance().run_line_magic('load_ext', 'eca_notebook')\n"
+            "print(sorted(m for m in ('httpx', 'pydantic', 'ipywidgets', 'eca_notebook.engine') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert out.stdout.strip().splitlines()[-1] == "[]", out.stderr

@@ -1,0 +1,129 @@
+"""The kernel's tools against a real IPython shell: listing and inspecting variables, running code in the user
+namespace with output captured, and cell proposals shown as diffs and applied through ``set_next_input``."""
+
+from __future__ import annotations
+
+import pytest
+
+from eca_notebook.notebook._kernel_tools import (
+    CellWriter,
+    KernelToolsPlugin,
+    approval_config,
+)
+from eca_notebook.tools.base import ToolContext, llm_name, tool_origin, tool_server
+
+CTX = ToolContext(workspace_folders=[])
+
+
+@pytest.fixture
+def ip():
+    from IPython.core.interactiveshell import InteractiveShell
+
+    shell = InteractiveShell.instance()
+    shell.reset(new_session=False)
+    yield shell
+    shell.reset(new_session=False)
+    if hasattr(shell, "rl_next_input"):
+        del shell.rl_next_input
+
+
+def tools_of(ip, executing=False):
+    writer = CellWriter(ip, executing=lambda: executing)
+    return {t.name: t for t in KernelToolsPlugin(ip, writer).tools()}, writer
+
+
+async def call(tool, args):
+    prepared = tool.prepare(args, CTX)
+    if prepared.error:
+        return prepared, None
+    return prepared, await tool.run(prepared, CTX)
+
+
+def test_identity_native_eca_tools():
+    from IPython.core.interactiveshell import InteractiveShell
+
+    tools, _ = tools_of(InteractiveShell.instance())
+    assert sorted(tools) == ["insert_cell", "inspect_variable", "list_variables", "replace_cell", "run_python"]
+    for tool in tools.values():
+        assert tool_server(tool) == "eca" and tool_origin(tool) == "native"
+        assert llm_name(tool) == f"eca__{tool.name}"
+        assert tool.parameters["type"] == "object"
+    assert approval_config() == {"toolCall": {"approval": {"allow": {"eca__list_variables": {},
+                                                                      "eca__inspect_variable": {}}}}}
+
+
+async def test_list_variables_hides_machinery(ip):
+    ip.run_cell("import os\nx = 5\nrows = [1, 2, 3]\n_private = 1\ndef f(a, b=2): return a\n")
+    tools, _ = tools_of(ip)
+    _, result = await call(tools["list_variables"], {})
+    lines = result.output.splitlines()
+    assert "x: int (value=5)" in lines
+    assert "rows: list (len=3 value=[1, 2, 3])" in lines
+    assert any(line.startswith("f: function (signature=(a, b=2))") for line in lines)
+    assert not any(line.split(":")[0] in ("os", "_private", "In", "Out", "get_ipython", "exit") for line in lines)
+    _, filtered = await call(tools["list_variables"], {"filter": "ROW"})
+    assert filtered.output == "rows: list (len=3 value=[1, 2, 3])"
+
+
+async def test_inspect_variable(ip):
+    ip.run_cell("data = {'a': 1}\n")
+    tools, _ = tools_of(ip)
+    _, result = await call(tools["inspect_variable"], {"name": "data"})
+    assert "type: dict" in result.output and "{'a': 1}" in result.output
+    prepared, _ = await call(tools["inspect_variable"], {"name": "nope"})
+    assert "no variable 'nope'" in prepared.error
+    prepared, _ = await call(tools["inspect_variable"], {})
+    assert "missing required argument 'name'" in prepared.error
+
+
+async def test_run_python_uses_the_user_namespace_and_captures_output(ip):
+    ip.run_cell("base = 10\n")
+    tools, _ = tools_of(ip)
+    tool = tools["run_python"]
+    assert tool.default_approval == "ask"
+    prepared, result = await call(tool, {"code": "print('hello')\nfrom IPython.display import display\n"
+                                                 "display('shown')\ntotal = base + 1\ntotal * 2"})
+    assert prepared.summary.startswith("Running Python: print('hello')")
+    assert result.output == "hello\n'shown'\nOut: 22" and not result.error
+    assert ip.user_ns["total"] == 11  # the variable persists for the user
+
+
+async def test_run_python_errors(ip):
+    tools, _ = tools_of(ip)
+    _, result = await call(tools["run_python"], {"code": "x = 1\n1 / 0"})
+    assert result.error and "ZeroDivisionError: division by zero" in result.output
+    assert "<run_python>" in result.output
+    prepared, _ = await call(tools["run_python"], {"code": "def ("})
+    assert "syntax error at line 1" in prepared.error
+    prepared, _ = await call(tools["run_python"], {"code": "  "})
+    assert "must not be empty" in prepared.error
+
+
+async def test_insert_cell_shows_a_diff_and_uses_set_next_input(ip):
+    tools, writer = tools_of(ip, executing=True)
+    prepared, result = await call(tools["insert_cell"], {"source": "import math\nmath.pi\n"})
+    assert prepared.details["type"] == "fileChange" and prepared.details["linesAdded"] == 2
+    assert "+import math" in prepared.details["diff"]
+    assert ip.rl_next_input == "import math\nmath.pi\n"
+    assert "below the current one" in result.output
+    _, result = await call(tools["insert_cell"], {"source": "# Title", "cell_type": "markdown"})
+    assert ip.rl_next_input == "%%markdown\n# Title"
+    assert writer.applied[-1] == ("insert", "%%markdown\n# Title")
+
+
+async def test_insert_cell_when_the_cell_has_finished(ip):
+    tools, _ = tools_of(ip, executing=False)
+    _, result = await call(tools["insert_cell"], {"source": "x = 1"})
+    assert "below the next cell the user runs" in result.output
+
+
+async def test_replace_cell_diff_against_history(ip):
+    ip.run_cell("y = 1 + 1\n", store_history=True)
+    count = ip.execution_count - 1
+    tools, writer = tools_of(ip, executing=False)
+    prepared, result = await call(tools["replace_cell"], {"cell": count, "source": "y = 2\n"})
+    assert "-y = 1 + 1" in prepared.details["diff"] and "+y = 2" in prepared.details["diff"]
+    # not the executing cell: never overwritten in place, inserted as a new cell instead
+    assert writer.applied == [("insert", "y = 2\n")] and "inserted as a new cell" in result.output
+    prepared, _ = await call(tools["replace_cell"], {"cell": 999, "source": "z"})
+    assert "there is no cell In[999]" in prepared.error

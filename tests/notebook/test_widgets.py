@@ -1,0 +1,191 @@
+"""The chat widget, tool cards, diffs and the coalescer — driven by notifications, clicked in-process."""
+
+from __future__ import annotations
+
+import asyncio
+
+
+from eca_notebook.notebook.widgets import ChatView, Coalescer, ToolCard, diff_counts, render_diff_html
+from eca_notebook.notebook.widgets._style import CSS
+
+from .test_transcript import CHAT, DIFF, TURN, content
+
+
+class Controller:
+    def __init__(self):
+        self.calls = []
+
+    def approve(self, view, call, save):
+        self.calls.append(("approve", view.chat_id, call.id, save))
+
+    def reject(self, view, call):
+        self.calls.append(("reject", view.chat_id, call.id))
+
+    def stop(self, view):
+        self.calls.append(("stop", view.chat_id))
+
+    def send(self, view, text):
+        self.calls.append(("send", view.chat_id, text))
+
+
+def feed(view, messages):
+    for method, params in messages:
+        view.handle(method, params)
+
+
+def markdown_of(output_widget) -> str:
+    return output_widget.outputs[0]["data"]["text/markdown"]
+
+
+def test_streamed_turn_state():
+    view = ChatView(Controller())
+    view.begin_turn(CHAT, "hi")
+    feed(view, TURN)
+    view.finish()
+    children = view.blocks_box.children
+    assert len(children) == 5  # prompt, reasoning, text, tool card, text
+    assert "› hi" in children[0].value
+    reasoning = children[1]
+    assert reasoning.selected_index is None  # collapsed
+    assert reasoning.get_title(0) == "Reasoning (1.2 s)" and "let me think" in reasoning.children[0].value
+    assert markdown_of(children[2]) == "I'll edit it." and markdown_of(children[4]) == "Done."
+    card = view.cards["t1"]
+    assert card.widget is children[3]
+    assert "edit_file" in card.header.value and "Editing x.py" in card.header.value and "done" in card.header.value
+    assert "&quot;path&quot;: &quot;x.py&quot;" in card.args_view.value
+    assert card.diff_view.layout.display is None and "eca-diff-add" in card.diff_view.value
+    assert card.output_box.layout.display is None and "Edited x.py" in card.output_html.value
+    assert card.output_box.selected_index is None  # output collapsed
+    assert card.buttons.layout.display == "none"
+    assert "1,234 tokens" in view.footer.value and view.progress.value == ""
+    assert view.stop_button.layout.display == "none" and not view.send_button.disabled
+    assert view.text == "I'll edit it.Done."
+
+
+def test_pending_call_buttons_answer_once():
+    ctl = Controller()
+    view = ChatView(ctl)
+    view.begin_turn(CHAT, "hi")
+    feed(view, TURN[:10])
+    view.coalescer.close()
+    card = view.cards["t1"]
+    assert card.status == "pending" and card.buttons.layout.display is None
+    assert "waiting for your approval" in card.header.value
+    card.approve_session_button.click()
+    card.approve_button.click()  # a second click must not answer again
+    card.reject_button.click()
+    assert ctl.calls == [("approve", CHAT, "t1", "session")]
+    assert card.buttons.layout.display == "none" and card.approve_button.disabled
+
+
+def test_reject_button():
+    ctl = Controller()
+    view = ChatView(ctl)
+    view.begin_turn(CHAT, "hi")
+    feed(view, TURN[:10])
+    view.coalescer.close()
+    view.cards["t1"].reject_button.click()
+    assert ctl.calls == [("reject", CHAT, "t1")]
+    assert view.cards["t1"].status == "rejected"
+
+
+def test_stop_and_send():
+    ctl = Controller()
+    view = ChatView(ctl)
+    view.begin_turn(CHAT, "hi")
+    assert view.stop_button.layout.display is None
+    view.stop_button.click()
+    view.input.value = "and then?"
+    view.send_button.click()  # ignored while running
+    feed(view, TURN)
+    view.finish()
+    view.send_button.click()
+    assert ctl.calls == [("stop", CHAT), ("send", CHAT, "and then?")]
+    assert view.input.value == ""
+
+
+def test_denied_by_config_and_failed_calls():
+    view = ChatView()
+    view.begin_turn(CHAT, "x")
+    base = dict(origin="native", name="shell_command", server="eca", arguments={"command": "rm -rf /"})
+    feed(view, [content("assistant", type="toolCallRun", id="t2", manualApproval=False, **base),
+                content("assistant", type="toolCallRejected", id="t2", reason="user-config", **base),
+                content("assistant", type="toolCallRun", id="t3", manualApproval=False, **base),
+                content("assistant", type="toolCalled", id="t3", error=True, totalTimeMs=5,
+                        outputs=[{"type": "text", "text": "boom"}], **base)])
+    view.finish()
+    assert "denied by configuration" in view.cards["t2"].header.value
+    assert "failed · 5 ms" in view.cards["t3"].header.value
+    assert "eca-error" in view.cards["t3"].output_html.value
+    assert view.cards["t3"].output_box.get_title(0) == "Error output"
+
+
+def test_notifications_of_other_chats_do_not_reach_the_view():
+    view = ChatView()
+    view.begin_turn(CHAT, "x")
+    view.handle("chat/contentReceived", {"chatId": "other", "role": "assistant",
+                                         "content": {"type": "text", "text": "nope"}})
+    view.finish()
+    assert view.text == "" and len(view.blocks_box.children) == 1
+
+
+def test_theme_uses_jupyterlab_variables_only():
+    import re
+
+    colours = re.findall(r"(?:color|background)\s*:\s*([^;]+);", CSS)
+    assert colours
+    for value in colours:
+        assert value.strip().startswith("var(--jp-"), value
+
+
+def test_diff_rendering_escapes_and_counts():
+    details = {"type": "fileChange", "path": "/w/<x>.py", "diff": DIFF + "+<script>\n"}
+    rendered = render_diff_html(details)
+    assert "&lt;script&gt;" in rendered and "<script>" not in rendered
+    assert '<span class="eca-plus">+3</span>' in rendered and "−1" in rendered
+    assert rendered.count("eca-diff-add") == 3 and rendered.count("eca-diff-del") == 1
+    assert diff_counts(DIFF) == (2, 1)
+
+
+def test_coalescer_bounds_flushes_with_a_fake_clock():
+    now = [0.0]
+    flushed = []
+    c = Coalescer(lambda: flushed.append(now[0]), interval=0.05, clock=lambda: now[0])
+    c.mark()  # first mark after a quiet period flushes at once
+    assert flushed == [0.0]
+    for _ in range(100):
+        now[0] += 0.001
+        c.mark()  # no loop running: no timer, only the interval gate
+    assert len(flushed) == 3  # 100 ms of marks: at 0, 50 and 100 ms — never closer than the interval
+    assert all(b - a >= 0.05 - 1e-9 for a, b in zip(flushed, flushed[1:]))
+    now[0] += 0.001
+    c.mark()
+    assert len(flushed) == 3 and c.dirty
+    c.close()
+    assert c.dirty is False and len(flushed) == 4
+
+
+async def test_coalescer_timer_flushes_what_is_pending():
+    flushed = []
+    c = Coalescer(lambda: flushed.append(1), interval=0.02)
+    c.mark()
+    c.mark()
+    c.mark()
+    assert len(flushed) == 1
+    await asyncio.sleep(0.06)
+    assert len(flushed) == 2  # the timer flushed the pending marks, once
+    c.close()
+    assert len(flushed) == 2
+
+
+def test_tool_card_standalone():
+    from eca_notebook.notebook._transcript import ToolCallState
+
+    answers = []
+    state = ToolCallState("t9", "run_python")
+    card = ToolCard(state, on_decision=lambda s, ok, save: answers.append((s.id, ok, save)))
+    assert not card.decide(True)  # not pending yet
+    state.update({"type": "toolCallRun", "arguments": {"code": "1+1"}, "manualApproval": True})
+    card.render()
+    assert card.decide(False)
+    assert answers == [("t9", False, None)] and card.status == "rejected"
