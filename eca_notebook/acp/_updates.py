@@ -44,6 +44,7 @@ _NATIVE_KINDS = {
     "move_file": "move",
     "shell_command": "execute",
     "editor_diagnostics": "read",
+    "update_plan": "think",
 }
 # For tools we do not know (MCP servers, the kernel): the first word group that appears in the name wins.
 _NAME_HINTS = (
@@ -136,7 +137,7 @@ class SessionUpdates:
         if kind == "toolCallRunning":
             return self._progress(content, "in_progress"), None
         if kind == "toolCalled":
-            return self._called(content), None
+            return self._called(content) + self._plan(content), None
         if kind == "toolCallRejected":
             return self._rejected(content), None
         return [], None
@@ -156,6 +157,18 @@ class SessionUpdates:
         return call.acp_id if call is not None else None
 
     # -- pieces --------------------------------------------------------------------------------------------------
+
+    def _plan(self, content: dict[str, Any]) -> list[dict[str, Any]]:
+        """A successful ``update_plan`` call is the agent's plan: send it as ACP's ``plan`` update too."""
+        if content.get("name") != "update_plan" or content.get("server") != "eca" or content.get("error"):
+            return []
+        arguments = content.get("arguments")
+        entries = arguments.get("entries") if isinstance(arguments, dict) else None
+        if not isinstance(entries, list):
+            return []
+        return [{"sessionUpdate": "plan", "entries": [
+            {"content": str(e.get("content", "")), "priority": e.get("priority", "medium"),
+             "status": e.get("status", "pending")} for e in entries if isinstance(e, dict)]}]
 
     def _chunks(self, update: str, text: str) -> list[dict[str, Any]]:
         if not text:

@@ -337,7 +337,7 @@ DEFAULTS: dict[str, Any] = {
         "approval": {
             "byDefault": "ask",
             "allow": {"eca__read_file": {}, "eca__directory_tree": {}, "eca__grep": {},
-                      "eca__editor_diagnostics": {}},
+                      "eca__editor_diagnostics": {}, "eca__update_plan": {}},
             "ask": {},
             "deny": {},
         },

@@ -9,6 +9,7 @@ from __future__ import annotations
 from .base import Approval, Prepared, Tool, ToolContext, ToolResult
 from .editor import EditorDiagnosticsTool
 from .fs import EditFileTool, MoveFileTool, ReadFileTool, WriteFileTool
+from .plan import UpdatePlanTool
 from .search import DirectoryTreeTool, GrepTool
 from .shell import ShellCommandTool
 
@@ -25,6 +26,7 @@ __all__ = [
     "GrepTool",
     "DirectoryTreeTool",
     "ShellCommandTool",
+    "UpdatePlanTool",
     "EditorDiagnosticsTool",
     "native_tools",
     "get_native_tool",
@@ -43,6 +45,7 @@ def native_tools() -> list[Tool]:
         DirectoryTreeTool(),
         ShellCommandTool(),
         EditorDiagnosticsTool(),
+        UpdatePlanTool(),
     ]
 
 

@@ -88,11 +88,28 @@ def _clean(node: Any) -> Any:
     return node
 
 
+def _inline(node: Any, defs: dict[str, Any], seen: tuple[str, ...] = ()) -> Any:
+    """Replace ``{"$ref": "#/$defs/X"}`` by X itself: some providers (and small local models' grammars) do not
+    resolve references. Recursive models are refused — tool arguments have no business being recursive."""
+    if isinstance(node, dict):
+        ref = node.get("$ref")
+        if isinstance(ref, str) and ref.startswith("#/$defs/"):
+            name = ref.split("/")[-1]
+            if name in seen:
+                raise ValueError(f"recursive model {name} in tool arguments")
+            return _inline(defs[name], defs, (*seen, name))
+        return {k: _inline(v, defs, seen) for k, v in node.items()}
+    if isinstance(node, list):
+        return [_inline(v, defs, seen) for v in node]
+    return node
+
+
 def json_schema(model: type[ToolArgs]) -> dict[str, Any]:
-    """A small, provider-friendly JSON Schema: type object, properties, required; no titles, defaults or $defs."""
+    """A small, provider-friendly JSON Schema: type object, properties, required; no titles, defaults or $defs
+    (nested models are inlined)."""
     raw = model.model_json_schema()
-    if "$defs" in raw:  # nested models would need inlining; tool arguments are kept flat on purpose
-        raise ValueError(f"{model.__name__}: nested models are not supported in tool arguments")
+    defs = raw.pop("$defs", {})
+    raw = _inline(raw, defs)
     props = _clean(raw.get("properties", {}))
     schema: dict[str, Any] = {"type": "object", "properties": props, "required": list(raw.get("required", []))}
     return schema

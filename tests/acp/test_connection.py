@@ -155,6 +155,23 @@ async def test_prompt_streams_thoughts_and_text_then_answers_end_turn(spawn_agen
     assert body["model"] == "gpt-4.1"
 
 
+async def test_update_plan_becomes_a_plan_update(spawn_agent, llm, workspace, strict):
+    entries = [{"content": "Read the code", "status": "completed", "priority": "high"},
+               {"content": "Fix the bug", "status": "in_progress"}]
+    llm.enqueue(Reply([ToolCall("p1", "eca__update_plan", json.dumps({"entries": entries}))]), Reply.text("On it."))
+    client = Client()
+    async with spawn_agent(client) as (conn, _):
+        session_id = await start(conn, client, workspace)
+        response = await conn.prompt(session_id=session_id, prompt=[text_block("Fix the bug")])
+    assert response.stop_reason == "end_turn"
+    plans = client.of("plan")
+    assert plans and plans[-1]["entries"] == [
+        {"content": "Read the code", "status": "completed", "priority": "high"},
+        {"content": "Fix the bug", "status": "in_progress", "priority": "medium"},
+    ]
+    assert not client.permissions  # changes nothing: never asks
+
+
 async def test_tool_call_with_permission_granted_shows_diff_and_applies(spawn_agent, llm, workspace, strict):
     target = workspace / "hello.py"
     target.write_text("print('hi')\n")

@@ -10,7 +10,7 @@ from eca_notebook.tools import get_native_tool, native_tools
 from eca_notebook.tools.base import ToolContext
 
 NAMES = ["read_file", "write_file", "edit_file", "move_file", "grep", "directory_tree", "shell_command",
-         "editor_diagnostics"]  # fmt: skip
+         "editor_diagnostics", "update_plan"]  # fmt: skip
 
 
 def test_registry_names_and_flags() -> None:
