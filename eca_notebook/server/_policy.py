@@ -11,13 +11,12 @@ rename), so a crash leaves the old file. A file that is not valid JSON(C) is nev
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 from pathlib import Path
 from typing import Any, Sequence
 
 from ..engine import Engine
 from ..engine.config import load_config, parse_jsonc
+from ..tools._files import atomic_write
 
 __all__ = ["PolicyFileError", "persist_approval", "policy_file"]
 
@@ -86,33 +85,7 @@ def persist_approval(engine: Engine, folders: Sequence[Path], approval: dict[str
 
 
 def _atomic_write_json(path: Path, data: Any) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    try:
-        mode = path.stat().st_mode & 0o777
-    except FileNotFoundError:
-        mode = 0o644
-    fd, tmp = tempfile.mkstemp(prefix=".config.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            json.dump(data, handle, indent=2, ensure_ascii=False)
-            handle.write("\n")
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.chmod(tmp, mode)
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
-    try:
-        dir_fd = os.open(path.parent, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(dir_fd)
-    except OSError:
-        pass
-    finally:
-        os.close(dir_fd)
+    """The policy file, written all-or-nothing (temp file + rename) with its permission bits kept."""
+    atomic_write(path, json.dumps(data, indent=2, ensure_ascii=False) + "\n")
+
+
