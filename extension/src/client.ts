@@ -1,0 +1,424 @@
+/**
+ * The panel's ECA client: the handshake on every (re)connect, the config the server pushes (models, behaviours),
+ * the chat list, and the user's actions (prompt, stop, approve, reject, delete, open, pickers, completions).
+ *
+ * It owns a {@link JsonRpcTransport} and a {@link ChatStore}; the React widgets only read the store and call
+ * methods here. Pure TypeScript (no JupyterLab imports): `test/client.test.ts` drives it against an in-memory
+ * server, and the JupyterLab glue (URL and auth, notifications, editor context) lives in `index.ts`.
+ */
+
+import type {
+  ChatCommand,
+  ChatContext,
+  ChatOpenResult,
+  ChatPromptParams,
+  ChatPromptResult,
+  ClientNotifications,
+  ClientRequests,
+  ConfigUpdatedParams,
+  EditorDiagnostic,
+  ShowMessageParams
+} from './protocol';
+import { ChatStore, ChatView, Role, newChat, resetChat } from './model';
+import {
+  Backoff,
+  Clock,
+  ConnectionState,
+  JsonRpcTransport,
+  RequestOptions,
+  RpcError,
+  SocketFactory
+} from './transport';
+
+export interface ClientConfig {
+  models: string[];
+  behaviors: string[];
+  model?: string;
+  behavior?: string;
+  welcomeMessage?: string;
+}
+
+export interface KeyValueStorage {
+  getItem(key: string): string | null;
+  setItem(key: string, value: string): void;
+}
+
+export interface EcaClientOptions {
+  url: string | (() => string);
+  clientInfo?: { name: string; version?: string };
+  createSocket?: SocketFactory;
+  backoff?: Partial<Backoff>;
+  clock?: Clock;
+  store?: ChatStore;
+  /** Answers `editor/getDiagnostics`; the capability is advertised only when given. */
+  diagnostics?: (uri?: string) => Promise<EditorDiagnostic[]> | EditorDiagnostic[];
+  /** `$/showMessage` and the client's own errors. */
+  onMessage?: (message: ShowMessageParams) => void;
+  /** Remembers the chat shown last, so a page reload shows it again. */
+  storage?: KeyValueStorage | null;
+  newId?: () => string;
+  logger?: Pick<Console, 'debug' | 'warn' | 'error'>;
+}
+
+export const LAST_CHAT_KEY = 'eca-notebook:last-chat';
+
+function randomId(): string {
+  const c: any = (globalThis as any).crypto;
+  if (c && typeof c.randomUUID === 'function') {
+    return c.randomUUID();
+  }
+  return 'chat-' + Date.now().toString(36) + '-' + Math.random().toString(36).slice(2, 10);
+}
+
+export class EcaClient {
+  readonly transport: JsonRpcTransport;
+  readonly store: ChatStore;
+  config: ClientConfig = { models: [], behaviors: [] };
+  /** Start-up work the server reports with `$/progress` ("Loading models"), if any. */
+  serverProgress: string | null = null;
+  /** How many times `initialize` succeeded (reconnects count). */
+  handshakes = 0;
+  private readonly _options: EcaClientOptions;
+  private _restored = false;
+
+  constructor(options: EcaClientOptions) {
+    this._options = options;
+    this.store = options.store ?? new ChatStore();
+    this.transport = new JsonRpcTransport({
+      url: options.url,
+      createSocket: options.createSocket,
+      backoff: options.backoff,
+      clock: options.clock,
+      logger: options.logger,
+      handshake: transport => this._handshake(transport)
+    });
+    this._register();
+    this.transport.onStateChange(state => {
+      this.store.changed();
+      if (state === 'open') {
+        void this._afterConnect();
+      }
+    });
+  }
+
+  get connection(): ConnectionState {
+    return this.transport.state;
+  }
+
+  connect(): void {
+    this.transport.connect();
+  }
+
+  dispose(): void {
+    this.transport.dispose();
+  }
+
+  /** A request typed by the generated method table (protocol.ts). */
+  call<M extends keyof ClientRequests>(
+    method: M,
+    params: ClientRequests[M]['params'],
+    options?: RequestOptions
+  ): Promise<ClientRequests[M]['result']> {
+    return this.transport.request(method, params, options);
+  }
+
+  /** A notification typed by the generated method table (protocol.ts). */
+  notify<M extends keyof ClientNotifications>(method: M, params: ClientNotifications[M]): Promise<void> {
+    return this.transport.notify(method, params);
+  }
+
+  // -- connection ----------------------------------------------------------------------------------------------
+
+  private async _handshake(transport: JsonRpcTransport): Promise<void> {
+    const info = this._options.clientInfo ?? { name: 'eca-notebook-jupyterlab', version: '0.1.0' };
+    const result: any = await transport.requestNow(
+      'initialize',
+      {
+        processId: null,
+        clientInfo: info,
+        capabilities: {
+          codeAssistant: { chat: true, editor: { diagnostics: Boolean(this._options.diagnostics) } }
+        },
+        // The server extension fills in its own workspace (the Jupyter root) when this is empty.
+        workspaceFolders: []
+      },
+      { timeoutMs: 15000 }
+    );
+    // The early revision answers models/behaviours in the result; the newer one sends config/updated next.
+    if (result && Array.isArray(result.models)) {
+      this._applyConfig({
+        chat: {
+          models: result.models,
+          behaviors: result.chatBehaviors,
+          selectModel: result.chatDefaultModel,
+          selectBehavior: result.chatDefaultBehavior,
+          welcomeMessage: result.chatWelcomeMessage
+        }
+      });
+    }
+    transport.notifyNow('initialized', {});
+    this.handshakes += 1;
+  }
+
+  private async _afterConnect(): Promise<void> {
+    // Whatever streamed while we were away is gone: every chat must be replayed before it is shown again.
+    this.store.invalidate();
+    try {
+      await this.refreshChats();
+      const current = this.store.current;
+      if (!this._restored) {
+        this._restored = true;
+        const last = this._options.storage?.getItem(LAST_CHAT_KEY);
+        if (last && this.store.chats.get(last)?.known) {
+          await this.selectChat(last);
+          return;
+        }
+        if (!current) {
+          this.newChat();
+        }
+        return;
+      }
+      if (current && current.known) {
+        await this.openChat(current.id);
+      }
+    } catch (error) {
+      this._options.logger?.warn('eca: could not restore chats after connecting', error);
+    }
+  }
+
+  private _register(): void {
+    const t = this.transport;
+    t.onNotification('config/updated', (params: ConfigUpdatedParams) => this._applyConfig(params));
+    t.onNotification('chat/contentReceived', (params: any) => {
+      if (params && typeof params.chatId === 'string' && params.content) {
+        this.store.applyContent(params.chatId, params.role as Role, params.content);
+      }
+    });
+    t.onNotification('chat/opened', (params: any) => {
+      if (!params?.chatId) {
+        return;
+      }
+      const chat = this.store.ensure(params.chatId);
+      chat.known = true;
+      if (params.title) {
+        chat.title = params.title;
+      }
+      if (!chat.createdAt) {
+        chat.createdAt = Date.now();
+        chat.updatedAt = chat.updatedAt ?? chat.createdAt;
+      }
+      chat.version += 1;
+      this.store.changed();
+    });
+    t.onNotification('chat/deleted', (params: any) => {
+      if (params?.chatId) {
+        const wasCurrent = this.store.currentId === params.chatId;
+        this.store.remove(params.chatId);
+        if (wasCurrent) {
+          this.newChat();
+        }
+      }
+    });
+    t.onNotification('chat/cleared', (params: any) => {
+      const chat = params?.chatId ? this.store.chats.get(params.chatId) : undefined;
+      if (chat && params.messages) {
+        resetChat(chat);
+        this.store.changed();
+      }
+    });
+    t.onNotification('chat/statusChanged', (params: any) => {
+      if (params?.chatId && params.status) {
+        this.store.setStatus(params.chatId, params.status);
+      }
+    });
+    t.onNotification('$/showMessage', (params: ShowMessageParams) => this._options.onMessage?.(params));
+    t.onNotification('$/progress', (params: any) => {
+      this.serverProgress = params?.type === 'start' ? String(params.title ?? '') : null;
+      this.store.changed();
+    });
+    t.onRequest('editor/getDiagnostics', async (params: any) => {
+      const provider = this._options.diagnostics;
+      const diagnostics = provider ? await provider(params?.uri ?? undefined) : [];
+      return { diagnostics };
+    });
+  }
+
+  private _applyConfig(params: ConfigUpdatedParams | null | undefined): void {
+    const chat = params?.chat;
+    if (!chat) {
+      return;
+    }
+    const config = { ...this.config };
+    if (chat.models) {
+      config.models = chat.models;
+    }
+    if (chat.behaviors) {
+      config.behaviors = chat.behaviors;
+    }
+    if (chat.selectModel) {
+      config.model = chat.selectModel;
+    } else if (config.model && chat.models && !chat.models.includes(config.model)) {
+      config.model = chat.models[0];
+    }
+    if (chat.selectBehavior) {
+      config.behavior = chat.selectBehavior;
+    }
+    if (chat.welcomeMessage !== undefined) {
+      config.welcomeMessage = chat.welcomeMessage;
+    }
+    this.config = config;
+    this.store.changed();
+  }
+
+  // -- chats ---------------------------------------------------------------------------------------------------
+
+  /** Start a fresh chat (the server learns of it with the first prompt, under this client-generated id). */
+  newChat(): ChatView {
+    const current = this.store.current;
+    if (current && !current.known && current.items.length === 0) {
+      return current; // already on an empty new chat
+    }
+    const id = (this._options.newId ?? randomId)();
+    const chat = newChat(id, { loaded: true, known: false, createdAt: Date.now() });
+    this.store.chats.set(id, chat);
+    this.store.setCurrent(id);
+    return chat;
+  }
+
+  async refreshChats(): Promise<void> {
+    const result = await this.call('chat/list', { sortBy: 'updatedAt' });
+    this.store.mergeSummaries(Array.isArray(result?.chats) ? result.chats : []);
+  }
+
+  /** Show a chat; one whose items are incomplete is replayed from the server first. */
+  async selectChat(id: string): Promise<void> {
+    this.store.setCurrent(id);
+    const chat = this.store.chats.get(id);
+    if (chat?.known) {
+      this._options.storage?.setItem(LAST_CHAT_KEY, id);
+    }
+    if (chat && chat.known && !chat.loaded) {
+      await this.openChat(id);
+    }
+  }
+
+  /** `chat/open`: the server replays the chat as notifications, which rebuild it from scratch here. */
+  async openChat(id: string): Promise<ChatOpenResult | null> {
+    const chat = this.store.ensure(id);
+    resetChat(chat);
+    chat.loaded = true;
+    this.store.changed();
+    const result: ChatOpenResult | null = await this.call('chat/open', { chatId: id });
+    if (result && result.found === false) {
+      chat.known = false;
+      chat.loaded = true;
+    } else if (result?.title) {
+      chat.title = result.title;
+    }
+    this.store.changed();
+    return result ?? null;
+  }
+
+  async deleteChat(id: string): Promise<void> {
+    const chat = this.store.chats.get(id);
+    if (chat?.known) {
+      await this.call('chat/delete', { chatId: id });
+    }
+    const wasCurrent = this.store.currentId === id;
+    this.store.remove(id);
+    if (wasCurrent) {
+      this.newChat();
+    }
+  }
+
+  // -- prompting -----------------------------------------------------------------------------------------------
+
+  async prompt(message: string, contexts: ChatContext[] = []): Promise<ChatPromptResult> {
+    const chat = this.store.current ?? this.newChat();
+    chat.known = true;
+    chat.loaded = true;
+    chat.updatedAt = Date.now();
+    this._options.storage?.setItem(LAST_CHAT_KEY, chat.id);
+    const params: ChatPromptParams = { chatId: chat.id, message, contexts };
+    if (this.config.model) {
+      params.model = this.config.model;
+    }
+    if (this.config.behavior) {
+      params.behavior = this.config.behavior;
+    }
+    const result: ChatPromptResult = await this.call('chat/prompt', params);
+    if (result?.model) {
+      chat.model = result.model;
+    }
+    return result;
+  }
+
+  async stop(chatId?: string): Promise<void> {
+    const id = chatId ?? this.store.currentId;
+    if (id) {
+      const chat = this.store.chats.get(id);
+      if (chat && chat.status === 'running') {
+        chat.status = 'stopping';
+        chat.version += 1;
+        this.store.changed();
+      }
+      await this.notify('chat/promptStop', { chatId: id });
+    }
+  }
+
+  async approve(chatId: string, toolCallId: string, save?: 'session'): Promise<void> {
+    this._answered(chatId, toolCallId);
+    await this.notify('chat/toolCallApprove', save ? { chatId, toolCallId, save } : { chatId, toolCallId });
+  }
+
+  async reject(chatId: string, toolCallId: string): Promise<void> {
+    this._answered(chatId, toolCallId);
+    await this.notify('chat/toolCallReject', { chatId, toolCallId });
+  }
+
+  /** Hide the buttons at once; the server's toolCallRunning / toolCallRejected follows. */
+  private _answered(chatId: string, toolCallId: string): void {
+    const item = this.store.chats.get(chatId)?._tools.get(toolCallId);
+    if (item && item.state === 'waiting') {
+      item.state = 'approved';
+      item.version += 1;
+      this.store.changed();
+    }
+  }
+
+  // -- pickers and completion ----------------------------------------------------------------------------------
+
+  async selectModel(model: string): Promise<void> {
+    this.config = { ...this.config, model };
+    this.store.changed();
+    const chatId = this.store.current?.known ? this.store.current.id : undefined;
+    await this.notify('chat/selectedModelChanged', chatId ? { model, chatId } : { model });
+  }
+
+  async selectBehavior(behavior: string): Promise<void> {
+    this.config = { ...this.config, behavior };
+    this.store.changed();
+    const chatId = this.store.current?.known ? this.store.current.id : undefined;
+    await this.notify('chat/selectedBehaviorChanged', chatId ? { behavior, chatId } : { behavior });
+  }
+
+  async queryContext(query: string, contexts: ChatContext[] = []): Promise<ChatContext[]> {
+    const chatId = this.store.current?.known ? this.store.current.id : undefined;
+    const result = await this.call(
+      'chat/queryContext',
+      chatId ? { query, contexts, chatId } : { query, contexts },
+      { timeoutMs: 10000 }
+    );
+    return Array.isArray(result?.contexts) ? result.contexts : [];
+  }
+
+  async queryCommands(query: string): Promise<ChatCommand[]> {
+    const chatId = this.store.current?.known ? this.store.current.id : undefined;
+    const result = await this.call('chat/queryCommands', chatId ? { query, chatId } : { query }, {
+      timeoutMs: 10000
+    });
+    return Array.isArray(result?.commands) ? result.commands : [];
+  }
+}
+
+export { RpcError };

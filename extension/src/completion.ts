@@ -1,0 +1,105 @@
+/**
+ * The composer's pure helpers: which completion the caret is in (`/command` at the start, `@context` anywhere),
+ * labels for contexts, and turning attachments into the `chat/prompt` message and contexts.
+ * No JupyterLab imports (unit-tested under node in `test/completion.test.ts`).
+ */
+
+import type { ChatContext } from './protocol';
+
+export interface Trigger {
+  kind: 'command' | 'context';
+  /** What the user typed after `/` or `@`. */
+  query: string;
+  /** Offset of the `/` or `@`. */
+  start: number;
+  /** Offset just past the query (the caret). */
+  end: number;
+}
+
+/** The completion the caret is in, if any: `/name` only as the first word, `@query` after a space or at the start. */
+export function findTrigger(text: string, caret: number): Trigger | null {
+  const before = text.slice(0, caret);
+  const command = /^\/([^\s]*)$/.exec(before);
+  if (command) {
+    return { kind: 'command', query: command[1], start: 0, end: caret };
+  }
+  const context = /(^|\s)@([^\s@]*)$/.exec(before);
+  if (context) {
+    return { kind: 'context', query: context[2], start: caret - context[2].length - 1, end: caret };
+  }
+  return null;
+}
+
+/** Replace the trigger's text (`/que` or `@que`) with `replacement`; returns the new text and caret. */
+export function replaceTrigger(text: string, trigger: Trigger, replacement: string): { text: string; caret: number } {
+  let rest = text.slice(trigger.end);
+  if (replacement === '' && trigger.start > 0 && text[trigger.start - 1] === ' ' && rest.startsWith(' ')) {
+    rest = rest.slice(1); // removing "@foo" from "a @foo b" leaves "a b"
+  }
+  return { text: text.slice(0, trigger.start) + replacement + rest, caret: trigger.start + replacement.length };
+}
+
+function basename(path: string): string {
+  const trimmed = path.replace(/[\\/]+$/, '');
+  const index = Math.max(trimmed.lastIndexOf('/'), trimmed.lastIndexOf('\\'));
+  return index >= 0 ? trimmed.slice(index + 1) : trimmed;
+}
+
+/** Which icon a context shows (the widgets map it to a JupyterLab icon). */
+export type IconKind = 'file' | 'directory' | 'web' | 'repoMap' | 'cursor' | 'mcpResource' | 'cell' | 'command' | 'other';
+
+/** A short label for a context chip or completion item, plus a longer detail. */
+export function contextLabel(context: ChatContext): { label: string; detail: string; icon: IconKind } {
+  switch (context.type) {
+    case 'file': {
+      const range = context.linesRange ? `:${context.linesRange.start}-${context.linesRange.end}` : '';
+      return { label: basename(context.path) + range, detail: context.path, icon: 'file' };
+    }
+    case 'directory':
+      return { label: basename(context.path) + '/', detail: context.path, icon: 'directory' };
+    case 'web':
+      return { label: context.url, detail: context.url, icon: 'web' };
+    case 'repoMap':
+      return { label: 'repoMap', detail: 'Workspace structure', icon: 'repoMap' };
+    case 'cursor': {
+      const s = context.position.start;
+      const e = context.position.end;
+      const where = s.line === e.line && s.character === e.character ? `${s.line}` : `${s.line}-${e.line}`;
+      return { label: `${basename(context.path)}:${where}`, detail: context.path, icon: 'cursor' };
+    }
+    case 'mcpResource':
+      return { label: context.name || context.uri, detail: `${context.server}: ${context.uri}`, icon: 'mcpResource' };
+    default:
+      return { label: String((context as any).type), detail: '', icon: 'other' };
+  }
+}
+
+/** Same context (ignoring label-only differences), for de-duplicating attachments. */
+export function sameContext(a: ChatContext, b: ChatContext): boolean {
+  return JSON.stringify(a) === JSON.stringify(b);
+}
+
+/** A notebook cell attached with `@`: sent inline in the message (the protocol has no cell context type). */
+export interface CellAttachment {
+  path: string;
+  /** 0-based index in the notebook. */
+  index: number;
+  cellType: string;
+  language: string;
+  source: string;
+}
+
+export function cellLabel(cell: CellAttachment): string {
+  return `${basename(cell.path)} · cell ${cell.index + 1}`;
+}
+
+/** The prompt text: the user's message, then each attached cell as a fenced block naming its notebook. */
+export function composeMessage(text: string, cells: CellAttachment[]): string {
+  let message = text.trim();
+  for (const cell of cells) {
+    const fence = cell.source.includes('```') ? '~~~~' : '```';
+    const lang = cell.cellType === 'markdown' ? 'markdown' : cell.language;
+    message += `\n\nCell ${cell.index + 1} (${cell.cellType}) of ${cell.path}:\n${fence}${lang}\n${cell.source}\n${fence}`;
+  }
+  return message;
+}

@@ -1,0 +1,146 @@
+/**
+ * The side panel: a Lumino widget hosting the React chat app. It reads everything from the client's store
+ * (one subscription, notified at most once per frame) and calls the client for every action.
+ */
+
+import * as React from 'react';
+import { ReactWidget } from '@jupyterlab/apputils';
+import type { IRenderMimeRegistry } from '@jupyterlab/rendermime';
+
+import type { EcaClient } from '../client';
+import type { EditorContextSource } from '../editorContext';
+import { noEditorContext } from '../editorContext';
+import { renderStats } from '../stats';
+import { ChatList } from './ChatList';
+import { Composer } from './Composer';
+import { MessageList } from './MessageList';
+import { Pickers, Usage } from './Pickers';
+
+export interface ChatAppProps {
+  client: EcaClient;
+  rendermime: IRenderMimeRegistry | null;
+  editors: EditorContextSource;
+  onError: (error: unknown) => void;
+}
+
+const CONNECTION_LABEL: Record<string, string> = {
+  idle: 'Not connected',
+  connecting: 'Connecting…',
+  handshaking: 'Connecting…',
+  reconnecting: 'Connection lost: reconnecting…',
+  disposed: 'Disconnected'
+};
+
+export function ChatApp(props: ChatAppProps): JSX.Element {
+  const { client } = props;
+  const store = client.store;
+  React.useSyncExternalStore(
+    React.useCallback(listener => store.subscribe(listener), [store]),
+    () => store.version
+  );
+  renderStats.panel += 1;
+  const [listOpen, setListOpen] = React.useState(false);
+
+  const chat = store.current;
+  const connection = client.connection;
+  const connected = connection === 'open';
+  const running = Boolean(chat && chat.status !== 'idle');
+
+  const guard = React.useCallback(
+    (action: Promise<unknown>) => {
+      action.catch(props.onError);
+    },
+    [props.onError]
+  );
+  const onApprove = React.useCallback(
+    (id: string, save?: 'session') => chat && guard(client.approve(chat.id, id, save)),
+    [client, chat, guard]
+  );
+  const onReject = React.useCallback(
+    (id: string) => chat && guard(client.reject(chat.id, id)),
+    [client, chat, guard]
+  );
+
+  return (
+    <div className="eca-ChatApp" data-connection={connection}>
+      <ChatList
+        chats={store.list()}
+        current={chat}
+        open={listOpen}
+        onToggle={() => setListOpen(open => !open)}
+        onSelect={id => {
+          setListOpen(false);
+          guard(client.selectChat(id));
+        }}
+        onNew={() => {
+          setListOpen(false);
+          client.newChat();
+        }}
+        onDelete={id => guard(client.deleteChat(id))}
+      />
+      {!connected && (
+        <div className="eca-Banner" role="status">
+          <span>{CONNECTION_LABEL[connection] ?? connection}</span>
+          {connection === 'reconnecting' && (
+            <button className="jp-mod-styled" onClick={() => client.transport.reconnectNow()}>
+              Retry now
+            </button>
+          )}
+        </div>
+      )}
+      {connected && client.serverProgress && (
+        <div className="eca-Banner eca-mod-info" role="status">
+          {client.serverProgress}…
+        </div>
+      )}
+      {chat ? (
+        <MessageList
+          chat={chat}
+          version={chat.version}
+          rendermime={props.rendermime}
+          welcome={client.config.welcomeMessage}
+          onApprove={onApprove}
+          onReject={onReject}
+        />
+      ) : (
+        <div className="eca-MessageList" />
+      )}
+      <Composer
+        client={client}
+        editors={props.editors}
+        running={running}
+        connected={connected}
+        onStop={() => guard(client.stop())}
+        onError={props.onError}
+        toolbar={
+          <>
+            <Pickers
+              config={client.config}
+              onModel={model => guard(client.selectModel(model))}
+              onBehavior={behavior => guard(client.selectBehavior(behavior))}
+            />
+            <Usage usage={chat?.usage} />
+          </>
+        }
+      />
+    </div>
+  );
+}
+
+export class ChatPanel extends ReactWidget {
+  constructor(private readonly _props: Partial<ChatAppProps> & { client: EcaClient }) {
+    super();
+    this.addClass('eca-ChatPanel');
+  }
+
+  protected render(): JSX.Element {
+    return (
+      <ChatApp
+        client={this._props.client}
+        rendermime={this._props.rendermime ?? null}
+        editors={this._props.editors ?? noEditorContext}
+        onError={this._props.onError ?? (error => console.error('eca:', error))}
+      />
+    );
+  }
+}

@@ -1,0 +1,326 @@
+/**
+ * The prompt box: Enter sends (Shift+Enter for a new line), `/` completes commands (`chat/queryCommands`), `@`
+ * completes contexts (`chat/queryContext`: files, directories, plus the open notebooks' cells), attached contexts
+ * show as removable chips, and the active notebook/editor rides along as a toggleable chip.
+ */
+
+import * as React from 'react';
+
+import type { EcaClient } from '../client';
+import {
+  CellAttachment,
+  IconKind,
+  Trigger,
+  cellLabel,
+  composeMessage,
+  contextLabel,
+  findTrigger,
+  replaceTrigger,
+  sameContext
+} from '../completion';
+import type { ActiveContext, EditorContextSource } from '../editorContext';
+import type { ChatContext } from '../protocol';
+import { KindIcon } from './icons';
+
+type Attachment = { kind: 'context'; context: ChatContext } | { kind: 'cell'; cell: CellAttachment };
+
+interface Suggestion {
+  key: string;
+  icon: IconKind;
+  label: string;
+  detail: string;
+  apply: () => void;
+}
+
+export interface ComposerProps {
+  client: EcaClient;
+  editors: EditorContextSource;
+  running: boolean;
+  connected: boolean;
+  onStop: () => void;
+  onError: (error: unknown) => void;
+  /** Pickers and usage, shown left of the Send / Stop button. */
+  toolbar?: React.ReactNode;
+}
+
+const QUERY_DELAY_MS = 60;
+
+export function Composer(props: ComposerProps): JSX.Element {
+  const { client, editors } = props;
+  const [text, setText] = React.useState('');
+  const [attachments, setAttachments] = React.useState<Attachment[]>([]);
+  const [auto, setAuto] = React.useState(true);
+  const [active, setActive] = React.useState<ActiveContext | null>(() => editors.active());
+  const [trigger, setTrigger] = React.useState<Trigger | null>(null);
+  const [suggestions, setSuggestions] = React.useState<Suggestion[]>([]);
+  const [selected, setSelected] = React.useState(0);
+  const input = React.useRef<HTMLTextAreaElement>(null);
+  const sequence = React.useRef(0);
+
+  React.useEffect(() => editors.subscribe(() => setActive(editors.active())), [editors]);
+
+  const contexts = React.useMemo(
+    () => attachments.flatMap(a => (a.kind === 'context' ? [a.context] : [])),
+    [attachments]
+  );
+
+  const close = React.useCallback(() => {
+    sequence.current += 1;
+    setTrigger(null);
+    setSuggestions([]);
+  }, []);
+
+  const updateTrigger = React.useCallback(
+    (value: string, caret: number) => {
+      const found = findTrigger(value, caret);
+      if (!found) {
+        if (trigger) {
+          close();
+        }
+        return;
+      }
+      setTrigger(found);
+      const seq = ++sequence.current;
+      setTimeout(async () => {
+        if (seq !== sequence.current) {
+          return;
+        }
+        try {
+          const items = await suggest(found, value);
+          if (seq === sequence.current) {
+            setSuggestions(items);
+            setSelected(0);
+          }
+        } catch (error) {
+          console.warn('eca: completion failed', error);
+          if (seq === sequence.current) {
+            setSuggestions([]);
+          }
+        }
+      }, QUERY_DELAY_MS);
+    },
+    // eslint-disable-next-line react-hooks/exhaustive-deps
+    [trigger, contexts, attachments]
+  );
+
+  const applyText = (value: string, caret: number) => {
+    setText(value);
+    requestAnimationFrame(() => {
+      const el = input.current;
+      if (el) {
+        el.focus();
+        el.setSelectionRange(caret, caret);
+      }
+    });
+  };
+
+  const suggest = async (found: Trigger, value: string): Promise<Suggestion[]> => {
+    if (found.kind === 'command') {
+      const commands = await client.queryCommands(found.query);
+      return commands.map(command => ({
+        key: 'cmd:' + command.name,
+        icon: 'command',
+        label: '/' + command.name,
+        detail: command.description,
+        apply: () => {
+          const next = replaceTrigger(value, found, `/${command.name} `);
+          applyText(next.text, next.caret);
+          close();
+        }
+      }));
+    }
+    const fromServer = await client.queryContext(found.query, contexts);
+    const items: Suggestion[] = fromServer.map((context, index) => {
+      const label = contextLabel(context);
+      return {
+        key: `ctx:${index}:${label.detail}`,
+        icon: label.icon,
+        label: label.label,
+        detail: label.detail,
+        apply: () => {
+          setAttachments(list =>
+            list.some(a => a.kind === 'context' && sameContext(a.context, context))
+              ? list
+              : [...list, { kind: 'context', context }]
+          );
+          const next = replaceTrigger(value, found, '');
+          applyText(next.text, next.caret);
+          close();
+        }
+      };
+    });
+    for (const cell of editors.cells(found.query, 8)) {
+      items.push({
+        key: `cell:${cell.path}:${cell.index}`,
+        icon: 'cell',
+        label: cellLabel(cell),
+        detail: cell.source.split('\n')[0].slice(0, 80),
+        apply: () => {
+          setAttachments(list =>
+            list.some(a => a.kind === 'cell' && a.cell.path === cell.path && a.cell.index === cell.index)
+              ? list
+              : [...list, { kind: 'cell', cell }]
+          );
+          const next = replaceTrigger(value, found, '');
+          applyText(next.text, next.caret);
+          close();
+        }
+      });
+    }
+    return items.slice(0, 50);
+  };
+
+  const send = async () => {
+    const message = text.trim();
+    if (!message || props.running || !props.connected) {
+      return;
+    }
+    const cells = attachments.flatMap(a => (a.kind === 'cell' ? [a.cell] : []));
+    const all = [...contexts];
+    const current = editors.active() ?? active; // fresh: the cursor may have moved since the chip was drawn
+    if (auto && current && !all.some(c => sameContext(c, current.context))) {
+      all.push(current.context);
+    }
+    setText('');
+    setAttachments([]);
+    close();
+    try {
+      await client.prompt(composeMessage(message, cells), all);
+    } catch (error) {
+      props.onError(error);
+    }
+  };
+
+  const onKeyDown = (event: React.KeyboardEvent<HTMLTextAreaElement>) => {
+    if (trigger && suggestions.length > 0) {
+      if (event.key === 'ArrowDown') {
+        event.preventDefault();
+        setSelected(i => (i + 1) % suggestions.length);
+        return;
+      }
+      if (event.key === 'ArrowUp') {
+        event.preventDefault();
+        setSelected(i => (i - 1 + suggestions.length) % suggestions.length);
+        return;
+      }
+      if (event.key === 'Enter' || event.key === 'Tab') {
+        event.preventDefault();
+        suggestions[Math.min(selected, suggestions.length - 1)].apply();
+        return;
+      }
+    }
+    if (event.key === 'Escape' && trigger) {
+      event.preventDefault();
+      close();
+      return;
+    }
+    if (event.key === 'Enter' && !event.shiftKey && !event.nativeEvent.isComposing) {
+      event.preventDefault();
+      void send();
+    }
+  };
+
+  return (
+    <div className="eca-Composer">
+      {trigger && suggestions.length > 0 && (
+        <ul className="eca-Completions" role="listbox">
+          {suggestions.map((s, index) => (
+            <li
+              key={s.key}
+              role="option"
+              aria-selected={index === selected}
+              className={index === selected ? 'eca-Completion eca-mod-selected' : 'eca-Completion'}
+              onMouseDown={event => {
+                event.preventDefault();
+                s.apply();
+              }}
+              onMouseEnter={() => setSelected(index)}
+            >
+              <KindIcon kind={s.icon} />
+              <span className="eca-Completion-label">{s.label}</span>
+              <span className="eca-Completion-detail">{s.detail}</span>
+            </li>
+          ))}
+        </ul>
+      )}
+      <div className="eca-Chips">
+        {active && (
+          <button
+            className={auto ? 'eca-Chip eca-mod-auto eca-mod-on' : 'eca-Chip eca-mod-auto'}
+            title={auto ? 'Sent with the prompt: click to leave it out' : 'Left out: click to send it with the prompt'}
+            onClick={() => setAuto(on => !on)}
+          >
+            {auto ? '◉ ' : '○ '}
+            {active.label}
+          </button>
+        )}
+        {attachments.map((a, index) => {
+          const label =
+            a.kind === 'cell'
+              ? { label: cellLabel(a.cell), icon: 'cell' as IconKind, detail: a.cell.path }
+              : contextLabel(a.context);
+          return (
+            <span className="eca-Chip" key={index} title={label.detail}>
+              <KindIcon kind={label.icon} />
+              {label.label}
+              <button
+                className="eca-Chip-remove"
+                aria-label={`Remove ${label.label}`}
+                onClick={() => setAttachments(list => list.filter((_, i) => i !== index))}
+              >
+                ×
+              </button>
+            </span>
+          );
+        })}
+      </div>
+      <textarea
+        ref={input}
+        className="eca-Composer-input jp-mod-styled"
+        placeholder={props.connected ? 'Ask ECA… (@ to add context, / for commands)' : 'Connecting to the ECA server…'}
+        rows={3}
+        value={text}
+        onChange={event => {
+          setText(event.target.value);
+          updateTrigger(event.target.value, event.target.selectionStart ?? event.target.value.length);
+        }}
+        onKeyDown={onKeyDown}
+        onBlur={() =>
+          setTimeout(() => {
+            // Close only if the focus really left (a blur-and-back must not cancel the running query).
+            if (document.activeElement !== input.current) {
+              close();
+            }
+          }, 150)
+        }
+        onFocus={event => {
+          // Focus can be taken away while typing (a notebook grabbing it when its kernel starts): complete again.
+          const el = event.currentTarget;
+          if (findTrigger(el.value, el.selectionStart ?? el.value.length)) {
+            updateTrigger(el.value, el.selectionStart ?? el.value.length);
+          }
+        }}
+      />
+      <div className="eca-Composer-toolbar">
+        {props.toolbar}
+        <span className="eca-Composer-spacer" />
+        {props.running ? (
+          <button className="jp-mod-styled jp-mod-warn eca-stop" onClick={props.onStop} title="Stop the running prompt">
+            Stop
+          </button>
+        ) : (
+          <button
+            className="jp-mod-styled jp-mod-accept eca-send"
+            disabled={!props.connected || !text.trim()}
+            onClick={() => void send()}
+            title="Send (Enter)"
+          >
+            Send
+          </button>
+        )}
+      </div>
+    </div>
+  );
+}
+
+export { Composer as default };

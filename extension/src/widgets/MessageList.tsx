@@ -1,0 +1,153 @@
+/**
+ * The messages of one chat. Each item is memoized on its `version`, so while a reply streams only the growing
+ * message re-renders; the list itself re-renders once per flushed frame (see `ChatStore`). The view sticks to the
+ * bottom while the user is there and stays put when they scrolled up to read.
+ */
+
+import * as React from 'react';
+import type { IRenderMimeRegistry } from '@jupyterlab/rendermime';
+
+import type { ChatView, Item } from '../model';
+import { renderStats } from '../stats';
+import { Markdown } from './Markdown';
+import { ToolCard } from './ToolCard';
+
+interface ItemProps {
+  item: Item;
+  version: number;
+  streaming: boolean;
+  rendermime: IRenderMimeRegistry | null;
+  onApprove: (id: string, save?: 'session') => void;
+  onReject: (id: string) => void;
+}
+
+function ItemViewImpl(props: ItemProps): JSX.Element {
+  renderStats.items += 1;
+  const { item } = props;
+  switch (item.kind) {
+    case 'user':
+      return (
+        <div className="eca-Message eca-mod-user">
+          <div className="eca-Message-body eca-Message-plain">{item.text}</div>
+        </div>
+      );
+    case 'system':
+      return (
+        <div className="eca-Message eca-mod-system">
+          <div className="eca-Message-body eca-Message-plain">{item.text}</div>
+        </div>
+      );
+    case 'assistant':
+      return (
+        <div className="eca-Message eca-mod-assistant">
+          <Markdown text={item.text} streaming={props.streaming} rendermime={props.rendermime} />
+        </div>
+      );
+    case 'reasoning':
+      return (
+        <details className="eca-Reasoning" data-done={item.done}>
+          <summary>
+            {item.done
+              ? `Thought for ${((item.totalTimeMs ?? 0) / 1000).toFixed(1)} s`
+              : 'Thinking…'}
+          </summary>
+          <div className="eca-Reasoning-text">{item.text}</div>
+        </details>
+      );
+    case 'tool':
+      return (
+        <ToolCard item={item} version={props.version} onApprove={props.onApprove} onReject={props.onReject} />
+      );
+    case 'url':
+      return (
+        <div className="eca-Message eca-mod-url">
+          <a href={item.url} target="_blank" rel="noopener noreferrer">
+            {item.title || item.url}
+          </a>
+        </div>
+      );
+  }
+}
+
+const ItemView = React.memo(
+  ItemViewImpl,
+  (a, b) =>
+    a.item === b.item &&
+    a.version === b.version &&
+    a.streaming === b.streaming &&
+    a.rendermime === b.rendermime &&
+    a.onApprove === b.onApprove &&
+    a.onReject === b.onReject
+);
+
+export interface MessageListProps {
+  chat: ChatView;
+  version: number;
+  rendermime: IRenderMimeRegistry | null;
+  welcome?: string;
+  onApprove: (id: string, save?: 'session') => void;
+  onReject: (id: string) => void;
+}
+
+function MessageListImpl(props: MessageListProps): JSX.Element {
+  renderStats.list += 1;
+  const { chat } = props;
+  const scroller = React.useRef<HTMLDivElement>(null);
+  const stick = React.useRef(true);
+
+  const onScroll = React.useCallback(() => {
+    const el = scroller.current;
+    if (el) {
+      stick.current = el.scrollHeight - el.scrollTop - el.clientHeight < 48;
+    }
+  }, []);
+
+  React.useLayoutEffect(() => {
+    const el = scroller.current;
+    if (el && stick.current) {
+      el.scrollTop = el.scrollHeight;
+    }
+  });
+
+  React.useEffect(() => {
+    stick.current = true; // switching chats starts at the bottom
+  }, [chat.id]);
+
+  const running = chat.status !== 'idle';
+  const last = chat.items[chat.items.length - 1];
+  return (
+    <div className="eca-MessageList" ref={scroller} onScroll={onScroll} data-chat-id={chat.id}>
+      {chat.items.length === 0 && (
+        <div className="eca-Welcome">{props.welcome || 'Ask anything about your workspace.'}</div>
+      )}
+      {chat.items.map(item => (
+        <ItemView
+          key={item.key}
+          item={item}
+          version={item.version}
+          streaming={running && item === last}
+          rendermime={props.rendermime}
+          onApprove={props.onApprove}
+          onReject={props.onReject}
+        />
+      ))}
+      {chat.progress && (
+        <div className="eca-Progress">
+          <span className="eca-Spinner" aria-hidden="true" />
+          {chat.progress}
+        </div>
+      )}
+    </div>
+  );
+}
+
+export const MessageList = React.memo(
+  MessageListImpl,
+  (a, b) =>
+    a.chat === b.chat &&
+    a.version === b.version &&
+    a.rendermime === b.rendermime &&
+    a.welcome === b.welcome &&
+    a.onApprove === b.onApprove &&
+    a.onReject === b.onReject
+);

@@ -1,0 +1,94 @@
+/**
+ * Model and behaviour pickers, fed by `config/updated` (the server may force a selection), and the chat's usage.
+ */
+
+import * as React from 'react';
+
+import type { ClientConfig } from '../client';
+import type { UsageContent } from '../protocol';
+
+export interface PickersProps {
+  config: ClientConfig;
+  onModel: (model: string) => void;
+  onBehavior: (behavior: string) => void;
+}
+
+export function Pickers(props: PickersProps): JSX.Element {
+  const { config } = props;
+  const models = config.model && !config.models.includes(config.model) ? [config.model, ...config.models] : config.models;
+  return (
+    <span className="eca-Pickers">
+      <select
+        className="eca-ModelPicker jp-mod-styled"
+        title="Model"
+        aria-label="Model"
+        value={config.model ?? ''}
+        onChange={event => props.onModel(event.target.value)}
+        disabled={models.length === 0}
+      >
+        {models.length === 0 && <option value="">no model</option>}
+        {models.map(model => (
+          <option key={model} value={model}>
+            {model}
+          </option>
+        ))}
+      </select>
+      <select
+        className="eca-BehaviorPicker jp-mod-styled"
+        title="Behavior"
+        aria-label="Behavior"
+        value={config.behavior ?? ''}
+        onChange={event => props.onBehavior(event.target.value)}
+        disabled={config.behaviors.length === 0}
+      >
+        {config.behaviors.map(behavior => (
+          <option key={behavior} value={behavior}>
+            {behavior}
+          </option>
+        ))}
+      </select>
+    </span>
+  );
+}
+
+function compact(n: number): string {
+  if (n >= 1_000_000) {
+    return (n / 1_000_000).toFixed(1) + 'M';
+  }
+  if (n >= 10_000) {
+    return Math.round(n / 1000) + 'k';
+  }
+  if (n >= 1000) {
+    return (n / 1000).toFixed(1) + 'k';
+  }
+  return String(n);
+}
+
+/** "1.2k tokens · $0.0031" (+ share of the context window when the model's limit is known). */
+export function usageText(usage: UsageContent | undefined): string {
+  if (!usage) {
+    return '';
+  }
+  const parts = [`${compact(usage.sessionTokens)} tokens`];
+  if (usage.limit && usage.limit.context > 0) {
+    const share = (100 * usage.sessionTokens) / usage.limit.context;
+    parts[0] += ` (${share > 0 && share < 1 ? '<1' : Math.min(100, Math.round(share))}% of context)`;
+  }
+  if (usage.sessionCost !== undefined && usage.sessionCost !== null && usage.sessionCost !== '') {
+    parts.push(`$${usage.sessionCost}`);
+  }
+  return parts.join(' · ');
+}
+
+export function Usage(props: { usage: UsageContent | undefined }): JSX.Element | null {
+  const text = usageText(props.usage);
+  if (!text) {
+    return null;
+  }
+  const last = props.usage?.lastMessageCost;
+  return (
+    <span className="eca-Usage" title={last ? `Last message: $${last}` : undefined}>
+      {text}
+    </span>
+  );
+}

@@ -1,0 +1,216 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+
+import { EcaClient, LAST_CHAT_KEY } from '../src/client';
+import { ChatStore } from '../src/model';
+import { FakeSocket, ManualClock, tick } from './fakes';
+
+/** A scripted ECA server on the other end of the fake socket: answers requests from a table of handlers. */
+class FakeServer {
+  sockets: FakeSocket[] = [];
+  handlers: Record<string, (params: any, socket: FakeSocket) => unknown> = {
+    initialize: () => ({}),
+    'chat/list': () => ({ chats: [] }),
+    'chat/open': () => ({ found: true }),
+    'chat/prompt': (params: any) => ({ chatId: params.chatId, model: params.model, status: 'prompting' }),
+    'chat/delete': () => ({}),
+    'chat/queryContext': () => ({ contexts: [{ type: 'file', path: 'hello.py' }] }),
+    'chat/queryCommands': () => ({ commands: [{ name: 'doctor', description: 'd', type: 'native', arguments: [] }] })
+  };
+
+  factory = (url: string) => {
+    const socket = new FakeSocket(url);
+    const send = socket.send.bind(socket);
+    socket.send = (data: string) => {
+      send(data);
+      const message = JSON.parse(data);
+      const handler = message.method && message.id !== undefined ? this.handlers[message.method] : undefined;
+      if (handler) {
+        const result = handler(message.params, socket);
+        queueMicrotask(() => socket.receive({ jsonrpc: '2.0', id: message.id, result }));
+      }
+    };
+    this.sockets.push(socket);
+    return socket;
+  };
+
+  get socket(): FakeSocket {
+    return this.sockets[this.sockets.length - 1];
+  }
+
+  notify(method: string, params: unknown): void {
+    this.socket.receive({ jsonrpc: '2.0', method, params });
+  }
+}
+
+function memoryStorage(): Storage {
+  const data = new Map<string, string>();
+  return {
+    getItem: (key: string) => data.get(key) ?? null,
+    setItem: (key: string, value: string) => void data.set(key, value)
+  } as any;
+}
+
+function setup(options: { storage?: Storage; diagnostics?: boolean } = {}) {
+  const server = new FakeServer();
+  const clock = new ManualClock();
+  const store = new ChatStore(() => undefined);
+  let n = 0;
+  const client = new EcaClient({
+    url: 'ws://lab/api/eca/v1/ws',
+    createSocket: server.factory,
+    clock,
+    store,
+    storage: options.storage ?? memoryStorage(),
+    newId: () => `new-${++n}`,
+    diagnostics: options.diagnostics ? () => [] : undefined
+  });
+  return { server, clock, client, store };
+}
+
+async function connect(server: FakeServer, client: EcaClient): Promise<void> {
+  client.connect();
+  server.socket.open();
+  await tick(10);
+}
+
+test('the handshake sends no workspace folders and advertises diagnostics only when answered', async () => {
+  for (const diagnostics of [false, true]) {
+    const { server, client } = setup({ diagnostics });
+    await connect(server, client);
+    const init = server.socket.sent[0];
+    assert.equal(init.method, 'initialize');
+    assert.deepEqual(init.params.workspaceFolders, []);
+    assert.equal(init.params.capabilities.codeAssistant.editor.diagnostics, diagnostics);
+    assert.equal(server.socket.sent[1].method, 'initialized');
+    assert.equal(client.connection, 'open');
+  }
+});
+
+test('config/updated feeds the pickers; prompts carry the selected model and behavior', async () => {
+  const { server, client, store } = setup();
+  await connect(server, client);
+  server.notify('config/updated', {
+    chat: { models: ['openai/gpt-4.1', 'ollama/llama3'], behaviors: ['agent', 'plan'], selectModel: 'openai/gpt-4.1',
+            selectBehavior: 'agent', welcomeMessage: 'Hi!' }
+  });
+  assert.deepEqual(client.config, {
+    models: ['openai/gpt-4.1', 'ollama/llama3'],
+    behaviors: ['agent', 'plan'],
+    model: 'openai/gpt-4.1',
+    behavior: 'agent',
+    welcomeMessage: 'Hi!'
+  });
+  await client.selectBehavior('plan');
+  const chat = store.current!;
+  assert.equal(chat.id, 'new-1', 'a fresh chat is ready after connecting');
+  await client.prompt('hello', [{ type: 'file', path: 'a.py' }]);
+  const prompt = server.socket.last('chat/prompt');
+  assert.deepEqual(prompt.params, {
+    chatId: 'new-1',
+    message: 'hello',
+    contexts: [{ type: 'file', path: 'a.py' }],
+    model: 'openai/gpt-4.1',
+    behavior: 'plan'
+  });
+  // A forced selection from the server wins over the user's choice.
+  server.notify('config/updated', { chat: { selectBehavior: 'agent' } });
+  assert.equal(client.config.behavior, 'agent');
+});
+
+test('switching to a chat that was not loaded replays it with chat/open', async () => {
+  const { server, client, store } = setup();
+  server.handlers['chat/list'] = () => ({
+    chats: [{ id: 'saved', title: 'Saved chat', status: 'idle', messageCount: 2, updatedAt: 5 }]
+  });
+  server.handlers['chat/open'] = (params: any, socket: FakeSocket) => {
+    // The server replays before answering.
+    socket.receive({ jsonrpc: '2.0', method: 'chat/opened', params: { chatId: params.chatId, title: 'Saved chat' } });
+    socket.receive({
+      jsonrpc: '2.0',
+      method: 'chat/contentReceived',
+      params: { chatId: params.chatId, role: 'user', content: { type: 'text', text: 'old question\n' } }
+    });
+    return { found: true, title: 'Saved chat' };
+  };
+  await connect(server, client);
+  // Some live content streamed by before the user looked at the chat: it must not be duplicated by the replay.
+  server.notify('chat/contentReceived', { chatId: 'saved', role: 'assistant', content: { type: 'text', text: 'x' } });
+  await client.selectChat('saved');
+  const chat = store.chats.get('saved')!;
+  assert.deepEqual(
+    chat.items.map(i => [i.kind, (i as any).text]),
+    [['user', 'old question']]
+  );
+  assert.ok(chat.loaded);
+  await client.selectChat('saved');
+  assert.equal(server.socket.sent.filter(m => m.method === 'chat/open').length, 1, 'a loaded chat is not replayed');
+});
+
+test('after a reload the last chat is shown again', async () => {
+  const storage = memoryStorage();
+  storage.setItem(LAST_CHAT_KEY, 'saved');
+  const { server, client, store } = setup({ storage });
+  server.handlers['chat/list'] = () => ({ chats: [{ id: 'saved', title: 'T', status: 'idle', messageCount: 1 }] });
+  await connect(server, client);
+  await tick(10);
+  assert.equal(store.currentId, 'saved');
+  assert.ok(server.socket.last('chat/open'), 'the chat was replayed');
+});
+
+test('after a server restart the client handshakes again, refreshes the list and replays the current chat', async () => {
+  const { server, client, store, clock } = setup();
+  await connect(server, client);
+  await client.prompt('first');
+  server.notify('chat/contentReceived', { chatId: 'new-1', role: 'user', content: { type: 'text', text: 'first\n' } });
+  server.socket.drop();
+  assert.equal(client.connection, 'reconnecting');
+  clock.advance(10000);
+  server.socket.open();
+  await tick(10);
+  assert.equal(client.connection, 'open');
+  assert.equal(client.handshakes, 2);
+  assert.deepEqual(server.socket.methods().slice(0, 4), ['initialize', 'initialized', 'chat/list', 'chat/open']);
+  assert.equal(server.socket.last('chat/open').params.chatId, 'new-1');
+  assert.equal(store.currentId, 'new-1');
+});
+
+test('approve and reject hide the buttons at once and tell the server', async () => {
+  const { server, client, store } = setup();
+  await connect(server, client);
+  const call = { origin: 'native', id: 'call_1', name: 'edit_file', server: 'eca', arguments: {}, manualApproval: true };
+  server.notify('chat/contentReceived', { chatId: 'new-1', role: 'assistant', content: { type: 'toolCallRun', ...call } });
+  const card: any = store.chats.get('new-1')!.items[0];
+  assert.equal(card.state, 'waiting');
+  await client.approve('new-1', 'call_1', 'session');
+  assert.equal(card.state, 'approved');
+  assert.deepEqual(server.socket.last('chat/toolCallApprove').params, {
+    chatId: 'new-1',
+    toolCallId: 'call_1',
+    save: 'session'
+  });
+  await client.reject('new-1', 'call_2');
+  assert.deepEqual(server.socket.last('chat/toolCallReject').params, { chatId: 'new-1', toolCallId: 'call_2' });
+});
+
+test('deleting the current chat tells the server and starts a new one; chat/deleted from another tab too', async () => {
+  const { server, client, store } = setup();
+  await connect(server, client);
+  await client.prompt('hello');
+  await client.deleteChat('new-1');
+  assert.deepEqual(server.socket.last('chat/delete').params, { chatId: 'new-1' });
+  assert.equal(store.currentId, 'new-2');
+  server.notify('chat/opened', { chatId: 'other', title: 'Other tab' });
+  assert.equal(store.chats.get('other')!.title, 'Other tab');
+  server.notify('chat/deleted', { chatId: 'other' });
+  assert.ok(!store.chats.has('other'));
+});
+
+test('completions come from chat/queryContext and chat/queryCommands', async () => {
+  const { server, client } = setup();
+  await connect(server, client);
+  assert.deepEqual(await client.queryContext('hel'), [{ type: 'file', path: 'hello.py' }]);
+  assert.deepEqual(server.socket.last('chat/queryContext').params, { query: 'hel', contexts: [] });
+  const commands = await client.queryCommands('doc');
+  assert.equal(commands[0].name, 'doctor');
+});

@@ -1,0 +1,50 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+
+import { composeMessage, contextLabel, findTrigger, replaceTrigger } from '../src/completion';
+
+test('"/" completes only as the first word; "@" anywhere after a space', () => {
+  assert.deepEqual(findTrigger('/doc', 4), { kind: 'command', query: 'doc', start: 0, end: 4 });
+  assert.equal(findTrigger('/doctor now', 11), null);
+  assert.equal(findTrigger('see /doc', 8), null);
+  assert.deepEqual(findTrigger('look at @src/ma', 15), { kind: 'context', query: 'src/ma', start: 8, end: 15 });
+  assert.deepEqual(findTrigger('@', 1), { kind: 'context', query: '', start: 0, end: 1 });
+  assert.equal(findTrigger('mail me@example.com', 19), null, 'an @ inside a word is not a trigger');
+  assert.equal(findTrigger('look at @src done', 17), null, 'the caret left the token');
+});
+
+test('replacing a trigger keeps the rest of the text', () => {
+  const text = 'fix @hel please';
+  const trigger = findTrigger(text, 8)!;
+  assert.deepEqual(replaceTrigger(text, trigger, ''), { text: 'fix please', caret: 4 });
+  const command = findTrigger('/do', 3)!;
+  assert.deepEqual(replaceTrigger('/do', command, '/doctor '), { text: '/doctor ', caret: 8 });
+});
+
+test('attached cells are appended to the message as fenced blocks naming their notebook', () => {
+  const message = composeMessage('  why does this fail?  ', [
+    { path: 'work/a.ipynb', index: 2, cellType: 'code', language: 'python', source: 'x = 1/0' }
+  ]);
+  assert.equal(message, 'why does this fail?\n\nCell 3 (code) of work/a.ipynb:\n```python\nx = 1/0\n```');
+  const fenced = composeMessage('q', [
+    { path: 'b.ipynb', index: 0, cellType: 'markdown', language: 'python', source: '```\ncode\n```' }
+  ]);
+  assert.ok(fenced.includes('~~~~markdown\n```\ncode\n```\n~~~~'), 'a cell holding ``` gets another fence');
+});
+
+test('context labels are short; details keep the full path', () => {
+  assert.deepEqual(contextLabel({ type: 'file', path: 'src/app/main.py', linesRange: { start: 3, end: 9 } }), {
+    label: 'main.py:3-9',
+    detail: 'src/app/main.py',
+    icon: 'file'
+  });
+  assert.equal(contextLabel({ type: 'directory', path: 'src/app/' }).label, 'app/');
+  assert.equal(
+    contextLabel({
+      type: 'cursor',
+      path: 'a.py',
+      position: { start: { line: 4, character: 0 }, end: { line: 4, character: 0 } }
+    }).label,
+    'a.py:4'
+  );
+});

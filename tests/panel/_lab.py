@@ -1,0 +1,233 @@
+"""A real ``jupyter lab`` for the panel's browser tests and benchmark, fully isolated from the user's machine.
+
+Every Jupyter and XDG directory points into a temporary home, the lab extension is the repository's build
+(``eca_notebook/server/labextension``, linked into the isolated data dir), the server extension is enabled by an
+isolated config file, and every provider points at a :class:`ScriptedLLMServer`. Nothing reads or writes the real
+``~/.config``, ``~/.cache`` or ``~/.jupyter``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from dataclasses import dataclass, field
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+LABEXTENSION = ROOT / "eca_notebook" / "server" / "labextension"
+ARTIFACTS = ROOT / "test-artifacts" / "panel"
+CHROMIUM = Path("/usr/bin/chromium")
+#: The flags every browser run uses (no network besides 127.0.0.1, no background services, no GPU).
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+DEFAULT_MODEL = "openai/gpt-4.1"
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def lab_env(home: Path, llm_url: str, **extra: str) -> dict[str, str]:
+    """The environment of the lab process: isolated dirs, providers aimed at the scripted LLM server."""
+    env = {k: v for k, v in os.environ.items()
+           if not k.endswith("_API_KEY") and not k.endswith("_API_URL") and not k.startswith("JUPYTER")}
+    env.pop("ECA_CONFIG", None)
+    dirs = {
+        "HOME": home,
+        "XDG_CONFIG_HOME": home / ".config",
+        "XDG_CACHE_HOME": home / ".cache",
+        "XDG_DATA_HOME": home / ".local" / "share",
+        "XDG_RUNTIME_DIR": home / "runtime",
+        "JUPYTER_CONFIG_DIR": home / ".jupyter",
+        "JUPYTER_DATA_DIR": home / ".local" / "share" / "jupyter",
+        "JUPYTER_RUNTIME_DIR": home / "runtime" / "jupyter",
+        "JUPYTERLAB_SETTINGS_DIR": home / ".jupyter" / "lab" / "user-settings",
+        "JUPYTERLAB_WORKSPACES_DIR": home / ".jupyter" / "lab" / "workspaces",
+        "IPYTHONDIR": home / ".ipython",
+    }
+    for path in dirs.values():
+        path.mkdir(parents=True, exist_ok=True)
+    os.chmod(dirs["XDG_RUNTIME_DIR"], 0o700)
+    env.update({k: str(v) for k, v in dirs.items()})
+    env.update(
+        PYTHONUNBUFFERED="1",
+        JUPYTER_PLATFORM_DIRS="0",
+        # In a virtualenv jupyter_core searches the env's share/jupyter *before* the user dirs; an editable install
+        # may have copied an older build there. The isolated user data dir (the repo's build) must win.
+        JUPYTER_PREFER_ENV_PATH="0",
+        OPENAI_API_URL=llm_url,
+        OPENAI_API_KEY="sk-test-openai-SECRET-1234",
+        ANTHROPIC_API_URL=llm_url,
+        ANTHROPIC_API_KEY="sk-ant-test-SECRET-5678",
+        OLLAMA_API_URL=llm_url,
+        ECA_CONFIG=json.dumps({"defaultModel": DEFAULT_MODEL, "localModel": False}),
+    )
+    env.update(extra)
+    return env
+
+
+def install_isolated(env: dict[str, str]) -> None:
+    """Enable the server extension and link the built lab extension, inside the isolated Jupyter dirs only."""
+    config_dir = Path(env["JUPYTER_CONFIG_DIR"])
+    (config_dir / "jupyter_server_config.json").write_text(
+        json.dumps({"ServerApp": {"jpserver_extensions": {"eca_notebook": True}}})
+    )
+    # No "get notified about Jupyter news?" toast over the panel.
+    settings = Path(env["JUPYTERLAB_SETTINGS_DIR"]) / "@jupyterlab" / "apputils-extension"
+    settings.mkdir(parents=True, exist_ok=True)
+    (settings / "notification.jupyterlab-settings").write_text(json.dumps({"fetchNews": "false"}))
+    target = Path(env["JUPYTER_DATA_DIR"]) / "labextensions" / "eca-notebook"
+    target.parent.mkdir(parents=True, exist_ok=True)
+    if not target.exists():
+        target.symlink_to(LABEXTENSION, target_is_directory=True)
+
+
+@dataclass
+class Lab:
+    root: Path
+    env: dict[str, str]
+    port: int = field(default_factory=free_port)
+    token: str = field(default_factory=lambda: secrets.token_hex(16))
+    proc: subprocess.Popen | None = None
+    log_path: Path | None = None
+    starts: int = 0
+
+    @property
+    def base(self) -> str:
+        return f"http://127.0.0.1:{self.port}/"
+
+    def url(self, path: str = "lab") -> str:
+        return f"{self.base}{path}?token={self.token}"
+
+    def start(self, timeout: float = 90) -> Lab:
+        install_isolated(self.env)
+        self.starts += 1
+        # Kept with the screenshots (git-ignored), so a failed run can be read after pytest's tmp dirs rotate.
+        ARTIFACTS.mkdir(parents=True, exist_ok=True)
+        self.log_path = ARTIFACTS / f"jupyter-lab-{self.port}-{self.starts}.log"
+        log = open(self.log_path, "wb")
+        self.proc = subprocess.Popen(
+            [
+                sys.executable, "-m", "jupyterlab",
+                "--no-browser",
+                "--ServerApp.ip=127.0.0.1",
+                f"--ServerApp.port={self.port}",
+                "--ServerApp.port_retries=0",
+                f"--IdentityProvider.token={self.token}",
+                f"--ServerApp.root_dir={self.root}",
+                "--ServerApp.allow_root=True",
+                "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
+                "--LabApp.news_url=",
+                "--LabApp.extension_manager=readonly",
+            ],
+            env=self.env,
+            cwd=str(self.root),
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+        log.close()
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"jupyter lab exited with {self.proc.returncode}:\n{self.log_tail()}")
+            try:
+                with urllib.request.urlopen(self.url("api/status"), timeout=2) as response:
+                    if response.status == 200:
+                        return self
+            except OSError:
+                pass
+            time.sleep(0.2)
+        self.stop()
+        raise RuntimeError(f"jupyter lab did not start within {timeout} s:\n{self.log_tail()}")
+
+    def stop(self, timeout: float = 15) -> None:
+        proc, self.proc = self.proc, None
+        if proc is None or proc.poll() is not None:
+            return
+        proc.send_signal(signal.SIGINT)  # jupyter asks for confirmation on the first SIGINT in a terminal only
+        try:
+            proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            proc.terminate()
+            try:
+                proc.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+
+    def log_tail(self, chars: int = 4000) -> str:
+        if self.log_path is None or not self.log_path.exists():
+            return ""
+        return self.log_path.read_text(errors="replace")[-chars:]
+
+
+def built_remote_entry() -> str:
+    """The file name of the built extension's entry chunk (changes with every build's content)."""
+    build = json.loads((LABEXTENSION / "package.json").read_text())["jupyterlab"]["_build"]
+    return Path(build["load"]).name
+
+
+def loaded_remote_entries(page) -> list[str]:
+    return page.evaluate(
+        "() => performance.getEntriesByType('resource').map(e => e.name)"
+        ".filter(n => n.includes('/lab/extensions/eca-notebook/static/remoteEntry.'))"
+    )
+
+
+def chromium_available() -> bool:
+    return CHROMIUM.exists() and os.access(CHROMIUM, os.X_OK)
+
+
+def launch_browser(playwright):
+    return playwright.chromium.launch(executable_path=str(CHROMIUM), headless=True, args=CHROMIUM_ARGS)
+
+
+def open_panel(page, lab: Lab, workspace: str | None = None, timeout: float = 60_000) -> None:
+    """Load JupyterLab (in a fresh JupyterLab workspace layout when `workspace` is given) and reveal the ECA panel;
+    waits until its socket has finished the ECA handshake.
+
+    JupyterLab restores the sidebar state of the previous page asynchronously, so a click may race with that
+    restoration: click the tab until the panel stays visible."""
+    if workspace is not None:
+        page.goto(lab.url(f"lab/workspaces/{workspace}") + "&reset", wait_until="domcontentloaded")
+    elif not page.url.startswith(lab.base + "lab"):
+        page.goto(lab.url("lab"), wait_until="domcontentloaded")
+    tab = page.locator('.lm-TabBar-tab[data-id="eca-chat-panel"]')
+    tab.wait_for(state="visible", timeout=timeout)
+    page.locator(".jp-LabShell").wait_for(timeout=timeout)
+    deadline = time.monotonic() + timeout / 1000
+    while not page.locator("#eca-chat-panel").is_visible():
+        if time.monotonic() > deadline:
+            raise AssertionError("the ECA panel did not open")
+        if "lm-mod-current" not in (tab.get_attribute("class") or ""):
+            tab.click()
+        page.wait_for_timeout(300)
+    page.locator('.eca-ChatApp[data-connection="open"]').wait_for(state="visible", timeout=timeout)
+    # JupyterLab focuses the main area once its layout is restored; typing before that loses keystrokes.
+    page.wait_for_function("() => window.__ecaPanel && window.__ecaPanel.restored", timeout=timeout)
+    page.evaluate("() => window.__ecaPanel.restored.then(() => new Promise(r => setTimeout(r, 500)))")
+
+
+def screenshot(page, name: str) -> Path:
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    path = ARTIFACTS / f"{name}.png"
+    page.screenshot(path=str(path))
+    return path

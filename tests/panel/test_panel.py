@@ -1,0 +1,304 @@
+"""The JupyterLab side panel in a real browser (Debian's Chromium through Playwright) against a real ``jupyter lab``
+running the real server extension and the repository's built lab extension, with the scripted LLM server as the
+model. Screenshots of the main states go to ``test-artifacts/panel/``.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+import pytest
+
+from eca_notebook.testing.llm_server import Delay, Reasoning, Reply, Stall, Text, ToolCall, Usage
+
+from ._lab import DEFAULT_MODEL, built_remote_entry, loaded_remote_entries, open_panel, screenshot
+
+pytestmark = [pytest.mark.e2e, pytest.mark.slow]
+
+COMPOSER = ".eca-Composer-input"
+
+
+FOCUSED = "() => document.activeElement && document.activeElement.classList.contains('eca-Composer-input')"
+
+
+def send(page, text: str) -> None:
+    """Type a prompt and press Enter. JupyterLab may move the focus to the main area at its own pace (after a
+    layout restore or a reconnection): an Enter that provably went elsewhere is retried; one that reached the
+    composer and did not send fails the test."""
+    box = page.locator(COMPOSER)
+    for _attempt in range(3):
+        box.fill(text)
+        box.press("Enter")
+        try:
+            wait_until(lambda: box.input_value() == "", timeout=3, message=f"the prompt {text!r} to be sent")
+            return
+        except AssertionError:
+            if page.evaluate(FOCUSED):
+                raise
+    raise AssertionError(f"the composer kept losing the focus while sending {text!r}")
+
+
+def wait_until(predicate, timeout: float = 15.0, interval: float = 0.05, message: str = "condition"):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(interval)
+    raise AssertionError(f"timed out waiting for {message}")
+
+
+def open_file(page, name: str) -> None:
+    """Open a file from the file browser (double click), as a user would."""
+    page.locator(".jp-DirListing-item", has_text=name).first.dblclick()
+    page.locator(".lm-DockPanel-tabBar .lm-TabBar-tab", has_text=name).wait_for()
+
+
+def completion_bodies(llm) -> list[str]:
+    return [json.dumps(r.body) for r in llm.requests if r.method == "POST"]
+
+
+def test_prompt_streams_tool_call_is_approved_and_chat_survives_reload(page, lab, llm, workspace: Path):
+    target = workspace / "hello.py"
+    target.write_text("print('hi')\n")
+    edit = {"path": "hello.py", "original_content": "print('hi')", "new_content": "print('hello')"}
+    llm.enqueue(
+        Reply([Reasoning("Looking at hello.py first."), Text("I'll "), Delay(0.5), Text("fix "), Delay(0.5), Text("`hello.py`."), Delay(0.3),
+               ToolCall("call_1", "eca__edit_file", json.dumps(edit), chunks=2), Usage(1200, 34)]),
+        Reply([Text("Done: it now prints "), Delay(0.2), Text("**hello**.")]),
+    )
+    open_panel(page, lab, workspace="chat")
+    loaded = loaded_remote_entries(page)
+    assert len(loaded) == 1 and loaded[0].split("/")[-1].startswith(built_remote_entry()), (
+        f"the page runs another build of the panel than the repository's: {loaded}")
+    assert page.locator(".eca-ModelPicker").input_value() == DEFAULT_MODEL, "model picker fed by config/updated"
+    assert "agent" in page.locator(".eca-BehaviorPicker").inner_text()
+    screenshot(page, "01-panel-open")
+
+    send(page, "Please fix hello.py")
+    assistant = page.locator(".eca-Message.eca-mod-assistant").first
+    assistant.wait_for()
+    seen: list[str] = []
+
+    def streamed_fully() -> bool:
+        text = assistant.inner_text().strip()
+        if text and (not seen or seen[-1] != text):
+            seen.append(text)
+            if len(seen) == 2:
+                screenshot(page, "02-streaming")
+        return text.endswith("hello.py.")
+
+    wait_until(streamed_fully, message="the streamed text")
+    assert len(seen) >= 2, f"the reply arrived in one piece, not streamed: {seen}"
+    assert all(seen[-1].startswith(partial.rstrip()) for partial in seen), seen
+    assert page.locator(".eca-Message.eca-mod-assistant code").first.inner_text() == "hello.py", "markdown rendered"
+    reasoning = page.locator(".eca-Reasoning")
+    assert "Thought for" in reasoning.locator("summary").inner_text()
+    assert not reasoning.locator(".eca-Reasoning-text").is_visible(), "reasoning starts collapsed"
+    reasoning.locator("summary").click()
+    assert reasoning.locator(".eca-Reasoning-text").inner_text() == "Looking at hello.py first."
+
+    card = page.locator('.eca-ToolCard[data-tool-state="waiting"]')
+    card.wait_for()
+    diff = card.locator(".eca-Diff-body").inner_text()
+    assert "-print('hi')" in diff and "+print('hello')" in diff
+    assert target.read_text() == "print('hi')\n", "nothing is written before approval"
+    assert "tokens" in page.locator(".eca-Usage").inner_text()
+    screenshot(page, "03-waiting-for-approval")
+
+    card.locator(".eca-approve").click()
+    page.locator('.eca-ToolCard[data-tool-state="done"]').wait_for()
+    wait_until(lambda: target.read_text() == "print('hello')\n", message="the file change on disk")
+    page.get_by_text("it now prints").wait_for()
+    page.locator(".eca-send").wait_for()  # the chat is idle again: Stop turned back into Send
+    assert page.locator(".eca-ChatHeader-title").inner_text() == "Please fix hello.py"
+    screenshot(page, "04-approved-and-done")
+
+    page.reload()
+    open_panel(page, lab)
+    page.locator(".eca-Message.eca-mod-user", has_text="Please fix hello.py").wait_for()
+    page.get_by_text("it now prints").wait_for()
+    assert page.locator('.eca-ToolCard[data-tool-state="done"]').count() == 1
+    page.locator(".eca-ChatHeader-toggle").click()
+    assert page.locator(".eca-ChatList-item", has_text="Please fix hello.py").count() == 1
+    screenshot(page, "05-after-reload")
+    assert not page.eca_errors, page.eca_errors
+
+
+def test_completions_contexts_and_commands(page, lab, llm, workspace: Path):
+    (workspace / "helpers.py").write_text("def add(a, b):\n    return a + b\n")
+    notebook = {
+        "cells": [{"cell_type": "code", "execution_count": 1, "id": "c1", "metadata": {},
+                   "outputs": [{"output_type": "error", "ename": "NameError", "evalue": "name 'rnage' is not defined",
+                                "traceback": []}],
+                   "source": "total = sum(rnage(10))"}],
+        "metadata": {"language_info": {"name": "python"}},
+        "nbformat": 4,
+        "nbformat_minor": 5,
+    }
+    (workspace / "analysis.ipynb").write_text(json.dumps(notebook))
+    llm.enqueue(Reply.text("Noted."), Reply.text("Seen the cell."),
+                Reply([ToolCall("call_d", "eca__editor_diagnostics", "{}")]), Reply.text("Found the error."))
+
+    # A file open in the editor rides along as a cursor context (the chip can be switched off).
+    open_panel(page, lab, workspace="completions")
+    open_file(page, "helpers.py")
+    auto = page.locator(".eca-Chip.eca-mod-auto")
+    auto.wait_for()
+    assert "helpers.py" in auto.inner_text()
+
+    box = page.locator(COMPOSER)
+    box.click()
+    box.press_sequentially("explain @READ")
+    item = page.locator(".eca-Completion", has_text="README.md")
+    item.wait_for()
+    screenshot(page, "06-context-completion")
+    box.press("Enter")
+    chip = page.locator(".eca-Chip:not(.eca-mod-auto)", has_text="README.md")
+    chip.wait_for()
+    assert box.input_value() == "explain "
+    box.press("Enter")
+    page.get_by_text("Noted.").wait_for()
+    body = completion_bodies(llm)[-1]
+    assert "# demo project" in body, "the @-attached file was sent as a context"
+    assert "<|cursor|>" in body and "def add" in body, "the active editor was sent as a cursor context"
+
+    # Commands complete from chat/queryCommands and run without the model.
+    box.click()
+    box.press_sequentially("/doc")
+    page.locator(".eca-Completion", has_text="/doctor").wait_for()
+    box.press("Enter")
+    assert box.input_value() == "/doctor "
+    box.press("Enter")
+    page.locator(".eca-Message.eca-mod-system", has_text="Default model").wait_for()
+
+    # Cells of open notebooks complete too, and are sent inline.
+    open_file(page, "analysis.ipynb")
+    page.locator(".jp-Notebook .jp-Cell").first.wait_for()
+    page.locator(".jp-Notebook-ExecutionIndicator[data-status='idle']").wait_for()  # kernel started: focus settled
+    box.click()
+    box.press_sequentially("what is @total")
+    page.locator(".eca-Completion", has_text="analysis.ipynb · cell 1").wait_for()
+    box.press("Enter")
+    page.locator(".eca-Chip", has_text="analysis.ipynb · cell 1").first.wait_for()
+    box.press("Enter")
+    page.get_by_text("Seen the cell.").wait_for()
+    body = completion_bodies(llm)[-1]
+    assert "Cell 1 (code) of analysis.ipynb" in body and "total = sum(rnage(10))" in body
+
+    # editor/getDiagnostics is answered from the open notebooks' error outputs.
+    send(page, "any errors?")
+    page.get_by_text("Found the error.").wait_for()
+    body = completion_bodies(llm)[-1]
+    assert "NameError" in body and "cell 1" in body, body[-2000:]
+    assert not page.eca_errors, page.eca_errors
+
+
+def test_stop_reject_new_and_delete(page, lab, llm, workspace: Path):
+    llm.enqueue(Reply([Text("Working on it"), Stall(30)]))
+    open_panel(page, lab, workspace="stop")
+    page.locator(".eca-new-chat").click()
+    send(page, "a long task")
+    page.get_by_text("Working on it").wait_for()
+    page.locator(".eca-stop").click()
+    page.locator(".eca-send").wait_for()
+    assert llm.wait_for_disconnect(timeout=10), "stopping closed the model's stream"
+
+    llm.enqueue(Reply([ToolCall("call_9", "eca__write_file", json.dumps({"path": "new.txt", "content": "x"}))]),
+                Reply.text("OK, I won't."))
+    send(page, "write new.txt")
+    card = page.locator('.eca-ToolCard[data-tool-call-id="call_9"]')
+    card.locator(".eca-reject").click()
+    page.locator('.eca-ToolCard[data-tool-call-id="call_9"][data-tool-state="rejected"]').wait_for()
+    page.get_by_text("OK, I won't.").wait_for()
+    assert not (workspace / "new.txt").exists()
+
+    page.locator(".eca-ChatHeader-toggle").click()
+    titles = page.locator(".eca-ChatList-item .eca-ChatList-title")
+    before = titles.all_inner_texts()
+    assert "a long task" in before
+    page.locator(".eca-new-chat").click()
+    page.locator(".eca-Welcome").wait_for()
+    assert page.locator(".eca-ChatHeader-title").inner_text() == "New chat"
+
+    page.locator(".eca-ChatHeader-toggle").click()
+    row = page.locator(".eca-ChatList-item", has_text="a long task")
+    row.hover()
+    row.locator(".eca-ChatList-delete").click()
+    row.wait_for(state="detached")
+    page.reload()
+    open_panel(page, lab)
+    page.locator(".eca-ChatHeader-toggle").click()
+    page.locator(".eca-ChatList-item").first.wait_for()
+    after = page.locator(".eca-ChatList-item .eca-ChatList-title").all_inner_texts()
+    assert "a long task" not in after and len(after) == len(before) - 1, (before, after)
+    assert not page.eca_errors, page.eca_errors
+
+
+def test_two_tabs_share_the_workspace_chats(page, browser, lab, llm):
+    llm.enqueue(Reply([Text("Shared "), Delay(0.3), Text("answer.")]))
+    other_context = browser.new_context(viewport={"width": 1400, "height": 900})
+    try:
+        other = other_context.new_page()
+        other.set_default_timeout(30_000)
+        open_panel(page, lab, workspace="tab-a")
+        open_panel(other, lab, workspace="tab-b")
+        page.locator(".eca-new-chat").click()
+        send(page, "from tab A")
+        page.get_by_text("Shared answer.").wait_for()
+        # The other tab learns of the chat as it appears (chat/opened, title) and replays it when opened.
+        other.locator(".eca-ChatHeader-toggle").click()
+        row = other.locator(".eca-ChatList-item", has_text="from tab A")
+        row.wait_for()
+        row.click()
+        other.locator(".eca-Message.eca-mod-user", has_text="from tab A").wait_for()
+        other.get_by_text("Shared answer.").wait_for()
+        assert other.locator(".eca-Message.eca-mod-assistant").count() == 1
+        screenshot(other, "11-second-tab")
+    finally:
+        other_context.close()
+
+
+def test_reconnects_after_a_server_restart(page, lab, llm):
+    llm.enqueue(Reply.text("Before the restart."), Reply.text("After the restart."))
+    open_panel(page, lab, workspace="restart")
+    page.locator(".eca-new-chat").click()
+    send(page, "remember me")
+    page.get_by_text("Before the restart.").wait_for()
+    page.locator(".eca-send").wait_for()
+
+    lab.stop()
+    page.locator(".eca-Banner", has_text="reconnecting").wait_for()
+    screenshot(page, "07-reconnecting")
+    lab.start()
+    page.locator('.eca-ChatApp[data-connection="open"]').wait_for(timeout=60_000)
+    # The chat was replayed from the new server's saved history, not left half-empty.
+    page.get_by_text("Before the restart.").wait_for()
+    assert page.locator(".eca-Message.eca-mod-user", has_text="remember me").count() == 1
+    send(page, "still there?")
+    page.get_by_text("After the restart.").wait_for()
+    screenshot(page, "08-after-restart")
+    assert not page.eca_errors, page.eca_errors
+
+
+def test_server_messages_become_notifications_and_dark_theme(page, lab, llm):
+    open_panel(page, lab, workspace="notify")
+    page.locator(".eca-new-chat").click()
+    # A model the server does not know: the engine answers with $/showMessage (and a system text in the chat).
+    page.evaluate("() => { window.__ecaPanel.client.config.model = 'nope/unknown-model'; }")
+    send(page, "hello?")
+    page.locator(".Toastify__toast", has_text="nope/unknown-model").wait_for()
+    screenshot(page, "09-notification")
+
+    page.locator(".lm-MenuBar-itemLabel", has_text="Settings").click()
+    page.locator(".lm-Menu-itemLabel", has_text="Theme").first.hover()
+    page.locator(".lm-Menu-itemLabel").get_by_text("JupyterLab Dark", exact=True).click()
+    page.wait_for_function("() => document.body.dataset.jpThemeLight === 'false'")
+    page.wait_for_timeout(300)
+    background = page.evaluate(
+        "() => getComputedStyle(document.querySelector('.eca-ChatPanel')).backgroundColor")
+    assert background not in ("rgb(255, 255, 255)", "rgba(0, 0, 0, 0)"), background
+    screenshot(page, "10-dark-theme")
+    assert not page.eca_errors, page.eca_errors
