@@ -76,6 +76,8 @@ export class EcaClient {
   config: ClientConfig = { models: [], behaviors: [] };
   /** Start-up work the server reports with `$/progress` ("Loading models"), if any. */
   serverProgress: string | null = null;
+  /** MCP servers by name, as their last `tool/serverUpdated` described them (status, tools). */
+  readonly mcpServers = new Map<string, { name: string; status: string; tools?: unknown[] | null }>();
   /** How many times `initialize` succeeded (reconnects count). */
   handshakes = 0;
   private readonly _options: EcaClientOptions;
@@ -231,6 +233,12 @@ export class EcaClient {
         this.store.setStatus(params.chatId, params.status);
       }
     });
+    t.onNotification('tool/serverUpdated', (params: any) => {
+      if (params?.type === 'mcp' && typeof params.name === 'string') {
+        this.mcpServers.set(params.name, params);
+        this.store.changed();
+      }
+    });
     t.onNotification('$/showMessage', (params: ShowMessageParams) => this._options.onMessage?.(params));
     t.onNotification('$/progress', (params: any) => {
       this.serverProgress = params?.type === 'start' ? String(params.title ?? '') : null;
@@ -351,6 +359,11 @@ export class EcaClient {
       chat.model = result.model;
     }
     return result;
+  }
+
+  /** Start or stop an MCP server (`mcp/startServer` / `mcp/stopServer`); its new status arrives as a notification. */
+  setMcpServerRunning(name: string, running: boolean): Promise<void> {
+    return running ? this.notify('mcp/startServer', { name }) : this.notify('mcp/stopServer', { name });
   }
 
   async stop(chatId?: string): Promise<void> {

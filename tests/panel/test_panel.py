@@ -302,3 +302,35 @@ def test_server_messages_become_notifications_and_dark_theme(page, lab, llm):
     assert background not in ("rgb(255, 255, 255)", "rgba(0, 0, 0, 0)"), background
     screenshot(page, "10-dark-theme")
     assert not page.eca_errors, page.eca_errors
+
+
+def test_mcp_servers_are_listed_and_can_be_stopped_and_started(page, llm, tmp_path: Path):
+    """Issue 7 in the panel: each MCP server's status from tool/serverUpdated, with Start/Stop. Its own lab: the
+    MCP servers are part of the engine's config from the start."""
+    import sys
+
+    from ._lab import Lab, lab_env
+
+    root = tmp_path / "mcp-root"
+    root.mkdir()
+    demo = Path(__file__).parents[1] / "mcp" / "servers" / "demo_server.py"
+    config = {"mcpServers": {"demo": {"command": sys.executable, "args": [str(demo)],
+                                      "env": {"DEMO_TOKEN": "from-panel-test"}}}}
+    own = Lab(root=root, env=lab_env(tmp_path / "home", llm.url, ECA_CONFIG=json.dumps(config)))
+    own.start()
+    try:
+        open_panel(page, own)
+        servers = page.locator(".eca-McpServers")
+        servers.locator("summary").wait_for(timeout=60_000)
+        if not servers.evaluate("el => el.open"):
+            servers.locator("summary").click()
+        page.locator('.eca-McpServer[data-status="running"]', has_text="demo").wait_for(timeout=60_000)
+        screenshot(page, "12-mcp-servers")
+        page.locator(".eca-McpServer", has_text="demo").get_by_role("button", name="Stop").click()
+        page.locator('.eca-McpServer[data-status="stopped"]', has_text="demo").wait_for(timeout=30_000)
+        page.locator(".eca-McpServer", has_text="demo").get_by_role("button", name="Start").click()
+        page.locator('.eca-McpServer[data-status="running"]', has_text="demo").wait_for(timeout=60_000)
+        assert "1/1 running" in servers.locator("summary").inner_text()
+        assert not page.eca_errors, page.eca_errors
+    finally:
+        own.stop()

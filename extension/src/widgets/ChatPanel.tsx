@@ -14,6 +14,7 @@ import { renderStats } from '../stats';
 import { ChatList } from './ChatList';
 import { Composer } from './Composer';
 import { MessageList } from './MessageList';
+import { McpServers } from './McpServers';
 import { Pickers, Usage } from './Pickers';
 
 export interface ChatAppProps {
@@ -92,6 +93,12 @@ export function ChatApp(props: ChatAppProps): JSX.Element {
         <div className="eca-Banner eca-mod-info" role="status">
           {client.serverProgress}…
         </div>
+      )}
+      {client.mcpServers.size > 0 && (
+        <McpServers
+          servers={[...client.mcpServers.values()]}
+          onToggle={(name, running) => guard(client.setMcpServerRunning(name, running))}
+        />
       )}
       {chat ? (
         <MessageList
