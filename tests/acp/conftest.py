@@ -30,31 +30,6 @@ from ..e2e.conftest import server_env
 DEFAULT_MODEL = "openai/gpt-4.1"
 
 
-@pytest.fixture
-def llm():
-    server = ScriptedLLMServer().start()
-    try:
-        yield server
-    finally:
-        server.stop()
-
-
-@pytest.fixture
-def home(tmp_path: Path) -> Path:
-    home = tmp_path / "home"
-    (home / ".config").mkdir(parents=True)
-    (home / ".cache").mkdir(parents=True)
-    return home
-
-
-@pytest.fixture
-def workspace(tmp_path: Path) -> Path:
-    ws = tmp_path / "project"
-    ws.mkdir()
-    (ws / "README.md").write_text("# demo project\n")
-    return ws
-
-
 def acp_env(home: Path, llm: ScriptedLLMServer, **extra: str) -> dict[str, str]:
     env = server_env(home, llm, **extra)
     config = json.loads(env["ECA_CONFIG"])

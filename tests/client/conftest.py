@@ -18,20 +18,6 @@ MODEL = "fake/m1"
 
 
 @pytest.fixture
-def llm():
-    with ScriptedLLMServer() as server:
-        yield server
-
-
-@pytest.fixture
-def workspace(tmp_path: Path) -> Path:
-    ws = tmp_path / "project"
-    ws.mkdir()
-    (ws / "README.md").write_text("# demo project\n")
-    return ws
-
-
-@pytest.fixture
 def env(tmp_path: Path) -> dict[str, str]:
     home = tmp_path / "home"
     (home / ".config").mkdir(parents=True)

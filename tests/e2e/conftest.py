@@ -34,31 +34,6 @@ API_MODELS = {
 }
 
 
-@pytest.fixture
-def llm():
-    server = ScriptedLLMServer().start()
-    try:
-        yield server
-    finally:
-        server.stop()
-
-
-@pytest.fixture
-def home(tmp_path: Path) -> Path:
-    home = tmp_path / "home"
-    (home / ".config").mkdir(parents=True)
-    (home / ".cache").mkdir(parents=True)
-    return home
-
-
-@pytest.fixture
-def workspace(tmp_path: Path) -> Path:
-    ws = tmp_path / "project"
-    ws.mkdir()
-    (ws / "README.md").write_text("# demo project\n")
-    return ws
-
-
 def server_env(home: Path, llm: ScriptedLLMServer | None, **extra: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY") and not k.endswith("_API_URL")}
     env.update(

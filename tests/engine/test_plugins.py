@@ -11,7 +11,7 @@ from eca_notebook.engine.plugins import BasePlugin
 from eca_notebook.testing.llm_server import Reply, ToolCall
 from eca_notebook.tools.base import Prepared, ToolContext, ToolResult
 
-from .test_server_connection import Harness, connected, llm  # noqa: F401  (fixtures)
+from .test_server_connection import Harness, connected  # noqa: F401  (fixture)
 
 
 class EchoTool:

@@ -15,12 +15,6 @@ from eca_notebook.testing.llm_server import Reply, ScriptedLLMServer, Stall, Tex
 from eca_notebook.transports.memory import memory_pair
 
 
-@pytest.fixture
-def llm():
-    with ScriptedLLMServer() as server:
-        yield server
-
-
 class Harness:
     def __init__(self, client: Endpoint) -> None:
         self.client = client
