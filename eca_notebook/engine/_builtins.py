@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from . import _small_model
 from ._chat import Chat
 from ._turn import format_cost
 
@@ -35,6 +36,17 @@ def costs(engine: Engine, chat: Chat) -> str:
 def prompt_show(engine: Engine, chat: Chat) -> str:
     behavior = chat.behavior or engine.selected_behavior
     tools = ", ".join(sorted(engine.offered_tools(behavior))) or "(none)"
+    info = engine.registry.model_infos().get(chat.model or engine.selected_model or "")
+    if info is not None and info.compact:
+        mode = engine.config.local_model.tools
+        when = {
+            "auto": f"offered only when a prompt asks to read, change or run something in the workspace (a subset of "
+                    f"{tools}), adding to the prompt: {_small_model.COMPACT_TOOLS.strip()}",
+            "always": f"always offered: {tools}",
+            "never": "never offered",
+        }[mode]
+        return (f"System prompt ({behavior}, small model {info.id}):\n\n"
+                f"{engine.compact_system_prompt(behavior, tools=False)}\n\nTools (localModel.tools = {mode}): {when}")
     return f"System prompt ({behavior}):\n\n{engine.system_prompt(behavior)}\n\nTools offered: {tools}"
 
 

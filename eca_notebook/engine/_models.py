@@ -39,7 +39,7 @@ class ModelRegistry:
         self.providers: dict[str, ResolvedProvider] = resolve_providers(config, env, problems=problems)
         self._instances: dict[str, Provider] = {}
         self._discovered: dict[str, list[str]] = {}
-        self.local_status = _local.local_model_status() if config.local_model else None
+        self.local_status = _local.local_model_status() if config.local_model.enabled else None
         self.local_progress = None  # set by the engine: async callback for "Loading local model…"
 
     # -- discovery -----------------------------------------------------------------------------------------------
@@ -76,6 +76,7 @@ class ModelRegistry:
             info.context_limit = _local.CONTEXT_TOKENS
             info.input_cost = info.output_cost = 0.0  # runs on this machine: free
             info.output_limit = _local.LocalOptions().max_tokens
+            info.compact = True  # a 135M model: compact prompt, tools only when asked for (engine/_small_model.py)
             infos[info.id] = info
         return infos
 

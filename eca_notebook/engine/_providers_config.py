@@ -41,6 +41,9 @@ class ModelInfo:
     output_limit: int | None = None
     reasoning: bool = False
     reasoning_history: str | None = None
+    # A small model (the embedded one): compact system prompt, smaller context budgets, tools only when the prompt
+    # asks for them (see engine/_small_model.py).
+    compact: bool = False
 
     def cost(
         self, input_tokens: int, output_tokens: int, cache_read_tokens: int = 0, cache_write_tokens: int = 0
@@ -144,6 +147,7 @@ def _model_info(provider_id: str, key: str, mc: ModelConfig | None) -> ModelInfo
         output_limit=pick("output_limit", prices=False),
         reasoning=bool(reasoning),
         reasoning_history=mc.reasoning_history if mc is not None else None,
+        compact=bool(mc is not None and mc.compact),
     )
 
 

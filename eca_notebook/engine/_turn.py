@@ -13,7 +13,9 @@ and either way the chat ends ``idle`` with its history intact, ready for the nex
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import contextvars
+import json
 import logging
 import time
 from typing import Any, Callable
@@ -38,6 +40,7 @@ from ..providers.base import (
     Usage,
 )
 from ._chat import Chat
+from ._repetition import RepetitionGuard
 from ._toolcall import ToolCallRunner, strip_prefix
 from .config import ModelInfo
 
@@ -45,8 +48,23 @@ log = logging.getLogger(__name__)
 
 Emit = Callable[[Chat, str, dict[str, Any]], None]
 
+# The same tool call (name and arguments) with the same outcome — the same error, or the same result again — is run at
+# most this often per prompt; a further attempt is answered without running it, and the turn ends if the model keeps
+# trying. A small model loops like this (ten failed read_file("file.txt"), or forty reads of the same file).
+SAME_OUTCOME_LIMIT = 2
+BLOCKED_CALLS_LIMIT = 2
+
 # The turn running in this task: lets provider callbacks (e.g. "Loading local model…") reach the right chat.
 CURRENT_TURN: contextvars.ContextVar["Turn | None"] = contextvars.ContextVar("eca_current_turn", default=None)
+
+
+def _canonical(arguments: str) -> str:
+    """A call's JSON arguments as a stable string: the same call with keys in another order or other spacing counts
+    as the same call."""
+    try:
+        return json.dumps(json.loads(arguments or "{}"), sort_keys=True, ensure_ascii=False)
+    except ValueError:
+        return arguments
 
 
 def format_cost(cost: float | None) -> str | None:
@@ -71,6 +89,8 @@ class Turn:
         tools: list[ToolSpec] | None = None,
         runner: ToolCallRunner | None = None,
         max_rounds: int = 40,
+        tool_rounds: int | None = None,
+        first_round_extra: dict[str, Any] | None = None,
         on_success: Callable[[], None] | None = None,
     ) -> None:
         self.on_success = on_success  # runs after a normal finish, before "progress finished" (e.g. /compact)
@@ -83,7 +103,14 @@ class Turn:
         self.tools = tools or []
         self.runner = runner
         self.max_rounds = max(1, max_rounds)
+        # After this many rounds with tool calls the model is asked without tools, so it must answer (small models).
+        self.tool_rounds = tool_rounds
+        self._rounds_with_calls = 0
+        self.first_round_extra = first_round_extra or {}  # e.g. tool_choice "required" for a small model
+        self._round_number = 0
         self._assistant: AssistantMessage | None = None
+        self._outcomes: dict[tuple[str, str], tuple[int, str]] = {}  # (tool, arguments) → (times in a row, output)
+        self._blocked = 0  # repeated calls answered without running them
 
     # -- helpers -------------------------------------------------------------------------------------------------
 
@@ -128,7 +155,13 @@ class Turn:
             calls = await self._round()
             if not calls or self.runner is None:
                 return
+            self._rounds_with_calls += 1
             await self._run_calls(calls)
+            if self._blocked >= BLOCKED_CALLS_LIMIT:
+                self._system({"type": "text", "text": "Stopped: the model kept repeating a tool call with the same "
+                                                      "result. Rephrase the request, or name the file or command "
+                                                      "it should use."})
+                return
         self._system({"type": "text", "text": f"Stopped after {self.max_rounds} tool rounds in one prompt "
                                               "(toolCall.maxRounds). Send another prompt to continue."})
 
@@ -138,10 +171,26 @@ class Turn:
         done: set[str] = set()
         try:
             for call in calls:
+                key = (call.name, _canonical(call.arguments))
+                times, previous = self._outcomes.get(key, (0, ""))
+                if times >= SAME_OUTCOME_LIMIT:
+                    self._blocked += 1
+                    self._system({"type": "text", "text": f"Not running {strip_prefix(call.name)} again: the same "
+                                                          f"call already gave the same result {times} times in this "
+                                                          "prompt."})
+                    output = (f"Not run: this exact call already ran {times} times in this prompt with the same "
+                              f"result:\n{previous[:300]}\nDo not call it again with the same arguments. Answer the "
+                              "user with what you know, or try something different.")
+                    self.chat.messages.append(
+                        ToolResultMessage(tool_call_id=call.id, name=call.name, output=output, is_error=True)
+                    )
+                    done.add(call.id)
+                    continue
                 result = await self.runner.run(call)
                 self.chat.messages.append(
                     ToolResultMessage(tool_call_id=call.id, name=call.name, output=result.output, is_error=result.error)
                 )
+                self._outcomes[key] = ((times if previous == result.output else 0) + 1, result.output)
                 done.add(call.id)
         except asyncio.CancelledError:
             for call in calls:
@@ -153,14 +202,18 @@ class Turn:
             raise
 
     async def _round(self) -> list[ToolCall]:
+        self._round_number += 1
+        extra = dict(self.model.extra_payload)
+        if self._round_number == 1:
+            extra.update(self.first_round_extra)
         request = ProviderRequest(
             model=self.model.name,
             messages=list(self.chat.messages),
             system=self.system,
-            tools=list(self.tools),
+            tools=list(self.tools) if self.tool_rounds is None or self._rounds_with_calls < self.tool_rounds else [],
             max_tokens=self.max_tokens,
             reasoning=self.model.reasoning,
-            extra=dict(self.model.extra_payload),
+            extra=extra,
             extra_headers=dict(self.model.extra_headers),
         )
         self.progress("running", "Waiting model")
@@ -170,61 +223,77 @@ class Turn:
         reasoning_text: dict[str, list[str]] = {}
         tool_names: dict[str, str] = {}
         usage_seen = False
+        guard = RepetitionGuard()
 
-        async for event in self.provider.stream(request):
-            if not generating:
-                generating = True
-                self.progress("running", "Generating")
-            if isinstance(event, TextDelta):
-                if event.text:
-                    self._assistant.text += event.text
-                    self._assistant_content({"type": "text", "text": event.text})
-            elif isinstance(event, ReasoningStarted):
-                reasoning_started[event.id] = time.monotonic()
-                reasoning_text[event.id] = []
-                self._assistant_content({"type": "reasonStarted", "id": event.id})
-            elif isinstance(event, ReasoningDelta):
-                reasoning_text.setdefault(event.id, []).append(event.text)
-                self._assistant_content({"type": "reasonText", "id": event.id, "text": event.text})
-            elif isinstance(event, ReasoningFinished):
-                started = reasoning_started.pop(event.id, time.monotonic())
-                self._assistant.reasoning.append(
-                    Reasoning(
-                        text="".join(reasoning_text.pop(event.id, [])),
-                        signature=event.signature,
-                        encrypted=event.encrypted,
-                        id=event.id,
+        stream = self.provider.stream(request)
+        async with contextlib.aclosing(stream) if hasattr(stream, "aclose") else contextlib.nullcontext(stream):
+            async for event in stream:
+                if not generating:
+                    generating = True
+                    self.progress("running", "Generating")
+                if isinstance(event, TextDelta):
+                    if event.text:
+                        self._assistant.text += event.text
+                        self._assistant_content({"type": "text", "text": event.text})
+                        if guard.feed(event.text):
+                            self._cut_repetition(guard)
+                            break
+                elif isinstance(event, ReasoningStarted):
+                    reasoning_started[event.id] = time.monotonic()
+                    reasoning_text[event.id] = []
+                    self._assistant_content({"type": "reasonStarted", "id": event.id})
+                elif isinstance(event, ReasoningDelta):
+                    reasoning_text.setdefault(event.id, []).append(event.text)
+                    self._assistant_content({"type": "reasonText", "id": event.id, "text": event.text})
+                elif isinstance(event, ReasoningFinished):
+                    started = reasoning_started.pop(event.id, time.monotonic())
+                    self._assistant.reasoning.append(
+                        Reasoning(
+                            text="".join(reasoning_text.pop(event.id, [])),
+                            signature=event.signature,
+                            encrypted=event.encrypted,
+                            id=event.id,
+                        )
                     )
-                )
-                elapsed = int((time.monotonic() - started) * 1000)
-                self._assistant_content({"type": "reasonFinished", "id": event.id, "totalTimeMs": elapsed})
-            elif isinstance(event, ToolCallStarted):
-                tool_names[event.id] = event.name
-            elif isinstance(event, ToolCallDelta):
-                self._assistant_content(
-                    {
-                        "type": "toolCallPrepare",
-                        "origin": "native",
-                        "id": event.id,
-                        "name": strip_prefix(tool_names.get(event.id, "")),
-                        "server": "eca",
-                        "argumentsText": event.arguments_delta,
-                    }
-                )
-            elif isinstance(event, ToolCallFinished):
-                self._assistant.tool_calls.append(ToolCall(event.id, event.name, event.arguments))
-            elif isinstance(event, Usage):
-                usage_seen = True
-                self._add_usage(event)
-            elif isinstance(event, Finished):
-                self.chat.last_stop_reason = event.stop_reason
-                break
+                    elapsed = int((time.monotonic() - started) * 1000)
+                    self._assistant_content({"type": "reasonFinished", "id": event.id, "totalTimeMs": elapsed})
+                elif isinstance(event, ToolCallStarted):
+                    tool_names[event.id] = event.name
+                elif isinstance(event, ToolCallDelta):
+                    self._assistant_content(
+                        {
+                            "type": "toolCallPrepare",
+                            "origin": "native",
+                            "id": event.id,
+                            "name": strip_prefix(tool_names.get(event.id, "")),
+                            "server": "eca",
+                            "argumentsText": event.arguments_delta,
+                        }
+                    )
+                elif isinstance(event, ToolCallFinished):
+                    self._assistant.tool_calls.append(ToolCall(event.id, event.name, event.arguments))
+                elif isinstance(event, Usage):
+                    usage_seen = True
+                    self._add_usage(event)
+                elif isinstance(event, Finished):
+                    self.chat.last_stop_reason = event.stop_reason
+                    break
 
         calls = list(self._assistant.tool_calls) if self._assistant else []
         self._commit_assistant()
         if usage_seen:
             self._system(self._usage_content())
         return calls
+
+    def _cut_repetition(self, guard: RepetitionGuard) -> None:
+        """The reply became a loop: keep its useful start (plus one copy of the span) in history and say why it
+        stopped. Closing the stream (the caller breaks out of it) ends the generation on the provider's side too."""
+        assert self._assistant is not None and guard.keep is not None
+        self._assistant.text = self._assistant.text[: guard.keep]
+        self.chat.last_stop_reason = "repetition"
+        span = " ".join((guard.span or "").split())[:40]
+        self._system({"type": "text", "text": f"Stopped the answer: the model kept repeating itself (“{span}”). "
+                                              "Try asking again, more specifically."})
 
     # -- bookkeeping ---------------------------------------------------------------------------------------------
 

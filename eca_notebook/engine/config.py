@@ -139,6 +139,9 @@ class ModelConfig(_ConfigModel):
     context_limit: int | None = Field(default=None, gt=0)
     output_limit: int | None = Field(default=None, gt=0)
     reasoning: bool | None = None
+    # ours: treat it as a small model — compact system prompt, tools only when a prompt asks for them (as the
+    # embedded model always is); for tiny Ollama / llama.cpp models
+    compact: bool = False
     cost: _CostConfig | None = None
     limit: _LimitConfig | None = None
 
@@ -254,6 +257,17 @@ class BehaviorConfig(_ConfigModel):
     max_steps: int | None = Field(default=None, ge=1)
 
 
+class LocalModelConfig(_ConfigModel):
+    """``localModel`` as an object (``true`` / ``false`` are shorthands for ``enabled``).
+
+    ``tools`` — when the embedded model is offered tools: ``auto`` (only when the prompt asks to read, change or run
+    something in the workspace; see ``engine/_small_model.py``), ``always``, or ``never``.
+    """
+
+    enabled: bool = True
+    tools: Literal["auto", "always", "never"] = "auto"
+
+
 class Config(_ConfigModel):
     """The merged, validated configuration. Unknown keys stay available as extras (``config.model_extra``)."""
 
@@ -270,13 +284,19 @@ class Config(_ConfigModel):
     stream_idle_timeout_seconds: float | None = Field(default=None, gt=0)
     request_timeout_seconds: float | None = Field(default=None, gt=0)
     chat_retention_days: float = Field(default=14, ge=0)  # 0 disables pruning, as in the reference
-    local_model: bool = True  # ours: offer the embedded offline model (local/smollm2-135m) when it is installed
+    # ours: the embedded offline model (local/smollm2-135m), offered when installed; ``false`` turns it off
+    local_model: LocalModelConfig = Field(default_factory=LocalModelConfig)
     log_level: str | None = None
 
     @field_validator("providers", "behavior", "mcp_servers", mode="before")
     @classmethod
     def _named_maps(cls, value: Any) -> Any:
         return _drop_null_entries(value)
+
+    @field_validator("local_model", mode="before")
+    @classmethod
+    def _local_model_shorthand(cls, value: Any) -> Any:
+        return {"enabled": value} if isinstance(value, bool) else value
 
     @model_validator(mode="after")
     def _legacy_welcome(self) -> Config:

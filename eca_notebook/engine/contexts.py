@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import html
+import json
 import logging
 import os
 import re
@@ -257,6 +258,10 @@ def _render_file(raw: str, path: Path, rng: tuple[int, int] | None, folders: lis
         return _render_directory(raw, path, folders)
     if path.exists() and not path.is_file():
         raise _Problem(f"not a regular file: {raw}")  # a FIFO or a device would block or never end
+    if path.suffix.lower() == ".ipynb" and rng is None:
+        notebook = _render_notebook(path)
+        if notebook is not None:
+            return notebook
     try:
         with open(path, "rb") as f:
             head = f.read(_BINARY_SNIFF)
@@ -276,6 +281,69 @@ def _render_file(raw: str, path: Path, rng: tuple[int, int] | None, folders: lis
         raise _Problem(f"permission denied: {raw}") from None
     except IsADirectoryError:
         return _render_directory(raw, path, folders)
+
+
+NOTEBOOK_MAX_BYTES = 50_000_000  # larger .ipynb files are attached as plain text (cut), not parsed
+NOTEBOOK_OUTPUT_CHARS = 400  # of one output's text kept in a notebook summary
+
+
+def _render_notebook(path: Path) -> _Block | None:
+    """A notebook as its cells — source in full, outputs summarised (text and errors kept short, images and HTML
+    described by type and size) — instead of its JSON, where outputs (base64 images!) would fill the budget.
+    ``None`` when it isn't a readable notebook (then it is attached as text)."""
+    try:
+        if path.stat().st_size > NOTEBOOK_MAX_BYTES:
+            return None
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    cells = data.get("cells") if isinstance(data, dict) else None
+    if not isinstance(cells, list):
+        return None
+    language = ((data.get("metadata") or {}).get("kernelspec") or {}).get("language") or "python"
+    parts = [f"Notebook with {len(cells)} cells ({language}), numbered from 0; outputs are summarised."]
+    for number, cell in enumerate(c for c in cells if isinstance(c, dict)):
+        kind = cell.get("cell_type", "code")
+        count = cell.get("execution_count")
+        head = f"--- cell {number}: {kind}" + (f", In[{count}]" if count else "")
+        if cell.get("id"):
+            head += f", id {cell['id']}"
+        parts.append(head + " ---")
+        parts.append(_joined(cell.get("source")).rstrip("\n"))
+        for output in cell.get("outputs") or ():
+            if isinstance(output, dict):
+                parts.append(_output_summary(output))
+    body = "\n".join(parts) + "\n"
+    return _Block("file", {"path": path, "format": "notebook"}, body,
+                  more_hint="use the read_file tool for the raw JSON")
+
+
+def _joined(source: Any) -> str:
+    return "".join(source) if isinstance(source, list) else str(source or "")
+
+
+def _output_summary(output: dict[str, Any]) -> str:
+    kind = output.get("output_type")
+    if kind == "error":
+        return f"[error] {output.get('ename', 'Error')}: {_short(str(output.get('evalue', '')))}"
+    if kind == "stream":
+        return f"[{output.get('name', 'stdout')}] {_short(_joined(output.get('text')))}"
+    data = output.get("data") or {}
+    pieces = []
+    if "text/plain" in data:
+        pieces.append(_short(_joined(data["text/plain"])))
+    for mime, value in data.items():
+        if mime != "text/plain":
+            size = len(_joined(value)) if not isinstance(value, dict) else len(json.dumps(value))
+            pieces.append(f"({mime}, {size / 1024:.0f} KB)" if size >= 1024 else f"({mime}, {size} bytes)")
+    return "[output] " + " ".join(pieces)
+
+
+def _short(text: str) -> str:
+    text = text.rstrip("\n")
+    if len(text) <= NOTEBOOK_OUTPUT_CHARS:
+        return text
+    return text[:NOTEBOOK_OUTPUT_CHARS] + f"… [{len(text) - NOTEBOOK_OUTPUT_CHARS} more characters]"
 
 
 def _file_lines(f: Any, path: Path, rng: tuple[int, int], cap: int) -> _Block:

@@ -29,7 +29,7 @@ from ..protocol import (
 )
 from ..providers.base import Message, ToolSpec, UserMessage
 from ..tools.base import FileAccess, Tool, ToolContext, llm_name, tool_server
-from . import _builtins
+from . import _builtins, _small_model
 from ._approval import SessionApprovals, hidden_tools, selector_matches
 from ._chat import Chat, invalid_chat_id, now_ms, title_from
 from ._index import WorkspaceIndex
@@ -47,7 +47,7 @@ from .commands import (
     render_template,
     to_wire,
 )
-from .config import LoadedConfig, global_config_path, load_config, mask_secret
+from .config import LoadedConfig, ModelInfo, global_config_path, load_config, mask_secret
 from .contexts import query_context, render_contexts
 from .plugins import Plugin
 from .store import ChatStore, chats_dir_for
@@ -332,6 +332,27 @@ class Engine:
             prompt += "\n\n" + rules
         return prompt
 
+    def compact_system_prompt(self, behavior: str, *, tools: bool) -> str:
+        """The system prompt for a small model (``ModelInfo.compact``): see ``_small_model.py``."""
+        custom = self.config.behavior.get(behavior)
+        return _small_model.compact_system_prompt(
+            plan=behavior == "plan",
+            tools=tools,
+            rules=render_rules(load_rules(self.workspace_folders, self.global_config_dir)),
+            custom=custom.system_prompt if custom is not None and custom.system_prompt else None,
+        )
+
+    def _tools_for_turn(self, behavior: str, info: ModelInfo, request: str | None, has_contexts: bool
+                        ) -> dict[str, Tool]:
+        """The tools offered this turn: the behavior's; for a small model only those the prompt asks for."""
+        offered = self.offered_tools(behavior)
+        if not info.compact or not offered:
+            return offered
+        return _small_model.tools_for_prompt(
+            offered, {key: t.name for key, t in offered.items()}, request or "",
+            mode=self.config.local_model.tools, has_contexts=has_contexts, folders=self.workspace_folders,
+        )
+
     # -- commands and contexts -----------------------------------------------------------------------------------
 
     def custom_commands(self) -> dict[str, Command]:
@@ -458,14 +479,18 @@ class Engine:
         provider, info = resolved
         chat.model = info.id
 
+        request = message  # what the user asked, before contexts are appended (a small model's tools depend on it)
         if params.contexts:
+            budgets = ({"max_bytes": _small_model.CONTEXT_BYTES, "per_context_bytes": _small_model.PER_CONTEXT_BYTES}
+                       if info.compact else {})
             rendered = await render_contexts(params.contexts, folders=self.workspace_folders, http=self.http,
-                                             index=self.index, mcp_reader=self._read_plugin_context)
+                                             index=self.index, mcp_reader=self._read_plugin_context, **budgets)
             for problem in rendered.problems:
                 self._emit_content(chat, "system", {"type": "text", "text": f"Context skipped: {problem}"})
             if rendered.text:
                 message = f"{message}\n\n{rendered.text}"
-        self._start_turn(chat, provider, info, behavior, UserMessage(text=message))
+        self._start_turn(chat, provider, info, behavior, UserMessage(text=message), request=request,
+                         has_contexts=bool(params.contexts))
         return {"chatId": chat.id, "model": info.id, "status": "prompting"}
 
     def _resolve_model(self, chat: Chat, model_id: str | None):
@@ -490,11 +515,14 @@ class Engine:
         return {"chatId": chat.id, "model": chat.model or self.selected_model, "status": "prompting"}
 
     def _start_turn(self, chat: Chat, provider, info, behavior: str, user: Message | None,
-                    *, system: str | None = None, with_tools: bool = True, on_success=None) -> None:
+                    *, system: str | None = None, with_tools: bool = True, on_success=None,
+                    request: str | None = None, has_contexts: bool = False) -> None:
         if user is not None:
             chat.messages.append(user)
         self._save(chat)
-        offered = self.offered_tools(behavior) if with_tools else {}
+        offered = self._tools_for_turn(behavior, info, request, has_contexts) if with_tools else {}
+        if system is None and info.compact:
+            system = self.compact_system_prompt(behavior, tools=bool(offered))
         tool_call = self.config.tool_call_for(behavior)
         runner = ToolCallRunner(
             chat_id=chat.id,
@@ -511,7 +539,10 @@ class Engine:
         )
         specs = [ToolSpec(llm_tool_name(t), t.description, t.parameters) for t in offered.values()]
         turn = Turn(chat, provider, info, system or self.system_prompt(behavior), self._emit_content, tools=specs,
-                    runner=runner, max_rounds=tool_call.max_rounds, on_success=on_success)
+                    runner=runner, max_rounds=tool_call.max_rounds, on_success=on_success,
+                    tool_rounds=_small_model.tool_rounds([t.name for t in offered.values()]) if info.compact else None,
+                    first_round_extra=_small_model.first_round_extra(info.provider, bool(offered)) if info.compact
+                    else None)
         chat.task = asyncio.create_task(self._run_turn(chat, turn), name=f"eca-turn-{chat.id}")
 
     async def _builtin(self, chat: Chat, name: str, argument: str) -> dict[str, Any] | None:

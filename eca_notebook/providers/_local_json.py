@@ -125,6 +125,39 @@ def _resolve(ref: str, root: dict[str, Any]) -> dict[str, Any] | None:
     return node if isinstance(node, dict) else None
 
 
+def short_names(tools: Iterable[ToolSpec], also: Iterable[str] = ()) -> dict[str, str]:
+    """Real tool name → the name shown to the model: without the ``server__`` prefix where that is unambiguous.
+    ``also``: more real names to map (tools called earlier in the history, offered or not this round).
+
+    Why: the 135M model copied ``eca__read_file`` into the ``path`` argument; ``read_file`` is what it knows.
+    """
+    names = list(dict.fromkeys([t.name for t in tools] + list(also)))
+    shorts = [name.split("__", 1)[1] if "__" in name else name for name in names]
+    return {name: (short if shorts.count(short) == 1 and short else name) for name, short in zip(names, shorts)}
+
+
+def history_tool_names(messages: Iterable[Message]) -> list[str]:
+    """The names of the tools called in ``messages``."""
+    names: list[str] = []
+    for message in messages:
+        if isinstance(message, AssistantMessage):
+            names += [call.name for call in message.tool_calls]
+        elif isinstance(message, ToolResultMessage):
+            names.append(message.name)
+    return names
+
+
+def required_only(parameters: dict[str, Any] | None) -> dict[str, Any]:
+    """A tool's parameter schema without its optional properties. A tiny model fills every field it is shown
+    (``read_file`` got ``limit: 1`` and read one line, forty times); the tool's defaults are better."""
+    if not isinstance(parameters, dict) or not isinstance(parameters.get("properties"), dict):
+        return parameters or {"type": "object"}
+    required = [name for name in parameters.get("required") or () if name in parameters["properties"]]
+    trimmed = dict(parameters)
+    trimmed["properties"] = {name: parameters["properties"][name] for name in required}
+    return trimmed
+
+
 def tool_instructions(tools: list[ToolSpec], *, require_tool: bool = False) -> str:
     """The system-prompt section describing the reply format and the tools, kept short for a small context."""
     lines = ["# Tools", "Reply with one JSON object and nothing else:"]
@@ -138,6 +171,8 @@ def tool_instructions(tools: list[ToolSpec], *, require_tool: bool = False) -> s
     ]
     for tool in tools:
         lines.append(f"- {tool.name}({_signature(tool.parameters)}): {_first_sentence(tool.description)}")
+    if any(tool.name == "read_file" for tool in tools):
+        lines += ["", 'Example: {"tool": "read_file", "arguments": {"path": "README.md"}}']
     return "\n".join(lines)
 
 
@@ -171,21 +206,60 @@ def call_text(name: str, arguments: str) -> str:
     return json.dumps({"tool": name, "arguments": args}, ensure_ascii=False)
 
 
-def render_history(messages: Iterable[Message], *, max_result_chars: int | None = None) -> list[Message]:
-    """The history with tool calls and results rewritten as plain user/assistant turns (see the module doc)."""
+def render_history(
+    messages: Iterable[Message], *, max_result_chars: int | None = None, names: dict[str, str] | None = None
+) -> list[Message]:
+    """The history with tool calls and results rewritten as plain user/assistant turns (see the module doc).
+    ``names`` renames tools as the model is shown them (:func:`short_names`)."""
+    names = names or {}
     out: list[Message] = []
     for message in messages:
         if isinstance(message, AssistantMessage):
             parts = [message.text] if message.text else []
-            parts += [call_text(call.name, call.arguments) for call in message.tool_calls]
+            parts += [call_text(names.get(call.name, call.name), call.arguments) for call in message.tool_calls]
             if parts:
                 out.append(AssistantMessage(text="\n".join(parts)))
         elif isinstance(message, ToolResultMessage):
             label = "Tool error" if message.is_error else "Tool result"
-            out.append(UserMessage(f"{label} ({message.name}):\n{_clip(message.output, max_result_chars)}"))
+            name = names.get(message.name, message.name)
+            out.append(UserMessage(f"{label} ({name}):\n{_clip(message.output, max_result_chars)}"))
         else:
             out.append(message)
     return out
+
+
+def fit_history(messages: list[Message], max_chars: int) -> list[Message]:
+    """The most recent rendered turns that fit ``max_chars`` (a cheap stand-in for tokens: ~3 characters each),
+    oldest dropped first, starting at a user turn, with a note where earlier ones were left out. The newest turn is
+    always kept (clipped by the runtime if it alone is too long). Why: past the model's 8k window the runtime
+    refuses the request; a long chat with the small model should forget its beginning, not stop working."""
+    sizes = [len(_text_of(m)) for m in messages]
+    if sum(sizes) <= max_chars or len(messages) <= 1:
+        return messages
+    start, total = len(messages), 0
+    while start > 0 and total + sizes[start - 1] <= max_chars:
+        start -= 1
+        total += sizes[start]
+    start = min(start, len(messages) - 1)
+    while start < len(messages) - 1 and not isinstance(messages[start], UserMessage):
+        start += 1
+    note = UserMessage("(Earlier messages of this chat were left out to fit the model's context.)")
+    kept = messages[start:]
+    if kept and isinstance(kept[0], UserMessage):
+        kept = [UserMessage(f"{note.text}\n\n{kept[0].text}"), *kept[1:]]
+    return kept
+
+
+def _text_of(message: Message) -> str:
+    return getattr(message, "text", "") or getattr(message, "output", "") or ""
+
+
+def remind_request(rendered: list[Message], original: Iterable[Message], limit: int = 600) -> list[Message]:
+    """``rendered`` plus a last user turn repeating the user's request. After tool results (rendered as user turns)
+    a tiny model has lost the question; asked again, it answers from the results."""
+    request = next((m.text for m in reversed(list(original)) if isinstance(m, UserMessage)), "")
+    request = request if len(request) <= limit else request[:limit] + "…"
+    return [*rendered, UserMessage(f"Using the tool results above, answer my request: {request}")]
 
 
 def _clip(text: str, limit: int | None) -> str:
@@ -212,8 +286,9 @@ class ReplyReader:
     the caller how the turn ended ("tool_calls" when a call was emitted).
     """
 
-    def __init__(self, tool_names: Iterable[str]) -> None:
+    def __init__(self, tool_names: Iterable[str], *, rename: dict[str, str] | None = None) -> None:
         self.tool_names = set(tool_names)
+        self.rename = rename or {}  # name shown to the model → real name (see short_names)
         self.buffer = ""
         self.kind: str | None = None  # "answer" | "tool" once the first key is known
         self._answer_start: int | None = None  # index of the answer string's first character in buffer
@@ -301,7 +376,7 @@ class ReplyReader:
             and reply.get("tool") in self.tool_names
             and isinstance(reply.get("arguments", {}), dict)
         ):
-            name = reply["tool"]
+            name = self.rename.get(reply["tool"], reply["tool"])
             arguments = json.dumps(reply.get("arguments") or {}, ensure_ascii=False)
             call_id = new_id("call")
             self.call = ToolCallFinished(call_id, name, arguments)

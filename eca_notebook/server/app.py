@@ -7,11 +7,12 @@ line) are the limits of each WebSocket and the ECA config file shared by every w
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from pathlib import Path
 
 from jupyter_server.extension.application import ExtensionApp
-from traitlets import Float, Integer, Unicode
+from traitlets import Bool, Float, Integer, Unicode
 
 from .handlers import route_table
 from .ws import Limits, ServerState
@@ -53,7 +54,15 @@ class EcaExtensionApp(ExtensionApp):
         help="Incoming messages queued per WebSocket before the server stops reading from it (backpressure).",
     ).tag(config=True)
 
+    preload_local_model = Bool(
+        True,
+        help="Load the embedded model in the background as the server starts when it is the default model (no "
+             "provider configured), so the first question doesn't wait for it. Never delays startup; loads nothing "
+             "when a real provider is the default or localModel is false.",
+    ).tag(config=True)
+
     state: ServerState | None = None
+    _preload: asyncio.Task[object] | None = None
 
     def initialize_settings(self) -> None:
         assert self.serverapp is not None
@@ -70,7 +79,29 @@ class EcaExtensionApp(ExtensionApp):
         assert self.state is not None
         self.handlers.extend(route_table(self.state))
 
+    async def _start_jupyter_server_extension(self, serverapp: object) -> None:
+        """Runs once the server's event loop is running: start the preload as a task and return at once."""
+        if self.preload_local_model and self.state is not None:
+            from ..engine import preload_default_model
+
+            manager = self.state.manager
+            self._preload = asyncio.ensure_future(
+                preload_default_model([manager.root], config_file=manager.config_file)
+            )
+            self._preload.add_done_callback(_log_preload_failure)
+
     async def stop_extension(self) -> None:
+        if self._preload is not None and not self._preload.done():
+            self._preload.cancel()
+        if self._preload is not None:
+            from ..providers.local import shutdown_local_runtimes
+
+            await shutdown_local_runtimes()  # the preloaded runtime, even if no engine ever used it
         if self.state is not None:
             log.info("stopping the ECA engines")
             await self.state.aclose()
+
+
+def _log_preload_failure(task: asyncio.Task[object]) -> None:
+    if not task.cancelled() and task.exception() is not None:
+        log.warning("preloading the local model failed", exc_info=task.exception())

@@ -90,3 +90,74 @@ async def test_offline_tool_call_goes_through_the_agent_loop(spawn, home, worksp
         assert re.fullmatch(r"[a-z_]+", run["name"]) and isinstance(run["arguments"], dict)
     rejected_or_called = [c for r, c in eca.contents(chat_id) if c["type"] in ("toolCalled", "toolCallRejected")]
     assert len(rejected_or_called) == len(runs)  # every call was resolved: approved, denied or errored
+
+
+# -- useful offline answers (issue: the embedded default must help) ---------------------------------------------------
+
+_PYTHON_BLOCK = re.compile(r"```[ \t]*(?:python|py)?[ \t]*\n(.*?)(?:```|\Z)", re.DOTALL | re.IGNORECASE)
+
+
+def _defines_a_function(text: str) -> bool:
+    import ast
+
+    for block in _PYTHON_BLOCK.findall(text):
+        try:
+            tree = ast.parse(block)
+        except SyntaxError:
+            continue
+        if any(isinstance(node, ast.FunctionDef) for node in ast.walk(tree)):
+            return True
+    return False
+
+
+async def _ask(eca, message: str, chat_id: str | None = None) -> tuple[str, list[tuple[str, dict]]]:
+    params = {"message": message, **({"chatId": chat_id} if chat_id else {})}
+    chat_id = (await eca.request("chat/prompt", params))["chatId"]
+    await eca.wait_idle(chat_id, timeout=360)
+    return chat_id, eca.contents(chat_id)
+
+
+async def test_a_coding_question_gets_a_python_function_without_tools(spawn, home, workspace):
+    eca = await spawn(env=offline_env(home))
+    await eca.initialize(workspace)
+    _, contents = await _ask(eca, "Write a Python function that adds two numbers.")
+    text = "".join(c["text"] for r, c in contents if r == "assistant" and c["type"] == "text")
+    assert not [c for r, c in contents if c["type"].startswith("toolCall")]  # a plain answer, no tool calls
+    assert _defines_a_function(text), text
+    # the compact prompt: a plain turn sends few tokens besides the user's message (~12 here)
+    usage = [c for r, c in contents if c["type"] == "usage"][-1]
+    assert usage["messageInputTokens"] <= 250 + 20
+    # small talk in a new chat: no tool call either
+    _, contents = await _ask(eca, "Hello! How are you today?")
+    assert not [c for r, c in contents if c["type"].startswith("toolCall")]
+    assert "".join(c["text"] for r, c in contents if r == "assistant" and c["type"] == "text").strip()
+    await eca.shutdown()
+
+
+async def test_asking_to_read_a_named_file_calls_read_file(spawn, home, workspace):
+    (workspace / "notes.txt").write_text("The secret number is 7.\n")
+    eca = await spawn(env=offline_env(home))
+    await eca.initialize(workspace)
+    _, contents = await _ask(eca, "Read the file notes.txt and tell me the secret number.")
+    runs = [c for r, c in contents if c["type"] == "toolCallRun"]
+    assert runs and runs[0]["name"] == "read_file"
+    # reading inside the workspace is allowed by default: it ran, and the turn ended with an answer or a note
+    assert [c for r, c in contents if c["type"] == "toolCalled" and c["name"] == "read_file"]
+    assert contents[-1][1]["type"] == "progress" and contents[-1][1]["state"] == "finished"
+    await eca.shutdown()
+
+
+async def test_asking_to_read_waits_for_approval_when_configured(spawn, home, workspace):
+    (workspace / "notes.txt").write_text("The secret number is 7.\n")
+    env = server_env(home, None, OLLAMA_API_URL="http://127.0.0.1:9",
+                     ECA_CONFIG=json.dumps({"toolCall": {"approval": {"byDefault": "ask"}}}))
+    eca = await spawn(env=env)
+    await eca.initialize(workspace)
+    chat_id = (await eca.request("chat/prompt", {"message": "Read the file notes.txt."}))["chatId"]
+    waiting = await eca.wait_for(lambda m: m.method == "chat/contentReceived"
+                                 and m.params["content"].get("type") == "toolCallRun"
+                                 and m.params["content"].get("manualApproval"), timeout=360)
+    assert waiting.params["content"]["name"] == "read_file"
+    await eca.request("chat/toolCallReject", {"chatId": chat_id, "toolCallId": waiting.params["content"]["id"]})
+    await eca.wait_idle(chat_id, timeout=360)
+    await eca.shutdown()

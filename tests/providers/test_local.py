@@ -36,6 +36,7 @@ from eca_notebook.providers import (
     UserMessage,
 )
 from eca_notebook.providers import _local_json as lj
+from eca_notebook.providers import local
 from eca_notebook.providers.local import (
     INSTALL_HINT,
     MODEL_ID,
@@ -558,3 +559,20 @@ async def test_the_runtime_never_outlives_its_parent() -> None:
     while alive(child_pid):  # the child sees its stdin close and exits (pytest's timeout bounds this)
         await asyncio.sleep(0.02)
     assert refuses(url)
+
+
+def test_a_long_history_keeps_its_newest_turns_within_the_window() -> None:
+    history = []
+    for i in range(40):
+        history += [UserMessage(f"question {i} " + "x" * 900), AssistantMessage(text=f"answer {i} " + "y" * 900)]
+    history.append(UserMessage("the newest question"))
+    kept = lj.fit_history(history, 10_000)
+    assert sum(len(getattr(m, "text", "")) for m in kept) <= 10_000 + 200
+    assert isinstance(kept[0], UserMessage) and kept[0].text.startswith("(Earlier messages of this chat were left out")
+    assert kept[-1].text == "the newest question"
+    assert "answer 39" in kept[-2].text
+    assert lj.fit_history(history[:3], 10_000) == history[:3]  # short chats are sent whole
+    # the request body the runtime gets stays within the window however long the chat
+    provider = LocalProvider(httpx.AsyncClient(), status=local_model_status())
+    body = provider.request_body(ProviderRequest(model="m", messages=history * 5))
+    assert sum(len(m["content"]) for m in body["messages"]) < local.HISTORY_CHARS + 500

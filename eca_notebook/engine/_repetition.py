@@ -1,0 +1,79 @@
+"""Spotting a degenerate reply while it streams: the same short span repeated over and over.
+
+Why: a small model can fall into a loop (``1.1.2.1.1.1.1…``, the same line again and again) and stream it until the
+token cap — on the embedded model that was 46 s of garbage. Stopping it early and saying so is kinder than the cap.
+
+How, cheaply enough for the hot path: every :data:`CHECK_EVERY` new characters, take the last :data:`PROBE` characters
+of the reply, find where they occurred before (``str.rfind`` in the recent window — a C loop), and verify that the
+tail is periodic with that distance over at least :data:`MIN_RUN` characters and :data:`MIN_REPEATS` periods. Only the
+few nearest occurrences are tried, so each check is a handful of C-speed string operations on a bounded window.
+
+The thresholds are set so real answers don't trip it: a span of at most :data:`MAX_PERIOD` characters repeated for at
+least 400 characters *and* at least 6 times (a markdown table rule or a long ``====`` line is shorter than that).
+"""
+
+from __future__ import annotations
+
+__all__ = ["RepetitionGuard"]
+
+MAX_PERIOD = 120  # longest repeating span considered (a repeated code line fits)
+MIN_RUN = 400  # characters the repetition must cover
+MIN_REPEATS = 6  # ... and at least this many times the span
+PROBE = 24  # characters from the end looked up earlier in the window
+CHECK_EVERY = 32  # new characters between two checks
+WINDOW = MAX_PERIOD * MIN_REPEATS + MIN_RUN + PROBE  # how much of the reply's end is kept
+_CANDIDATES = 4  # nearest earlier occurrences of the probe tried as the period
+
+
+class RepetitionGuard:
+    """Feed it the reply's text deltas; :meth:`feed` returns True once the reply has become a loop.
+
+    After that, :attr:`span` is the repeating unit and :attr:`keep` how many characters of the text fed so far are
+    worth keeping (everything before the loop plus one copy of the span).
+    """
+
+    def __init__(self) -> None:
+        self._tail = ""
+        self._total = 0
+        self._since_check = 0
+        self.span: str | None = None
+        self.keep: int | None = None
+
+    def feed(self, text: str) -> bool:
+        if self.span is not None:
+            return True
+        self._tail = (self._tail + text)[-WINDOW:]
+        self._total += len(text)
+        self._since_check += len(text)
+        if self._since_check < CHECK_EVERY or len(self._tail) < MIN_RUN:
+            return False
+        self._since_check = 0
+        return self._check()
+
+    def _check(self) -> bool:
+        tail = self._tail
+        n = len(tail)
+        probe = tail[n - PROBE:]
+        lowest = max(0, n - PROBE - MAX_PERIOD)
+        end = n - 1  # an occurrence must start before the probe itself: at <= n - PROBE - 1
+        for _ in range(_CANDIDATES):
+            at = tail.rfind(probe, lowest, end)
+            if at < 0:
+                return False
+            period = n - PROBE - at
+            need = max(MIN_RUN, MIN_REPEATS * period)
+            if need <= n and tail[n - need + period:] == tail[n - need:n - period]:
+                run = self._run_length(period)
+                self.span = tail[n - period:]
+                self.keep = self._total - run + period
+                return True
+            end = at - 1 + PROBE  # the next candidate starts strictly earlier
+        return False
+
+    def _run_length(self, period: int) -> int:
+        """How far back (in the window) the text stays periodic with ``period``."""
+        tail = self._tail
+        i = len(tail) - period - 1
+        while i >= 0 and tail[i] == tail[i + period]:
+            i -= 1
+        return len(tail) - (i + 1)

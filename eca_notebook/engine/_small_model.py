@@ -1,0 +1,189 @@
+"""How the engine talks to a small model (the embedded SmolLM2-135M and any model marked ``compact``).
+
+Why a profile of its own: measured on the embedded model, a plain question ("Write a Python function that adds two
+numbers.") is answered correctly when sent alone, but the engine's full path — a long system prompt, every tool's
+schema and a reply constrained to JSON — made the same model stream ``1.1.2.1.1…`` until the token cap, or call
+``read_file("file.txt")`` again and again. A tiny model cannot both follow a tool protocol and answer well, so:
+
+* **Tools only when the prompt needs them** (:func:`tools_for_prompt`). With ``localModel.tools = "auto"`` (the
+  default) a turn offers tools only when the user asks to act on the workspace — an imperative *read / change / run*
+  verb together with something to act on (a path, a workspace file name, "file", "folder", "notebook", an attached
+  context), or names the workspace itself — and then only the tools that kind of request needs. Everything else is
+  a plain chat request: streamed text, no constrained JSON. ``"always"`` offers the whole tool set, ``"never"``
+  none.
+* **A compact system prompt** (:func:`compact_system_prompt`): about 60 tokens, plus the user's rules (AGENTS.md,
+  ``.eca/rules``) cut to a budget, so a plain turn sends well under 250 tokens before the user's message.
+* **Smaller context budgets** (:data:`CONTEXT_BYTES`, :data:`PER_CONTEXT_BYTES`): attached files and notebooks are
+  clipped to what fits the model's 8k window next to the answer.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Literal, Mapping, Sequence, TypeVar
+
+__all__ = [
+    "CONTEXT_BYTES",
+    "PER_CONTEXT_BYTES",
+    "RULES_CHARS",
+    "TOOL_ROUNDS",
+    "ToolMode",
+    "compact_system_prompt",
+    "first_round_extra",
+    "prompt_intents",
+    "tool_rounds",
+    "tools_for_prompt",
+]
+
+ToolMode = Literal["auto", "always", "never"]
+LOCAL_PROVIDER = "local"  # providers.local.PROVIDER_ID (not imported: this module stays import-free)
+T = TypeVar("T")
+
+CONTEXT_BYTES = 12_000  # all attached contexts together (≈ 3k tokens of the 8k window)
+PER_CONTEXT_BYTES = 6_000  # one attached file / notebook
+RULES_CHARS = 1_200  # AGENTS.md and .eca/rules together (≈ 300 tokens)
+TOOL_ROUNDS = 3  # rounds with tool calls before the model is asked to answer without tools (1 for reading only)
+
+COMPACT_PROMPT = (
+    "You are eca-notebook, a coding assistant in Jupyter. Answer the user's question directly and briefly. "
+    "Put code in fenced Markdown blocks."
+)
+COMPACT_PLAN = " Plan mode: explain what to do; change no file."
+COMPACT_TOOLS = (
+    " You may use a tool when the user asks you to read, change or run something in the workspace; "
+    "paths are relative to the workspace. If a tool fails, do not repeat the same call."
+)
+
+# -- the rule ------------------------------------------------------------------------------------------------------
+
+_READ_VERBS = r"read|open|show|list|look|view|check|inspect|find|search|grep|summari[sz]e|explain|review|describe|cat"
+_CHANGE_VERBS = (r"edit|change|modify|fix|update|rename|move|delete|remove|create|write|add|save|refactor|replace"
+                 r"|append|insert|put|make")
+_RUN_VERBS = r"run|execute|exec"
+# A verb counts only as a request to the assistant: at the start of a clause, optionally after a polite lead-in.
+# "Write a function that reads a file" has "reads" in a subordinate clause, which is not a request to read a file.
+_LEAD = (r"(?:^|[.!?;:]\s+|\n\s*|\b(?:and|then|also|now|first|next)\s+)"
+         r"(?:(?:please|kindly|pls)\s+|(?:can|could|would|will)\s+you\s+(?:please\s+)?|go\s+ahead\s+and\s+"
+         r"|i\s+(?:want|need|would\s+like|'d\s+like)\s+you\s+to\s+|help\s+me\s+|let's\s+)?")
+_VERB = {
+    "read": re.compile(_LEAD + rf"(?:{_READ_VERBS})\b", re.IGNORECASE),
+    "change": re.compile(_LEAD + rf"(?:{_CHANGE_VERBS})\b", re.IGNORECASE),
+    "run": re.compile(_LEAD + rf"(?:{_RUN_VERBS})\b", re.IGNORECASE),
+}
+# Things a read/change request acts on. "file" alone is enough together with an imperative verb.
+_OBJECT = re.compile(r"\b(?:files?|folders?|director(?:y|ies)|notebooks?|cells?|workspace|project|repo(?:sitory)?"
+                     r"|codebase|readme)\b", re.IGNORECASE)
+# Naming the workspace itself asks about its contents ("What does this project do?").
+_WORKSPACE = re.compile(r"\b(?:this|the|my|our)\s+(?:workspace|project|repo(?:sitory)?|codebase|folder|directory)\b",
+                        re.IGNORECASE)
+_PATH = re.compile(r"(?<![\w@])(?:\.{0,2}/)?(?:[\w.-]+/)*[\w-][\w.-]*\.(?:py|ipynb|md|txt|json|ya?ml|toml|csv|tsv"
+                   r"|js|ts|tsx|jsx|html?|css|sh|cfg|ini|rst|sql|r|jl|c|h|cpp|hpp|go|rs|java|xml|log|lock|parquet)\b",
+                   re.IGNORECASE)
+_SLASHED = re.compile(r"(?<![\w@:/])(?:\.{0,2}/)?[\w.-]+(?:/[\w.-]+)+/?")
+_WORD = re.compile(r"[\w.-]{3,}")
+_PHRASE_END = re.compile(r"[.!?;:\n]|\b(?:that|which|who|whose|where|when|to|so|for|using|if)\b", re.IGNORECASE)
+_FENCED = re.compile(r"```.*?(?:```|\Z)", re.DOTALL)
+
+_READ_TOOLS = ("read_file", "directory_tree", "grep", "list_variables", "inspect_variable")
+_CHANGE_TOOLS = ("read_file", "write_file", "edit_file", "move_file", "insert_cell", "replace_cell")
+_RUN_TOOLS = ("read_file", "shell_command", "run_python")
+_TOOLS_BY_INTENT = {"read": _READ_TOOLS, "change": _CHANGE_TOOLS, "run": _RUN_TOOLS}
+
+
+def prompt_intents(message: str, *, has_contexts: bool = False, folders: Sequence[Path] = ()) -> set[str]:
+    """What the user asks the assistant to do to the workspace: a subset of ``{"read", "change", "run"}``.
+
+    * ``run``: an imperative run/execute ("Run the tests", "please execute `ls`").
+    * ``read`` / ``change``: an imperative verb of that kind *and* something to act on — a path-like word
+      (``utils.py``, ``src/app``, an existing ``Makefile``), an attached context ("Fix this" with a file attached),
+      or a word such as "file" or "notebook" as the verb's own object (before any "that …" clause).
+    * ``read`` also when the message names the workspace itself ("this project", "the repo").
+    """
+    message = _FENCED.sub(" ", message)  # code the user pasted is not a request ("f.read()", "open('x.txt')")
+    intents: set[str] = set()
+    if _VERB["run"].search(message):
+        intents.add("run")
+    anywhere = has_contexts or _names_a_path(message, folders)
+    for kind in ("read", "change"):
+        for verb in _VERB[kind].finditer(message):
+            # "file" must be the verb's own object: "Create a file …" yes, "Write a function that reads a file" no.
+            phrase = _PHRASE_END.split(message[verb.end():], maxsplit=1)[0]
+            if anywhere or _OBJECT.search(phrase):
+                intents.add(kind)
+                break
+    if _WORKSPACE.search(message):
+        intents.add("read")
+    return intents
+
+
+def _names_a_path(message: str, folders: Sequence[Path]) -> bool:
+    if _PATH.search(message):
+        return True
+    for match in _SLASHED.finditer(message):
+        first = match.group(0).lstrip("./").split("/", 1)[0]
+        if first and any((folder / first).exists() for folder in folders):
+            return True
+    # A bare name counts only when it can't be an ordinary word: it exists at the top of a workspace folder *and* is
+    # written with a capital or a dot (``Makefile``, ``README``, ``.env``) — "write tests" must not match ``tests/``.
+    words = {w for w in _WORD.findall(message) if w != w.lower() or w.startswith(".")}
+    return any(any((folder / word).exists() for folder in folders) for word in words)
+
+
+def tools_for_prompt(
+    available: Mapping[str, T],
+    names: Mapping[str, str],
+    message: str,
+    *,
+    mode: ToolMode = "auto",
+    has_contexts: bool = False,
+    folders: Sequence[Path] = (),
+) -> dict[str, T]:
+    """The tools to offer a small model for this prompt: a subset of ``available`` (keyed as the engine keys them;
+    ``names`` maps each key to the tool's own name, e.g. ``eca__read_file`` → ``read_file``).
+
+    ``always``: everything; ``never``: nothing; ``auto``: the tools of the intents :func:`prompt_intents` finds —
+    only built-in and kernel tools (an MCP server's tools come with ``always``).
+    """
+    if mode == "always":
+        return dict(available)
+    if mode == "never":
+        return {}
+    wanted: set[str] = set()
+    for intent in prompt_intents(message, has_contexts=has_contexts, folders=folders):
+        wanted.update(_TOOLS_BY_INTENT[intent])
+    return {key: tool for key, tool in available.items() if names.get(key) in wanted}
+
+
+def tool_rounds(offered_names: Sequence[str]) -> int:
+    """Rounds with tool calls a small model gets before it must answer: one when it may only read (read, then
+    answer — measured: given more, the 135M model goes on reading other files), :data:`TOOL_ROUNDS` otherwise."""
+    return 1 if set(offered_names) <= set(_READ_TOOLS) else TOOL_ROUNDS
+
+
+def first_round_extra(provider: str, tools_offered: bool) -> dict[str, str]:
+    """The embedded model must call a tool in the first round of a turn that offers tools: the user asked it to
+    act, and given the choice the 135M model tends to answer with an invented file's content instead. (Sent as
+    OpenAI's ``tool_choice``, which the ``local`` provider turns into its constrained-JSON schema.)"""
+    return {"tool_choice": "required"} if tools_offered and provider == LOCAL_PROVIDER else {}
+
+
+# -- the prompt ----------------------------------------------------------------------------------------------------
+
+
+def compact_system_prompt(*, plan: bool, tools: bool, rules: str = "", custom: str | None = None) -> str:
+    """The small model's system prompt: a custom behaviour's own prompt, or the compact base; the tool hint only when
+    tools are offered; the user's rules clipped to :data:`RULES_CHARS` (with a note saying so)."""
+    prompt = custom or COMPACT_PROMPT
+    if plan and custom is None:
+        prompt += COMPACT_PLAN
+    if tools:
+        prompt += COMPACT_TOOLS
+    rules = rules.strip()
+    if rules:
+        if len(rules) > RULES_CHARS:
+            cut = rules[:RULES_CHARS]
+            newline = cut.rfind("\n")
+            rules = (cut[:newline] if newline > RULES_CHARS // 2 else cut).rstrip() + "\n[rules shortened]"
+        prompt += "\n\n" + rules
+    return prompt

@@ -1,0 +1,67 @@
+"""The repetition guard: loops of every shape are caught early; real answers, however long, are not."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from eca_notebook.engine._repetition import MIN_RUN, RepetitionGuard
+
+
+def feed(text: str, step: int = 3) -> RepetitionGuard | None:
+    guard = RepetitionGuard()
+    for i in range(0, len(text), step):
+        if guard.feed(text[i:i + step]):
+            return guard
+    return None
+
+
+@pytest.mark.parametrize("prefix,unit", [
+    ("python-1.1.2-py2.py3", "1.0-b13.0."),  # what the embedded model streamed for 46 s
+    ("Here you go:\n", "1."),
+    ("ok\n", "    return a + b\n"),  # a code line again and again
+    ("", "x"),
+    ("The answer is ", "the answer is the answer is "),
+    ("List:\n", "- item\n"),
+])
+@pytest.mark.parametrize("step", [1, 4, 37])
+def test_loops_are_caught_and_the_useful_start_is_kept(prefix: str, unit: str, step: int):
+    text = prefix + unit * (3000 // len(unit))
+    guard = feed(text, step)
+    assert guard is not None
+    assert guard.keep is not None and guard.span is not None
+    kept = text[:guard.keep]
+    assert kept.startswith(prefix)
+    assert len(kept) <= len(prefix) + len(unit)  # one copy of the loop at most
+    assert len(unit) % len(guard.span) == 0  # the shortest period ("the answer is " twice is one unit)
+    # caught soon after the loop is long enough to be sure, not at the end
+    assert guard._total <= len(prefix) + max(MIN_RUN, 6 * len(unit)) + 64 + step
+
+
+_RNG = random.Random(1)
+REAL_ANSWERS = [
+    # a markdown table with many similar rows
+    "| n | square |\n|---|---|\n" + "".join(f"| {i} | {i * i} |\n" for i in range(300)),
+    # code with a long run of similar assignments
+    "def f():\n" + "".join(f"    x{i} = {i}\n" for i in range(300)),
+    # a numbered list
+    "".join(f"{i}. Step number {i}: do the thing\n" for i in range(1, 200)),
+    # a divider, a few repeated short lines
+    "=" * 80 + "\n" + "pass\n" * 5 + "Done.\n",
+    # prose
+    " ".join(_RNG.choice(["the", "model", "answer", "is", "a", "list", "of", "words", "data"]) for _ in range(3000)),
+]
+
+
+@pytest.mark.parametrize("text", REAL_ANSWERS)
+def test_real_answers_are_not_cut(text: str):
+    assert feed(text, 5) is None
+
+
+def test_it_stays_tripped_and_ignores_empty_chunks():
+    guard = RepetitionGuard()
+    assert not guard.feed("")
+    assert not any(guard.feed("abc ") for _ in range(50))
+    assert any(guard.feed("ab") for _ in range(400))
+    assert guard.feed("anything else")
