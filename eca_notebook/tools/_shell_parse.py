@@ -54,6 +54,7 @@ _SHELLS = frozenset({"sh", "bash", "dash", "zsh", "ksh", "mksh", "ash", "busybox
 _CD = frozenset({"cd", "pushd", "chdir"})
 _WRAPPERS = frozenset({"command", "builtin", "exec", "nohup", "time", "nice", "env", "sudo", "doas", "xargs",
                        "timeout", "stdbuf", "ionice", "chrt", "taskset", "setsid", "unbuffer"})
+_WRAPPER_ARG = re.compile(r"^(-.*|[A-Za-z_][A-Za-z0-9_]*=.*|\d+(\.\d+)?[smhd]?)$")
 _READERS = frozenset({"read", "mapfile", "readarray", "getopts"})
 _GLOB_CHARS = re.compile(r"[*?\[]")
 _BRACES = re.compile(r"\{[^{}\s]*(,|\.\.)[^{}\s]*\}")
@@ -221,7 +222,12 @@ def _parse_into(source: str, result: ShellParse, *, in_loop: bool, via: str | No
         result.problems.append("the command line contains a NUL byte")
         return
     tree = _parser().parse(source.encode("utf-8", errors="replace"))
-    _Walker(result, via, depth).statement(tree.root_node, in_loop)
+    if tree.root_node.has_error:  # ERROR or MISSING nodes anywhere, even where the walker does not look
+        result.problems.append("the shell syntax could not be parsed")
+    try:
+        _Walker(result, via, depth).statement(tree.root_node, in_loop)
+    except RecursionError:
+        result.problems.append("the command line is nested too deeply to analyse")
 
 
 def _text(node) -> str:  # type: ignore[no-untyped-def]
@@ -341,8 +347,8 @@ class _Walker:
         words = ([cmd.name] if cmd.name is not None else []) + cmd.args
         i = 0
         while i < len(words) and (words[i].static or "") in _WRAPPERS:
-            i += 1
-            while i < len(words) and (words[i].static or "").startswith("-"):
+            i += 1  # then its options, VAR=value pairs (env) and durations (timeout)
+            while i < len(words) and _WRAPPER_ARG.match(words[i].static or ""):
                 i += 1
         if i >= len(words):
             return
@@ -394,11 +400,12 @@ class _Walker:
             name = _text(name_node.named_children[0]) if name_node.named_children else name
         if value_node is None:
             return name, Word("", (Part("literal", ""),))
-        if value_node.type == "array":
-            parts = [self.word(v, False) for v in value_node.named_children if v.type in _WORDISH]
-            return name, Word(_text(value_node), tuple(Part("dynamic", "array") for _ in parts[:1]) or
-                              (Part("literal", ""),))
-        return name, self.word(value_node, False, assignment=True)
+        if value_node.type == "array":  # a=(x y): elements are checked; the variable itself is not followed
+            for v in value_node.named_children:
+                if v.type in _WORDISH:
+                    self.add(Command(None, [self.word(v, False)]))
+            return name, Word(_text(value_node), (Part("dynamic", "an array"),))
+        return name, self.word(value_node, False)
 
     def for_loop(self, node) -> None:  # type: ignore[no-untyped-def]
         var = node.child_by_field_name("variable")
@@ -448,9 +455,9 @@ class _Walker:
 
     # -- words ---------------------------------------------------------------------------------------------------
 
-    def word(self, node, in_loop: bool, *, assignment: bool = False) -> Word:  # type: ignore[no-untyped-def]
+    def word(self, node, in_loop: bool) -> Word:  # type: ignore[no-untyped-def]
         parts: list[Part] = []
-        self.parts(node, parts, quoted=False, in_loop=in_loop, first=True, assignment=assignment)
+        self.parts(node, parts, quoted=False, in_loop=in_loop, first=True)
         unquoted = _text(node) if node.type == "word" else "".join(
             _text(c) for c in node.children if c.type == "word") if node.type == "concatenation" else ""
         if _BRACES.search(unquoted):  # bash's {a,b} / {1..3}; not dash's, but /bin/sh may be bash
@@ -463,8 +470,8 @@ class _Walker:
                 merged.append(p)
         return Word(_text(node), tuple(merged) or (Part("literal", ""),))
 
-    def parts(self, node, out: list[Part], *, quoted: bool, in_loop: bool, first: bool,  # type: ignore[no-untyped-def]
-              assignment: bool = False) -> None:
+    def parts(self, node, out: list[Part], *, quoted: bool, in_loop: bool,  # type: ignore[no-untyped-def]
+              first: bool) -> None:
         kind = node.type
         if kind in ("word", "number", "test_operator", "variable_name", "special_variable_name", "regex",
                     "extglob_pattern", "file_descriptor"):
@@ -493,7 +500,7 @@ class _Walker:
             out.append(Part("literal", value, True))
         elif kind == "concatenation":
             for i, child in enumerate(node.children):
-                self.parts(child, out, quoted=quoted, in_loop=in_loop, first=first and i == 0, assignment=assignment)
+                self.parts(child, out, quoted=quoted, in_loop=in_loop, first=first and i == 0)
         elif kind == "simple_expansion":
             name = node.named_children[-1] if node.named_children else None
             out.append(Part("var", _text(name) if name is not None else _text(node)[1:], quoted))
@@ -611,6 +618,10 @@ class _Analysis:
             return {"sh"}
         if name.isdigit() or name in ("@", "*"):
             return {""}
+        if name == "PWD":  # the shell sets it to where it runs
+            return {str(c) for c in self.cwds}
+        if name == "OLDPWD":  # inherited, then where the last cd left from
+            return {str(c) for c in self.cwds} | ({self.env["OLDPWD"]} if "OLDPWD" in self.env else set())
         return {self.env.get(name, "")}
 
     def run(self) -> PathReport:
@@ -679,6 +690,10 @@ class _Analysis:
         if values is None:
             self.unknown("cd to a directory only known when it runs")
             return
+        cdpath = self.lookup("CDPATH")
+        if cdpath is None:
+            self.unknown("cd with a CDPATH only known when it runs")
+            return
         new: set[Path] = set()
         for value, _ in values:
             if value == "-":
@@ -687,6 +702,9 @@ class _Analysis:
             value = self.expand_tilde(value)
             for base in self.cwds:
                 new.add((base / value).resolve(strict=False))
+                if not value.startswith(("/", "./", "../")) and value not in (".", ".."):
+                    for entry in (e for v in cdpath for e in v.split(":") if e):  # cd NAME searches $CDPATH
+                        new.add((base / self.expand_tilde(entry) / value).resolve(strict=False))
         for d in new:
             if not self.inside(d) and d not in self.report.cd_outside:
                 self.report.cd_outside.append(d)

@@ -186,3 +186,27 @@ def test_parse_is_total_on_odd_input() -> None:
         parse(text)  # never raises
     ws = Path(os.getcwd())
     analyse_paths(parse("(" * 200), ws, [ws], {})
+
+
+@pytest.mark.parametrize("command", [
+    "cat .\\./outside/secret.txt", 'cat "..""/outside/secret.txt"', "cat $'..'/outside/secret.txt",
+    "cat $PWD/../outside/secret.txt", ">../outside/x", "exec 3<../outside/secret.txt; cat <&3",
+    "ls\ncat ../outside/secret.txt", "env A=1 sh -c 'cat ../outside/secret.txt'",
+    "timeout 10 bash -lc 'cat ../outside/secret.txt'", "a=(../outside/secret.txt); echo ok",
+])
+def test_spellings_that_reach_the_same_outside_file(command: str, tree) -> None:
+    _, outside, _ = tree
+    found, _, _ = outside_of(command, tree)
+    assert any(p == outside or p.is_relative_to(outside) for p in found), (command, found)
+
+
+def test_cdpath_is_searched(tree) -> None:
+    ws, outside, _ = tree
+    _, cds, _ = outside_of("CDPATH=.. cd outside", tree)
+    assert outside in cds
+
+
+@pytest.mark.parametrize("command", ["((((cat ../outside/secret.txt))))", "echo " + "$(" * 3000 + "ls" + ")" * 3000])
+def test_what_the_parser_only_half_understands_asks(command: str, tree) -> None:
+    assert not parse(command).ok
+    assert outside_of(command, tree)[2]
