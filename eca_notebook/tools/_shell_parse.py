@@ -216,7 +216,7 @@ def parse(source: str) -> ShellParse:
 
 def _parse_into(source: str, result: ShellParse, *, in_loop: bool, via: str | None, depth: int) -> None:
     if len(source) > MAX_SOURCE:
-        result.problems.append(f"the command line is longer than {MAX_SOURCE} bytes")
+        result.problems.append(f"the command line is longer than {MAX_SOURCE} characters")
         return
     if "\0" in source:
         result.problems.append("the command line contains a NUL byte")
@@ -550,6 +550,11 @@ def _descendants(node, kinds: set[str] | frozenset[str]):  # type: ignore[no-unt
     return out
 
 
+def _short(text: str, limit: int = 60) -> str:
+    """Words quoted in reasons (shown and logged) are cut: a command line may carry a token."""
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
 def _cd_target(cmd: Command) -> Word | None | bool:
     """The target word of a ``cd``-like command; None for a bare ``cd`` ($HOME); False when `cmd` is not one."""
     words = ([cmd.name] if cmd.name is not None else []) + cmd.args
@@ -659,7 +664,7 @@ class _Analysis:
         if cmd.name is not None:
             values = cmd.name.values(self.lookup, self.home)
             if values is None:
-                self.unknown(f"the program to run is only known when it runs ({cmd.name.text})")
+                self.unknown(f"the program to run is only known when it runs ({_short(cmd.name.text)})")
             else:
                 for value, _ in values:
                     program = value
@@ -716,7 +721,7 @@ class _Analysis:
     def check_word(self, word: Word, what: str) -> None:
         values = word.values(self.lookup, self.home)
         if values is None:
-            self.unknown(f"the {what} {word.text!r} is only known when it runs")
+            self.unknown(f"the {what} {_short(word.text)!r} is only known when it runs")
             return
         for value, unquoted_var in values:
             self.check_value(value, split=unquoted_var)
@@ -758,14 +763,14 @@ class _Analysis:
             except (OSError, ValueError, re.error):
                 matches = []
             if len(matches) > _MAX_GLOB:
-                self.unknown(f"the pattern {value!r} matches too many files to check")
+                self.unknown(f"the pattern {_short(value)!r} matches too many files to check")
                 matches = matches[:_MAX_GLOB]
             paths += [Path(m) for m in matches]
         for p in paths:
             try:
                 resolved = p.resolve(strict=False)
             except (OSError, RuntimeError, ValueError):
-                self.unknown(f"{value!r} cannot be resolved")
+                self.unknown(f"{_short(value)!r} cannot be resolved")
                 continue
             if str(resolved) in _HARMLESS:
                 continue

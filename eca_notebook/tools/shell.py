@@ -111,7 +111,7 @@ class ShellCommandTool(NativeTool[ShellCommandArgs]):
         report = analyse_paths(parse(args.command), cwd, folders, self._env())
         must_ask = "; ".join(report.unknown[:3]) if report.unknown else None
         if report.needs_asking:
-            log.info("shell command must be approved: %s", "; ".join(report.reasons()[:5]))
+            log.debug("shell command must be approved: %s", "; ".join(report.reasons()[:5]))
         return Prepared(
             args=normalised,
             summary=f"$ {one_line}",
