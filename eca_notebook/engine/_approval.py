@@ -6,10 +6,13 @@ Precedence, first match wins (as the reference server documents it):
 2. the call is covered by an approval remembered this session → allow — *unless* the call touches a path outside
    the workspace (step 3 is checked first for such calls, see below);
 3. the call touches a path outside every workspace folder → ask, even if an ``allow`` rule or ``byDefault: "allow"``
-   would apply;
-4. an ``ask`` rule matches → ask;
-5. an ``allow`` rule matches → allow;
-6. ``byDefault``.
+   would apply (for ``shell_command``: a path named in the command line, or a ``cd`` out of the workspace);
+4. the tool says the call must be asked (``must_ask``: a shell command whose paths cannot be known before it
+   runs) → ask, even under an ``allow`` rule or ``byDefault: "allow"`` — but after step 2, so the exact command
+   approved for the session still runs;
+5. an ``ask`` rule matches → ask;
+6. an ``allow`` rule matches → allow;
+7. ``byDefault``.
 
 Deliberately more conservative than the reference in two places:
 
@@ -60,6 +63,7 @@ class ApprovalRequest:
     server: str  # "eca" for native tools, else the MCP server name
     args: dict[str, Any]
     outside_workspace: bool = False
+    must_ask: str | None = None  # the tool's reason this call must be asked (see Prepared.must_ask)
 
 
 @dataclass
@@ -279,6 +283,8 @@ def _decide(request: ApprovalRequest, approval: ApprovalConfig, session: Session
         return Verdict("ask", "the call touches a path outside the workspace")
     if session.covers(request):
         return Verdict("allow", "approved earlier in this session")
+    if request.must_ask:
+        return Verdict("ask", request.must_ask)
     hit = _first_match(approval.ask, request, fail_closed=True)
     if hit is not None:
         return Verdict("ask", _rule_reason("ask", *hit))

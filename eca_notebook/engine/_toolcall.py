@@ -121,7 +121,8 @@ class ToolCallRunner:
         shown_args = prepared.args
         run_fields = {"summary": prepared.summary, "details": prepared.details}
         request = ApprovalRequest(tool=tool.name, server=tool_server(tool), args=prepared.args,
-                                  outside_workspace=prepared.outside_workspace)
+                                  outside_workspace=prepared.outside_workspace,
+                                  must_ask=getattr(prepared, "must_ask", None))
         verdict = decide(request, self.approval_config, self.session)
         if verdict.decision == "deny":
             self.emit("assistant", self._content("toolCallRun", call, name, shown_args, manualApproval=False, **run_fields))

@@ -55,6 +55,10 @@ class Prepared:
     details: dict[str, Any] | None = None  # {"type": "fileChange", "path", "diff", "linesAdded", "linesRemoved"}
     paths: list[Path] = field(default_factory=list)  # every resolved path the call touches (symlinks resolved)
     outside_workspace: bool = False  # any of `paths` is outside every workspace folder
+    # Why this call must be asked even where an allow rule or ``byDefault: "allow"`` would let it run (e.g. a shell
+    # command whose paths cannot be known before it runs); only an identical approval remembered this session
+    # covers it. None: the usual rules apply.
+    must_ask: str | None = None
     error: str | None = None  # invalid call: message for the LLM; the call is not run
     state: Any = None  # tool-private data computed in prepare (e.g. the new file content) for run()
 

@@ -13,6 +13,7 @@ without ``ctx.fs`` nothing changes: ``prepare`` stays synchronous.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import errno
 import io
 import os
@@ -25,11 +26,16 @@ from pydantic import Field
 from ._args import ToolArgs, parse_args
 from ._diff import diff_label, file_change_details
 from ._files import (
+    ANY,
     SNIFF_BYTES,
+    FileChanged,
+    TargetMoved,
     check_text,
     client_text,
     fingerprint,
+    fingerprint_at,
     looks_binary,
+    open_directory,
     read_text,
     text_fingerprint,
     write_through,
@@ -62,6 +68,14 @@ class _ClientView:
         if parsed is not None:
             try:
                 path = resolve(parsed.path, ctx)
+                if not is_inside(path, ctx.workspace_folders):
+                    # Asking the client for an outside file would show it the path — and us the content — before
+                    # the user approved anything: prepare from the disk (the diff stays local until approved);
+                    # read_file asks the client after the approval, in run.
+                    prepared = super().prepare(args, ctx)  # type: ignore[misc]
+                    if prepared.error is None:
+                        prepared.state = {**(prepared.state or {}), "client_after_approval": True}
+                    return prepared
                 if not path.is_dir():
                     text = await client_text(ctx.fs, path)
             except OSError:
@@ -168,7 +182,11 @@ class ReadFileTool(_ClientView, NativeTool[ReadFileArgs]):
 
     async def _run(self, prepared: Prepared, ctx: ToolContext) -> ToolResult:
         state = prepared.state or {}
-        if "text" in state:  # served by the client in prepare
+        if state.get("client_after_approval"):  # an outside path: the client is asked only now, after approval
+            text = await client_text(ctx.fs, prepared.paths[0])
+            if text is not None:
+                state = {"text": text}
+        if "text" in state:  # served by the client
             return await asyncio.to_thread(self._read_from, io.BytesIO(state["text"].encode("utf-8")), prepared, ctx)
         return await asyncio.to_thread(self._read, prepared, ctx)
 
@@ -266,6 +284,32 @@ async def _check_unchanged_now(tool: NativeTool[Any], path: Path, state: dict[st
         raise tool.fail(f"{display(path, ctx)}: file changed since the diff was shown; re-read it and try again")
 
 
+def _refusal(tool: NativeTool[Any], path: Path, exc: TargetMoved, ctx: ToolContext, what: str) -> ToolError:
+    where = f" to {exc.target}" if exc.target is not None else ""
+    scope = ", outside the workspace" if exc.outside else ""
+    return tool.fail(
+        f"refused to {what} {display(path, ctx)}: {display(exc.link, ctx)} has become a symbolic link{where}{scope} "
+        "since the change was shown, so it would land somewhere else than what was approved; nothing was changed"
+    )
+
+
+async def _write_approved(tool: NativeTool[Any], path: Path, content: str, state: dict[str, Any],
+                          ctx: ToolContext) -> None:
+    """The approved write, re-checked now: same file content as the diff, same place (no symlink swapped in)."""
+    try:
+        if state.get("via_client"):
+            await _check_unchanged_now(tool, path, state, ctx)
+            expected: Any = ANY
+        else:
+            expected = state["fingerprint"]
+        await write_through(ctx.fs, path, content, ctx.workspace_folders, expected)
+    except FileChanged:
+        raise tool.fail(f"{display(path, ctx)}: file changed since the diff was shown; re-read it and try again") \
+            from None
+    except TargetMoved as exc:
+        raise _refusal(tool, path, exc, ctx, "write") from None
+
+
 def _check_client_text(tool: NativeTool[Any], path: Path, text: str, ctx: ToolContext) -> None:
     try:
         check_text(text)
@@ -316,9 +360,8 @@ class WriteFileTool(_ClientView, NativeTool[WriteFileArgs]):
 
     async def _run(self, prepared: Prepared, ctx: ToolContext) -> ToolResult:
         path = prepared.paths[0]
-        await _check_unchanged_now(self, path, prepared.state, ctx)
         content: str = prepared.state["content"]
-        await write_through(ctx.fs, path, content)
+        await _write_approved(self, path, content, prepared.state, ctx)
         n = content.count("\n") + (1 if content and not content.endswith("\n") else 0)
         verb = "Overwrote" if prepared.state["fingerprint"] is not None else "Created"
         lines = "1 line" if n == 1 else f"{n} lines"
@@ -424,8 +467,7 @@ class EditFileTool(_ClientView, NativeTool[EditFileArgs]):
 
     async def _run(self, prepared: Prepared, ctx: ToolContext) -> ToolResult:
         path = prepared.paths[0]
-        await _check_unchanged_now(self, path, prepared.state, ctx)
-        await write_through(ctx.fs, path, prepared.state["content"])
+        await _write_approved(self, path, prepared.state["content"], prepared.state, ctx)
         if prepared.state["fingerprint"] is None:
             return ToolResult(output=f"Created {display(path, ctx)}", details=prepared.details)
         n = prepared.state["count"]
@@ -494,17 +536,43 @@ class MoveFileTool(NativeTool[MoveFileArgs]):
 
     async def _run(self, prepared: Prepared, ctx: ToolContext) -> ToolResult:
         src, dst = prepared.paths
-        now = fingerprint(src) if not src.is_symlink() else "link"
-        if now != prepared.state["fingerprint"]:
-            raise self.fail(f"{display(src, ctx)}: file changed since the move was shown; re-read it and try again")
-        if dst.exists() or dst.is_symlink():
-            raise self.fail(f"destination already exists: {display(dst, ctx)}")
-        dst.parent.mkdir(parents=True, exist_ok=True)
+        folders = ctx.workspace_folders
+        # Both directories are reached again without following symlinks, and the rename happens relative to those
+        # handles: a parent swapped for a link since the approval cannot redirect the move.
         try:
-            os.rename(src, dst)
+            with contextlib.ExitStack() as stack:
+                try:
+                    sfd = stack.enter_context(open_directory(src.parent, folders))
+                except FileNotFoundError:
+                    raise self.fail(f"source not found: {display(src, ctx)}") from None
+                except TargetMoved as exc:
+                    raise _refusal(self, src, exc, ctx, "move") from None
+                now = fingerprint_at(sfd, src.name)
+                if now != prepared.state["fingerprint"]:
+                    raise self.fail(
+                        f"{display(src, ctx)}: file changed since the move was shown; re-read it and try again")
+                try:
+                    dfd = stack.enter_context(open_directory(dst.parent, folders, create=True))
+                except TargetMoved as exc:
+                    raise _refusal(self, dst, exc, ctx, "move to") from None
+                if fingerprint_at(dfd, dst.name) is not None:
+                    raise self.fail(f"destination already exists: {display(dst, ctx)}")
+                try:
+                    os.rename(src.name, dst.name, src_dir_fd=sfd, dst_dir_fd=dfd)
+                except OSError as exc:
+                    if exc.errno != errno.EXDEV:
+                        raise
+                    # across file systems: copy then delete, still through the checked directory handles
+                    shutil.move(_via_fd(sfd, src), _via_fd(dfd, dst))
         except OSError as exc:
-            if exc.errno != errno.EXDEV:
-                raise
-            shutil.move(str(src), str(dst))  # across filesystems: copy then delete
+            if exc.filename is None:
+                exc.filename = str(src)
+            raise
         return ToolResult(output=f"Moved {display(src, ctx)} to {display(dst, ctx)}", details=prepared.details)
 
+
+def _via_fd(dir_fd: int, path: Path) -> str:
+    """A name for `path` that goes through the already checked directory handle (Linux ``/proc/self/fd``); the
+    plain path elsewhere."""
+    proc = f"/proc/self/fd/{dir_fd}"
+    return f"{proc}/{path.name}" if os.path.isdir(proc) else str(path)

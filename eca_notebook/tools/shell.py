@@ -3,12 +3,18 @@
 The command runs in its own session (so its own process group): a timeout or a cancelled tool call kills the
 *group* — the shell, and whatever it started in the background, which would otherwise outlive the chat and keep the
 output pipe open. stdin is closed so nothing can wait for input; stdout and stderr are merged in arrival order.
+
+Before anything runs, the command line is parsed (:mod:`._shell_parse`): a command that names a path outside the
+workspace or ``cd``s out of it is flagged ``outside_workspace`` (so it always asks, like any outside call), and one
+whose paths cannot be known before it runs (``$(...)`` output as an argument, variables set by ``read``, syntax the
+parser cannot follow…) gets ``must_ask``: it asks even under ``byDefault: "allow"`` or an ``allow`` rule.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import os
 import signal
 import time
@@ -18,10 +24,13 @@ from pydantic import Field
 from ._args import ToolArgs
 from ._output import truncate_for_llm
 from ._paths import display, is_inside, resolve
+from ._shell_parse import analyse_paths, parse
 from ._tool import NativeTool
 from .base import Prepared, ToolContext, ToolResult
 
 __all__ = ["ShellCommandTool", "DEFAULT_TIMEOUT_MS", "MAX_TIMEOUT_MS"]
+
+log = logging.getLogger(__name__)
 
 DEFAULT_TIMEOUT_MS = 60_000
 MAX_TIMEOUT_MS = 600_000
@@ -99,13 +108,29 @@ class ShellCommandTool(NativeTool[ShellCommandArgs]):
         one_line = " ".join(args.command.split())
         if len(one_line) > _SUMMARY_CHARS:
             one_line = one_line[: _SUMMARY_CHARS - 3] + "..."
-        return Prepared(args=normalised, summary=f"$ {one_line}", paths=[cwd], outside_workspace=False)
+        report = analyse_paths(parse(args.command), cwd, folders, self._env())
+        must_ask = "; ".join(report.unknown[:3]) if report.unknown else None
+        if report.needs_asking:
+            log.debug("shell command must be approved: %s", "; ".join(report.reasons()[:5]))
+        return Prepared(
+            args=normalised,
+            summary=f"$ {one_line}",
+            paths=[cwd, *report.outside, *report.cd_outside],
+            outside_workspace=bool(report.outside or report.cd_outside),
+            must_ask=must_ask,
+        )
+
+    @staticmethod
+    def _env() -> dict[str, str]:
+        """The environment the command gets (also what ``$VAR``s are analysed with)."""
+        env = dict(os.environ)
+        env.update({"PAGER": "cat", "GIT_PAGER": "cat", "GIT_TERMINAL_PROMPT": "0"})
+        return env
 
     async def _run(self, prepared: Prepared, ctx: ToolContext) -> ToolResult:
         cwd = prepared.paths[0]
         timeout_ms: int = prepared.args["timeout"]
-        env = dict(os.environ)
-        env.update({"PAGER": "cat", "GIT_PAGER": "cat", "GIT_TERMINAL_PROMPT": "0"})
+        env = self._env()
         # Our own pipe rather than asyncio's: a background child may keep its write end open after the shell exits,
         # and we must be able to stop listening and close our end without waiting for it.
         read_fd, write_fd = os.pipe()

@@ -126,6 +126,40 @@ async def test_write_file_goes_through_the_editor_or_the_disk(ws: Path):
     assert not (ws / "b.txt").exists()
 
 
+async def test_outside_paths_are_not_read_through_the_client_before_approval(ws: Path, tmp_path: Path):
+    """Issue #12, 7: prepare (before the user is asked) must not send ``fs/read_text_file`` for an outside path."""
+    secret = tmp_path / "secret.txt"
+    secret.write_text("on disk\n")
+    editor = Editor({str(secret): "in the editor\n"})
+    ctx = ToolContext(workspace_folders=[ws], fs=editor)
+    read = await prepare(ReadFileTool(), {"path": str(secret)}, ctx)
+    write = await prepare(WriteFileTool(), {"path": str(secret), "content": "new\n"}, ctx)
+    edit = await prepare(EditFileTool(), {"path": str(secret), "original_content": "on disk",
+                                          "new_content": "x"}, ctx)
+    assert read.outside_workspace and write.outside_workspace and edit.outside_workspace  # so the user is asked
+    assert editor.reads == []
+    # approved: only now is the client asked, and its view is what the model gets
+    assert (await ReadFileTool().run(read, ctx)).output == "in the editor"
+    assert editor.reads == [secret]
+
+
+async def test_client_writes_are_re_checked_when_they_happen(ws: Path, tmp_path: Path):
+    """Issue #12, 1: the client writes by name, so the path is re-resolved just before asking it to."""
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (ws / "sub").mkdir()
+    editor = Editor({})
+    ctx = ToolContext(workspace_folders=[ws], fs=editor)
+    tool = WriteFileTool()
+    prepared = await prepare(tool, {"path": "sub/x.txt", "content": "x"}, ctx)
+    assert prepared.summary == 'Creating file "sub/x.txt"'
+    (ws / "sub").rmdir()
+    (ws / "sub").symlink_to(outside, target_is_directory=True)
+    result = await tool.run(prepared, ctx)
+    assert result.error is True and "refused" in result.output and "outside the workspace" in result.output
+    assert editor.writes == [] and list(outside.iterdir()) == []
+
+
 async def test_buffers_with_nul_bytes_are_refused_for_edits(ws: Path):
     ctx = ToolContext(workspace_folders=[ws], fs=Editor({str(ws / "bin"): "a\0b"}))
     prepared = await prepare(WriteFileTool(), {"path": "bin", "content": "x"}, ctx)

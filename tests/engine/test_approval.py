@@ -20,8 +20,9 @@ def approval(**data: Any) -> ApprovalConfig:
     return ApprovalConfig.model_validate(data)
 
 
-def shell(command: str, *, outside: bool = False) -> ApprovalRequest:
-    return ApprovalRequest(tool="shell_command", server="eca", args={"command": command}, outside_workspace=outside)
+def shell(command: str, *, outside: bool = False, must_ask: str | None = None) -> ApprovalRequest:
+    return ApprovalRequest(tool="shell_command", server="eca", args={"command": command}, outside_workspace=outside,
+                           must_ask=must_ask)
 
 
 def native(tool: str, **args: Any) -> ApprovalRequest:
@@ -216,6 +217,29 @@ def test_session_approval_does_not_cover_outside_workspace() -> None:
     assert decide(outside, cfg, session).decision == "ask"
     session.remember(outside)  # even remembering the outside call itself does not auto-approve the next one
     assert decide(outside, cfg, session).decision == "ask"
+
+
+def test_must_ask_beats_allow_rules_and_by_default_allow() -> None:
+    cfg = approval(byDefault="allow", allow={"eca__shell_command": {"argsMatchers": {"command": ["cat .*"]}}})
+    verdict = decide(shell("cat $(x)", must_ask="the argument '$(x)' is only known when it runs"), cfg, NO_SESSION)
+    assert verdict.decision == "ask" and "only known when it runs" in verdict.reason
+    assert decide(shell("cat a"), cfg, NO_SESSION).decision == "allow"
+
+
+def test_must_ask_still_denied_by_deny_rule() -> None:
+    cfg = approval(byDefault="allow", deny={"eca__shell_command": {"argsMatchers": {"command": ["cat .*"]}}})
+    assert decide(shell("cat $(x)", must_ask="unknown"), cfg, NO_SESSION).decision == "deny"
+
+
+def test_exact_session_approval_covers_a_must_ask_command_but_not_an_outside_one() -> None:
+    cfg = approval(byDefault="allow")
+    session = SessionApprovals()
+    session.remember(shell("for f in *; do wc -l $f; done", must_ask="loop variable"))
+    assert decide(shell("for f in *; do wc -l $f; done", must_ask="loop variable"), cfg, session).decision == \
+        "allow"
+    assert decide(shell("for f in *; do rm $f; done", must_ask="loop variable"), cfg, session).decision == "ask"
+    session.remember(shell("cat ../x", outside=True))
+    assert decide(shell("cat ../x", outside=True), cfg, session).decision == "ask"
 
 
 # -- hidden tools --------------------------------------------------------------------------------------------------

@@ -172,3 +172,34 @@ async def test_killed_by_signal_is_reported(ws: Path, ctx: ToolContext) -> None:
     _, result = await call(shell, {"command": "kill -9 $$"}, ctx)
     assert result.error
     assert result.output == "Exit code: -9 (killed by SIGKILL)\n\n(no output)"
+
+
+# -- what must be asked (issue #12, 3) -----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("command", ["cat ../outside/secret.txt", "cd .. && cat outside/secret.txt", "cat ~/x",
+                                     'cat "$HOME/x"', "echo x > /tmp/eca-x", "cat /etc/passwd"])
+def test_commands_reaching_outside_are_flagged(command: str, ws: Path, ctx: ToolContext) -> None:
+    prepared = shell.prepare({"command": command}, ctx)
+    assert prepared.error is None
+    assert prepared.outside_workspace is True
+    assert prepared.paths[0] == ws.resolve() and len(prepared.paths) > 1  # the outside paths are listed too
+
+
+@pytest.mark.parametrize("command", ["cat $(printf x)", "while read f; do cat \"$f\"; done < list", "echo 'open"])
+def test_commands_that_cannot_be_analysed_must_ask(command: str, ctx: ToolContext) -> None:
+    prepared = shell.prepare({"command": command}, ctx)
+    assert prepared.error is None and prepared.outside_workspace is False
+    assert prepared.must_ask
+
+
+@pytest.mark.parametrize("command", ["ls -la", "git status", "pytest -q > out.log 2>&1", "cat a.txt | wc -l"])
+def test_plain_inside_commands_are_not_flagged(command: str, ctx: ToolContext) -> None:
+    prepared = shell.prepare({"command": command}, ctx)
+    assert prepared.outside_workspace is False and prepared.must_ask is None
+
+
+def test_cd_is_followed_from_the_working_directory(ws: Path, ctx: ToolContext) -> None:
+    (ws / "sub").mkdir()
+    assert not shell.prepare({"command": "cd .. && ls", "working_directory": "sub"}, ctx).outside_workspace
+    assert shell.prepare({"command": "cd ../.. && ls", "working_directory": "sub"}, ctx).outside_workspace
