@@ -170,6 +170,7 @@ class Turn:
         reasoning_text: dict[str, list[str]] = {}
         tool_names: dict[str, str] = {}
         usage_seen = False
+        finished: Finished | None = None
 
         async for event in self.provider.stream(request):
             if not generating:
@@ -214,17 +215,31 @@ class Turn:
             elif isinstance(event, ToolCallFinished):
                 self._assistant.tool_calls.append(ToolCall(event.id, event.name, event.arguments))
             elif isinstance(event, Usage):
-                usage_seen = True
-                self._add_usage(event)
+                # all zeros means nothing was counted (a proxy that doesn't report usage), not a measurement
+                if event.input_tokens or event.output_tokens or event.cache_read_tokens or event.cache_write_tokens:
+                    usage_seen = True
+                    self._add_usage(event)
             elif isinstance(event, Finished):
                 self.chat.last_stop_reason = event.stop_reason
+                finished = event
                 break
 
         calls = list(self._assistant.tool_calls) if self._assistant else []
+        empty = self._assistant is not None and not self._assistant.text.strip() and not calls
         self._commit_assistant()
         if usage_seen:
             self._system(self._usage_content())
+        if empty:
+            self._system({"type": "text", "text": self._empty_answer(finished)})
         return calls
+
+    def _empty_answer(self, finished: Finished | None) -> str:
+        """Said in the chat when a round ends without text or tool calls, so the user isn't left with nothing."""
+        reason = (finished.reason or finished.stop_reason) if finished is not None else None
+        text = "The model returned an empty answer" + (f" (finish reason: {reason})" if reason else "") + "."
+        if finished is not None and finished.stop_reason == "max_tokens":
+            text += f" It stopped at its output limit ({self.max_tokens} tokens)." if self.max_tokens else ""
+        return text
 
     # -- bookkeeping ---------------------------------------------------------------------------------------------
 
