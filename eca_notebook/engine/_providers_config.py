@@ -45,23 +45,9 @@ class ModelInfo:
     cache_write_cost: float | None = None
     context_limit: int | None = None
     output_limit: int | None = None
+    output_max: int | None = None  # the most the model can produce (catalog), whatever the config asks for
     reasoning: bool = False
     reasoning_history: str | None = None
-    output_max: int | None = None  # the most the model can produce (catalog), whatever the config asks for
-
-    def max_output_tokens(self) -> int:
-        """The output limit every request sends: the configured one (``limit.output`` / ``outputLimit``, else the
-        catalog's), capped by the model's own maximum, :data:`DEFAULT_OUTPUT_TOKENS` when none is known.
-
-        A limit as large as the context window can never succeed (providers check prompt + output ≤ context; some
-        catalogs copy the window into the output field), so it is cut to half the window.
-        """
-        limit = self.output_limit or DEFAULT_OUTPUT_TOKENS
-        if self.output_max:
-            limit = min(limit, self.output_max)
-        if self.context_limit and limit >= self.context_limit:
-            limit = max(1, self.context_limit // 2)
-        return limit
 
     def cost(
         self, input_tokens: int, output_tokens: int, cache_read_tokens: int = 0, cache_write_tokens: int = 0
@@ -82,6 +68,20 @@ class ModelInfo:
             + cache_write_tokens * write
         )
         return total / 1_000_000
+
+    def max_output_tokens(self) -> int:
+        """The output limit every request sends: the configured one (``limit.output`` / ``outputLimit``, else the
+        catalog's), capped by the model's own maximum, :data:`DEFAULT_OUTPUT_TOKENS` when none is known.
+
+        A limit as large as the context window can never succeed (providers check prompt + output ≤ context; some
+        catalogs copy the window into the output field), so it is cut to half the window.
+        """
+        limit = self.output_limit or DEFAULT_OUTPUT_TOKENS
+        if self.output_max:
+            limit = min(limit, self.output_max)
+        if self.context_limit and limit >= self.context_limit:
+            limit = max(1, self.context_limit // 2)
+        return limit
 
 
 @dataclass
@@ -164,9 +164,9 @@ def _model_info(provider_id: str, key: str, mc: ModelConfig | None) -> ModelInfo
         cache_write_cost=pick("cache_write_cost", prices=True),
         context_limit=pick("context_limit", prices=False),
         output_limit=pick("output_limit", prices=False),
+        output_max=known.output_limit if known is not None else None,
         reasoning=bool(reasoning),
         reasoning_history=mc.reasoning_history if mc is not None else None,
-        output_max=known.output_limit if known is not None else None,
     )
 
 

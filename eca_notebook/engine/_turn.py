@@ -16,7 +16,8 @@ import asyncio
 import contextvars
 import logging
 import time
-from typing import Any, Callable
+from contextlib import aclosing, nullcontext
+from typing import Any, AsyncIterator, Callable
 
 from ..providers.base import (
     AssistantMessage,
@@ -30,6 +31,7 @@ from ..providers.base import (
     ReasoningDelta,
     ReasoningFinished,
     ReasoningStarted,
+    StreamEvent,
     TextDelta,
     ToolCall,
     ToolCallDelta,
@@ -56,6 +58,36 @@ def format_cost(cost: float | None) -> str | None:
     return text or "0"
 
 
+class _Observed:
+    """The provider as a turn sees it: each round's :class:`Finished` is kept (its reason explains an empty answer),
+    and a usage of all zeros — nothing was counted, e.g. a proxy that doesn't report usage — is dropped rather than
+    shown as a measurement."""
+
+    def __init__(self, provider: Provider) -> None:
+        self.inner = provider
+        self.id = provider.id
+        self.finished: Finished | None = None
+
+    def stream(self, request: ProviderRequest) -> AsyncIterator[StreamEvent]:
+        self.finished = None
+        return self._events(request)
+
+    async def _events(self, request: ProviderRequest) -> AsyncIterator[StreamEvent]:
+        events = self.inner.stream(request)
+        # closing this generator (a stop, or the turn leaving the loop early) closes the provider's stream too
+        async with aclosing(events) if hasattr(events, "aclose") else nullcontext(events):
+            async for event in events:
+                if isinstance(event, Usage) and not (event.input_tokens or event.output_tokens
+                                                     or event.cache_read_tokens or event.cache_write_tokens):
+                    continue
+                if isinstance(event, Finished):
+                    self.finished = event
+                yield event
+
+    async def aclose(self) -> None:
+        await self.inner.aclose()
+
+
 class Turn:
     """Runs rounds against the provider until the model answers without tool calls (or the round cap)."""
 
@@ -75,11 +107,12 @@ class Turn:
     ) -> None:
         self.on_success = on_success  # runs after a normal finish, before "progress finished" (e.g. /compact)
         self.chat = chat
-        self.provider = provider
+        self.provider = _Observed(provider)
         self.model = model
         self.system = system
         self.emit = emit
-        self.max_tokens = max_tokens
+        # the model's output limit goes with every request (limit.output, capped by the model's maximum)
+        self.max_tokens = max_tokens if max_tokens is not None else model.max_output_tokens()
         self.tools = tools or []
         self.runner = runner
         self.max_rounds = max(1, max_rounds)
@@ -170,7 +203,6 @@ class Turn:
         reasoning_text: dict[str, list[str]] = {}
         tool_names: dict[str, str] = {}
         usage_seen = False
-        finished: Finished | None = None
 
         async for event in self.provider.stream(request):
             if not generating:
@@ -215,13 +247,10 @@ class Turn:
             elif isinstance(event, ToolCallFinished):
                 self._assistant.tool_calls.append(ToolCall(event.id, event.name, event.arguments))
             elif isinstance(event, Usage):
-                # all zeros means nothing was counted (a proxy that doesn't report usage), not a measurement
-                if event.input_tokens or event.output_tokens or event.cache_read_tokens or event.cache_write_tokens:
-                    usage_seen = True
-                    self._add_usage(event)
+                usage_seen = True
+                self._add_usage(event)
             elif isinstance(event, Finished):
                 self.chat.last_stop_reason = event.stop_reason
-                finished = event
                 break
 
         calls = list(self._assistant.tool_calls) if self._assistant else []
@@ -230,16 +259,8 @@ class Turn:
         if usage_seen:
             self._system(self._usage_content())
         if empty:
-            self._system({"type": "text", "text": self._empty_answer(finished)})
+            self._system({"type": "text", "text": self._empty_answer(self.provider.finished)})
         return calls
-
-    def _empty_answer(self, finished: Finished | None) -> str:
-        """Said in the chat when a round ends without text or tool calls, so the user isn't left with nothing."""
-        reason = (finished.reason or finished.stop_reason) if finished is not None else None
-        text = "The model returned an empty answer" + (f" (finish reason: {reason})" if reason else "") + "."
-        if finished is not None and finished.stop_reason == "max_tokens":
-            text += f" It stopped at its output limit ({self.max_tokens} tokens)." if self.max_tokens else ""
-        return text
 
     # -- bookkeeping ---------------------------------------------------------------------------------------------
 
@@ -257,6 +278,14 @@ class Turn:
         if self._assistant is not None:
             self._assistant.tool_calls.clear()
         self._commit_assistant()
+
+    def _empty_answer(self, finished: Finished | None) -> str:
+        """Said in the chat when a round ends without text or tool calls, so the user isn't left with nothing."""
+        reason = (finished.reason or finished.stop_reason) if finished is not None else None
+        text = "The model returned an empty answer" + (f" (finish reason: {reason})" if reason else "") + "."
+        if finished is not None and finished.stop_reason == "max_tokens" and self.max_tokens:
+            text += f" It stopped at its output limit ({self.max_tokens} tokens)."
+        return text
 
     def _add_usage(self, event: Usage) -> None:
         usage = self.chat.usage

@@ -511,8 +511,7 @@ class Engine:
         )
         specs = [ToolSpec(llm_tool_name(t), t.description, t.parameters) for t in offered.values()]
         turn = Turn(chat, provider, info, system or self.system_prompt(behavior), self._emit_content, tools=specs,
-                    runner=runner, max_rounds=tool_call.max_rounds, on_success=on_success,
-                    max_tokens=info.max_output_tokens())
+                    runner=runner, max_rounds=tool_call.max_rounds, on_success=on_success)
         chat.task = asyncio.create_task(self._run_turn(chat, turn), name=f"eca-turn-{chat.id}")
 
     async def _builtin(self, chat: Chat, name: str, argument: str) -> dict[str, Any] | None:
