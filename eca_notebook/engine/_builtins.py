@@ -22,6 +22,10 @@ def costs(engine: Engine, chat: Chat) -> str:
     lines = [
         f"Chat: {chat.title or chat.id}",
         f"Model: {chat.model or engine.selected_model or '(none)'}",
+    ]
+    if not usage.session_tokens:  # zeros would read as a measurement
+        return "\n".join([*lines, "Tokens: none reported by the provider yet"])
+    lines += [
         f"Input tokens: {usage.input_tokens:,}",
         f"Output tokens: {usage.output_tokens:,}",
     ]

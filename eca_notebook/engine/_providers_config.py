@@ -17,7 +17,13 @@ from ._catalog import BUILTIN_PROVIDERS, CATALOG, DEFAULT_MODELS, CatalogEntry, 
 if TYPE_CHECKING:  # only attribute access at run time; avoids an import cycle with config.py
     from .config import Config, ModelConfig
 
-__all__ = ["ModelInfo", "ResolvedProvider", "resolve_providers", "mask_secret", "env_prefix"]
+__all__ = ["ModelInfo", "ResolvedProvider", "resolve_providers", "mask_secret", "env_prefix", "DEFAULT_OUTPUT_TOKENS"]
+
+# Output tokens asked for when neither config nor the catalog knows the model's limit. Servers without a limit of
+# their own (Ollama, llama.cpp) otherwise generate until the context is full: a small model stuck repeating itself
+# ran for minutes. 8192 is a full answer or a large file edit, and fits every context window worth coding with
+# (vLLM rejects a request whose prompt + max_tokens exceed the window).
+DEFAULT_OUTPUT_TOKENS = 8192
 
 
 @dataclass
@@ -39,6 +45,7 @@ class ModelInfo:
     cache_write_cost: float | None = None
     context_limit: int | None = None
     output_limit: int | None = None
+    output_max: int | None = None  # the most the model can produce (catalog), whatever the config asks for
     reasoning: bool = False
     reasoning_history: str | None = None
     # A small model (the embedded one): compact system prompt, smaller context budgets, tools only when the prompt
@@ -64,6 +71,20 @@ class ModelInfo:
             + cache_write_tokens * write
         )
         return total / 1_000_000
+
+    def max_output_tokens(self) -> int:
+        """The output limit every request sends: the configured one (``limit.output`` / ``outputLimit``, else the
+        catalog's), capped by the model's own maximum, :data:`DEFAULT_OUTPUT_TOKENS` when none is known.
+
+        A limit as large as the context window can never succeed (providers check prompt + output ≤ context; some
+        catalogs copy the window into the output field), so it is cut to half the window.
+        """
+        limit = self.output_limit or DEFAULT_OUTPUT_TOKENS
+        if self.output_max:
+            limit = min(limit, self.output_max)
+        if self.context_limit and limit >= self.context_limit:
+            limit = max(1, self.context_limit // 2)
+        return limit
 
 
 @dataclass
@@ -133,6 +154,7 @@ def _model_info(provider_id: str, key: str, mc: ModelConfig | None) -> ModelInfo
         return getattr(entry, catalog_attr or attr) if entry is not None else None
 
     reasoning = pick("reasoning", prices=False)
+    known = own or borrowed
     return ModelInfo(
         id=f"{provider_id}/{key}",
         provider=provider_id,
@@ -145,6 +167,7 @@ def _model_info(provider_id: str, key: str, mc: ModelConfig | None) -> ModelInfo
         cache_write_cost=pick("cache_write_cost", prices=True),
         context_limit=pick("context_limit", prices=False),
         output_limit=pick("output_limit", prices=False),
+        output_max=known.output_limit if known is not None else None,
         reasoning=bool(reasoning),
         reasoning_history=mc.reasoning_history if mc is not None else None,
         compact=bool(mc is not None and mc.compact),

@@ -18,7 +18,8 @@ import contextvars
 import json
 import logging
 import time
-from typing import Any, Callable
+from contextlib import aclosing, nullcontext
+from typing import Any, AsyncIterator, Callable
 
 from ..providers.base import (
     AssistantMessage,
@@ -32,6 +33,7 @@ from ..providers.base import (
     ReasoningDelta,
     ReasoningFinished,
     ReasoningStarted,
+    StreamEvent,
     TextDelta,
     ToolCall,
     ToolCallDelta,
@@ -74,6 +76,36 @@ def format_cost(cost: float | None) -> str | None:
     return text or "0"
 
 
+class _Observed:
+    """The provider as a turn sees it: each round's :class:`Finished` is kept (its reason explains an empty answer),
+    and a usage of all zeros — nothing was counted, e.g. a proxy that doesn't report usage — is dropped rather than
+    shown as a measurement."""
+
+    def __init__(self, provider: Provider) -> None:
+        self.inner = provider
+        self.id = provider.id
+        self.finished: Finished | None = None
+
+    def stream(self, request: ProviderRequest) -> AsyncIterator[StreamEvent]:
+        self.finished = None
+        return self._events(request)
+
+    async def _events(self, request: ProviderRequest) -> AsyncIterator[StreamEvent]:
+        events = self.inner.stream(request)
+        # closing this generator (a stop, or the turn leaving the loop early) closes the provider's stream too
+        async with aclosing(events) if hasattr(events, "aclose") else nullcontext(events):
+            async for event in events:
+                if isinstance(event, Usage) and not (event.input_tokens or event.output_tokens
+                                                     or event.cache_read_tokens or event.cache_write_tokens):
+                    continue
+                if isinstance(event, Finished):
+                    self.finished = event
+                yield event
+
+    async def aclose(self) -> None:
+        await self.inner.aclose()
+
+
 class Turn:
     """Runs rounds against the provider until the model answers without tool calls (or the round cap)."""
 
@@ -95,11 +127,12 @@ class Turn:
     ) -> None:
         self.on_success = on_success  # runs after a normal finish, before "progress finished" (e.g. /compact)
         self.chat = chat
-        self.provider = provider
+        self.provider = _Observed(provider)
         self.model = model
         self.system = system
         self.emit = emit
-        self.max_tokens = max_tokens
+        # the model's output limit goes with every request (limit.output, capped by the model's maximum)
+        self.max_tokens = max_tokens if max_tokens is not None else model.max_output_tokens()
         self.tools = tools or []
         self.runner = runner
         self.max_rounds = max(1, max_rounds)
@@ -280,9 +313,12 @@ class Turn:
                     break
 
         calls = list(self._assistant.tool_calls) if self._assistant else []
+        empty = self._assistant is not None and not self._assistant.text.strip() and not calls
         self._commit_assistant()
         if usage_seen:
             self._system(self._usage_content())
+        if empty:
+            self._system({"type": "text", "text": self._empty_answer(self.provider.finished)})
         return calls
 
     def _cut_repetition(self, guard: RepetitionGuard) -> None:
@@ -311,6 +347,14 @@ class Turn:
         if self._assistant is not None:
             self._assistant.tool_calls.clear()
         self._commit_assistant()
+
+    def _empty_answer(self, finished: Finished | None) -> str:
+        """Said in the chat when a round ends without text or tool calls, so the user isn't left with nothing."""
+        reason = (finished.reason or finished.stop_reason) if finished is not None else None
+        text = "The model returned an empty answer" + (f" (finish reason: {reason})" if reason else "") + "."
+        if finished is not None and finished.stop_reason == "max_tokens" and self.max_tokens:
+            text += f" It stopped at its output limit ({self.max_tokens} tokens)."
+        return text
 
     def _add_usage(self, event: Usage) -> None:
         usage = self.chat.usage

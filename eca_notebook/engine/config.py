@@ -5,7 +5,10 @@ Why it looks like this:
   **unknown keys are kept, never rejected** (``extra="allow"``; they are also in :attr:`LoadedConfig.raw`).
 - Layers are deep-merged (later wins, dicts merged, arrays replaced, ``null`` overrides). A layer that breaks the
   config (bad JSON, a known key with a wrong type) is skipped as a whole and reported in ``problems``, so one typo in a
-  workspace file never takes the whole server down — and the report says which file and which dotted key.
+  workspace file never takes the whole server down — and the report says which file and which dotted key. When the
+  only broken parts are independent entries (one provider, one model, one MCP server), just those entries are
+  skipped and named, and the rest of the layer applies: one provider with an unknown ``api`` must not drop the
+  others. The reference's spellings of ``api`` (``openai`` for ``openai-responses``) are accepted.
 - ``null`` for a key that has a non-null default means "back to the default"; ``null`` for an entry of a named map
   (``providers.x``, ``mcpServers.x``, an approval rule) removes that entry. This lets a workspace undo a global setting.
 - Secrets never reach ``problems`` or logs: messages carry key paths, env var *names* and pydantic's messages, never
@@ -25,7 +28,7 @@ import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal, Mapping, Sequence
+from typing import Any, Literal, Mapping, Sequence, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 from pydantic.alias_generators import to_camel
@@ -165,6 +168,9 @@ class ModelConfig(_ConfigModel):
 
 
 ProviderApi = Literal["openai-responses", "openai-chat", "anthropic", "ollama"]
+_PROVIDER_APIS: tuple[str, ...] = get_args(ProviderApi)
+# Other spellings the reference server accepts for the same wire API (its ``provider->api-handler``).
+_API_ALIASES = {"openai": "openai-responses"}
 
 
 class ProviderConfig(_ConfigModel):
@@ -185,6 +191,20 @@ class ProviderConfig(_ConfigModel):
     def _models(cls, value: Any) -> Any:
         # ``"models": {"gpt-5": null}`` removes a model; ``{"my-model": {}}`` adds one with no settings.
         return _drop_null_entries(value)
+
+    @field_validator("api", mode="before")
+    @classmethod
+    def _api(cls, value: Any) -> Any:
+        # The reference's spellings map onto ours; anything else gets a message naming what is supported (the value
+        # is an API name, never a secret, so it is shown).
+        if not isinstance(value, str):
+            return value
+        value = _API_ALIASES.get(value, value)
+        if value not in _PROVIDER_APIS:
+            shown = value if len(value) <= 40 else value[:40] + "…"
+            raise ValueError(f"unsupported api {shown!r} (supported: openai-responses (or openai), openai-chat, "
+                             "anthropic, ollama)")
+        return value
 
 
 class ArgsRule(_ConfigModel):
@@ -549,6 +569,59 @@ def _describe(exc: ValidationError, label: str) -> list[str]:
     return msgs
 
 
+def _independent_entry(loc: tuple[Any, ...]) -> tuple[tuple[str, ...], str] | None:
+    """The entry a validation error belongs to when that entry stands alone: ``providers.<id>``,
+    ``providers.<id>.models.<name>`` or ``mcpServers.<name>`` (with how to name it to the user).
+
+    Behaviours and approval rules are deliberately not independent: skipping one ``deny`` rule while the rest of the
+    layer (say ``byDefault: "allow"``) applied would loosen what the user asked for, so those still reject the layer.
+    """
+    if len(loc) < 2 or not isinstance(loc[1], str):
+        return None
+    if loc[0] == "providers":
+        if len(loc) >= 4 and loc[2] == "models" and isinstance(loc[3], str):
+            return ("providers", loc[1], "models", loc[3]), f"model '{loc[1]}/{loc[3]}'"
+        return ("providers", loc[1]), f"provider '{loc[1]}'"
+    if loc[0] in ("mcpServers", "mcp_servers"):
+        return (loc[0], loc[1]), f"MCP server '{loc[1]}'"
+    return None
+
+
+def _broken_entries(
+    exc: ValidationError, layer: Mapping[str, Any], label: str
+) -> dict[tuple[str, ...], tuple[str, list[str]]] | None:
+    """Every error grouped by the independent entry of *layer* it is in, or None when any error is elsewhere (or in
+    an entry this layer doesn't set, so dropping it from the layer would change nothing)."""
+    bad: dict[tuple[str, ...], tuple[str, list[str]]] = {}
+    messages = _describe(exc, label)
+    for err, message in zip(exc.errors(include_url=False, include_input=False, include_context=False), messages):
+        found = _independent_entry(tuple(err["loc"]))
+        if found is None or not _has_entry(layer, found[0]):
+            return None
+        entry, what = found
+        bad.setdefault(entry, (what, []))[1].append(message)
+    # A model inside a provider that is skipped as a whole needs no removal of its own.
+    return {e: v for e, v in bad.items() if not (len(e) == 4 and e[:2] in bad)} or None
+
+
+def _has_entry(layer: Mapping[str, Any], entry: tuple[str, ...]) -> bool:
+    node: Any = layer
+    for key in entry:
+        if not isinstance(node, Mapping) or key not in node:
+            return False
+        node = node[key]
+    return True
+
+
+def _remove_entry(layer: dict[str, Any], entry: tuple[str, ...]) -> None:
+    """Remove *entry* from *layer* without mutating the caller's data (each dict on the way is copied)."""
+    node = layer
+    for key in entry[:-1]:
+        node[key] = dict(node[key])
+        node = node[key]
+    del node[entry[-1]]
+
+
 def _read_file_layer(path: Path) -> tuple[Any, str | None, bool]:
     """(data, problem, exists). Never includes file content in the problem."""
     try:
@@ -582,16 +655,30 @@ class _Loader:
         if not isinstance(data, Mapping):
             self.reject(name, path, [f"{label}: expected a JSON object, got {_json_type(data)}"])
             return
-        candidate = deep_merge(self.merged, _normalize_layer(data))
-        try:
-            # Validate what the merge would produce, so a layer is judged together with what it overrides
-            # (e.g. adding ``url`` to an MCP server that already has ``command`` elsewhere).
-            config = Config.model_validate(interpolate_env(candidate, self.env))
-        except ValidationError as exc:
-            self.reject(name, path, _describe(exc, label))
-            return
+        layer = _normalize_layer(data)
+        skipped: list[str] = []
+        while True:
+            candidate = deep_merge(self.merged, layer)
+            try:
+                # Validate what the merge would produce, so a layer is judged together with what it overrides
+                # (e.g. adding ``url`` to an MCP server that already has ``command`` elsewhere).
+                config = Config.model_validate(interpolate_env(candidate, self.env))
+                break
+            except ValidationError as exc:
+                bad = _broken_entries(exc, layer, label)
+                if bad is None:
+                    self.reject(name, path, skipped + _describe(exc, label))
+                    return
+                # Only independent entries are broken: drop them from this layer (what earlier layers said about
+                # them stays) and judge the rest again.
+                for entry, (what, messages) in bad.items():
+                    _remove_entry(layer, entry)
+                    skipped.append(f"{'; '.join(messages)} — {what} skipped, the rest of this layer applies")
         self.merged, self.config = candidate, config
-        self.sources.append(ConfigSource(name, path, True, None))
+        for problem in skipped:
+            logger.warning("config entry skipped: %s", problem)
+        self.problems.extend(skipped)
+        self.sources.append(ConfigSource(name, path, True, "; ".join(skipped) or None))
 
     def apply_file(self, name: str, path: Path, *, required: bool = False) -> None:
         data, problem, exists = _read_file_layer(path)

@@ -3,7 +3,9 @@
 Things this API is strict about and this module therefore gets right: ``max_tokens`` is required; tool results go
 as ``tool_result`` blocks in the *user* message right after the assistant's ``tool_use``, all results of one turn in
 one message; thinking blocks must be sent back unchanged with their ``signature`` (or as ``redacted_thinking``);
-with extended thinking, ``max_tokens`` must exceed the budget and ``temperature`` must be left unset.
+with extended thinking, ``max_tokens`` must exceed the budget and ``temperature`` must be left unset. An explicit
+``max_tokens`` (the model's output limit) is never exceeded: the thinking budget shrinks to fit, and thinking is left
+off when not even the API's minimum budget fits.
 """
 
 from __future__ import annotations
@@ -136,12 +138,17 @@ class AnthropicProvider(HttpProvider):
             body["tools"] = [
                 {"name": t.name, "description": t.description, "input_schema": t.parameters} for t in request.tools
             ]
+        thinking = False
         if request.reasoning:
             budget = max(MIN_THINKING_BUDGET, request.reasoning_budget or DEFAULT_THINKING_BUDGET)
-            body["thinking"] = {"type": "enabled", "budget_tokens": budget}
-            if max_tokens <= budget:
-                body["max_tokens"] = budget + DEFAULT_MAX_TOKENS
-        elif request.temperature is not None:
+            if max_tokens <= budget and request.max_tokens is None:
+                body["max_tokens"] = budget + DEFAULT_MAX_TOKENS  # no limit was asked for: make room
+            elif max_tokens <= budget:
+                budget = max_tokens // 2  # the asked-for limit holds; thinking gets half of it
+            thinking = budget >= MIN_THINKING_BUDGET
+            if thinking:
+                body["thinking"] = {"type": "enabled", "budget_tokens": budget}
+        if not thinking and request.temperature is not None:
             body["temperature"] = request.temperature
         return body
 
@@ -233,13 +240,14 @@ class AnthropicProvider(HttpProvider):
         for index in sorted(blocks):
             for event in self._close_block(blocks[index]):
                 yield event
-        yield Usage(
-            input_tokens=usage.get("input_tokens", 0),
-            output_tokens=usage.get("output_tokens", 0),
-            cache_read_tokens=usage.get("cache_read_input_tokens", 0),
-            cache_write_tokens=usage.get("cache_creation_input_tokens", 0),
-        )
-        yield Finished(_STOP.get(stop or "end_turn", "other"))
+        if usage:  # only counts the stream carried (a proxy may send none)
+            yield Usage(
+                input_tokens=usage.get("input_tokens", 0),
+                output_tokens=usage.get("output_tokens", 0),
+                cache_read_tokens=usage.get("cache_read_input_tokens", 0),
+                cache_write_tokens=usage.get("cache_creation_input_tokens", 0),
+            )
+        yield Finished(_STOP.get(stop or "end_turn", "other"), reason=stop if isinstance(stop, str) else None)
 
     @staticmethod
     def _close_block(block: _Block) -> list[StreamEvent]:

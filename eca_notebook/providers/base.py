@@ -158,6 +158,9 @@ class ToolCallFinished:
 class Usage:
     """Token counts for one provider response (not cumulative). Cache fields are 0 where unknown.
 
+    Providers yield it only when the server reported counts: a stream without them has no Usage event (rather than
+    zeros the user would take for a measurement).
+
     ``input_tokens`` excludes tokens read from or written to the prompt cache (Anthropic's convention; OpenAI's
     totals are normalised to it), so the whole prompt is ``input + cache_read + cache_write`` and each part can be
     priced at its own rate.
@@ -172,10 +175,12 @@ class Usage:
 
 @dataclass
 class Finished:
-    """The response ended normally. ``stop_reason`` is normalised: end_turn | tool_calls | max_tokens | other."""
+    """The response ended normally. ``stop_reason`` is normalised: end_turn | tool_calls | max_tokens | other;
+    ``reason`` is the provider's own word for it when it gave one (``length``, ``content_filter``…), for messages."""
 
     stop_reason: str = "end_turn"
     type: Literal["finished"] = "finished"
+    reason: str | None = field(default=None, compare=False)
 
 
 StreamEvent = Union[

@@ -130,13 +130,15 @@ class OllamaProvider(HttpProvider):
             raise self.ended_unexpectedly()
         for event in reasoning.close():
             yield event
-        yield Usage(
-            input_tokens=int(final.get("prompt_eval_count") or 0), output_tokens=int(final.get("eval_count") or 0)
-        )
-        stop = _DONE.get(final.get("done_reason") or "stop", "other")
+        if any(isinstance(final.get(k), int) for k in ("prompt_eval_count", "eval_count")):
+            yield Usage(
+                input_tokens=int(final.get("prompt_eval_count") or 0), output_tokens=int(final.get("eval_count") or 0)
+            )
+        done_reason = final.get("done_reason")
+        stop = _DONE.get(done_reason or "stop", "other")
         if n_calls and stop == "end_turn":
             stop = "tool_calls"
-        yield Finished(stop)
+        yield Finished(stop, reason=done_reason if isinstance(done_reason, str) else None)
 
 
 async def list_ollama_models(url: str, client: httpx.AsyncClient, timeout: float = 2.0) -> list[str]:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 from typing import Any, AsyncIterator
+from urllib.parse import urlsplit
 
 import httpx
 
@@ -32,6 +33,7 @@ from .base import (
 )
 
 _FINISH = {"stop": "end_turn", "tool_calls": "tool_calls", "function_call": "tool_calls", "length": "max_tokens"}
+_LIMIT_KEYS = {"max_tokens", "max_completion_tokens"}
 
 
 @dataclass
@@ -85,11 +87,20 @@ class OpenAIChatProvider(HttpProvider):
                 }
                 for t in request.tools
             ]
-        if request.max_tokens is not None:
-            body["max_tokens"] = request.max_tokens
+        # extraPayload naming either key is the user's choice (``null`` drops it), so ours is not added next to it.
+        if request.max_tokens is not None and not _LIMIT_KEYS & request.extra.keys():
+            body[self.limit_key()] = request.max_tokens
         if request.temperature is not None:
             body["temperature"] = request.temperature
         return body
+
+    def limit_key(self) -> str:
+        """OpenAI's own service deprecated ``max_tokens`` and rejects it for reasoning models; every compatible
+        server (vLLM, llama.cpp, LM Studio, Ollama, LiteLLM, OpenRouter) reads ``max_tokens``, not all of them the
+        newer name."""
+        host = (urlsplit(self.endpoint).hostname or "").lower()
+        openai_host = host == "api.openai.com" or host.endswith(".openai.azure.com")
+        return "max_completion_tokens" if openai_host else "max_tokens"
 
     async def parse(self, response: httpx.Response) -> AsyncIterator[StreamEvent]:
         splitter = ThinkTagSplitter(self.settings.think_tag_start, self.settings.think_tag_end)
@@ -156,12 +167,12 @@ class OpenAIChatProvider(HttpProvider):
             yield event
         for event in self._finish_calls(calls):
             yield event
-        if usage is not None:
+        if usage is not None and any(isinstance(usage.get(k), int) for k in ("prompt_tokens", "completion_tokens")):
             yield _usage(usage)
         stop = _FINISH.get(finish_reason or "", "other" if finish_reason else "end_turn")
         if calls and stop == "end_turn":
             stop = "tool_calls"  # some servers say "stop" even when they called tools
-        yield Finished(stop)
+        yield Finished(stop, reason=finish_reason if isinstance(finish_reason, str) else None)
 
     def _tool_delta(self, calls: dict[Any, _Call], position: int, tc: Any) -> list[StreamEvent]:
         if not isinstance(tc, dict):

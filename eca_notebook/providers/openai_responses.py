@@ -199,9 +199,10 @@ class OpenAIResponsesProvider(HttpProvider):
                 call.finished = True
                 yield ToolCallFinished(call.call_id, call.name, "".join(call.args) or "{}")
         usage = final.get("usage")
-        if isinstance(usage, dict):
+        if isinstance(usage, dict) and any(isinstance(usage.get(k), int) for k in ("input_tokens", "output_tokens")):
             yield _usage(usage)
-        yield Finished(stop)
+        reason = (final.get("incomplete_details") or {}).get("reason") or final.get("status")
+        yield Finished(stop, reason=reason if isinstance(reason, str) else None)
 
     def _error_event(self, error: dict[str, Any]) -> Exception:
         message = str(error.get("message") or error.get("code") or "unknown error")

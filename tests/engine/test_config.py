@@ -199,15 +199,78 @@ async def test_invalid_known_key_skips_that_layer_with_dotted_path(
 ) -> None:
     ws = tmp_path / "ws"
     path = write_json(
-        global_file(home), {"defaultModel": "p/global", "providers": {"openai": {"url": 42, "key": SECRET}}}
+        global_file(home),
+        {"defaultModel": "p/global", "toolCall": {"maxRounds": "many"}, "providers": {"openai": {"key": SECRET}}},
     )
     write_json(ws_file(ws), {"marker": "ws"})
     loaded = load_config(workspace_folders=[ws], initialization_options={"defaultModel": "p/init"}, env=env)
-    assert loaded.problems == [f"{path}: providers.openai.url: Input should be a valid string"]
+    assert loaded.problems == [
+        f"{path}: toolCall.maxRounds: Input should be a valid integer, unable to parse string as an integer"
+    ]
     assert loaded.config.default_model == "p/init"  # the whole bad layer is skipped…
     assert "openai" not in loaded.config.providers
     assert loaded.raw["marker"] == "ws"  # …and the layers after it still apply
     assert SECRET not in repr(loaded.sources)
+
+
+async def test_invalid_provider_is_skipped_alone_and_named(tmp_path: Path, home: Path, env: dict[str, str]) -> None:
+    init = {
+        "defaultModel": "good/m",
+        "providers": {
+            "good": {"api": "openai-chat", "url": "http://127.0.0.1:1", "models": {"m": {}}},
+            "typo": {"api": "openai-chatt", "url": "http://127.0.0.1:2", "key": SECRET},
+            "wrong": {"url": 42},
+        },
+    }
+    loaded = load_config(initialization_options=init, env=env)
+    assert loaded.config.default_model == "good/m"  # the rest of the layer applies
+    assert set(loaded.config.providers) == {"good"}
+    assert len(loaded.problems) == 2
+    typo = next(p for p in loaded.problems if "providers.typo" in p)
+    assert typo.startswith("initializationOptions: providers.typo.api: unsupported api 'openai-chatt'")
+    assert "provider 'typo' skipped" in typo and "rest of this layer applies" in typo
+    assert any(p.startswith("initializationOptions: providers.wrong.url:") and "provider 'wrong' skipped" in p
+               for p in loaded.problems)
+    init_source = source(loaded, "initializationOptions")
+    assert init_source.applied is True and "provider 'typo' skipped" in (init_source.problem or "")
+    assert SECRET not in repr(loaded.sources) and all(SECRET not in p for p in loaded.problems)
+
+    # In a later layer, a broken override of a provider leaves what earlier layers said about it in place.
+    write_json(global_file(home), {"defaultModel": "good/m", "providers": {"good": {"url": ["not", "a", "url"]}}})
+    loaded = load_config(initialization_options=init, env=env)
+    assert loaded.config.providers["good"].url == "http://127.0.0.1:1"
+    assert loaded.config.default_model == "good/m"
+    assert any("providers.good.url" in p and "provider 'good' skipped" in p for p in loaded.problems)
+
+
+async def test_invalid_model_is_skipped_alone_and_named(env: dict[str, str]) -> None:
+    init = {"providers": {"p": {"api": "openai-chat", "url": "http://127.0.0.1:1",
+                                "models": {"ok": {"limit": {"output": 512}}, "bad": {"limit": {"output": "lots"}}}}}}
+    loaded = load_config(initialization_options=init, env=env)
+    assert list(loaded.config.providers["p"].models) == ["ok"]
+    assert loaded.config.providers["p"].models["ok"].output_limit == 512
+    [problem] = loaded.problems
+    assert problem.startswith("initializationOptions: providers.p.models.bad.limit.output:")
+    assert "model 'p/bad' skipped" in problem
+
+
+async def test_reference_api_spellings_accepted(env: dict[str, str]) -> None:
+    init = {"providers": {"litellm": {"api": "openai", "url": "http://127.0.0.1:1", "models": {"m": {}}},
+                          "aws": {"api": "bedrock", "url": "http://127.0.0.1:2"}}}
+    loaded = load_config(initialization_options=init, env=env)
+    assert loaded.config.providers["litellm"].api == "openai-responses"
+    assert resolve_providers(loaded.config, {})["litellm"].api == "openai-responses"
+    [problem] = loaded.problems  # an API we don't speak is named, not silently dropped
+    assert "providers.aws.api: unsupported api 'bedrock'" in problem and "provider 'aws' skipped" in problem
+
+
+async def test_broken_approval_rule_still_rejects_the_whole_layer(env: dict[str, str]) -> None:
+    # Dropping one deny rule while the rest of the layer applied could loosen what the user asked for.
+    init = {"toolCall": {"approval": {"byDefault": "allow",
+                                      "deny": {"eca__shell_command": {"argsMatchers": {"command": ["(x"]}}}}}}
+    loaded = load_config(initialization_options=init, env=env)
+    assert loaded.config.tool_call.approval.by_default == "ask"
+    assert source(loaded, "initializationOptions").applied is False
 
 
 async def test_literal_and_nested_errors_name_the_key(env: dict[str, str]) -> None:
@@ -241,7 +304,8 @@ async def test_mcp_server_needs_exactly_one_transport(tmp_path: Path, home: Path
         env=env,
     )
     assert len(loaded.problems) == 1 and "mcpServers.both" in loaded.problems[0]
-    assert loaded.config.mcp_servers == {}
+    assert "MCP server 'both' skipped" in loaded.problems[0]
+    assert list(loaded.config.mcp_servers) == ["ok"]  # the other server in the same layer still applies
 
     loaded = load_config(initialization_options={"mcpServers": {"none": {"args": ["a"]}}}, env=env)
     assert "mcpServers.none" in loaded.problems[0]

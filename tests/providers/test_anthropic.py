@@ -92,7 +92,9 @@ async def test_auth_headers(llm, client):
 
 @pytest.mark.parametrize(
     ("max_tokens", "budget", "expected_budget", "expected_max"),
-    [(None, None, 4096, 8192), (None, 2000, 2000, 8192), (1000, 2000, 2000, 2000 + 8192), (None, 100, 1024, 8192)],
+    [(None, None, 4096, 8192), (None, 2000, 2000, 8192), (None, 100, 1024, 8192), (64000, None, 4096, 64000),
+     # an explicit output limit is never exceeded: the budget shrinks to fit
+     (3000, None, 1500, 3000), (3000, 8000, 1500, 3000)],
 )
 async def test_thinking_budget_and_max_tokens(llm, client, max_tokens, budget, expected_budget, expected_max):
     llm.enqueue(Reply.text("ok"))
@@ -102,6 +104,16 @@ async def test_thinking_budget_and_max_tokens(llm, client, max_tokens, budget, e
     assert body["thinking"] == {"type": "enabled", "budget_tokens": expected_budget}
     assert body["max_tokens"] == expected_max > expected_budget
     assert "temperature" not in body  # the API rejects temperature with extended thinking
+
+
+async def test_output_limit_too_small_for_thinking_keeps_the_limit(llm, client):
+    llm.enqueue(Reply.text("ok"))
+    await collect(make(API, llm, client), request(reasoning=True, reasoning_budget=2000, max_tokens=1000,
+                                                   temperature=0.5))
+    body = completions(llm, API)[-1].body
+    assert body["max_tokens"] == 1000  # not budget + 8192 behind the user's back
+    assert "thinking" not in body  # the API's minimum budget (1024) does not fit under 1000
+    assert body["temperature"] == 0.5
 
 
 async def test_overloaded_stream_error_is_retryable_529(llm, client):

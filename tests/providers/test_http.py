@@ -8,7 +8,7 @@ import logging
 
 import httpx
 import pytest
-from ._helpers import APIS, collect, collect_until_error, completions, free_port, make, request
+from ._helpers import APIS, FixedServer, collect, collect_until_error, completions, free_port, make, request, sse
 
 from eca_notebook.providers import (
     Finished,
@@ -411,3 +411,53 @@ def test_providers_do_not_import_upper_layers():
     )
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert result.returncode == 0, result.stdout + result.stderr
+
+
+# Streams that carry content and a normal end but no token counts at all (a proxy that drops them).
+_NO_USAGE = {
+    "openai-responses": ("text/event-stream", sse(
+        ("response.output_text.delta", {"type": "response.output_text.delta", "item_id": "m", "delta": "hi"}),
+        ("response.completed", {"type": "response.completed",
+                                "response": {"status": "completed", "output": [], "usage": None}}),
+    )),
+    "openai-chat": ("text/event-stream", sse(
+        (None, {"choices": [{"index": 0, "delta": {"content": "hi"}, "finish_reason": None}]}),
+        (None, {"choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}], "usage": {"total": "n/a"}}),
+        (None, "[DONE]"),
+    )),
+    "anthropic": ("text/event-stream", sse(
+        ("message_start", {"type": "message_start", "message": {"id": "msg_1"}}),
+        ("content_block_start", {"type": "content_block_start", "index": 0,
+                                 "content_block": {"type": "text", "text": ""}}),
+        ("content_block_delta", {"type": "content_block_delta", "index": 0,
+                                 "delta": {"type": "text_delta", "text": "hi"}}),
+        ("content_block_stop", {"type": "content_block_stop", "index": 0}),
+        ("message_delta", {"type": "message_delta", "delta": {"stop_reason": "end_turn"}}),
+        ("message_stop", {"type": "message_stop"}),
+    )),
+    "ollama": ("application/x-ndjson",
+               '{"message": {"role": "assistant", "content": "hi"}, "done": false}\n'
+               '{"message": {"role": "assistant", "content": ""}, "done": true, "done_reason": "stop"}\n'),
+}
+
+
+@each_api
+async def test_unreported_usage_yields_no_usage_event(api, client):
+    content_type, body = _NO_USAGE[api]
+    with FixedServer(body, content_type=content_type) as server:
+        events = await collect(make(api, server.url, client))
+    assert TextDelta("hi") in events
+    assert not [e for e in events if isinstance(e, Usage)]  # not Usage(0, 0): nothing was measured
+    assert events[-1] == Finished("end_turn")
+
+
+@each_api
+async def test_finished_carries_the_providers_own_reason(api, llm, client):
+    llm.enqueue(Reply([Text("trunc")], stop_reason="max_tokens"), Reply.text("ok"))
+    provider = make(api, llm, client)
+    truncated = (await collect(provider))[-1]
+    done = (await collect(provider))[-1]
+    raw = {"openai-responses": ("max_output_tokens", "completed"), "openai-chat": ("length", "stop"),
+           "anthropic": ("max_tokens", "end_turn"), "ollama": ("length", "stop")}[api]
+    assert (truncated.stop_reason, truncated.reason) == ("max_tokens", raw[0])
+    assert (done.stop_reason, done.reason) == ("end_turn", raw[1])

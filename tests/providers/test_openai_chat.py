@@ -212,3 +212,22 @@ async def test_error_chunk_in_stream(client):
     assert events == [TextDelta("Hi")]
     assert "context length exceeded" in error.message
     assert error.status == 400 and error.retryable is False
+
+
+async def test_output_limit_key_for_openai_itself_and_compatible_servers(llm, client):
+    # OpenAI's own service rejects max_tokens for reasoning models; compatible servers all read max_tokens.
+    for url, key in [("https://api.openai.com", "max_completion_tokens"),
+                     ("https://my-team.openai.azure.com/openai/deployments/x", "max_completion_tokens"),
+                     ("http://127.0.0.1:8000/v1", "max_tokens"), ("https://openrouter.ai/api/v1", "max_tokens")]:
+        body = make(API, url, client).request_body(request(max_tokens=321))
+        assert body[key] == 321
+        other = ({"max_tokens", "max_completion_tokens"} - {key}).pop()
+        assert other not in body
+
+
+async def test_extra_payload_chooses_the_output_limit_key(llm, client):
+    provider = make(API, llm, client)
+    body = provider.request_body(request(max_tokens=321, extra={"max_completion_tokens": 99}))
+    assert body["max_completion_tokens"] == 99 and "max_tokens" not in body
+    body = provider.request_body(request(max_tokens=321, extra={"max_tokens": None}))  # null: send none
+    assert "max_tokens" not in body and "max_completion_tokens" not in body
