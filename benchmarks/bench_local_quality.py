@@ -286,14 +286,16 @@ async def main() -> int:
                             if not result.passed:
                                 failures.append(f"[{name}] #{number} {case.prompt[:50]!r}: {result.why}"
                                                 + (f"\n    {result.text[:300]!r}" if args.verbose else ""))
-                        print(f"  sample {sample + 1} prompt {number:>2}: raw {'ok' if raw.samples[-1].passed else '--'}"
-                              f" engine {'ok' if engine.samples[-1].passed else '--'}", file=sys.stderr)
+                        marks = ["ok" if s.samples[-1].passed else "--" for s in (raw, engine)]
+                        print(f"  sample {sample + 1} prompt {number:>2}: raw {marks[0]} engine {marks[1]}",
+                              file=sys.stderr)
         await runtime.aclose()
     print()
     print(raw.line("(a) raw"))
     print(engine.line("(b) eng"))
     ratio = engine.rate / raw.rate if raw.rate else float("inf")
-    print(f"pass rate b/a = {ratio:.2f}  ({'OK' if ratio >= 1.0 else 'WORSE'}: the engine must not make the model worse)")
+    verdict = "OK" if ratio >= 1.0 else "WORSE"
+    print(f"pass rate b/a = {ratio:.2f}  ({verdict}: the engine must not make the model worse)")
     if failures:
         print("\nfailures:")
         for line in failures:

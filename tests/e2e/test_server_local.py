@@ -150,7 +150,7 @@ async def test_asking_to_read_a_named_file_calls_read_file(spawn, home, workspac
 async def test_asking_to_read_waits_for_approval_when_configured(spawn, home, workspace):
     (workspace / "notes.txt").write_text("The secret number is 7.\n")
     env = server_env(home, None, OLLAMA_API_URL="http://127.0.0.1:9",
-                     ECA_CONFIG=json.dumps({"toolCall": {"approval": {"byDefault": "ask"}}}))
+                     ECA_CONFIG=json.dumps({"toolCall": {"approval": {"ask": {"eca__read_file": {}}}}}))
     eca = await spawn(env=env)
     await eca.initialize(workspace)
     chat_id = (await eca.request("chat/prompt", {"message": "Read the file notes.txt."}))["chatId"]
