@@ -143,7 +143,8 @@ def tools_for_prompt(
     ``names`` maps each key to the tool's own name, e.g. ``eca__read_file`` → ``read_file``).
 
     ``always``: everything; ``never``: nothing; ``auto``: the tools of the intents :func:`prompt_intents` finds —
-    only built-in and kernel tools (an MCP server's tools come with ``always``).
+    only built-in and kernel tools — plus any tool the message names (an MCP server's tools otherwise come only
+    with ``always``).
     """
     if mode == "always":
         return dict(available)
@@ -152,7 +153,10 @@ def tools_for_prompt(
     wanted: set[str] = set()
     for intent in prompt_intents(message, has_contexts=has_contexts, folders=folders):
         wanted.update(_TOOLS_BY_INTENT[intent])
-    return {key: tool for key, tool in available.items() if names.get(key) in wanted}
+    # a tool the user names ("use read_file to …") is offered whatever the wording
+    named = {key for key, name in names.items()
+             if any(re.search(rf"\b{re.escape(word)}\b", message) for word in (key, name))}
+    return {key: tool for key, tool in available.items() if names.get(key) in wanted or key in named}
 
 
 def tool_rounds(offered_names: Sequence[str]) -> int:

@@ -90,6 +90,9 @@ def test_tools_follow_the_intent_and_the_mode(folder: Path):
                                                "eca__write_file"]
     assert pick("Run the tests") == ["eca__read_file", "eca__shell_command"]
     assert pick("Hello!", mode="always") == sorted(TOOLS)  # MCP tools too
+    assert pick("Use the read_file tool on notes") == ["eca__read_file"]  # a tool named by the user
+    assert pick("Use create_issue to report it") == ["github__create_issue"]
+    assert pick("Use the eca__grep tool") == ["eca__grep"]
     assert pick("Fix the bug in stats.py", mode="never") == []
 
 
