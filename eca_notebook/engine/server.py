@@ -9,12 +9,16 @@ Every door that carries ECA JSON-RPC (stdio, WebSocket, in-memory) wraps its mes
   ``$/showMessage``);
 * queues engine notifications and writes them from one task, so a burst of text chunks never interleaves with or
   overtakes a response: handlers that must answer *after* their notifications (``chat/prompt``, ``chat/open``)
-  wait for the queue to drain first.
+  wait for the queue to drain first;
+* bounds that queue per client: once a client falls ``MERGE_BACKLOG`` notifications behind, consecutive text (and
+  reasoning) chunks of the same chat and role merge into one queued notification (what the client shows is the
+  same), and a client whose queue still grows past ``MAX_QUEUED_NOTIFICATIONS`` is disconnected.
 """
 
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextlib
 import logging
 import os
@@ -52,6 +56,73 @@ log = logging.getLogger(__name__)
 
 EngineFactory = Callable[[InitializeParams], Engine]
 PARENT_POLL_SECONDS = 2.0
+MAX_QUEUED_NOTIFICATIONS = 20_000  # after merging; a client this far behind is not reading at all
+# Chunks merge only once this many notifications wait: a client that keeps up sees the chunks as the model sent
+# them (as the reference server does); one that falls behind gets fewer, larger ones.
+MERGE_BACKLOG = 256
+
+
+def _merged(first: dict[str, Any], second: dict[str, Any]) -> dict[str, Any] | None:
+    """One ``chat/contentReceived`` for two consecutive ones when a client would show the same: text chunks of the
+    same chat and (non-user) role, or reasoning chunks of the same reasoning id. Never mutates its inputs (the
+    engine hands the same dict to every listener)."""
+    if first.get("chatId") != second.get("chatId") or first.get("role") != second.get("role"):
+        return None
+    a, b = first.get("content"), second.get("content")
+    if not isinstance(a, dict) or not isinstance(b, dict) or first.get("role") == "user":
+        return None
+    kind = a.get("type")
+    if kind != b.get("type") or not isinstance(a.get("text"), str) or not isinstance(b.get("text"), str):
+        return None
+    if kind == "text" and a.keys() == b.keys() == {"type", "text"}:
+        pass
+    elif kind == "reasonText" and a.keys() == b.keys() == {"type", "id", "text"} and a["id"] == b["id"]:
+        pass
+    else:
+        return None
+    return {**first, "content": {**a, "text": a["text"] + b["text"]}}
+
+
+class _Outbox:
+    """The notifications waiting for the writer task, in order; merges streaming chunks while they wait."""
+
+    def __init__(self) -> None:
+        self._items: collections.deque[tuple[str, Any]] = collections.deque()
+        self._ready = asyncio.Event()
+        self._idle = asyncio.Event()
+        self._idle.set()
+        self._unfinished = 0
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def put(self, method: str, params: Any) -> None:
+        if len(self._items) >= MERGE_BACKLOG and method == "chat/contentReceived" and isinstance(params, dict):
+            last_method, last_params = self._items[-1]
+            if last_method == method and isinstance(last_params, dict):
+                merged = _merged(last_params, params)
+                if merged is not None:  # the writer has not taken the last one yet: it goes out as one
+                    self._items[-1] = (method, merged)
+                    return
+        self._items.append((method, params))
+        self._unfinished += 1
+        self._idle.clear()
+        self._ready.set()
+
+    async def get(self) -> tuple[str, Any]:
+        while not self._items:
+            self._ready.clear()
+            await self._ready.wait()
+        return self._items.popleft()
+
+    def task_done(self) -> None:
+        self._unfinished -= 1
+        if self._unfinished <= 0:
+            self._unfinished = 0
+            self._idle.set()
+
+    async def join(self) -> None:
+        await self._idle.wait()
 
 
 def workspace_paths(params: InitializeParams) -> list[Path]:
@@ -111,7 +182,8 @@ class ServerConnection:
         self.initialized = False
         self.shutdown_requested = False
         self._exit = asyncio.Event()
-        self._outbox: asyncio.Queue[tuple[str, Any]] = asyncio.Queue()
+        self._outbox = _Outbox()
+        self.dropped_reason: str | None = None
         self._tasks: set[asyncio.Task[Any]] = set()
         self.endpoint = Endpoint(stream, name="eca-server", guard=self._guard, params_parser=_parse)
         self._register()
@@ -119,7 +191,13 @@ class ServerConnection:
     # -- Listener protocol: called by the engine ----------------------------------------------------------------
 
     def send(self, method: str, params: Any) -> None:
-        self._outbox.put_nowait((method, params))
+        if self.dropped_reason is not None:
+            return
+        self._outbox.put(method, params)
+        if len(self._outbox) > MAX_QUEUED_NOTIFICATIONS:
+            self.dropped_reason = f"client is not reading: more than {MAX_QUEUED_NOTIFICATIONS} notifications queued"
+            log.warning("disconnecting: %s", self.dropped_reason)
+            self._exit.set()
 
     async def flush(self) -> None:
         """Wait until every queued notification has been written."""

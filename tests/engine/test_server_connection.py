@@ -159,3 +159,62 @@ async def test_old_saved_chats_are_pruned_at_start(tmp_path: Path, llm):
     await engine.start()
     assert [c["id"] for c in engine.list_chats()] == ["new"]
     await engine.aclose()
+
+
+class GatedStream:
+    """A MessageStream whose writes wait for a gate: a client that is not reading."""
+
+    def __init__(self) -> None:
+        self.gate = asyncio.Event()
+        self.written: list[Any] = []
+
+    async def read(self) -> Any:
+        await asyncio.Event().wait()
+
+    async def write(self, message: Any) -> None:
+        await self.gate.wait()
+        self.written.append(message)
+
+    async def close(self) -> None:
+        pass
+
+
+async def test_text_chunks_queued_for_a_client_that_is_not_reading_are_merged():
+    from eca_notebook.engine.server import ServerConnection as Connection
+
+    stream = GatedStream()
+    connection = Connection(stream, lambda params: None)
+    writer = asyncio.create_task(connection._write_loop())
+    chunks = [f"chunk {i} " for i in range(2000)]
+    connection.send("chat/contentReceived", {"chatId": "c", "role": "assistant", "content": {"type": "text", "text": "first"}})
+    await asyncio.sleep(0)  # the writer takes the first one and blocks on it
+    shared = [{"chatId": "c", "role": "assistant", "content": {"type": "text", "text": t}} for t in chunks]
+    for params in shared:
+        connection.send("chat/contentReceived", params)
+    connection.send("chat/contentReceived", {"chatId": "c", "role": "assistant",
+                                             "content": {"type": "reasonText", "id": "r", "text": "a"}})
+    connection.send("chat/contentReceived", {"chatId": "c", "role": "assistant",
+                                             "content": {"type": "reasonText", "id": "r", "text": "b"}})
+    connection.send("chat/contentReceived", {"chatId": "other", "role": "assistant",
+                                             "content": {"type": "text", "text": "x"}})
+    connection.send("chat/contentReceived", {"chatId": "c", "role": "user", "content": {"type": "text", "text": "u1"}})
+    connection.send("chat/contentReceived", {"chatId": "c", "role": "user", "content": {"type": "text", "text": "u2"}})
+    from eca_notebook.engine.server import MERGE_BACKLOG
+
+    # The first chunks wait as they are (a client that keeps up sees them unchanged); past the backlog bound the
+    # rest are one notification.
+    assert len(connection._outbox) == MERGE_BACKLOG + 4
+    stream.gate.set()
+    await asyncio.wait_for(connection.flush(), 10)
+    writer.cancel()
+    contents = [(m["params"]["chatId"], m["params"]["role"], m["params"]["content"]) for m in stream.written]
+    texts = [c for chat, role, c in contents if chat == "c" and role == "assistant" and c["type"] == "text"]
+    assert "".join(c["text"] for c in texts) == "first" + "".join(chunks)
+    assert len(texts) == MERGE_BACKLOG + 1
+    assert contents[len(texts):] == [
+        ("c", "assistant", {"type": "reasonText", "id": "r", "text": "ab"}),
+        ("other", "assistant", {"type": "text", "text": "x"}),
+        ("c", "user", {"type": "text", "text": "u1"}),
+        ("c", "user", {"type": "text", "text": "u2"}),
+    ]
+    assert shared[0]["content"]["text"] == "chunk 0 "  # the engine's dicts (shared by all listeners) are untouched
