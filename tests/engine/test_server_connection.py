@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from pathlib import Path
 from typing import Any
 
@@ -218,3 +219,88 @@ async def test_text_chunks_queued_for_a_client_that_is_not_reading_are_merged():
         ("c", "user", {"type": "text", "text": "u2"}),
     ]
     assert shared[0]["content"]["text"] == "chunk 0 "  # the engine's dicts (shared by all listeners) are untouched
+
+
+# -- numeric chat ids (a Neovim client sends its tab number) ----------------------------------------------------------
+
+
+@contextlib.asynccontextmanager
+async def session(tmp_path: Path, llm: ScriptedLLMServer):
+    """One client session: a fresh engine (as after a server restart) on the same workspace and saved chats."""
+    env = {"HOME": str(tmp_path), "XDG_CONFIG_HOME": str(tmp_path / "config"),
+           "XDG_CACHE_HOME": str(tmp_path / "cache"), "OLLAMA_API_URL": "http://127.0.0.1:9"}
+    options = {"providers": {"fake": {"api": "openai-chat", "url": llm.url, "models": {"m1": {}}}}}
+    server_side, client_side = memory_pair()
+    connection = ServerConnection(server_side, lambda params: Engine(EngineOptions(
+        workspace_folders=[tmp_path], initialization_options=options, env=env)))
+    client = Endpoint(client_side, name="test-client")
+    harness = Harness(client)
+    for method in ("chat/contentReceived", "chat/opened", "chat/statusChanged", "chat/deleted"):
+        client.register(method, lambda params, _m=method: harness.record(_m, params))
+    tasks = [asyncio.create_task(connection.run()), asyncio.create_task(client.run())]
+    await client.request("initialize", {"processId": None, "capabilities": {},
+                                        "workspaceFolders": [{"uri": tmp_path.as_uri(), "name": "w"}]})
+    try:
+        yield harness
+    finally:
+        await client.close()
+        await asyncio.wait_for(asyncio.gather(*tasks, return_exceptions=True), 10)
+
+
+def sent_user_texts(request) -> list[str]:
+    return [m["content"] for m in request.body["messages"] if m["role"] == "user"]
+
+
+async def test_a_numeric_chat_id_is_accepted_and_answered_with_the_same_number(tmp_path: Path, llm):
+    llm.enqueue(Reply.text("hello back"), Reply.text("second answer"))
+    async with session(tmp_path, llm) as s:
+        result = await s.client.request("chat/prompt", {"chatId": 1, "message": "hello", "model": "fake/m1"})
+        assert result["chatId"] == 1 and result["status"] == "prompting"
+        await s.until(lambda m, p: m == "chat/statusChanged" and p == {"chatId": 1, "status": "idle"})
+        assert {"type": "text", "text": "hello back"} in s.contents(1)
+        assert all(p["chatId"] == 1 for m, p in s.log)  # every notification carries the number, as an int
+        # The same number continues the same chat within the session.
+        await s.client.request("chat/prompt", {"chatId": 1, "message": "more", "model": "fake/m1"})
+        await s.until(lambda m, p: m == "chat/statusChanged" and p == {"chatId": 1, "status": "idle"}
+                      and {"type": "text", "text": "second answer"} in s.contents(1))
+        assert sent_user_texts(llm.requests[-1]) == ["hello", "more"]
+        listed = (await s.client.request("chat/list", {}))["chats"]
+        assert [c["id"] for c in listed] == [1]
+        commands = await s.client.request("chat/queryCommands", {"chatId": 1, "query": "doc"})
+        assert commands["chatId"] == 1
+
+
+async def test_a_new_session_s_chat_1_does_not_continue_an_old_session_s_chat_1_unless_opened(tmp_path: Path, llm):
+    llm.enqueue(Reply.text("old answer"))
+    async with session(tmp_path, llm) as old:
+        await old.client.request("chat/prompt", {"chatId": 1, "message": "old secret plan", "model": "fake/m1"})
+        await old.until(lambda m, p: m == "chat/statusChanged" and p == {"chatId": 1, "status": "idle"})
+
+    llm.enqueue(Reply.text("new answer"))
+    async with session(tmp_path, llm) as new:  # a restarted server; the client numbers its first tab 1 again
+        await new.client.request("chat/prompt", {"chatId": 1, "message": "fresh start", "model": "fake/m1"})
+        await new.until(lambda m, p: m == "chat/statusChanged" and p == {"chatId": 1, "status": "idle"})
+        assert sent_user_texts(llm.requests[-1]) == ["fresh start"]  # nothing of the old chat reached the model
+        listed = (await new.client.request("chat/list", {}))["chats"]
+        assert len(listed) == 2 and listed[0]["id"] == 1  # the old conversation is kept, under its own id
+        assert isinstance(listed[1]["id"], str) and listed[1]["title"] == "old secret plan"
+
+    llm.enqueue(Reply.text("resumed"))
+    async with session(tmp_path, llm) as third:
+        # chat/open is the explicit resume: the latest chat this client numbered 1 (the "fresh start" one).
+        opened = await third.client.request("chat/open", {"chatId": 1})
+        assert opened["found"] is True
+        assert {"type": "text", "text": "new answer"} in third.contents(1)
+        await third.client.request("chat/prompt", {"chatId": 1, "message": "go on", "model": "fake/m1"})
+        await third.until(lambda m, p: m == "chat/statusChanged" and p == {"chatId": 1, "status": "idle"})
+        assert sent_user_texts(llm.requests[-1]) == ["fresh start", "go on"]
+
+
+async def test_a_string_chat_id_is_unchanged_and_booleans_are_refused(connected: Harness, llm):
+    llm.enqueue(Reply.text("ok"))
+    result = await connected.client.request("chat/prompt", {"chatId": "1", "message": "x", "model": "fake/m1"})
+    assert result["chatId"] == "1"
+    await connected.until(lambda m, p: m == "chat/statusChanged" and p == {"chatId": "1", "status": "idle"})
+    with pytest.raises(RpcError) as err:
+        await connected.client.request("chat/prompt", {"chatId": True, "message": "x"})
+    assert err.value.code == -32602
