@@ -304,3 +304,31 @@ async def test_a_string_chat_id_is_unchanged_and_booleans_are_refused(connected:
     with pytest.raises(RpcError) as err:
         await connected.client.request("chat/prompt", {"chatId": True, "message": "x"})
     assert err.value.code == -32602
+
+
+async def test_chat_list_is_answered_while_a_chat_is_being_saved(connected: Harness, llm, monkeypatch):
+    """Saving happens on the store's writer thread: with serialization held up there, the loop still answers."""
+    import threading
+
+    from eca_notebook.engine import store as store_module
+
+    real, entered, release, threads = store_module.serialize, threading.Event(), threading.Event(), []
+
+    def held(record, secrets):
+        threads.append(threading.get_ident())
+        entered.set()
+        release.wait(30)
+        return real(record, secrets)
+
+    monkeypatch.setattr(store_module, "serialize", held)
+    llm.enqueue(Reply.text("saved answer"))
+    result = await connected.client.request("chat/prompt", {"message": "big chat", "model": "fake/m1"})
+    assert await asyncio.to_thread(entered.wait, 30)  # a save is in progress, held inside serialize...
+    listed = await asyncio.wait_for(connected.client.request("chat/list", {}), 30)  # ...and the loop answers
+    assert [c["id"] for c in listed["chats"]] == [result["chatId"]]
+    assert threading.get_ident() not in threads
+    release.set()
+    await connected.until(lambda m, p: m == "chat/statusChanged" and p == {"chatId": result["chatId"],
+                                                                           "status": "idle"}, timeout=30)
+    saved = connected.engine.store.load(result["chatId"])  # "idle" means saved
+    assert any(c["content"].get("text") == "saved answer" for c in saved["contents"])
