@@ -395,11 +395,6 @@ class Engine:
         except Exception:  # saving must never break a chat; the next save retries
             log.exception("could not save chat %s", chat.id)
 
-    async def _saved(self, chat: Chat) -> None:
-        """Wait (off the loop) until the chat's queued saves are on disk."""
-        if self.store is not None:
-            await asyncio.to_thread(self.store.wait_saved, chat.id)
-
     def create_chat(self, chat_id: str | None = None, *, title: str | None = None, model: str | None = None,
                     behavior: str | None = None) -> Chat:
         """An empty chat (REST ``POST /sessions``): saved and announced, ready for its first prompt."""
@@ -569,11 +564,7 @@ class Engine:
             pass
         finally:
             chat.task = None
-            self._save(chat)
-            try:  # "idle" promises the turn is saved (a client may restart the server right after it)
-                await self._saved(chat)
-            except (Exception, asyncio.CancelledError):  # cancelled again (engine closing): aclose() flushes
-                pass
+            self._save(chat)  # written by the store's thread; aclose() waits for it (clients read "idle" at once)
             self._set_status(chat, "idle")
 
     async def stop(self, chat_id: str) -> bool:

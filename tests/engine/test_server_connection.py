@@ -330,5 +330,6 @@ async def test_chat_list_is_answered_while_a_chat_is_being_saved(connected: Harn
     release.set()
     await connected.until(lambda m, p: m == "chat/statusChanged" and p == {"chatId": result["chatId"],
                                                                            "status": "idle"}, timeout=30)
-    saved = connected.engine.store.load(result["chatId"])  # "idle" means saved
+    assert await asyncio.to_thread(connected.engine.store.wait_saved, result["chatId"], 30)
+    saved = connected.engine.store.load(result["chatId"])
     assert any(c["content"].get("text") == "saved answer" for c in saved["contents"])
