@@ -79,3 +79,14 @@ async def test_the_acp_server_survives_fuzzed_lines_and_still_answers(tmp_path: 
         await proc.wait()
         reader.cancel()
         await asyncio.gather(reader, return_exceptions=True)
+
+
+async def test_updates_queued_for_a_client_that_does_not_read_are_bounded():
+    from eca_notebook.acp._connection import MAX_QUEUED_UPDATES, _BoundedOutbox
+
+    dropped: list[int] = []
+    outbox = _BoundedOutbox(lambda: dropped.append(outbox.qsize()))
+    for i in range(MAX_QUEUED_UPDATES + 500):
+        outbox.put_nowait(("raw", "session/update", {"i": i}))
+    assert dropped == [MAX_QUEUED_UPDATES + 1]  # the client is disconnected once, and nothing more is queued
+    assert outbox.qsize() == MAX_QUEUED_UPDATES + 1
