@@ -128,7 +128,8 @@ class PipeStream:
             except (ConnectionError, OSError) as exc:
                 self._broken = exc
                 return
-            await asyncio.sleep(0)  # drain() returns at once when the transport is not paused: don't spin hot
+            if self.pending_write > self.max_pending_write:
+                await asyncio.sleep(0.01)  # drain() returned although the transport holds more: don't spin hot
 
     async def read(self) -> Any | RpcError | None:
         await self._wait_for_room()
