@@ -58,12 +58,13 @@ def ensure_private_dir(path: Path) -> Path:
     return path
 
 
-def atomic_write(path: Path, write: Callable[[IO[str]], None]) -> None:
+def atomic_write(path: Path, write: Callable[[IO[str]], None], *, durable: bool = True) -> None:
     """Replace *path* with what *write* puts into a text stream — all or nothing.
 
     The data goes to a temp file in the same directory (so ``os.replace`` is a rename on one file system), is flushed
     and fsynced, then renamed over the target. If *write* raises, the temp file is removed and the old file is left
-    untouched. The new file is 0600.
+    untouched. The new file is 0600. ``durable=False`` skips both fsyncs (for a cache that heals itself when a
+    crash leaves it empty: a reader waiting on a lock must not wait for the disk).
     """
     fd, tmp_name = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=path.suffix)
     tmp = Path(tmp_name)
@@ -73,13 +74,15 @@ def atomic_write(path: Path, write: Callable[[IO[str]], None]) -> None:
                 os.fchmod(fh.fileno(), FILE_MODE)
             write(fh)
             fh.flush()
-            os.fsync(fh.fileno())
+            if durable:
+                os.fsync(fh.fileno())
         os.replace(tmp, path)
     except BaseException:
         with contextlib.suppress(OSError):
             tmp.unlink()
         raise
-    _fsync_dir(path.parent)
+    if durable:
+        _fsync_dir(path.parent)
 
 
 def write_temp(path: Path, pieces: Iterable[str]) -> Path:
@@ -122,10 +125,17 @@ def _write_all(fh: Any, data: bytes) -> None:
         view = view[fh.write(view) :]
 
 
-def commit_temp(tmp: Path, path: Path) -> None:
-    """The second half: atomically replace *path* with the temp file (a rename, fast), made durable."""
+def commit_temp(tmp: Path, path: Path, *, sync_dir: bool = True) -> None:
+    """The second half: atomically replace *path* with the temp file (a rename, fast), made durable (unless
+    ``sync_dir=False``: then the caller calls :func:`sync_dir` later, e.g. after releasing a lock)."""
     os.replace(tmp, path)
-    _fsync_dir(path.parent)
+    if sync_dir:
+        _fsync_dir(path.parent)
+
+
+def sync_dir(directory: Path) -> None:
+    """Make the renames in *directory* durable (best effort)."""
+    _fsync_dir(directory)
 
 
 def _fsync_dir(directory: Path) -> None:

@@ -32,7 +32,7 @@ import time
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
 
-from ._paths import atomic_write, commit_temp, ensure_private_dir, write_temp, xdg_cache_home
+from ._paths import atomic_write, commit_temp, ensure_private_dir, sync_dir, write_temp, xdg_cache_home
 
 __all__ = ["ChatStore", "chats_dir_for", "MAX_CHAT_ID_LENGTH", "serialize", "snapshot"]
 
@@ -92,29 +92,33 @@ def snapshot(value: Any) -> Any:
 
 def serialize(record: Mapping[str, Any], secrets: Sequence[str]) -> tuple[dict[str, Any], Iterator[str]]:
     """What is written for *record*: secrets scrubbed to ``***`` (the ``id`` itself never), JSON-encoded. Returns the
-    scrubbed record (its summary goes to the index) and the file's text in pieces. Runs on the writer thread."""
-    clean = {k: (v if k == "id" else _scrub(v, secrets)) for k, v in record.items()}
-    return clean, _encode(clean)
-
-
-def _encode(record: Mapping[str, Any]) -> Iterator[str]:
-    """``json.dumps(record)`` in pieces: one C-encoder call per top-level value or list item.
+    record's scalar fields scrubbed (its summary goes to the index) and the file's text in pieces. Runs on the writer
+    thread; the one place where a record becomes file contents.
 
     Why pieces: the C encoder keeps the GIL for a whole call, so one call on a 50 MB chat would freeze the event
-    loop's thread as surely as encoding on the loop. Per item, the writer thread lets go between items (and during
-    each file write), and the loop runs in between.
+    loop's thread as surely as encoding on the loop. Lists (messages, contents: nearly all of a chat's bytes) are
+    scrubbed and encoded item by item, and the writer lets go of the GIL between pieces.
     """
-    yield "{"
-    for i, (key, value) in enumerate(record.items()):
-        yield (", " if i else "") + json.dumps(key) + ": "
-        if isinstance(value, list):
-            yield "["
-            for j, item in enumerate(value):
-                yield (", " if j else "") + json.dumps(item)
-            yield "]"
-        else:
-            yield json.dumps(value)
-    yield "}"
+
+    def clean(key: str, value: Any) -> Any:
+        return value if key == "id" else _scrub(value, secrets)
+
+    head = {k: (v if isinstance(v, list) else clean(k, v)) for k, v in record.items()}
+
+    def pieces() -> Iterator[str]:
+        yield "{"
+        for i, (key, value) in enumerate(head.items()):
+            yield (", " if i else "") + json.dumps(key) + ": "
+            if isinstance(value, list):
+                yield "["
+                for j, item in enumerate(value):
+                    yield (", " if j else "") + json.dumps(clean(key, item))
+                yield "]"
+            else:
+                yield json.dumps(value)
+        yield "}"
+
+    return head, pieces()
 
 
 def _number(value: Any) -> int | None:
@@ -241,26 +245,35 @@ class ChatStore:
         clean, pieces = serialize(record, self._current_secrets())
         ensure_private_dir(self.root)
         path = self.path_for(chat_id)
-        tmp = write_temp(path, pieces)
+        tmp = write_temp(path, pieces)  # data fsynced here, outside the lock
+        # Replacing a large file frees its blocks inside the rename: keep a second link to the old version so that
+        # happens in the unlink below, after the lock is released.
+        old = path.with_name(f".tmp-old-{tmp.name[5:]}")
         try:
-            with self._lock:
+            os.link(path, old)
+        except OSError:
+            old = None
+        try:
+            with self._lock:  # only renames and a small index under the lock: no fsync, listing never waits long
                 if generation is not None and self._generation.get(chat_id, 0) != generation:
                     return
-                commit_temp(tmp, path)
+                commit_temp(tmp, path, sync_dir=False)
                 tmp = None
                 try:
                     st = path.stat()
                     index = self._read_index() or {}
                     index[path.stem] = {**_summary(clean, st.st_mtime_ns), "mtimeNs": st.st_mtime_ns,
                                         "size": st.st_size}
-                    self._write_index(index)
+                    self._write_index(index, durable=False)  # a cache: list() heals it after a crash
                 except OSError:
                     # The chat itself is saved; list() rebuilds the index entry from the file.
                     logger.warning("could not update the chat index in %s", self.root, exc_info=True)
+            sync_dir(self.root)  # the rename made durable
         finally:
-            if tmp is not None:
-                with contextlib.suppress(OSError):
-                    tmp.unlink()
+            for leftover in (tmp, old):
+                if leftover is not None:
+                    with contextlib.suppress(OSError):
+                        leftover.unlink()
 
     def load(self, chat_id: str) -> dict[str, Any] | None:
         """The saved record, or None when absent, unreadable (moved aside to ``*.corrupt``) or not this id's."""
@@ -397,10 +410,10 @@ class ChatStore:
             return None
         return {k: v for k, v in data["chats"].items() if isinstance(v, dict) and _valid_id(v.get("id"))}
 
-    def _write_index(self, chats: Mapping[str, Mapping[str, Any]]) -> None:
+    def _write_index(self, chats: Mapping[str, Mapping[str, Any]], *, durable: bool = True) -> None:
         ensure_private_dir(self.root)
         payload = {"version": _INDEX_VERSION, "chats": dict(chats)}
-        atomic_write(self.index_path, lambda fh: json.dump(payload, fh))
+        atomic_write(self.index_path, lambda fh: json.dump(payload, fh), durable=durable)
 
     def _sweep(self, cutoff_s: float) -> None:
         now = time.time()
