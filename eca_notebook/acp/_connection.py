@@ -92,6 +92,25 @@ RESOURCE_SERVER = "acp:embedded"  # the "server" of embedded-resource contexts; 
 MCP_SETTLED = ("running", "failed", "stopped", "disabled")
 MCP_START_TIMEOUT = 30.0
 DEFAULT_MAX_FRAME = 16 * 1024 * 1024  # above the largest fs/* message the spec allows (10 MB)
+MAX_QUEUED_UPDATES = 20_000  # engine notifications waiting for a client that does not read: then it is dropped
+
+
+class _BoundedOutbox(asyncio.Queue):  # type: ignore[type-arg]
+    """The connection's queue of engine notifications, bounded: a client so far behind is not reading at all, and is
+    disconnected (once) instead of making the agent queue without end."""
+
+    def __init__(self, on_overflow: Callable[[], None]) -> None:
+        super().__init__()
+        self._on_overflow = on_overflow
+        self.overflowed = False
+
+    def put_nowait(self, item: Any) -> None:
+        if self.overflowed:
+            return
+        super().put_nowait(item)
+        if self.qsize() > MAX_QUEUED_UPDATES:
+            self.overflowed = True
+            self._on_overflow()
 
 
 def _mcp_available() -> bool:
@@ -236,11 +255,15 @@ class AcpConnection:
         self.sessions: dict[str, Session] = {}
         self.workspaces: dict[Path, _Workspace] = {}
         self._workspace_lock = asyncio.Lock()
-        self._outbox: asyncio.Queue[tuple[Any, ...]] = asyncio.Queue()
+        self._outbox: asyncio.Queue[tuple[Any, ...]] = _BoundedOutbox(self._not_reading)
         self._tasks: set[asyncio.Task[Any]] = set()
         self._register()
 
     # -- plumbing ------------------------------------------------------------------------------------------------
+
+    def _not_reading(self) -> None:
+        log.warning("disconnecting: the client is not reading (more than %d updates queued)", MAX_QUEUED_UPDATES)
+        self._spawn(self.endpoint.close(), "acp-disconnect")
 
     def _spawn(self, coro: Any, name: str = "acp-task") -> asyncio.Task[Any]:
         task = asyncio.create_task(coro, name=name)

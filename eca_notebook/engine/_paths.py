@@ -9,8 +9,9 @@ from __future__ import annotations
 import contextlib
 import os
 import tempfile
+import time
 from pathlib import Path
-from typing import IO, Callable, Mapping
+from typing import IO, Any, Callable, Iterable, Mapping
 
 __all__ = [
     "home_dir",
@@ -57,12 +58,13 @@ def ensure_private_dir(path: Path) -> Path:
     return path
 
 
-def atomic_write(path: Path, write: Callable[[IO[str]], None]) -> None:
+def atomic_write(path: Path, write: Callable[[IO[str]], None], *, durable: bool = True) -> None:
     """Replace *path* with what *write* puts into a text stream — all or nothing.
 
     The data goes to a temp file in the same directory (so ``os.replace`` is a rename on one file system), is flushed
     and fsynced, then renamed over the target. If *write* raises, the temp file is removed and the old file is left
-    untouched. The new file is 0600.
+    untouched. The new file is 0600. ``durable=False`` skips both fsyncs (for a cache that heals itself when a
+    crash leaves it empty: a reader waiting on a lock must not wait for the disk).
     """
     fd, tmp_name = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=path.suffix)
     tmp = Path(tmp_name)
@@ -72,13 +74,68 @@ def atomic_write(path: Path, write: Callable[[IO[str]], None]) -> None:
                 os.fchmod(fh.fileno(), FILE_MODE)
             write(fh)
             fh.flush()
-            os.fsync(fh.fileno())
+            if durable:
+                os.fsync(fh.fileno())
         os.replace(tmp, path)
     except BaseException:
         with contextlib.suppress(OSError):
             tmp.unlink()
         raise
-    _fsync_dir(path.parent)
+    if durable:
+        _fsync_dir(path.parent)
+
+
+def write_temp(path: Path, pieces: Iterable[str]) -> Path:
+    """The first half of :func:`atomic_write`: the text *pieces* in a fsynced 0600 temp file next to *path* (the slow
+    part, which needs no lock). :func:`commit_temp` renames it over *path*; on failure nothing is left behind.
+
+    Written in batches of about 256 KB as the pieces come: the GIL is released during each write, so a thread
+    writing a large file leaves the event loop's thread room to run."""
+    fd, tmp_name = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=path.suffix)
+    tmp = Path(tmp_name)
+    try:
+        with os.fdopen(fd, "wb", buffering=0) as fh:
+            with contextlib.suppress(OSError):
+                os.fchmod(fh.fileno(), FILE_MODE)
+            batch: list[str] = []
+            size = 0
+            for piece in pieces:
+                time.sleep(0)  # let a thread waiting for the GIL (the event loop's) run now, not after 5 ms
+                batch.append(piece)
+                size += len(piece)
+                if size >= _WRITE_BATCH:
+                    _write_all(fh, "".join(batch).encode("utf-8"))
+                    batch, size = [], 0
+            if batch:
+                _write_all(fh, "".join(batch).encode("utf-8"))
+            os.fsync(fh.fileno())
+    except BaseException:
+        with contextlib.suppress(OSError):
+            tmp.unlink()
+        raise
+    return tmp
+
+
+_WRITE_BATCH = 256 * 1024
+
+
+def _write_all(fh: Any, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[fh.write(view) :]
+
+
+def commit_temp(tmp: Path, path: Path, *, sync_dir: bool = True) -> None:
+    """The second half: atomically replace *path* with the temp file (a rename, fast), made durable (unless
+    ``sync_dir=False``: then the caller calls :func:`sync_dir` later, e.g. after releasing a lock)."""
+    os.replace(tmp, path)
+    if sync_dir:
+        _fsync_dir(path.parent)
+
+
+def sync_dir(directory: Path) -> None:
+    """Make the renames in *directory* durable (best effort)."""
+    _fsync_dir(directory)
 
 
 def _fsync_dir(directory: Path) -> None:

@@ -50,7 +50,7 @@ from .commands import (
 from .config import LoadedConfig, ModelInfo, global_config_path, load_config, mask_secret
 from .contexts import query_context, render_contexts
 from .plugins import Plugin
-from .store import ChatStore, chats_dir_for
+from .store import ChatStore, chats_dir_for, snapshot
 
 log = logging.getLogger(__name__)
 
@@ -404,11 +404,15 @@ class Engine:
         return chat
 
     def _save(self, chat: Chat) -> None:
+        """Queue a save: the record is snapshotted here, encoded and written by the store's writer thread, so a
+        50 MB chat never stalls the loop (every other chat and client) while it is written."""
         if self.store is None:
             return
         chat.updated_at = now_ms()
         try:
-            self.store.save(chat.to_record())
+            record = chat.to_record()  # (its messages are converted to fresh dicts: only contents are live)
+            record["contents"] = snapshot(record["contents"])
+            self.store.save_in_background(record, copy=False)
         except Exception:  # saving must never break a chat; the next save retries
             log.exception("could not save chat %s", chat.id)
 
@@ -591,7 +595,7 @@ class Engine:
             pass
         finally:
             chat.task = None
-            self._save(chat)
+            self._save(chat)  # written by the store's thread; aclose() waits for it (clients read "idle" at once)
             self._set_status(chat, "idle")
 
     async def stop(self, chat_id: str) -> bool:
@@ -736,4 +740,6 @@ class Engine:
             await asyncio.gather(*running, return_exceptions=True)
         await self.registry.aclose()
         await self.http.aclose()
+        if self.store is not None:  # the last saves of every chat are on disk before the engine is gone
+            await asyncio.to_thread(self.store.flush)
 

@@ -9,15 +9,22 @@ Every door that carries ECA JSON-RPC (stdio, WebSocket, in-memory) wraps its mes
   ``$/showMessage``);
 * queues engine notifications and writes them from one task, so a burst of text chunks never interleaves with or
   overtakes a response: handlers that must answer *after* their notifications (``chat/prompt``, ``chat/open``)
-  wait for the queue to drain first.
+  wait for the queue to drain first;
+* accepts a numeric ``chatId`` (a Neovim client sends its tab number) and answers with the same number; see
+  :class:`_ChatAliases`;
+* bounds that queue per client: once a client falls ``MERGE_BACKLOG`` notifications behind, consecutive text (and
+  reasoning) chunks of the same chat and role merge into one queued notification (what the client shows is the
+  same), and a client whose queue still grows past ``MAX_QUEUED_NOTIFICATIONS`` is disconnected.
 """
 
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextlib
 import logging
 import os
+import uuid
 from pathlib import Path
 from typing import Any, Callable
 from urllib.parse import unquote, urlparse
@@ -52,6 +59,125 @@ log = logging.getLogger(__name__)
 
 EngineFactory = Callable[[InitializeParams], Engine]
 PARENT_POLL_SECONDS = 2.0
+MAX_QUEUED_NOTIFICATIONS = 20_000  # after merging; a client this far behind is not reading at all
+# Chunks merge only once this many notifications wait: a client that keeps up sees the chunks as the model sent
+# them (as the reference server does); one that falls behind gets fewer, larger ones.
+MERGE_BACKLOG = 256
+
+
+def _merged(first: dict[str, Any], second: dict[str, Any]) -> dict[str, Any] | None:
+    """One ``chat/contentReceived`` for two consecutive ones when a client would show the same: text chunks of the
+    same chat and (non-user) role, or reasoning chunks of the same reasoning id. Never mutates its inputs (the
+    engine hands the same dict to every listener)."""
+    if first.get("chatId") != second.get("chatId") or first.get("role") != second.get("role"):
+        return None
+    a, b = first.get("content"), second.get("content")
+    if not isinstance(a, dict) or not isinstance(b, dict) or first.get("role") == "user":
+        return None
+    kind = a.get("type")
+    if kind != b.get("type") or not isinstance(a.get("text"), str) or not isinstance(b.get("text"), str):
+        return None
+    if kind == "text" and a.keys() == b.keys() == {"type", "text"}:
+        pass
+    elif kind == "reasonText" and a.keys() == b.keys() == {"type", "id", "text"} and a["id"] == b["id"]:
+        pass
+    else:
+        return None
+    return {**first, "content": {**a, "text": a["text"] + b["text"]}}
+
+
+def _numeric(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+class _ChatAliases:
+    """Numeric chat ids, scoped to one connection.
+
+    A client that numbers its chats (tab ``1``, ``2``…) reuses those numbers in every session, while saved chats
+    persist per workspace: mapping ``1`` to a saved chat ``"1"`` would make a new session's first tab continue
+    whatever an old session said there. So a number is this connection's alias of an engine chat with a fresh id
+    (``n1-<uuid>``): ``chat/prompt`` with a number it has not seen starts a new chat, and only ``chat/open`` with a
+    number binds it to the most recent chat created under that number before (an explicit resume). Everything sent
+    back to this client carries the number again, so it keeps the JSON type it sent; other clients of the same
+    engine see the string id.
+    """
+
+    def __init__(self) -> None:
+        self._by_number: dict[int, str] = {}
+        self._by_id: dict[str, int] = {}
+
+    @staticmethod
+    def prefix(number: int) -> str:
+        return f"n{number}-"
+
+    def bind(self, number: int, chat_id: str) -> str:
+        old = self._by_number.get(number)
+        if old is not None:
+            self._by_id.pop(old, None)
+        self._by_number[number] = chat_id
+        self._by_id[chat_id] = number
+        return chat_id
+
+    def internal(self, number: int) -> str:
+        """The engine chat id of *number* (a new one when the number is new to this connection)."""
+        chat_id = self._by_number.get(number)
+        return chat_id if chat_id is not None else self.bind(number, f"{self.prefix(number)}{uuid.uuid4()}")
+
+    def known(self, number: int) -> bool:
+        return number in self._by_number
+
+    def external(self, chat_id: Any) -> Any:
+        return self._by_id.get(chat_id, chat_id) if isinstance(chat_id, str) else chat_id
+
+    def outgoing(self, params: Any) -> Any:
+        """*params* with this client's numbers in place of aliased chat ids (a copy; the engine's dict is shared)."""
+        if not self._by_id or not isinstance(params, dict):
+            return params
+        changed = {k: self._by_id[v] for k in ("chatId", "parentChatId")
+                   if isinstance(v := params.get(k), str) and v in self._by_id}
+        return {**params, **changed} if changed else params
+
+
+class _Outbox:
+    """The notifications waiting for the writer task, in order; merges streaming chunks while they wait."""
+
+    def __init__(self) -> None:
+        self._items: collections.deque[tuple[str, Any]] = collections.deque()
+        self._ready = asyncio.Event()
+        self._idle = asyncio.Event()
+        self._idle.set()
+        self._unfinished = 0
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def put(self, method: str, params: Any) -> None:
+        if len(self._items) >= MERGE_BACKLOG and method == "chat/contentReceived" and isinstance(params, dict):
+            last_method, last_params = self._items[-1]
+            if last_method == method and isinstance(last_params, dict):
+                merged = _merged(last_params, params)
+                if merged is not None:  # the writer has not taken the last one yet: it goes out as one
+                    self._items[-1] = (method, merged)
+                    return
+        self._items.append((method, params))
+        self._unfinished += 1
+        self._idle.clear()
+        self._ready.set()
+
+    async def get(self) -> tuple[str, Any]:
+        while not self._items:
+            self._ready.clear()
+            await self._ready.wait()
+        return self._items.popleft()
+
+    def task_done(self) -> None:
+        self._unfinished -= 1
+        if self._unfinished <= 0:
+            self._unfinished = 0
+            self._idle.set()
+
+    async def join(self) -> None:
+        await self._idle.wait()
 
 
 def workspace_paths(params: InitializeParams) -> list[Path]:
@@ -111,15 +237,38 @@ class ServerConnection:
         self.initialized = False
         self.shutdown_requested = False
         self._exit = asyncio.Event()
-        self._outbox: asyncio.Queue[tuple[str, Any]] = asyncio.Queue()
+        self._outbox = _Outbox()
+        self.dropped_reason: str | None = None
+        self.aliases = _ChatAliases()
         self._tasks: set[asyncio.Task[Any]] = set()
-        self.endpoint = Endpoint(stream, name="eca-server", guard=self._guard, params_parser=_parse)
+        self.endpoint = Endpoint(stream, name="eca-server", guard=self._guard, params_parser=self._parse_params)
         self._register()
 
     # -- Listener protocol: called by the engine ----------------------------------------------------------------
 
+    def _parse_params(self, method: str, params: Any) -> Any:
+        """Numeric chat ids become this connection's aliases (see :class:`_ChatAliases`), then the method table
+        validates. ``chat/open`` with a number new to this connection resumes the latest chat made under it."""
+        if isinstance(params, dict) and method.startswith("chat/"):
+            number = params.get("chatId")
+            if _numeric(number):
+                if method == "chat/open" and not self.aliases.known(number) and self.engine is not None:
+                    prefix = self.aliases.prefix(number)
+                    earlier = next((c["id"] for c in self.engine.list_chats() if c["id"].startswith(prefix)), None)
+                    if earlier is not None:
+                        self.aliases.bind(number, earlier)
+                params = {**params, "chatId": self.aliases.internal(number)}
+        return _parse(method, params)
+
     def send(self, method: str, params: Any) -> None:
-        self._outbox.put_nowait((method, params))
+        if self.dropped_reason is not None:
+            return
+        params = self.aliases.outgoing(params)
+        self._outbox.put(method, params)
+        if len(self._outbox) > MAX_QUEUED_NOTIFICATIONS:
+            self.dropped_reason = f"client is not reading: more than {MAX_QUEUED_NOTIFICATIONS} notifications queued"
+            log.warning("disconnecting: %s", self.dropped_reason)
+            self._exit.set()
 
     async def flush(self) -> None:
         """Wait until every queued notification has been written."""
@@ -264,7 +413,7 @@ class ServerConnection:
     async def chat_prompt(self, params: ChatPromptParams) -> dict[str, Any]:
         result = await self._engine().prompt(params)
         await self.flush()
-        return result
+        return self.aliases.outgoing(result)
 
     def chat_prompt_stop(self, params: ChatPromptStopParams) -> None:
         self._spawn(self._engine().stop(params.chat_id))
@@ -274,7 +423,8 @@ class ServerConnection:
         return {}
 
     def chat_list(self, params: ChatListParams | None) -> dict[str, Any]:
-        return {"chats": self._engine().list_chats(params)}
+        chats = self._engine().list_chats(params)
+        return {"chats": [{**c, "id": self.aliases.external(c["id"])} for c in chats]}
 
     async def chat_open(self, params: ChatOpenParams) -> dict[str, Any]:
         result = self._engine().replay(params.chat_id, self)
@@ -295,11 +445,13 @@ class ServerConnection:
 
     async def query_context(self, params: ChatQueryContextParams) -> dict[str, Any]:
         contexts = await self._engine().query_context(params.query, list(params.contexts))
-        return {"chatId": params.chat_id, "contexts": contexts} if params.chat_id else {"contexts": contexts}
+        chat_id = self.aliases.external(params.chat_id)
+        return {"chatId": chat_id, "contexts": contexts} if params.chat_id else {"contexts": contexts}
 
     def query_commands(self, params: ChatQueryCommandsParams) -> dict[str, Any]:
         commands = self._engine().query_commands(params.query)
-        return {"chatId": params.chat_id, "commands": commands} if params.chat_id else {"commands": commands}
+        chat_id = self.aliases.external(params.chat_id)
+        return {"chatId": chat_id, "commands": commands} if params.chat_id else {"commands": commands}
 
     def tool_call_approve(self, params: ChatToolCallApproveParams) -> None:
         self._engine().approve(params.chat_id, params.tool_call_id, params.save)

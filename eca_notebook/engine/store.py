@@ -11,10 +11,17 @@ Why it is built this way:
   e.g. after another process wrote a chat).
 - API keys must not end up on disk: every string is scrubbed of the current secret values before writing.
 - Files are 0600 and the directory 0700: chat history is private.
+- Saving never blocks the event loop in proportion to the chat's size: :meth:`ChatStore.save_in_background` takes a
+  cheap structural snapshot (dicts and lists copied, strings shared) and hands it to one writer thread per store,
+  which serializes (:func:`serialize`, the one place a record becomes file contents) and writes it. One thread
+  keeps the order: a later save of a chat is never overwritten by an earlier one (a save still waiting is simply
+  replaced by the newer one), and a delete wins over a save in flight. The lock that listing takes is held only for
+  the final rename and the index update, never while a large chat is encoded or written.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import logging
@@ -23,11 +30,11 @@ import re
 import threading
 import time
 from pathlib import Path
-from typing import Any, Callable, Iterable, Mapping, Sequence
+from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
 
-from ._paths import atomic_write, ensure_private_dir, xdg_cache_home
+from ._paths import atomic_write, commit_temp, ensure_private_dir, sync_dir, write_temp, xdg_cache_home
 
-__all__ = ["ChatStore", "chats_dir_for", "MAX_CHAT_ID_LENGTH"]
+__all__ = ["ChatStore", "chats_dir_for", "MAX_CHAT_ID_LENGTH", "serialize", "snapshot"]
 
 logger = logging.getLogger(__name__)
 
@@ -73,6 +80,47 @@ def _scrub(value: Any, secrets: Sequence[str]) -> Any:
     return value
 
 
+def snapshot(value: Any) -> Any:
+    """A copy of a record's containers (strings and numbers are immutable and shared): the chat goes on changing on
+    the loop while the writer thread encodes this. Costs one step per dict/list, not per byte."""
+    if isinstance(value, dict):
+        return {k: snapshot(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [snapshot(v) for v in value]
+    return value
+
+
+def serialize(record: Mapping[str, Any], secrets: Sequence[str]) -> tuple[dict[str, Any], Iterator[str]]:
+    """What is written for *record*: secrets scrubbed to ``***`` (the ``id`` itself never), JSON-encoded. Returns the
+    record's scalar fields scrubbed (its summary goes to the index) and the file's text in pieces. Runs on the writer
+    thread; the one place where a record becomes file contents.
+
+    Why pieces: the C encoder keeps the GIL for a whole call, so one call on a 50 MB chat would freeze the event
+    loop's thread as surely as encoding on the loop. Lists (messages, contents: nearly all of a chat's bytes) are
+    scrubbed and encoded item by item, and the writer lets go of the GIL between pieces.
+    """
+
+    def clean(key: str, value: Any) -> Any:
+        return value if key == "id" else _scrub(value, secrets)
+
+    head = {k: (v if isinstance(v, list) else clean(k, v)) for k, v in record.items()}
+
+    def pieces() -> Iterator[str]:
+        yield "{"
+        for i, (key, value) in enumerate(head.items()):
+            yield (", " if i else "") + json.dumps(key) + ": "
+            if isinstance(value, list):
+                yield "["
+                for j, item in enumerate(value):
+                    yield (", " if j else "") + json.dumps(clean(key, item))
+                yield "]"
+            else:
+                yield json.dumps(value)
+        yield "}"
+
+    return head, pieces()
+
+
 def _number(value: Any) -> int | None:
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         return None
@@ -106,7 +154,14 @@ class ChatStore:
     def __init__(self, root: Path, *, secrets: Callable[[], Iterable[str]] = lambda: ()) -> None:
         self.root = Path(root)
         self._secrets = secrets
-        self._lock = threading.RLock()
+        self._lock = threading.RLock()  # files and index; never held while encoding or writing a chat's bytes
+        # The background writer: saves waiting (one per chat, oldest first), the chat being written, and per chat a
+        # generation bumped by delete so a save in flight knows it lost.
+        self._queue = threading.Condition()
+        self._waiting: dict[str, tuple[dict[str, Any], int]] = {}
+        self._writing: str | None = None
+        self._worker: threading.Thread | None = None
+        self._generation: dict[str, int] = {}
 
     # -- paths ---------------------------------------------------------------------------------------------------
 
@@ -126,25 +181,99 @@ class ChatStore:
         Raises ``ValueError`` for a bad id, ``TypeError`` for a value JSON can't hold, ``OSError`` for disk errors;
         in every case the previously saved version is left intact. The ``id`` itself is never scrubbed.
         """
+        chat_id = self._check(record)
+        self._write(chat_id, record, None)
+
+    def save_in_background(self, record: dict[str, Any], *, copy: bool = True) -> None:
+        """Queue *record* for the writer thread and return at once (see the module docstring). With ``copy=False``
+        the caller promises nothing in *record* changes any more (it made its own :func:`snapshot`).
+
+        Raises ``ValueError``/``TypeError`` for a bad record right away; a failing write is logged by the writer (the
+        previous version stays, the next save retries). :meth:`flush` / :meth:`wait_saved` wait for the writes.
+        """
+        chat_id = self._check(record)
+        frozen = snapshot(record) if copy else record
+        with self._queue:
+            self._waiting.pop(chat_id, None)  # a save not started yet is superseded: the newer one goes to the back
+            self._waiting[chat_id] = (frozen, self._generation.get(chat_id, 0))
+            if self._worker is None:
+                self._worker = threading.Thread(target=self._drain, name="eca-chat-writer", daemon=True)
+                self._worker.start()
+            self._queue.notify_all()
+
+    def wait_saved(self, chat_id: str, timeout: float | None = None) -> bool:
+        """Block until no save of *chat_id* is waiting or being written; False on timeout. (Call it off the loop.)"""
+        with self._queue:
+            return self._queue.wait_for(lambda: chat_id not in self._waiting and self._writing != chat_id, timeout)
+
+    def flush(self, timeout: float | None = None) -> bool:
+        """Block until every queued save is written; False on timeout. (Call it off the loop.)"""
+        with self._queue:
+            return self._queue.wait_for(lambda: not self._waiting and self._writing is None, timeout)
+
+    def _drain(self) -> None:
+        """The writer thread: write queued saves oldest first; exit when there are none (restarted on demand)."""
+        while True:
+            with self._queue:
+                if not self._waiting:
+                    self._worker = None
+                    self._queue.notify_all()
+                    return
+                chat_id = next(iter(self._waiting))
+                record, generation = self._waiting.pop(chat_id)
+                self._writing = chat_id
+            try:
+                self._write(chat_id, record, generation)
+            except Exception:  # the previous version stays on disk; the chat's next save retries
+                logger.exception("could not save chat %s", chat_id)
+            finally:
+                with self._queue:
+                    self._writing = None
+                    self._queue.notify_all()
+
+    def _check(self, record: Any) -> str:
         if not isinstance(record, Mapping):
             raise TypeError("a chat record must be a dict")
         chat_id = record.get("id")
         if not _valid_id(chat_id):
             raise ValueError(f"a chat record needs an 'id' string of 1 to {MAX_CHAT_ID_LENGTH} characters")
-        secrets = self._current_secrets()
-        clean = {k: (v if k == "id" else _scrub(v, secrets)) for k, v in record.items()}
-        with self._lock:
-            ensure_private_dir(self.root)
-            path = self.path_for(chat_id)
-            atomic_write(path, lambda fh: json.dump(clean, fh))
-            try:
-                st = path.stat()
-                index = self._read_index() or {}
-                index[path.stem] = {**_summary(clean, st.st_mtime_ns), "mtimeNs": st.st_mtime_ns, "size": st.st_size}
-                self._write_index(index)
-            except OSError:
-                # The chat itself is saved; list() rebuilds the index entry from the file.
-                logger.warning("could not update the chat index in %s", self.root, exc_info=True)
+        return chat_id
+
+    def _write(self, chat_id: str, record: Mapping[str, Any], generation: int | None) -> None:
+        """Encode and write outside the lock; rename and update the index under it (unless a delete came since
+        *generation*: then the new bytes are dropped, so a deleted chat never comes back)."""
+        clean, pieces = serialize(record, self._current_secrets())
+        ensure_private_dir(self.root)
+        path = self.path_for(chat_id)
+        tmp = write_temp(path, pieces)  # data fsynced here, outside the lock
+        # Replacing a large file frees its blocks inside the rename: keep a second link to the old version so that
+        # happens in the unlink below, after the lock is released.
+        old = path.with_name(f".tmp-old-{tmp.name[5:]}")
+        try:
+            os.link(path, old)
+        except OSError:
+            old = None
+        try:
+            with self._lock:  # only renames and a small index under the lock: no fsync, listing never waits long
+                if generation is not None and self._generation.get(chat_id, 0) != generation:
+                    return
+                commit_temp(tmp, path, sync_dir=False)
+                tmp = None
+                try:
+                    st = path.stat()
+                    index = self._read_index() or {}
+                    index[path.stem] = {**_summary(clean, st.st_mtime_ns), "mtimeNs": st.st_mtime_ns,
+                                        "size": st.st_size}
+                    self._write_index(index, durable=False)  # a cache: list() heals it after a crash
+                except OSError:
+                    # The chat itself is saved; list() rebuilds the index entry from the file.
+                    logger.warning("could not update the chat index in %s", self.root, exc_info=True)
+            sync_dir(self.root)  # the rename made durable
+        finally:
+            for leftover in (tmp, old):
+                if leftover is not None:
+                    with contextlib.suppress(OSError):
+                        leftover.unlink()
 
     def load(self, chat_id: str) -> dict[str, Any] | None:
         """The saved record, or None when absent, unreadable (moved aside to ``*.corrupt``) or not this id's."""
@@ -202,6 +331,9 @@ class ChatStore:
         if not _valid_id(chat_id):
             return False
         with self._lock:
+            with self._queue:  # a waiting save is dropped, one in flight finds its generation changed
+                self._waiting.pop(chat_id, None)
+                self._generation[chat_id] = self._generation.get(chat_id, 0) + 1
             path = self.path_for(chat_id)
             try:
                 path.unlink()
@@ -278,10 +410,10 @@ class ChatStore:
             return None
         return {k: v for k, v in data["chats"].items() if isinstance(v, dict) and _valid_id(v.get("id"))}
 
-    def _write_index(self, chats: Mapping[str, Mapping[str, Any]]) -> None:
+    def _write_index(self, chats: Mapping[str, Mapping[str, Any]], *, durable: bool = True) -> None:
         ensure_private_dir(self.root)
         payload = {"version": _INDEX_VERSION, "chats": dict(chats)}
-        atomic_write(self.index_path, lambda fh: json.dump(payload, fh))
+        atomic_write(self.index_path, lambda fh: json.dump(payload, fh), durable=durable)
 
     def _sweep(self, cutoff_s: float) -> None:
         now = time.time()

@@ -8,12 +8,12 @@ proxy or recorder that dropped them would lose data.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict
 from pydantic.alias_generators import to_camel
 
-__all__ = ["EcaModel", "NoneAsEmptyList"]
+__all__ = ["ChatId", "EcaModel", "NoneAsEmptyList"]
 
 
 def _none_as_empty_list(value: Any) -> Any:
@@ -23,6 +23,16 @@ def _none_as_empty_list(value: Any) -> Any:
 #: Marker for list fields that some clients send as ``null`` (``contexts: null``, ``workspaceFolders: null``):
 #: ``Annotated[list[X], NoneAsEmptyList]`` reads ``null`` as ``[]`` instead of failing the whole message.
 NoneAsEmptyList = BeforeValidator(_none_as_empty_list)
+
+
+def _number_as_text(value: Any) -> Any:
+    return str(value) if isinstance(value, int) and not isinstance(value, bool) else value
+
+
+#: A chat id: a string, or a number from clients that number their chats (a Neovim client sends its tab number).
+#: The server answers such a client with the same number (the connection maps it to a chat of its own, see
+#: ``engine/server.py``); here a number validates as its text, so both directions validate with these models.
+ChatId = Annotated[str, BeforeValidator(_number_as_text)]
 
 
 class EcaModel(BaseModel):

@@ -11,7 +11,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field, model_validator
 
-from ._base import EcaModel, NoneAsEmptyList
+from ._base import ChatId, EcaModel, NoneAsEmptyList
 from .content import ChatContent
 from .context import ChatContext
 
@@ -53,7 +53,7 @@ _Contexts = Annotated[list[ChatContext], NoneAsEmptyList]
 class ChatPromptParams(EcaModel):
     """A user message. An unknown ``chatId`` starts a new chat with that id (clients generate ids)."""
 
-    chat_id: str | None = None
+    chat_id: ChatId | None = None
     message: str
     model: str | None = None
     behavior: str | None = None
@@ -78,45 +78,45 @@ class ChatPromptParams(EcaModel):
 
 
 class ChatPromptResult(EcaModel):
-    chat_id: str
+    chat_id: ChatId
     model: str | None = None
     #: ``"prompting"``, ``"login"`` or ``"error"`` (invalid chat id, reported in the result by the reference server).
     status: str
 
 
 class ChatContentReceivedParams(EcaModel):
-    chat_id: str
+    chat_id: ChatId
     content: ChatContent
     role: Literal["user", "system", "assistant"]
     #: Set when the chat is a sub-chat (e.g. of an agent delegating work).
-    parent_chat_id: str | None = None
+    parent_chat_id: ChatId | None = None
 
 
 class ChatToolCallApproveParams(EcaModel):
-    chat_id: str
+    chat_id: ChatId
     tool_call_id: str
     #: ``"session"``: remember this approval for the rest of the session.
     save: Literal["session"] | None = None
 
 
 class ChatToolCallRejectParams(EcaModel):
-    chat_id: str
+    chat_id: ChatId
     tool_call_id: str
 
 
 class ChatQueryContextParams(EcaModel):
-    chat_id: str | None = None
+    chat_id: ChatId | None = None
     query: str = ""
     contexts: _Contexts = Field(default_factory=list)
 
 
 class ChatQueryContextResult(EcaModel):
-    chat_id: str | None = None
+    chat_id: ChatId | None = None
     contexts: list[ChatContext]
 
 
 class ChatQueryCommandsParams(EcaModel):
-    chat_id: str | None = None
+    chat_id: ChatId | None = None
     query: str = ""
 
 
@@ -135,16 +135,16 @@ class ChatCommand(EcaModel):
 
 
 class ChatQueryCommandsResult(EcaModel):
-    chat_id: str | None = None
+    chat_id: ChatId | None = None
     commands: list[ChatCommand]
 
 
 class ChatPromptStopParams(EcaModel):
-    chat_id: str
+    chat_id: ChatId
 
 
 class ChatDeleteParams(EcaModel):
-    chat_id: str | None = None
+    chat_id: ChatId | None = None
 
 
 class ChatDeleteResult(EcaModel):
@@ -153,12 +153,12 @@ class ChatDeleteResult(EcaModel):
 
 class ChatSelectedBehaviorChangedParams(EcaModel):
     behavior: str
-    chat_id: str | None = None
+    chat_id: ChatId | None = None
 
 
 class ChatSelectedModelChangedParams(EcaModel):
     model: str
-    chat_id: str | None = None
+    chat_id: ChatId | None = None
 
 
 class ChatListParams(EcaModel):
@@ -167,7 +167,7 @@ class ChatListParams(EcaModel):
 
 
 class ChatSummary(EcaModel):
-    id: str
+    id: ChatId
     title: str | None = None
     status: Literal["idle", "running"]
     #: Epoch milliseconds.
@@ -183,7 +183,7 @@ class ChatListResult(EcaModel):
 
 
 class ChatOpenParams(EcaModel):
-    chat_id: str
+    chat_id: ChatId
 
 
 class ChatOpenResult(EcaModel):
@@ -194,29 +194,29 @@ class ChatOpenResult(EcaModel):
 
 
 class ChatOpenedParams(EcaModel):
-    chat_id: str
+    chat_id: ChatId
     title: str | None = None
 
 
 class ChatDeletedParams(EcaModel):
-    chat_id: str
+    chat_id: ChatId
 
 
 class ChatClearedParams(EcaModel):
-    chat_id: str
+    chat_id: ChatId
     #: Whether the client should drop the chat's rendered messages.
     messages: bool
 
 
 class ChatStatusChangedParams(EcaModel):
-    chat_id: str
+    chat_id: ChatId
     status: Literal["running", "idle", "stopping"]
 
 
 class ChatRollbackParams(EcaModel):
     """Drop everything from the message with ``contentId`` on (see :attr:`TextContent.content_id`)."""
 
-    chat_id: str
+    chat_id: ChatId
     content_id: str
 
 
@@ -227,11 +227,11 @@ class ChatRollbackResult(EcaModel):
 class ChatForkParams(EcaModel):
     """Start a new chat holding the history up to the message with ``contentId``."""
 
-    chat_id: str
+    chat_id: ChatId
     content_id: str
 
 
 class ChatForkResult(EcaModel):
     """The reference server answers with the new chat's id."""
 
-    chat_id: str | None = None
+    chat_id: ChatId | None = None

@@ -13,6 +13,10 @@ Concurrency model (the engine relies on it):
 * Notifications are handled inline, in arrival order. Their handlers must be quick (or spawn a task): while one
   awaits, nothing else is read.
 * Responses to our own requests resolve futures; ids are ints from 1.
+* At most ``max_concurrent_requests`` incoming requests run at once; one more is answered at once with a
+  "server busy" error, so a peer cannot make us hold an unbounded number of handler tasks (together with the
+  transports' backpressure this bounds what one peer costs us in memory). The read loop never pauses for it:
+  a handler may be waiting for a response from the peer that only the read loop can deliver.
 
 No traceback ever reaches the wire (it goes to the log). Logs name methods and ids, never params, because params
 may hold secrets (``initializationOptions`` can carry API keys). The one echo of params is the ``-32602`` data:
@@ -52,6 +56,7 @@ H = TypeVar("H", bound=Handler)
 CANCEL_METHOD = "$/cancelRequest"
 _CLOSE_WAIT = 5.0  # seconds close() waits for cancelled handlers to unwind before giving up on them
 _MAX_ERROR_TEXT = 200
+DEFAULT_MAX_CONCURRENT_REQUESTS = 1000
 
 _Id = int | str | None
 
@@ -97,8 +102,10 @@ class Endpoint:
         name: str = "rpc",
         guard: Callable[[str], None] | None = None,
         params_parser: Callable[[str, Any], Any] | None = None,
+        max_concurrent_requests: int = DEFAULT_MAX_CONCURRENT_REQUESTS,
     ) -> None:
         self.name = name
+        self.max_concurrent_requests = max_concurrent_requests
         self._stream = stream
         self._guard = guard
         self._params_parser = params_parser
@@ -280,6 +287,11 @@ class Endpoint:
         handler = self._handlers.get(method)
         if handler is None:
             return _error(id, RpcError(METHOD_NOT_FOUND, f"Method not found: {method}", {"method": method}))
+        running = len(self._tasks)  # (finished tasks leave the set in their done callback)
+        if running >= self.max_concurrent_requests:
+            log.warning("%s: %s (id %r) refused: %d requests already running", self.name, method, id, running)
+            return _error(id, RpcError(INTERNAL_ERROR, f"server busy: {running} requests already running; "
+                                                       "retry when some have finished"))
         task = asyncio.get_running_loop().create_task(
             self._execute(id, method, params, handler, reply=batch is None), name=f"{self.name}:{method}#{id}"
         )

@@ -3,7 +3,9 @@
 Why one engine per workspace, shared: chats belong to a workspace, not to a browser tab. Every WebSocket of the same
 workspace (two tabs, two users, a reload) attaches to the same :class:`~eca_notebook.engine.Engine`, so they all see
 the same chats and a reload finds them again. Engines are created on first use (a WebSocket ``initialize`` or a REST
-call) and closed when the server stops.
+call) and closed when the server stops — or, so a long-running Jupyter server does not keep every workspace's chats
+in memory, once idle for ``idle_timeout`` seconds: no connection, no chat running, no call for that long. The
+engine's last saves are flushed when it closes; the next use creates a new one, which finds the saved chats on disk.
 
 Why the root check: the server may only hand out folders under its ``root_dir`` (what the user chose to serve).
 Every path a client names — the ``?workspace=`` query, ``workspaceFolders`` in ``initialize``, a REST body — is
@@ -17,6 +19,7 @@ import contextlib
 import hashlib
 import logging
 import os
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable
@@ -27,6 +30,8 @@ from ..engine import Engine, EngineOptions
 __all__ = ["Workspace", "WorkspaceError", "WorkspaceManager", "workspace_id_for"]
 
 log = logging.getLogger(__name__)
+
+DEFAULT_IDLE_TIMEOUT = 30 * 60.0  # seconds an engine may sit unused before it is released
 
 
 class WorkspaceError(ValueError):
@@ -48,7 +53,17 @@ class Workspace:
     root: Path
     engine: Engine | None = None
     connections: int = 0
+    last_used: float = field(default_factory=time.monotonic)  # the last call, or the last connection's end
     _start: asyncio.Task[None] | None = field(default=None, repr=False)
+
+    def busy(self) -> bool:
+        """Anything that must outlive a release: a client attached, a start under way, a chat running or waiting."""
+        engine = self.engine
+        if engine is None:
+            return False
+        if self.connections > 0 or (self._start is not None and not self._start.done()):
+            return True
+        return any(chat.running for chat in engine.chats.values()) or bool(engine.pending_approvals)
 
     @property
     def path(self) -> str:
@@ -97,12 +112,15 @@ class WorkspaceManager:
         *,
         config_file: Path | None = None,
         engine_factory: Callable[[EngineOptions], Engine] = Engine,
+        idle_timeout: float | None = DEFAULT_IDLE_TIMEOUT,
     ) -> None:
         self.root = Path(os.path.realpath(os.path.expanduser(str(root_dir))))
         self.config_file = config_file
         self._engine_factory = engine_factory
         self._workspaces: dict[str, Workspace] = {}
         self._closed = False
+        self.idle_timeout = idle_timeout if idle_timeout and idle_timeout > 0 else None
+        self._reaper: asyncio.Task[None] | None = None
         self.default = self.register([self.root])
 
     # -- paths -----------------------------------------------------------------------------------------------------
@@ -166,12 +184,56 @@ class WorkspaceManager:
         factory is called synchronously by :class:`~eca_notebook.engine.ServerConnection`."""
         if self._closed:
             raise RuntimeError("the server is stopping")
+        workspace.last_used = time.monotonic()
         if workspace.engine is None:
             workspace.engine = self._engine_factory(
                 EngineOptions(workspace_folders=list(workspace.folders), config_file=self.config_file)
             )
             log.info("engine created for workspace %s", workspace.id)
+            self._watch_idle()
         return workspace.engine
+
+    def detached(self, workspace: Workspace) -> None:
+        """A connection of *workspace* ended: its idle time starts now."""
+        workspace.last_used = time.monotonic()
+
+    # -- idle engines ------------------------------------------------------------------------------------------------
+
+    def _watch_idle(self) -> None:
+        if self.idle_timeout is None or (self._reaper is not None and not self._reaper.done()):
+            return
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:  # created outside a loop (a test): the next call from inside one starts the watch
+            return
+        self._reaper = loop.create_task(self._reap(), name="eca-idle-engines")
+
+    async def _reap(self) -> None:
+        """Release idle engines; checks a few times per timeout, and stops when no engine is left."""
+        assert self.idle_timeout is not None
+        period = min(60.0, max(0.05, self.idle_timeout / 4))
+        while not self._closed and self.started():
+            await asyncio.sleep(period)
+            await self.release_idle()
+
+    async def release_idle(self) -> list[Workspace]:
+        """Close the engines idle for ``idle_timeout`` seconds (their chats are saved; they come back on use)."""
+        if self.idle_timeout is None:
+            return []
+        now = time.monotonic()
+        released = []
+        for workspace in list(self._workspaces.values()):
+            if workspace.engine is None or workspace.busy() or now - workspace.last_used < self.idle_timeout:
+                continue
+            engine, workspace.engine, workspace._start = workspace.engine, None, None
+            released.append(workspace)
+            log.info("releasing the idle engine of workspace %s (unused for %.0f s)", workspace.id,
+                     now - workspace.last_used)
+            try:
+                await engine.aclose()
+            except Exception:
+                log.exception("closing the idle engine of workspace %s failed", workspace.id)
+        return released
 
     async def ready(self, workspace: Workspace) -> Engine:
         """The workspace's engine, created and started (model discovery, index). Concurrent callers share one start,
@@ -194,6 +256,10 @@ class WorkspaceManager:
         if self._closed:
             return
         self._closed = True
+        if self._reaper is not None:
+            self._reaper.cancel()
+            with contextlib.suppress(BaseException):
+                await self._reaper
         for workspace in self._workspaces.values():
             engine, workspace.engine = workspace.engine, None
             start, workspace._start = workspace._start, None

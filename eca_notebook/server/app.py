@@ -16,7 +16,7 @@ from traitlets import Bool, Float, Integer, Unicode
 
 from .handlers import route_table
 from .ws import Limits, ServerState
-from ._workspaces import WorkspaceManager
+from ._workspaces import DEFAULT_IDLE_TIMEOUT, WorkspaceManager
 
 __all__ = ["EcaExtensionApp"]
 
@@ -61,6 +61,13 @@ class EcaExtensionApp(ExtensionApp):
              "when a real provider is the default or localModel is false.",
     ).tag(config=True)
 
+    idle_engine_timeout = Float(
+        DEFAULT_IDLE_TIMEOUT,
+        help="Seconds a workspace engine may sit unused (no connection, no chat running, no request) before it is "
+             "released to free its memory; its chats are saved and come back on the next use. 0 keeps engines "
+             "until the server stops.",
+    ).tag(config=True)
+
     state: ServerState | None = None
     _preload: asyncio.Task[object] | None = None
 
@@ -69,6 +76,7 @@ class EcaExtensionApp(ExtensionApp):
         manager = WorkspaceManager(
             self.serverapp.root_dir,
             config_file=Path(self.config_file).expanduser() if self.config_file else None,
+            idle_timeout=self.idle_engine_timeout,
         )
         limits = Limits(max_message_size=self.max_message_size, max_pending_bytes=self.max_pending_bytes,
                         write_timeout=self.write_timeout, inbox_size=self.inbox_size)

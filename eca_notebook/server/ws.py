@@ -352,6 +352,7 @@ class WorkspaceConnection(ServerConnection):
     def detach(self) -> None:
         if self.attached is not None:
             self.attached.connections -= 1
+            self.manager.detached(self.attached)
             self.attached = None
 
 

@@ -8,11 +8,14 @@ Robustness rules (one bad frame must never kill a connection — editors keep a 
 * A problem with one frame is reported *in place* as a :class:`FramingError` in the list ``feed`` returns, and
   decoding goes on with the next frame. The endpoint answers such an error with ``id: null``.
 * A frame whose body we refuse (too large, unsupported charset) is *skipped*: its bytes are discarded as they arrive,
-  never buffered.
+  never buffered — until its declared end, or until the next frame's ``Content-Length`` line shows up among them
+  (a length of a terabyte cannot swallow the connection).
 * A header block we cannot make sense of (garbage, missing or invalid ``Content-Length``) makes the decoder *resync*:
   it discards bytes up to the next ``Content-Length: <digits>`` header line. A JSON body cannot contain such a line
   (raw CR/LF never occur inside JSON strings), so this finds the next real frame even when bodies and headers are
-  glued together without newlines, which is how most clients write them.
+  glued together without newlines, which is how most clients write them. The same line inside a body means the
+  declared length was wrong: the frame is reported and decoding resumes at that line.
+* The output is split-invariant: it depends only on the bytes, never on how reads cut them.
 
 Large bodies are accumulated in one ``bytearray`` read through an offset and compacted once per ``feed`` call, so
 a 10 MB frame arriving in 64 KiB pieces costs linear time, and so does a header fed one byte at a time.
@@ -39,14 +42,49 @@ __all__ = [
 
 DEFAULT_MAX_FRAME_SIZE = 64 * 1024 * 1024
 # A header block longer than this is garbage (real ones are < 100 bytes); bounds what we buffer while looking for it.
+# It also bounds a "Content-Length: N" line searched for while resyncing, so at most this much of an unmatched tail
+# is ever kept.
 MAX_HEADER_BLOCK = 8 * 1024
-# While resyncing, keep at most this much of an unmatched tail: enough for a header line split across two reads.
-_RESYNC_TAIL = 1024
 
 _TOKEN = re.compile(rb"[!#$%&'*+.^_`|~0-9A-Za-z-]+")
 _DIGITS = re.compile(rb"[0-9]+")
-_RESYNC_MARK = re.compile(rb"content-length[ \t]*:[ \t]*[0-9]+[ \t]*\r?\n", re.IGNORECASE)
+# The start of a frame, found again after garbage or inside a body that cannot be one (see _find_mark).
+_MARK = re.compile(rb"content-length[ \t]*:[ \t]*[0-9]+[ \t]*\r?\n", re.IGNORECASE)
+# What a mark looks like before its newline has arrived: fullmatched up to the end of the input so far.
+_MARK_PARTIAL = re.compile(rb"content-length[ \t]*(?::[ \t]*(?:[0-9]+[ \t]*\r?)?)?", re.IGNORECASE)
+# A literal first byte lets the regex engine skip through a body at memchr speed; "content" is checked per hit.
+_MARK_HINT = re.compile(rb"-[lL][eE][nN][gG][tT][hH]")
+_MARK_WORD = b"content-length"
+_HINT_OFFSET = len(b"content")
 _UTF8_CHARSETS = frozenset({"utf-8", "utf8"})
+_BLOCK_TOO_LONG = f"header block longer than {MAX_HEADER_BLOCK} bytes"
+
+
+def _find_mark(buf: bytearray, lo: int, end: int, *, complete: bool) -> tuple[int | None, int]:
+    """The first ``Content-Length: <digits>`` header line (at most :data:`MAX_HEADER_BLOCK` bytes, newline
+    included) lying wholly inside ``buf[lo:end]``, as ``(start, start)``; else ``(None, resume)`` where *resume* is
+    the earliest position a mark could still start at once bytes after *end* arrive (*end* when *complete*: no
+    byte after *end* counts).
+
+    Why this is the resync point, even inside a body: such a line cannot occur in JSON (a raw newline is not
+    allowed inside a string, and ``content-length`` is no JSON token outside one), so finding it means a frame
+    started there. The answer depends only on the bytes, never on how they were split into reads, which is what
+    keeps the decoder's output split-invariant; earlier positions never need rescanning (*resume* only grows).
+    """
+    for hint in _MARK_HINT.finditer(buf, lo + _HINT_OFFSET, end):
+        start = hint.start() - _HINT_OFFSET
+        if buf[start : start + _HINT_OFFSET].lower() != b"content":
+            continue
+        if _MARK.match(buf, start, min(end, start + MAX_HEADER_BLOCK)):
+            return start, start
+        if not complete and end - start < MAX_HEADER_BLOCK and _MARK_PARTIAL.fullmatch(buf, start, end):
+            return None, start  # no newline after it yet, so no later mark is complete either
+    if complete:
+        return None, end
+    for k in range(min(len(_MARK_WORD) - 1, end - lo), 0, -1):  # "…conte" at the end may become a mark
+        if buf[end - k : end].lower() == _MARK_WORD[:k]:
+            return None, end - k
+    return None, end
 
 
 class FramingError(Exception):
@@ -94,6 +132,11 @@ class ContentLengthDecoder:
     Accepts what real clients send: header names in any case and order, unknown headers (ignored), an optional
     ``Content-Type`` whose charset is ``utf-8``/``utf8``, ``\\n\\n`` as well as ``\\r\\n\\r\\n`` after the headers, and
     stray blank lines between frames.
+
+    Split-invariant: the list of bodies and errors depends only on the concatenated input, never on how it was cut
+    into ``feed`` calls (a property test checks this). A declared length that is wrong is caught as soon as the
+    next frame's ``Content-Length`` line shows up inside the body (or inside a refused body being skipped): the frame
+    is reported and decoding resumes there, instead of swallowing the next frames.
     """
 
     def __init__(self, max_frame_size: int = DEFAULT_MAX_FRAME_SIZE) -> None:
@@ -101,9 +144,9 @@ class ContentLengthDecoder:
         self._buf = bytearray()
         self._pos = 0  # start of the unconsumed bytes in _buf (start of the header block in _HEADERS)
         self._line = 0  # _HEADERS: start of the header line being parsed
-        self._scan = 0  # _HEADERS: where to look for the next b"\n" (never rescans a partial line)
+        self._scan = 0  # _HEADERS: where to look for the next b"\n"; otherwise where a mark may still start
         self._headers: list[tuple[bytes, bytes]] = []
-        self._need = 0  # _BODY: body length; _SKIP: bytes still to discard
+        self._need = 0  # _BODY: body length (from _pos); _SKIP: bytes still to discard (from _pos)
         self._state = _HEADERS
 
     @property
@@ -111,17 +154,34 @@ class ContentLengthDecoder:
         """Bytes held waiting for the rest of a frame."""
         return len(self._buf) - self._pos
 
+    @property
+    def partial(self) -> bool:
+        """True in the middle of a frame the peer still owes bytes of (a header block or a body)."""
+        if self._state == _BODY:
+            return True
+        return self._state == _HEADERS and bool(bytes(self._buf[self._pos :]).strip())
+
+    def abandon(self) -> FramingError | None:
+        """Give up on the frame in progress (its sender stalled): drop what is held and say what was lost.
+
+        The transport calls this when no byte arrived for a while in the middle of a frame, so a wrong
+        ``Content-Length`` ends with an error instead of a wait for bytes that never come.
+        """
+        error = None
+        if self._state == _BODY:
+            error = FramingError(
+                PARSE_ERROR,
+                f"incomplete frame dropped: Content-Length {self._need} declared, {self.buffered} bytes arrived",
+            )
+        elif self.partial:
+            error = FramingError(PARSE_ERROR, "incomplete header block dropped")
+        self._buf.clear()
+        self._enter_headers(0)
+        return error
+
     def feed(self, data: bytes) -> list[bytes | FramingError]:
         """Add *data*; return the bodies completed by it, in order, with errors in their place."""
         out: list[bytes | FramingError] = []
-        if self._state == _SKIP and self._pos == len(self._buf):
-            # Discard a refused body straight from the input: it never enters the buffer.
-            take = min(self._need, len(data))
-            self._need -= take
-            data = memoryview(data)[take:]
-            if self._need:
-                return out
-            self._enter_headers(self._pos)
         self._buf += data
         while self._step(out):
             pass
@@ -132,41 +192,53 @@ class ContentLengthDecoder:
 
     def _step(self, out: list[bytes | FramingError]) -> bool:
         """Advance by one unit of work; False when more input is needed."""
-        buf = self._buf
-        if self._state == _BODY:
-            end = self._pos + self._need
-            if len(buf) < end:
-                return False
-            with memoryview(buf) as view:
-                out.append(bytes(view[self._pos : end]))
+        if self._state == _HEADERS:
+            return self._header_line(out)
+        buf, pos = self._buf, self._pos
+        if self._state == _RESYNC:
+            end, complete = len(buf), False
+        else:
+            end = pos + self._need
+            complete = len(buf) >= end
+            end = min(end, len(buf))
+        mark, resume = _find_mark(buf, self._scan, end, complete=complete)
+        if mark is not None:
+            if self._state == _BODY:
+                out.append(
+                    FramingError(
+                        PARSE_ERROR,
+                        f"frame dropped: Content-Length {self._need} declared, but the next frame's header came "
+                        f"after {mark - pos} bytes",
+                    )
+                )
+            self._enter_headers(mark)
+            return True
+        if complete:
+            if self._state == _BODY:
+                with memoryview(buf) as view:
+                    out.append(bytes(view[pos:end]))
             self._enter_headers(end)
             return True
-        if self._state == _SKIP:
-            take = min(self._need, len(buf) - self._pos)
-            self._pos += take
-            self._need -= take
-            if self._need:
-                return False
-            self._enter_headers(self._pos)
-            return True
-        if self._state == _RESYNC:
-            match = _RESYNC_MARK.search(buf, self._pos)
-            if match is None:
-                self._pos = max(self._pos, len(buf) - _RESYNC_TAIL)
-                return False
-            self._enter_headers(match.start())
-            return True
-        return self._header_line(out)
+        self._scan = resume
+        if self._state != _BODY:  # skipped or garbage bytes before *resume* can never matter again
+            if self._state == _SKIP:
+                self._need -= resume - pos
+            self._pos = resume
+        return False
 
     def _header_line(self, out: list[bytes | FramingError]) -> bool:
         buf = self._buf
         newline = buf.find(b"\n", self._scan)
+        # A block is refused once it is certain to exceed the bound (newline included), whatever the read sizes.
         if newline < 0:
             self._scan = len(buf)
-            if len(buf) - self._pos > MAX_HEADER_BLOCK:
-                self._fail(out, PARSE_ERROR, f"header block longer than {MAX_HEADER_BLOCK} bytes without an end")
+            if len(buf) - self._pos >= MAX_HEADER_BLOCK:
+                self._fail(out, PARSE_ERROR, _BLOCK_TOO_LONG)
                 return True
             return False
+        if newline + 1 - self._pos > MAX_HEADER_BLOCK:
+            self._fail(out, PARSE_ERROR, _BLOCK_TOO_LONG)
+            return True
         line_start = self._line
         line = bytes(buf[line_start:newline]).strip()
         self._line = self._scan = newline + 1
@@ -175,9 +247,6 @@ class ContentLengthDecoder:
                 self._pos = self._line  # a stray blank line between frames
                 return True
             self._end_of_headers(out)
-            return True
-        if self._line - self._pos > MAX_HEADER_BLOCK:
-            self._fail(out, PARSE_ERROR, f"header block longer than {MAX_HEADER_BLOCK} bytes")
             return True
         name, sep, value = line.partition(b":")
         name = name.rstrip()
@@ -204,7 +273,7 @@ class ContentLengthDecoder:
         size = int(raw)
         charsets = [_charset(value) for name, value in self._headers if name == b"content-type"]
         bad = next((c for c in charsets if c is not None and c not in _UTF8_CHARSETS), None)
-        self._pos = self._line
+        self._pos = self._scan = self._line
         self._headers = []
         if bad is not None:
             out.append(FramingError(PARSE_ERROR, f"unsupported charset {bad!r}: only utf-8 is supported"))
@@ -227,7 +296,7 @@ class ContentLengthDecoder:
         start inside the block, e.g. ``xxContent-Length: 9`` when garbage preceded it on the same line)."""
         out.append(FramingError(code, message))
         self._headers = []
-        self._pos = self._pos + 1 if resync_from is None else resync_from
+        self._pos = self._scan = self._pos + 1 if resync_from is None else resync_from
         self._state = _RESYNC
 
     def _enter_headers(self, pos: int) -> None:
@@ -279,8 +348,8 @@ class NdjsonDecoder:
             if newline < 0:
                 self._scan = len(buf)
                 pending = len(buf) - self._pos
-                if pending > self.max_frame_size:
-                    out.append(self._too_large(pending, complete=False))
+                if pending > self.max_frame_size + 1:  # + 1: a trailing "\r" is not part of the line
+                    out.append(self._too_large())
                     self._pos = self._scan = len(buf)
                     self._discarding = True
                 break
@@ -289,7 +358,7 @@ class NdjsonDecoder:
             if end > start and buf[end - 1] == 0x0D:
                 end -= 1
             if end - start > self.max_frame_size:
-                out.append(self._too_large(end - start, complete=True))
+                out.append(self._too_large())
                 continue
             with memoryview(buf) as view:
                 line = bytes(view[start:end])
@@ -301,10 +370,10 @@ class NdjsonDecoder:
             self._pos = 0
         return out
 
-    def _too_large(self, size: int, *, complete: bool) -> FramingError:
-        what = f"{size} bytes" if complete else f"more than {self.max_frame_size} bytes"
+    def _too_large(self) -> FramingError:
+        # The same message however the line arrived (whole or in pieces): the output is split-invariant.
         return FramingError(
-            INVALID_REQUEST, f"message of {what} exceeds the maximum frame size of {self.max_frame_size} bytes"
+            INVALID_REQUEST, f"message exceeds the maximum frame size of {self.max_frame_size} bytes"
         )
 
 

@@ -3,6 +3,16 @@
 :class:`PipeStream` owns no file descriptors of its own: it reads from an ``asyncio.StreamReader`` and writes to
 anything with ``write(bytes)`` and ``drain()`` (``asyncio.StreamWriter``, a subprocess's ``stdin``), so the same
 class serves both ends of a subprocess connection. :func:`open_stdio` does the process-level wiring.
+
+Bounded per peer, because a peer that writes but does not read must not make us buffer without end:
+
+* **Backpressure**: before handing over the next incoming message, :meth:`PipeStream.read` waits while more than
+  ``max_pending_write`` bytes of our output are still unwritten. A client that sends 200,000 requests without
+  reading the answers stops being read (its own writes then block) instead of growing our memory by hundreds of MB.
+  Answers to a client that does read are never delayed: the wait ends as soon as the pipe takes the bytes.
+* **Stalled frames**: when a frame is incomplete and nothing arrives for ``frame_timeout`` seconds (a
+  ``Content-Length`` larger than what was sent), the frame is dropped and :meth:`read` returns a parse error (the
+  endpoint answers it with ``id: null``), instead of waiting forever for bytes that are not coming.
 """
 
 from __future__ import annotations
@@ -35,7 +45,12 @@ log = logging.getLogger(__name__)
 
 Codec = Literal["content-length", "ndjson"]
 READ_CHUNK = 256 * 1024
+DEFAULT_MAX_PENDING_WRITE = 1024 * 1024  # unwritten output bytes above which we stop reading the peer
+DEFAULT_FRAME_TIMEOUT = 30.0  # seconds without a byte in the middle of a frame before it is dropped
 _CLOSE_WAIT = 2.0  # seconds to let a closing writer flush; close must not hang on a peer that stopped reading
+
+
+_STALLED: Any = object()  # from _read_chunk: a frame timeout passed
 
 
 class _Writer(Protocol):
@@ -60,6 +75,8 @@ class PipeStream:
         max_frame_size: int = DEFAULT_MAX_FRAME_SIZE,
         on_close: Callable[[], Any] | None = None,
         name: str = "pipe",
+        max_pending_write: int = DEFAULT_MAX_PENDING_WRITE,
+        frame_timeout: float | None = DEFAULT_FRAME_TIMEOUT,
     ) -> None:
         if codec == "content-length":
             self._decoder: ContentLengthDecoder | NdjsonDecoder = ContentLengthDecoder(max_frame_size)
@@ -71,12 +88,15 @@ class PipeStream:
             raise ValueError(f"unknown codec {codec!r}: expected 'content-length' or 'ndjson'")
         self.codec = codec
         self.name = name
+        self.max_pending_write = max_pending_write
+        self.frame_timeout = frame_timeout
         self._reader = reader
         self._writer = writer
         self._on_close = on_close
         self._pending: collections.deque[bytes | FramingError] = collections.deque()
         self._write_lock = asyncio.Lock()
         self._read_task: asyncio.Future[bytes] | None = None
+        self._stalled_read: asyncio.Future[bytes] | None = None  # a read that outlived a frame timeout
         self._closed = False
         self._eof = False
         self._broken: BaseException | None = None
@@ -85,13 +105,46 @@ class PipeStream:
     def closed(self) -> bool:
         return self._closed
 
+    @property
+    def pending_write(self) -> int:
+        """Bytes handed to the writer that the peer has not taken yet."""
+        writer = self._writer
+        transport = getattr(writer, "transport", None)
+        size = getattr(transport, "get_write_buffer_size", None)
+        if size is not None:
+            try:
+                return int(size())
+            except Exception:
+                return 0
+        pending = getattr(writer, "pending", None)
+        return int(pending) if isinstance(pending, int) else 0
+
+    async def _wait_for_room(self) -> None:
+        """Backpressure: while our unwritten output is over the bound, read nothing more from the peer."""
+        while not self._closed and self._broken is None and self.pending_write > self.max_pending_write:
+            try:
+                async with self._write_lock:
+                    await self._writer.drain()
+            except (ConnectionError, OSError) as exc:
+                self._broken = exc
+                return
+            if self.pending_write > self.max_pending_write:
+                await asyncio.sleep(0.01)  # drain() returned although the transport holds more: don't spin hot
+
     async def read(self) -> Any | RpcError | None:
+        await self._wait_for_room()
         while not self._pending:
             if self._closed or self._eof:
                 return None
-            data = await self._read_chunk()
+            data = await self._read_chunk(self.frame_timeout if self._decoder_partial() else None)
             if data is None:
                 return None
+            if data is _STALLED:
+                error = self._decoder.abandon() if isinstance(self._decoder, ContentLengthDecoder) else None
+                if error is not None:
+                    log.warning("%s: %s (no byte for %g s)", self.name, error.message, self.frame_timeout)
+                    return RpcError(error.code, f"{error.message} (no byte for {self.frame_timeout:g} s)")
+                continue
             if not data:
                 self._eof = True
                 if self._decoder.buffered:
@@ -104,21 +157,33 @@ class PipeStream:
             log.warning("%s: undecodable frame: %s", self.name, message.message)
         return message
 
-    async def _read_chunk(self) -> bytes | None:
-        """One chunk from the reader; None when :meth:`close` interrupted the read.
+    def _decoder_partial(self) -> bool:
+        return bool(getattr(self._decoder, "partial", False))
+
+    async def _read_chunk(self, timeout: float | None = None) -> bytes | None:
+        """One chunk from the reader; None when :meth:`close` interrupted the read; ``_STALLED`` when nothing came
+        within *timeout* seconds (the read goes on: its data is kept for the next call).
 
         The read runs in its own task so that ``close`` can interrupt it without feeding EOF into a reader that
         belongs to somebody else's transport.
         """
-        task = asyncio.ensure_future(self._reader.read(READ_CHUNK))
+        task = self._stalled_read or asyncio.ensure_future(self._reader.read(READ_CHUNK))
+        self._stalled_read = None
         self._read_task = task
         try:
+            if timeout is not None:
+                done, _ = await asyncio.wait({task}, timeout=timeout)
+                if not done:
+                    self._stalled_read = task
+                    return _STALLED
             return await task
         except asyncio.CancelledError:
             current = asyncio.current_task()
             if self._closed and (current is None or not current.cancelling()):
                 return None
-            if task.done() and not task.cancelled() and task.exception() is None:
+            if not task.done():
+                self._stalled_read = task  # (waited on, not awaited) the next read takes its data over
+            elif not task.cancelled() and task.exception() is None:
                 self._pending.extend(self._decoder.feed(task.result()))  # we were cancelled, the data was not
             raise
         except (ConnectionError, OSError) as exc:
@@ -148,8 +213,9 @@ class PipeStream:
         if self._closed:
             return
         self._closed = True
-        if self._read_task is not None:
-            self._read_task.cancel()
+        for task in (self._read_task, self._stalled_read):
+            if task is not None:
+                task.cancel()
         close = getattr(self._writer, "close", None)
         if close is not None:
             with contextlib.suppress(Exception):
@@ -168,6 +234,8 @@ async def open_stdio(
     max_frame_size: int = DEFAULT_MAX_FRAME_SIZE,
     *,
     isolate: bool = True,
+    frame_timeout: float | None = DEFAULT_FRAME_TIMEOUT,
+    max_pending_write: int = DEFAULT_MAX_PENDING_WRITE,
 ) -> PipeStream:
     """A :class:`PipeStream` over this process's stdin/stdout.
 
@@ -207,7 +275,8 @@ async def open_stdio(
         writer = asyncio.StreamWriter(write_transport, protocol, idle_reader, loop)
     else:
         writer = _ThreadWriter(out_fd)
-    return PipeStream(reader, writer, codec=codec, max_frame_size=max_frame_size, on_close=on_close, name="stdio")
+    return PipeStream(reader, writer, codec=codec, max_frame_size=max_frame_size, on_close=on_close, name="stdio",
+                      frame_timeout=frame_timeout, max_pending_write=max_pending_write)
 
 
 def _pollable(fd: int) -> bool:
@@ -255,6 +324,10 @@ class _ThreadWriter:
         self._buffer_lock = threading.Lock()  # short: guards the buffer swap between the loop and the thread
         self._io_lock = threading.Lock()  # long: one flush (blocking os.write) at a time
         self._closed = False
+
+    @property
+    def pending(self) -> int:
+        return len(self._buffer)
 
     def write(self, data: bytes) -> None:
         with self._buffer_lock:

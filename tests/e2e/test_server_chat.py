@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+from pathlib import Path
 
 import pytest
 
@@ -235,7 +236,13 @@ async def test_delete_removes_chat_everywhere(spawn, llm, workspace, home):
     await eca.wait_idle(chat_id)
     listed = await eca.request("chat/list", {})
     assert [c["id"] for c in listed["chats"]] == [chat_id]
-    saved = [p for p in (home / ".cache").rglob("*.json") if p.name != "index.json"]
+    saved: list[Path] = []
+    for _ in range(200):  # saved by the server's writer thread, just after "idle": a condition, generous guard
+        saved = [p for p in (home / ".cache").rglob("*.json") if p.name != "index.json"
+                 and not p.name.startswith(".tmp-")]
+        if saved:
+            break
+        await asyncio.sleep(0.05)
     assert len(saved) == 1
 
     assert await eca.request("chat/delete", {"chatId": chat_id}) == {}

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from pathlib import Path
 from typing import Any
 
@@ -159,3 +160,176 @@ async def test_old_saved_chats_are_pruned_at_start(tmp_path: Path, llm):
     await engine.start()
     assert [c["id"] for c in engine.list_chats()] == ["new"]
     await engine.aclose()
+
+
+class GatedStream:
+    """A MessageStream whose writes wait for a gate: a client that is not reading."""
+
+    def __init__(self) -> None:
+        self.gate = asyncio.Event()
+        self.written: list[Any] = []
+
+    async def read(self) -> Any:
+        await asyncio.Event().wait()
+
+    async def write(self, message: Any) -> None:
+        await self.gate.wait()
+        self.written.append(message)
+
+    async def close(self) -> None:
+        pass
+
+
+async def test_text_chunks_queued_for_a_client_that_is_not_reading_are_merged():
+    from eca_notebook.engine.server import ServerConnection as Connection
+
+    stream = GatedStream()
+    connection = Connection(stream, lambda params: None)
+    writer = asyncio.create_task(connection._write_loop())
+    chunks = [f"chunk {i} " for i in range(2000)]
+    connection.send("chat/contentReceived", {"chatId": "c", "role": "assistant", "content": {"type": "text", "text": "first"}})
+    await asyncio.sleep(0)  # the writer takes the first one and blocks on it
+    shared = [{"chatId": "c", "role": "assistant", "content": {"type": "text", "text": t}} for t in chunks]
+    for params in shared:
+        connection.send("chat/contentReceived", params)
+    connection.send("chat/contentReceived", {"chatId": "c", "role": "assistant",
+                                             "content": {"type": "reasonText", "id": "r", "text": "a"}})
+    connection.send("chat/contentReceived", {"chatId": "c", "role": "assistant",
+                                             "content": {"type": "reasonText", "id": "r", "text": "b"}})
+    connection.send("chat/contentReceived", {"chatId": "other", "role": "assistant",
+                                             "content": {"type": "text", "text": "x"}})
+    connection.send("chat/contentReceived", {"chatId": "c", "role": "user", "content": {"type": "text", "text": "u1"}})
+    connection.send("chat/contentReceived", {"chatId": "c", "role": "user", "content": {"type": "text", "text": "u2"}})
+    from eca_notebook.engine.server import MERGE_BACKLOG
+
+    # The first chunks wait as they are (a client that keeps up sees them unchanged); past the backlog bound the
+    # rest are one notification.
+    assert len(connection._outbox) == MERGE_BACKLOG + 4
+    stream.gate.set()
+    await asyncio.wait_for(connection.flush(), 10)
+    writer.cancel()
+    contents = [(m["params"]["chatId"], m["params"]["role"], m["params"]["content"]) for m in stream.written]
+    texts = [c for chat, role, c in contents if chat == "c" and role == "assistant" and c["type"] == "text"]
+    assert "".join(c["text"] for c in texts) == "first" + "".join(chunks)
+    assert len(texts) == MERGE_BACKLOG + 1
+    assert contents[len(texts):] == [
+        ("c", "assistant", {"type": "reasonText", "id": "r", "text": "ab"}),
+        ("other", "assistant", {"type": "text", "text": "x"}),
+        ("c", "user", {"type": "text", "text": "u1"}),
+        ("c", "user", {"type": "text", "text": "u2"}),
+    ]
+    assert shared[0]["content"]["text"] == "chunk 0 "  # the engine's dicts (shared by all listeners) are untouched
+
+
+# -- numeric chat ids (a Neovim client sends its tab number) ----------------------------------------------------------
+
+
+@contextlib.asynccontextmanager
+async def session(tmp_path: Path, llm: ScriptedLLMServer):
+    """One client session: a fresh engine (as after a server restart) on the same workspace and saved chats."""
+    env = {"HOME": str(tmp_path), "XDG_CONFIG_HOME": str(tmp_path / "config"),
+           "XDG_CACHE_HOME": str(tmp_path / "cache"), "OLLAMA_API_URL": "http://127.0.0.1:9"}
+    options = {"providers": {"fake": {"api": "openai-chat", "url": llm.url, "models": {"m1": {}}}}}
+    server_side, client_side = memory_pair()
+    connection = ServerConnection(server_side, lambda params: Engine(EngineOptions(
+        workspace_folders=[tmp_path], initialization_options=options, env=env)))
+    client = Endpoint(client_side, name="test-client")
+    harness = Harness(client)
+    for method in ("chat/contentReceived", "chat/opened", "chat/statusChanged", "chat/deleted"):
+        client.register(method, lambda params, _m=method: harness.record(_m, params))
+    tasks = [asyncio.create_task(connection.run()), asyncio.create_task(client.run())]
+    await client.request("initialize", {"processId": None, "capabilities": {},
+                                        "workspaceFolders": [{"uri": tmp_path.as_uri(), "name": "w"}]})
+    try:
+        yield harness
+    finally:
+        await client.close()
+        await asyncio.wait_for(asyncio.gather(*tasks, return_exceptions=True), 10)
+
+
+def sent_user_texts(request) -> list[str]:
+    return [m["content"] for m in request.body["messages"] if m["role"] == "user"]
+
+
+async def test_a_numeric_chat_id_is_accepted_and_answered_with_the_same_number(tmp_path: Path, llm):
+    llm.enqueue(Reply.text("hello back"), Reply.text("second answer"))
+    async with session(tmp_path, llm) as s:
+        result = await s.client.request("chat/prompt", {"chatId": 1, "message": "hello", "model": "fake/m1"})
+        assert result["chatId"] == 1 and result["status"] == "prompting"
+        await s.until(lambda m, p: m == "chat/statusChanged" and p == {"chatId": 1, "status": "idle"})
+        assert {"type": "text", "text": "hello back"} in s.contents(1)
+        assert all(p["chatId"] == 1 for m, p in s.log)  # every notification carries the number, as an int
+        # The same number continues the same chat within the session.
+        await s.client.request("chat/prompt", {"chatId": 1, "message": "more", "model": "fake/m1"})
+        await s.until(lambda m, p: m == "chat/statusChanged" and p == {"chatId": 1, "status": "idle"}
+                      and {"type": "text", "text": "second answer"} in s.contents(1))
+        assert sent_user_texts(llm.requests[-1]) == ["hello", "more"]
+        listed = (await s.client.request("chat/list", {}))["chats"]
+        assert [c["id"] for c in listed] == [1]
+        commands = await s.client.request("chat/queryCommands", {"chatId": 1, "query": "doc"})
+        assert commands["chatId"] == 1
+
+
+async def test_a_new_session_s_chat_1_does_not_continue_an_old_session_s_chat_1_unless_opened(tmp_path: Path, llm):
+    llm.enqueue(Reply.text("old answer"))
+    async with session(tmp_path, llm) as old:
+        await old.client.request("chat/prompt", {"chatId": 1, "message": "old secret plan", "model": "fake/m1"})
+        await old.until(lambda m, p: m == "chat/statusChanged" and p == {"chatId": 1, "status": "idle"})
+
+    llm.enqueue(Reply.text("new answer"))
+    async with session(tmp_path, llm) as new:  # a restarted server; the client numbers its first tab 1 again
+        await new.client.request("chat/prompt", {"chatId": 1, "message": "fresh start", "model": "fake/m1"})
+        await new.until(lambda m, p: m == "chat/statusChanged" and p == {"chatId": 1, "status": "idle"})
+        assert sent_user_texts(llm.requests[-1]) == ["fresh start"]  # nothing of the old chat reached the model
+        listed = (await new.client.request("chat/list", {}))["chats"]
+        assert len(listed) == 2 and listed[0]["id"] == 1  # the old conversation is kept, under its own id
+        assert isinstance(listed[1]["id"], str) and listed[1]["title"] == "old secret plan"
+
+    llm.enqueue(Reply.text("resumed"))
+    async with session(tmp_path, llm) as third:
+        # chat/open is the explicit resume: the latest chat this client numbered 1 (the "fresh start" one).
+        opened = await third.client.request("chat/open", {"chatId": 1})
+        assert opened["found"] is True
+        assert {"type": "text", "text": "new answer"} in third.contents(1)
+        await third.client.request("chat/prompt", {"chatId": 1, "message": "go on", "model": "fake/m1"})
+        await third.until(lambda m, p: m == "chat/statusChanged" and p == {"chatId": 1, "status": "idle"})
+        assert sent_user_texts(llm.requests[-1]) == ["fresh start", "go on"]
+
+
+async def test_a_string_chat_id_is_unchanged_and_booleans_are_refused(connected: Harness, llm):
+    llm.enqueue(Reply.text("ok"))
+    result = await connected.client.request("chat/prompt", {"chatId": "1", "message": "x", "model": "fake/m1"})
+    assert result["chatId"] == "1"
+    await connected.until(lambda m, p: m == "chat/statusChanged" and p == {"chatId": "1", "status": "idle"})
+    with pytest.raises(RpcError) as err:
+        await connected.client.request("chat/prompt", {"chatId": True, "message": "x"})
+    assert err.value.code == -32602
+
+
+async def test_chat_list_is_answered_while_a_chat_is_being_saved(connected: Harness, llm, monkeypatch):
+    """Saving happens on the store's writer thread: with serialization held up there, the loop still answers."""
+    import threading
+
+    from eca_notebook.engine import store as store_module
+
+    real, entered, release, threads = store_module.serialize, threading.Event(), threading.Event(), []
+
+    def held(record, secrets):
+        threads.append(threading.get_ident())
+        entered.set()
+        release.wait(30)
+        return real(record, secrets)
+
+    monkeypatch.setattr(store_module, "serialize", held)
+    llm.enqueue(Reply.text("saved answer"))
+    result = await connected.client.request("chat/prompt", {"message": "big chat", "model": "fake/m1"})
+    assert await asyncio.to_thread(entered.wait, 30)  # a save is in progress, held inside serialize...
+    listed = await asyncio.wait_for(connected.client.request("chat/list", {}), 30)  # ...and the loop answers
+    assert [c["id"] for c in listed["chats"]] == [result["chatId"]]
+    assert threading.get_ident() not in threads
+    release.set()
+    await connected.until(lambda m, p: m == "chat/statusChanged" and p == {"chatId": result["chatId"],
+                                                                           "status": "idle"}, timeout=30)
+    assert await asyncio.to_thread(connected.engine.store.wait_saved, result["chatId"], 30)
+    saved = connected.engine.store.load(result["chatId"])
+    assert any(c["content"].get("text") == "saved answer" for c in saved["contents"])

@@ -304,3 +304,77 @@ def test_separate_workspaces_do_not_share_chats(tmp_path: Path) -> None:
     two = ChatStore(chats_dir_for([tmp_path / "two"], env))
     one.save(record("c"))
     assert two.load("c") is None and two.list() == []
+
+
+# -- saving off the event loop ----------------------------------------------------------------------------------------
+
+
+class GatedSerialize:
+    """Wraps store.serialize: records the thread it runs on and can hold it until released."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        import threading
+
+        from eca_notebook.engine import store as store_module
+
+        self.real = store_module.serialize
+        self.threads: list[int] = []
+        self.entered = threading.Event()
+        self.release = threading.Event()
+        self.release.set()
+        monkeypatch.setattr(store_module, "serialize", self)
+
+    def __call__(self, record, secrets):
+        import threading
+
+        self.threads.append(threading.get_ident())
+        self.entered.set()
+        assert self.release.wait(30)
+        return self.real(record, secrets)
+
+
+def test_background_saves_keep_the_latest_version_and_leave_the_caller_free(root: Path, monkeypatch):
+    import threading
+
+    gate = GatedSerialize(monkeypatch)
+    gate.release.clear()
+    store = ChatStore(root)
+    rec = record("c", title="v0")
+    store.save_in_background(rec)
+    assert gate.entered.wait(30)  # the writer thread is inside serialize, and we are not blocked
+    assert gate.threads == [gate.threads[0]] and gate.threads[0] != threading.get_ident()
+    rec["title"] = "mutated after the call"  # the snapshot was taken at the call: this is not what gets written
+    for version in range(1, 30):
+        store.save_in_background(record("c", title=f"v{version}"))
+    gate.release.set()
+    assert store.flush(30)
+    assert store.load("c")["title"] == "v29"
+    assert len(gate.threads) == 2  # v0 (in flight) and v29: the waiting ones were superseded, never written late
+    assert [c["title"] for c in store.list()] == ["v29"]
+
+
+def test_a_delete_wins_over_a_save_in_flight(root: Path, monkeypatch):
+    gate = GatedSerialize(monkeypatch)
+    store = ChatStore(root)
+    store.save(record("c", title="saved"))
+    gate.release.clear()
+    gate.entered.clear()
+    store.save_in_background(record("c", title="in flight"))
+    assert gate.entered.wait(30)
+    assert store.delete("c")
+    gate.release.set()
+    assert store.flush(30)
+    assert store.load("c") is None and store.list() == []
+    assert [p.name for p in root.iterdir() if p.name.startswith(".tmp-")] == []
+    store.save_in_background(record("c", title="new chat, same id"))  # a later save of the id works again
+    assert store.wait_saved("c", 30)
+    assert store.load("c")["title"] == "new chat, same id"
+
+
+def test_background_saves_scrub_secrets_and_stay_private(root: Path):
+    store = ChatStore(root, secrets=lambda: [SECRET])
+    store.save_in_background(record("c", title=f"key {SECRET}"))
+    assert store.flush(30)
+    text = store.path_for("c").read_text()
+    assert SECRET not in text and "key ***" in text
+    assert stat.S_IMODE(os.stat(store.path_for("c")).st_mode) == 0o600

@@ -680,3 +680,30 @@ def test_validation_error_type_is_pydantic():
     # The endpoint maps pydantic.ValidationError, the one params_parser raises: keep the two in sync.
     with pytest.raises(ValidationError):
         PromptParams.model_validate({})
+
+
+# -- bounds per peer ---------------------------------------------------------------------------------------------------
+
+
+async def test_requests_beyond_the_concurrency_bound_are_refused_at_once_and_the_rest_still_complete():
+    stream, peer = memory_pair()
+    endpoint = Endpoint(stream, name="server", max_concurrent_requests=3)
+    gate = asyncio.Event()
+
+    async def slow(params: Any) -> str:
+        await gate.wait()
+        return "done"
+
+    endpoint.register("slow", slow)
+    endpoint.register("ping", lambda params: "pong")
+    task = asyncio.create_task(endpoint.run())
+    for i in range(5):
+        await peer.write({"jsonrpc": "2.0", "id": i, "method": "slow"})
+    busy = [await recv(peer), await recv(peer)]  # ids 3 and 4, answered while 0-2 still run
+    assert [m["id"] for m in busy] == [3, 4]
+    assert all(m["error"]["code"] == INTERNAL_ERROR and "busy" in m["error"]["message"] for m in busy)
+    gate.set()
+    assert sorted([(await recv(peer))["id"] for _ in range(3)]) == [0, 1, 2]
+    assert await call(peer, "after", "ping") == {"jsonrpc": "2.0", "id": "after", "result": "pong"}
+    await peer.close()
+    await asyncio.wait_for(task, GUARD)

@@ -154,7 +154,11 @@ class EcaSocket:
                 self._changed.set()
                 return
             message = json.loads(text)
-            if "method" in message and "id" in message:
+            if isinstance(message, list):  # a batch's responses
+                for response in message:
+                    self.responses[response.get("id")] = response
+                    self.all_responses.append(response)
+            elif "method" in message and "id" in message:
                 self.requests_from_server.append(message)
             elif "method" in message:
                 method, params = message["method"], message.get("params")

@@ -63,6 +63,15 @@ async def test_settings_reach_every_socket(jp_serverapp, state, eca_limits):
     assert limits.hard_max_message_size == 1000 + 1024 * 1024
 
 
+@pytest.mark.parametrize("eca_limits", [{"idle_engine_timeout": 90.0}])
+async def test_the_idle_engine_timeout_reaches_the_workspaces(state, eca_limits):
+    assert state.manager.idle_timeout == 90.0
+
+
+async def test_engines_are_released_after_30_idle_minutes_by_default(state):
+    assert state.manager.idle_timeout == 30 * 60
+
+
 async def test_server_stop_closes_the_sockets_and_the_engines(jp_serverapp, api, connect, state, workspace):
     sock = await connect()
     await sock.initialize()

@@ -83,3 +83,50 @@ async def test_one_engine_per_workspace_started_once(root, eca_env):
     await manager.aclose()  # idempotent
     with pytest.raises(RuntimeError):
         await manager.ready(workspace)
+
+
+# -- idle engines are released and come back on demand ----------------------------------------------------------------
+
+
+async def test_an_idle_engine_is_released_and_comes_back_with_its_saved_chats(root, eca_env):
+    manager = WorkspaceManager(root, idle_timeout=0.2)
+    workspace = manager.default
+    engine = await manager.ready(workspace)
+    engine.create_chat("kept", title="a chat worth keeping")
+    # The watch releases it once nothing has used it for the timeout (a condition, with a generous guard).
+    for _ in range(400):
+        if workspace.engine is None:
+            break
+        await asyncio.sleep(0.05)
+    assert workspace.engine is None and workspace.state == "stopped" and engine._closed
+    again = await manager.ready(workspace)  # on demand: a new engine, which finds the chat on disk
+    assert again is not engine
+    assert [c["id"] for c in again.list_chats()] == ["kept"]
+    assert again.get_chat("kept").title == "a chat worth keeping"
+    await manager.aclose()
+
+
+async def test_an_engine_in_use_is_not_released(root, eca_env):
+    manager = WorkspaceManager(root, idle_timeout=1000)
+    workspace = manager.default
+    engine = await manager.ready(workspace)
+    workspace.last_used -= 2000  # long unused...
+    workspace.connections = 1  # ...but a client is attached
+    assert await manager.release_idle() == [] and workspace.engine is engine
+    workspace.connections = 0
+    engine.pending_approvals[("c", "t")] = object()  # a tool call waits for an answer
+    assert await manager.release_idle() == [] and workspace.engine is engine
+    engine.pending_approvals.clear()
+    manager.engine_for(workspace)  # a call (REST, a new socket) restarts the clock
+    assert await manager.release_idle() == [] and workspace.engine is engine
+    workspace.last_used -= 2000
+    assert await manager.release_idle() == [workspace] and workspace.engine is None
+    await manager.aclose()
+
+
+async def test_idle_release_can_be_turned_off(root, eca_env):
+    manager = WorkspaceManager(root, idle_timeout=0)
+    engine = await manager.ready(manager.default)
+    manager.default.last_used -= 10**6
+    assert await manager.release_idle() == [] and manager.default.engine is engine
+    await manager.aclose()

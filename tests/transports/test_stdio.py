@@ -27,7 +27,7 @@ from eca_notebook.transports.stdio import open_stdio
 logging.basicConfig(level=logging.WARNING, stream=sys.stderr)
 
 async def main():
-    stream = await open_stdio(codec=sys.argv[1], max_frame_size=int(sys.argv[2]))
+    stream = await open_stdio(codec=sys.argv[1], max_frame_size=int(sys.argv[2]), frame_timeout=float(sys.argv[3]))
     endpoint = Endpoint(stream, name="echo-server")
     endpoint.register("echo", lambda params: params)
 
@@ -57,11 +57,12 @@ asyncio.run(main())
 """
 
 
-async def start_server(codec: str = "content-length", max_frame_size: int = 1 << 20, **kwargs: Any) -> asyncio.subprocess.Process:
+async def start_server(codec: str = "content-length", max_frame_size: int = 1 << 20, frame_timeout: float = 30.0,
+                       **kwargs: Any) -> asyncio.subprocess.Process:
     pipes = {"stdin": asyncio.subprocess.PIPE, "stdout": asyncio.subprocess.PIPE, "stderr": asyncio.subprocess.PIPE}
     pipes.update(kwargs)
     return await asyncio.create_subprocess_exec(
-        sys.executable, "-c", SERVER, codec, str(max_frame_size), cwd=REPO, **pipes
+        sys.executable, "-c", SERVER, codec, str(max_frame_size), str(frame_timeout), cwd=REPO, **pipes
     )
 
 
@@ -366,3 +367,64 @@ async def test_unknown_codec_is_refused():
 
 async def test_pipe_stream_is_a_message_stream():
     assert isinstance(PipeStream(asyncio.StreamReader(), None), MessageStream)  # type: ignore[arg-type]
+
+
+# -- bounds per peer ---------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.e2e
+async def test_a_frame_whose_declared_length_never_arrives_ends_with_an_error_and_serving_goes_on():
+    proc = await start_server(frame_timeout=0.3)
+    client = RawClient(proc)
+    await client.send(b'Content-Length: 5000\r\n\r\n{"jsonrpc":"2.0","id":1,"method":"echo","params":[1]}')
+    error = await client.recv()  # without the timeout this waits forever (the client waits for id 1 too)
+    assert error["id"] is None and error["error"]["code"] == PARSE_ERROR
+    assert "Content-Length 5000" in error["error"]["message"] and "no byte for" in error["error"]["message"]
+    await client.send(encode_content_length(dumps({"jsonrpc": "2.0", "id": 2, "method": "echo", "params": [2]})))
+    assert await client.recv() == {"jsonrpc": "2.0", "id": 2, "result": [2]}
+    assert proc.stdin is not None
+    proc.stdin.close()
+    await finish(proc)
+
+
+@pytest.mark.e2e
+async def test_an_absurd_content_length_is_refused_at_once_and_the_next_frame_is_answered():
+    proc = await start_server()
+    client = RawClient(proc)
+    await client.send(b"Content-Length: 99999999999999\r\n\r\n{}")
+    error = await client.recv()
+    assert error["id"] is None and error["error"]["code"] == INVALID_REQUEST
+    assert "99999999999999 bytes" in error["error"]["message"]
+    await client.send(encode_content_length(dumps({"jsonrpc": "2.0", "id": 2, "method": "echo", "params": [2]})))
+    assert await client.recv() == {"jsonrpc": "2.0", "id": 2, "result": [2]}
+    assert proc.stdin is not None
+    proc.stdin.close()
+    await finish(proc)
+
+
+async def test_reading_pauses_while_unread_output_is_over_the_bound():
+    """The transport-level rule behind flat memory: no next message while our output waits for the peer."""
+    in_r, in_w = os.pipe()
+    out_r, out_w = os.pipe()
+    stream = PipeStream(await _pipe_reader(in_r), await _pipe_writer(out_w), name="bounded",
+                        max_pending_write=256 * 1024)
+    peer_writer, peer_reader = await _pipe_writer(in_w), await _pipe_reader(out_r)
+    big = {"blob": "x" * (1024 * 1024)}
+    write = asyncio.create_task(stream.write(big))  # the peer reads nothing: most of it stays buffered
+    await asyncio.sleep(0)
+    assert stream.pending_write > stream.max_pending_write
+    peer_writer.write(encode_content_length(dumps({"jsonrpc": "2.0", "method": "n"})))
+    await peer_writer.drain()
+    read = asyncio.create_task(stream.read())
+    done, _ = await asyncio.wait({read}, timeout=0.5)
+    assert not done  # a message is there, but we hold it back
+    decoder, got = ContentLengthDecoder(), []
+    while not got:
+        got = decoder.feed(await asyncio.wait_for(peer_reader.read(1 << 20), GUARD))
+    assert await asyncio.wait_for(read, GUARD) == {"jsonrpc": "2.0", "method": "n"}
+    while not write.done():
+        await asyncio.wait_for(peer_reader.read(1 << 20), GUARD)
+    await write
+    await stream.close()
+    peer_writer.close()
+    await peer_writer.wait_closed()
