@@ -243,7 +243,13 @@ async def main() -> int:
     parser.add_argument("--sampling", default=None,
                         help='engine path: JSON overriding LocalOptions, e.g. \'{"temperature": 0.6, '
                              '"sampling": {"repeat_penalty": 1.1}}\' (to choose the defaults by measurement)')
+    parser.add_argument("--system", default=None, help="engine path: the embedded model's base system prompt")
     args = parser.parse_args()
+    if args.system is not None:
+        from eca_notebook.providers import local
+
+        local.SYSTEM_PROMPT = args.system
+        print(f"engine system prompt: {args.system!r}")
     if args.sampling:
         _override_options(json.loads(args.sampling))
     status = local_model_status()

@@ -77,6 +77,7 @@ class ModelRegistry:
             info.input_cost = info.output_cost = 0.0  # runs on this machine: free
             info.output_limit = _local.LocalOptions().max_tokens
             info.compact = True  # a 135M model: compact prompt, tools only when asked for (engine/_small_model.py)
+            info.system_prompt = _local.SYSTEM_PROMPT
             infos[info.id] = info
         return infos
 

@@ -51,6 +51,7 @@ class ModelInfo:
     # A small model (the embedded one): compact system prompt, smaller context budgets, tools only when the prompt
     # asks for them (see engine/_small_model.py).
     compact: bool = False
+    system_prompt: str | None = None  # a compact model's own base prompt (the one it was trained with)
 
     def cost(
         self, input_tokens: int, output_tokens: int, cache_read_tokens: int = 0, cache_write_tokens: int = 0

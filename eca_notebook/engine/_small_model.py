@@ -175,14 +175,15 @@ def first_round_extra(provider: str, tools_offered: bool) -> dict[str, str]:
 # -- the prompt ----------------------------------------------------------------------------------------------------
 
 
-def compact_system_prompt(*, plan: bool, tools: bool, rules: str = "", custom: str | None = None) -> str:
-    """The small model's system prompt: a custom behaviour's own prompt, or the compact base; the tool hint only when
-    tools are offered; the user's rules clipped to :data:`RULES_CHARS` (with a note saying so)."""
-    prompt = custom or COMPACT_PROMPT
-    if plan and custom is None:
-        prompt += COMPACT_PLAN
-    if tools:
-        prompt += COMPACT_TOOLS
+def compact_system_prompt(*, plan: bool, tools: bool, rules: str = "", custom: str | None = None,
+                          base: str | None = None) -> str:
+    """The small model's system prompt: a custom behaviour's own prompt, or ``base`` (the model's own, e.g. the one
+    the embedded model was trained with) or the compact default; the tool hint only when tools are offered; the
+    user's rules clipped to :data:`RULES_CHARS` (with a note saying so)."""
+    prompt = custom or base or COMPACT_PROMPT  # the model's own prompt verbatim: it was trained on those exact words
+    additions = (COMPACT_PLAN if plan and custom is None else "") + (COMPACT_TOOLS if tools else "")
+    if additions:
+        prompt = (prompt if prompt.endswith((".", "!", "?")) else prompt + ".") + additions
     rules = rules.strip()
     if rules:
         if len(rules) > RULES_CHARS:

@@ -332,7 +332,7 @@ class Engine:
             prompt += "\n\n" + rules
         return prompt
 
-    def compact_system_prompt(self, behavior: str, *, tools: bool) -> str:
+    def compact_system_prompt(self, behavior: str, *, tools: bool, info: ModelInfo | None = None) -> str:
         """The system prompt for a small model (``ModelInfo.compact``): see ``_small_model.py``."""
         custom = self.config.behavior.get(behavior)
         return _small_model.compact_system_prompt(
@@ -340,6 +340,7 @@ class Engine:
             tools=tools,
             rules=render_rules(load_rules(self.workspace_folders, self.global_config_dir)),
             custom=custom.system_prompt if custom is not None and custom.system_prompt else None,
+            base=info.system_prompt if info is not None else None,
         )
 
     def _tools_for_turn(self, behavior: str, info: ModelInfo, request: str | None, has_contexts: bool
@@ -526,7 +527,7 @@ class Engine:
         self._save(chat)
         offered = self._tools_for_turn(behavior, info, request, has_contexts) if with_tools else {}
         if system is None and info.compact:
-            system = self.compact_system_prompt(behavior, tools=bool(offered))
+            system = self.compact_system_prompt(behavior, tools=bool(offered), info=info)
         tool_call = self.config.tool_call_for(behavior)
         runner = ToolCallRunner(
             chat_id=chat.id,

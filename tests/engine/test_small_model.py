@@ -114,3 +114,9 @@ def test_compact_prompt_is_small_and_clips_the_rules():
     assert prompt.endswith("[rules shortened]")
     assert len(prompt) < len(COMPACT_PROMPT) + RULES_CHARS + 40
     assert compact_system_prompt(plan=True, tools=False, custom="Be a pirate.") == "Be a pirate."
+
+
+def test_a_models_own_prompt_is_used_verbatim():
+    trained = "You are a helpful AI assistant named SmolLM, trained by Hugging Face"
+    assert compact_system_prompt(plan=False, tools=False, base=trained) == trained
+    assert compact_system_prompt(plan=False, tools=True, base=trained).startswith(trained + ". You may use a tool")
