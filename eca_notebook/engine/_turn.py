@@ -123,6 +123,7 @@ class Turn:
         max_rounds: int = 40,
         tool_rounds: int | None = None,
         first_round_extra: dict[str, Any] | None = None,
+        stop_loops: bool = False,
         on_success: Callable[[], None] | None = None,
     ) -> None:
         self.on_success = on_success  # runs after a normal finish, before "progress finished" (e.g. /compact)
@@ -141,6 +142,9 @@ class Turn:
         self._rounds_with_calls = 0
         self.first_round_extra = first_round_extra or {}  # e.g. tool_choice "required" for a small model
         self._round_number = 0
+        # Stop a reply that degenerates into a loop (small models): see _repetition.py. Off for other models, whose
+        # long repetitive output (a generated fixture, a column of zeros) is more likely meant.
+        self.stop_loops = stop_loops
         self._assistant: AssistantMessage | None = None
         self._outcomes: dict[tuple[str, str], tuple[int, str]] = {}  # (tool, arguments) → (times in a row, output)
         self._blocked = 0  # repeated calls answered without running them
@@ -256,7 +260,7 @@ class Turn:
         reasoning_text: dict[str, list[str]] = {}
         tool_names: dict[str, str] = {}
         usage_seen = False
-        guard = RepetitionGuard()
+        guard = RepetitionGuard() if self.stop_loops else None
 
         stream = self.provider.stream(request)
         async with contextlib.aclosing(stream) if hasattr(stream, "aclose") else contextlib.nullcontext(stream):
@@ -268,7 +272,7 @@ class Turn:
                     if event.text:
                         self._assistant.text += event.text
                         self._assistant_content({"type": "text", "text": event.text})
-                        if guard.feed(event.text):
+                        if guard is not None and guard.feed(event.text):
                             self._cut_repetition(guard)
                             break
                 elif isinstance(event, ReasoningStarted):

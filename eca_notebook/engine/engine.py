@@ -547,7 +547,7 @@ class Engine:
                     runner=runner, max_rounds=tool_call.max_rounds, on_success=on_success,
                     tool_rounds=_small_model.tool_rounds([t.name for t in offered.values()]) if info.compact else None,
                     first_round_extra=_small_model.first_round_extra(info.provider, bool(offered)) if info.compact
-                    else None)
+                    else None, stop_loops=info.compact)
         chat.task = asyncio.create_task(self._run_turn(chat, turn), name=f"eca-turn-{chat.id}")
 
     async def _builtin(self, chat: Chat, name: str, argument: str) -> dict[str, Any] | None:

@@ -22,20 +22,30 @@ def system_texts(result) -> list[str]:
             if item.role == "system" and item.content.type == "text"]
 
 
-async def test_a_looping_reply_is_cut_short_with_a_note(client: EcaClient, llm: ScriptedLLMServer):
+def looping_reply() -> Reply:
     loop = "1.1.2." * 3000  # 18,000 characters of a loop, streamed in small chunks
-    llm.enqueue(Reply([Text("Here is the function:\n")] + [Text(loop[i:i + 6]) for i in range(0, len(loop), 6)]
-                      + [Usage(10, 9000)]))
-    result = await client.prompt("Write a Python function that adds two numbers.")
+    return Reply([Text("Here is the function:\n")] + [Text(loop[i:i + 6]) for i in range(0, len(loop), 6)]
+                 + [Usage(10, 9000)])
+
+
+async def test_a_small_models_looping_reply_is_cut_short_with_a_note(small: EcaClient, llm: ScriptedLLMServer):
+    llm.enqueue(looping_reply())
+    result = await small.prompt("Write a Python function that adds two numbers.")
     assert len(result.text) < 2000  # stopped long before the end of the loop
     assert any("kept repeating itself" in text for text in system_texts(result))
-    chat = client.engine.chats[result.chat_id]
+    chat = small.engine.chats[result.chat_id]
     [answer] = [m for m in chat.messages if isinstance(m, AssistantMessage)]
     assert answer.text.startswith("Here is the function:\n") and len(answer.text) < 40  # the loop isn't history
     # the chat goes on
     llm.enqueue(Reply([Text("Sorry about that."), Usage(5, 3)]))
-    again = await client.prompt("Try again", chat_id=result.chat_id)
+    again = await small.prompt("Try again", chat_id=result.chat_id)
     assert again.text == "Sorry about that." and again.ok
+
+
+async def test_other_models_stream_repetitive_output_whole(client: EcaClient, llm: ScriptedLLMServer):
+    llm.enqueue(looping_reply())
+    result = await client.prompt("Print 1.1.2. many times")
+    assert len(result.text) == len("Here is the function:\n") + 18000
 
 
 def missing_read(call_id: str) -> Reply:
