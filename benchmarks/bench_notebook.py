@@ -81,6 +81,20 @@ class Kernel:
                and m["parent_header"].get("msg_id") == reply["msg_id"]]
         return eval("".join(out))  # noqa: S307 - our own kernel's repr of numbers
 
+    def first_output(self, code: str, marker: str, timeout: float = 120) -> float:
+        """Seconds from sending ``code`` to the first IOPub message that shows ``marker`` (widget state or output)."""
+        started = time.perf_counter()
+        self.kc.execute(code, allow_stdin=True)
+        while time.perf_counter() - started < timeout:
+            try:
+                msg = self.kc.get_iopub_msg(timeout=0.005)
+            except queue.Empty:
+                continue
+            self.iopub.append(msg)
+            if marker in json.dumps(msg["content"], default=str):
+                return time.perf_counter() - started
+        raise TimeoutError(code)
+
     def close(self) -> None:
         self.kc.stop_channels()
         self.km.shutdown_kernel(now=True)
@@ -133,11 +147,17 @@ def main() -> int:
               f"{load_round_trip * 1000:.1f} ms vs {bare * 1000:.1f} ms for a bare `pass` "
               f"({load_round_trip / bare:.1f}x)")
 
-        # warm up: engine start, first prompt, widget classes imported
-        llm.enqueue(Reply.text("ready"))
-        kernel.execute("%eca warm up")
+        # -- cold start: the first %eca of the kernel (imports, engine start) vs. the next one, to first output ----
+        llm.enqueue(Reply.text("ready-cold"))
+        cold = kernel.first_output("%eca warm up", "ready-cold")
         kernel.execute(f"await {SESSION}.plans[-1].task")
         kernel.execute(SETTLE)
+        llm.enqueue(Reply.text("ready-warm"))
+        warm = kernel.first_output("%eca -n warm again", "ready-warm")
+        kernel.execute(f"await {SESSION}.plans[-1].task")
+        kernel.execute(SETTLE)
+        print(f"first %eca to first visible output: cold {cold * 1000:.0f} ms, warm {warm * 1000:.0f} ms "
+              f"(cold start costs {(cold - warm) * 1000:.0f} ms on top of the reply)")
 
         # -- (a) baseline: the Python client in the kernel, no widget; (b) %eca with the live widget ------------
         # alternated, best of --repeat each (the first big stream of a process pays for warming caches)
