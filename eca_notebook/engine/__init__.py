@@ -2,9 +2,22 @@
 
 from __future__ import annotations
 
-from ._preload import preload_default_model
+from typing import TYPE_CHECKING, Any
+
 from .engine import Engine, EngineOptions, Listener
 from .server import ServerConnection, default_engine_factory, serve_stdio
+
+if TYPE_CHECKING:
+    from ._preload import preload_default_model
+
+
+def __getattr__(name: str) -> Any:
+    # Lazy: preloading (the embedded model's runtime, an HTTP client) is for the Jupyter server's start only.
+    if name == "preload_default_model":
+        from ._preload import preload_default_model
+
+        return preload_default_model
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 __all__ = [
     "Engine",

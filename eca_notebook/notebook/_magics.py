@@ -156,6 +156,10 @@ def load(ipython: Any) -> None:
         ipython.input_transformers_cleanup.append(question_transformer)
     if await_transformer not in ipython.input_transformers_post:
         ipython.input_transformers_post.append(await_transformer)
+    if _state.get("session") is None:
+        from ._warm import warm_up_after_this_cell
+
+        warm_up_after_this_cell(ipython)
 
 
 def unload(ipython: Any) -> None:

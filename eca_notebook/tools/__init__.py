@@ -6,12 +6,45 @@ summary and diff shown for approval, ``run`` does the work.
 
 from __future__ import annotations
 
+import importlib
+from typing import TYPE_CHECKING, Any
+
 from .base import Approval, Prepared, Tool, ToolContext, ToolResult
-from .editor import EditorDiagnosticsTool
-from .fs import EditFileTool, MoveFileTool, ReadFileTool, WriteFileTool
-from .plan import UpdatePlanTool
-from .search import DirectoryTreeTool, GrepTool
-from .shell import ShellCommandTool
+
+if TYPE_CHECKING:  # imported on first use (module __getattr__): see _LAZY
+    from .editor import EditorDiagnosticsTool
+    from .fs import EditFileTool, MoveFileTool, ReadFileTool, WriteFileTool
+    from .plan import UpdatePlanTool
+    from .search import DirectoryTreeTool, GrepTool
+    from .shell import ShellCommandTool
+
+# Why lazy: ``tools.base`` is imported by every layer above (importing it runs this file), while the tools
+# themselves (pathspec, the shell parser's tree-sitter grammar) are needed only once an engine lists them.
+_LAZY: dict[str, str] = {
+    "EditorDiagnosticsTool": ".editor",
+    "EditFileTool": ".fs",
+    "MoveFileTool": ".fs",
+    "ReadFileTool": ".fs",
+    "WriteFileTool": ".fs",
+    "UpdatePlanTool": ".plan",
+    "DirectoryTreeTool": ".search",
+    "GrepTool": ".search",
+    "ShellCommandTool": ".shell",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(module, __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_LAZY})
+
 
 __all__ = [
     "Approval",
@@ -36,6 +69,12 @@ __all__ = [
 def native_tools() -> list[Tool]:
     """A fresh instance of every native tool. ``editor_diagnostics`` is included; the engine hides it when the
     client did not advertise ``editor.diagnostics``."""
+    from .editor import EditorDiagnosticsTool
+    from .fs import EditFileTool, MoveFileTool, ReadFileTool, WriteFileTool
+    from .plan import UpdatePlanTool
+    from .search import DirectoryTreeTool, GrepTool
+    from .shell import ShellCommandTool
+
     return [
         ReadFileTool(),
         WriteFileTool(),

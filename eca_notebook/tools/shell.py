@@ -24,7 +24,6 @@ from pydantic import Field
 from ._args import ToolArgs
 from ._output import truncate_for_llm
 from ._paths import display, is_inside, resolve
-from ._shell_parse import analyse_paths, parse
 from ._tool import NativeTool
 from .base import Prepared, ToolContext, ToolResult
 
@@ -108,6 +107,8 @@ class ShellCommandTool(NativeTool[ShellCommandArgs]):
         one_line = " ".join(args.command.split())
         if len(one_line) > _SUMMARY_CHARS:
             one_line = one_line[: _SUMMARY_CHARS - 3] + "..."
+        from ._shell_parse import analyse_paths, parse  # lazy: tree-sitter loads on the first shell command
+
         report = analyse_paths(parse(args.command), cwd, folders, self._env())
         must_ask = "; ".join(report.unknown[:3]) if report.unknown else None
         if report.needs_asking:
