@@ -146,6 +146,7 @@ class Turn:
         # long repetitive output (a generated fixture, a column of zeros) is more likely meant.
         self.stop_loops = stop_loops
         self._assistant: AssistantMessage | None = None
+        self._text_parts: list[str] = []  # the current round's text chunks, see _join_text
         self._outcomes: dict[tuple[str, str], tuple[int, str]] = {}  # (tool, arguments) → (times in a row, output)
         self._blocked = 0  # repeated calls answered without running them
 
@@ -255,6 +256,7 @@ class Turn:
         )
         self.progress("running", "Waiting model")
         self._assistant = AssistantMessage()
+        self._text_parts.clear()
         generating = False
         reasoning_started: dict[str, float] = {}
         reasoning_text: dict[str, list[str]] = {}
@@ -270,7 +272,7 @@ class Turn:
                     self.progress("running", "Generating")
                 if isinstance(event, TextDelta):
                     if event.text:
-                        self._assistant.text += event.text
+                        self._text_parts.append(event.text)
                         self._assistant_content({"type": "text", "text": event.text})
                         if guard is not None and guard.feed(event.text):
                             self._cut_repetition(guard)
@@ -316,6 +318,7 @@ class Turn:
                     self.chat.last_stop_reason = event.stop_reason
                     break
 
+        self._join_text()
         calls = list(self._assistant.tool_calls) if self._assistant else []
         empty = self._assistant is not None and not self._assistant.text.strip() and not calls
         self._commit_assistant()
@@ -329,6 +332,7 @@ class Turn:
         """The reply became a loop: keep its useful start (plus one copy of the span) in history and say why it
         stopped. Closing the stream (the caller breaks out of it) ends the generation on the provider's side too."""
         assert self._assistant is not None and guard.keep is not None
+        self._join_text()
         self._assistant.text = self._assistant.text[: guard.keep]
         self.chat.last_stop_reason = "repetition"
         span = " ".join((guard.span or "").split())[:40]
@@ -337,7 +341,16 @@ class Turn:
 
     # -- bookkeeping ---------------------------------------------------------------------------------------------
 
+    def _join_text(self) -> None:
+        """Move the text chunks streamed so far into the assistant message. Chunks are collected in a list and
+        joined here (at the end of a round, a cut or a stop): ``text += chunk`` on an attribute copies the whole
+        text on every chunk, quadratic in a long reply."""
+        if self._text_parts and self._assistant is not None:
+            self._assistant.text += "".join(self._text_parts)
+        self._text_parts.clear()
+
     def _commit_assistant(self) -> None:
+        self._join_text()
         message, self._assistant = self._assistant, None
         if message is not None and (message.text or message.reasoning or message.tool_calls):
             self.chat.messages.append(message)

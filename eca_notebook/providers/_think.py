@@ -22,6 +22,9 @@ class ThinkTagSplitter:
 
     def feed(self, text: str) -> list[tuple[Kind, str]]:
         """The pieces of ``text`` that are certain now, each tagged text or reasoning, in order."""
+        tag = self.end if self.in_reasoning else self.start
+        if not self._pending and tag and tag[0] not in text:  # the common chunk: no tag, nothing held back
+            return [("reasoning" if self.in_reasoning else "text", text)] if text else []
         out: list[tuple[Kind, str]] = []
         buf = self._pending + text
         self._pending = ""
