@@ -164,7 +164,8 @@ def main() -> int:
         warm = kernel.first_output("%eca -n warm again", "ready-warm")
         kernel.execute(f"await {SESSION}.plans[-1].task")
         kernel.execute(SETTLE)
-        print(f"first %eca ({args.typing_seconds:g} s after %load_ext) to first visible output: cold {cold * 1000:.0f} ms, warm {warm * 1000:.0f} ms "
+        print(f"first %eca ({args.typing_seconds:g} s after %load_ext) to first visible output: "
+              f"cold {cold * 1000:.0f} ms, warm {warm * 1000:.0f} ms "
               f"(cold start costs {(cold - warm) * 1000:.0f} ms on top of the reply)")
 
         # -- (a) baseline: the Python client in the kernel, no widget; (b) %eca with the live widget ------------

@@ -13,8 +13,9 @@ import copy
 import json
 import logging
 import re
+from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any, AsyncIterator, ClassVar, Literal, Mapping
+from typing import Any, ClassVar, Literal
 
 import httpx
 
@@ -200,7 +201,7 @@ class HttpProvider:
                         except (httpx.RemoteProtocolError, httpx.ReadError) as exc:
                             raise self.ended_unexpectedly(type(exc).__name__) from None
                         finally:
-                            await events.aclose()
+                            await events.aclose()  # type: ignore[attr-defined]  # parse() is an async generator
                         return
             except (httpx.ConnectError, httpx.ConnectTimeout) as exc:
                 error = self._connect_error(exc)

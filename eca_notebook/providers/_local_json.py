@@ -19,7 +19,8 @@ from __future__ import annotations
 import copy
 import json
 import re
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 from ._blocks import new_id
 from .base import (
@@ -133,7 +134,10 @@ def short_names(tools: Iterable[ToolSpec], also: Iterable[str] = ()) -> dict[str
     """
     names = list(dict.fromkeys([t.name for t in tools] + list(also)))
     shorts = [name.split("__", 1)[1] if "__" in name else name for name in names]
-    return {name: (short if shorts.count(short) == 1 and short else name) for name, short in zip(names, shorts)}
+    return {
+        name: (short if shorts.count(short) == 1 and short else name)
+        for name, short in zip(names, shorts, strict=True)
+    }
 
 
 def history_tool_names(messages: Iterable[Message]) -> list[str]:
@@ -376,7 +380,7 @@ class ReplyReader:
             and reply.get("tool") in self.tool_names
             and isinstance(reply.get("arguments", {}), dict)
         ):
-            name = self.rename.get(reply["tool"], reply["tool"])
+            name = str(self.rename.get(reply["tool"], reply["tool"]))
             arguments = json.dumps(reply.get("arguments") or {}, ensure_ascii=False)
             call_id = new_id("call")
             self.call = ToolCallFinished(call_id, name, arguments)

@@ -21,9 +21,10 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Awaitable, Callable, Literal, Union
+from typing import Literal
 
 log = logging.getLogger(__name__)
 
@@ -39,7 +40,7 @@ class LoadProgress:
     elapsed: float = 0.0
 
 
-ProgressCallback = Callable[[LoadProgress], Union[None, Awaitable[None]]]
+ProgressCallback = Callable[[LoadProgress], None | Awaitable[None]]
 
 
 class LocalRuntimeError(RuntimeError):

@@ -10,7 +10,7 @@ from __future__ import annotations
 import email.utils
 import random
 import time
-from typing import Mapping
+from collections.abc import Mapping
 
 # 529 is Anthropic's "overloaded"; the others are the usual transient statuses.
 RETRYABLE_STATUSES = frozenset({429, 500, 502, 503, 504, 529})

@@ -8,8 +8,8 @@ with plain lists.
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterable, AsyncIterator
 from dataclasses import dataclass
-from typing import AsyncIterable, AsyncIterator
 
 
 @dataclass(slots=True)

@@ -12,8 +12,9 @@ from __future__ import annotations
 
 import json
 import logging
+from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
-from typing import Any, AsyncIterator
+from typing import Any
 
 import httpx
 
@@ -36,6 +37,15 @@ from .base import (
     Usage,
     UserMessage,
 )
+
+__all__ = [
+    "API_VERSION",
+    "DEFAULT_MAX_TOKENS",
+    "DEFAULT_THINKING_BUDGET",
+    "MIN_THINKING_BUDGET",
+    "AnthropicProvider",
+    "tool_input",
+]
 
 log = logging.getLogger(__name__)
 

@@ -11,8 +11,32 @@ propagate and close the HTTP response (``async with`` does that).
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
-from typing import Any, AsyncIterator, Literal, Protocol, Union
+from typing import Any, Literal, Protocol
+
+__all__ = [
+    "AssistantMessage",
+    "Finished",
+    "Message",
+    "Provider",
+    "ProviderError",
+    "ProviderRequest",
+    "Reasoning",
+    "ReasoningDelta",
+    "ReasoningFinished",
+    "ReasoningStarted",
+    "StreamEvent",
+    "TextDelta",
+    "ToolCall",
+    "ToolCallDelta",
+    "ToolCallFinished",
+    "ToolCallStarted",
+    "ToolResultMessage",
+    "ToolSpec",
+    "Usage",
+    "UserMessage",
+]
 
 # ---------------------------------------------------------------------------------------------------------------
 # History (what we send). Provider-neutral; each provider maps it onto its own message format.
@@ -65,7 +89,7 @@ class ToolResultMessage:
     role: Literal["tool"] = "tool"
 
 
-Message = Union[UserMessage, AssistantMessage, ToolResultMessage]
+Message = UserMessage | AssistantMessage | ToolResultMessage
 
 
 @dataclass
@@ -183,17 +207,17 @@ class Finished:
     reason: str | None = field(default=None, compare=False)
 
 
-StreamEvent = Union[
-    TextDelta,
-    ReasoningStarted,
-    ReasoningDelta,
-    ReasoningFinished,
-    ToolCallStarted,
-    ToolCallDelta,
-    ToolCallFinished,
-    Usage,
-    Finished,
-]
+StreamEvent = (
+    TextDelta
+    | ReasoningStarted
+    | ReasoningDelta
+    | ReasoningFinished
+    | ToolCallStarted
+    | ToolCallDelta
+    | ToolCallFinished
+    | Usage
+    | Finished
+)
 
 
 class ProviderError(Exception):

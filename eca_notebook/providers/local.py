@@ -22,9 +22,10 @@ import importlib.util
 import logging
 import os
 import threading
+from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, AsyncIterator, Mapping
+from typing import Any
 
 import httpx
 

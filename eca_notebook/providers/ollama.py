@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import json
 import logging
-from typing import Any, AsyncIterator
+from collections.abc import AsyncIterator
+from typing import Any
 
 import httpx
 
@@ -28,6 +29,8 @@ from .base import (
     Usage,
     UserMessage,
 )
+
+__all__ = ["OllamaProvider", "list_ollama_models"]
 
 log = logging.getLogger(__name__)
 

@@ -8,8 +8,9 @@ inline ``<think>`` tags in the content; tool-call ids may be missing; some serve
 from __future__ import annotations
 
 import json
+from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
-from typing import Any, AsyncIterator
+from typing import Any
 from urllib.parse import urlsplit
 
 import httpx
@@ -31,6 +32,8 @@ from .base import (
     Usage,
     UserMessage,
 )
+
+__all__ = ["OpenAIChatProvider"]
 
 _FINISH = {"stop": "end_turn", "tool_calls": "tool_calls", "function_call": "tool_calls", "length": "max_tokens"}
 _LIMIT_KEYS = {"max_tokens", "max_completion_tokens"}

@@ -7,8 +7,9 @@ then only survives across turns as ``encrypted_content``, which we ask for with
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
-from typing import Any, AsyncIterator
+from typing import Any
 
 import httpx
 
@@ -30,6 +31,8 @@ from .base import (
     Usage,
     UserMessage,
 )
+
+__all__ = ["OpenAIResponsesProvider", "reasoning_effort"]
 
 _RETRYABLE_CODES = {"rate_limit_exceeded", "server_error", "server_is_overloaded", "slow_down"}
 
@@ -186,9 +189,10 @@ class OpenAIResponsesProvider(HttpProvider):
                 break
             elif kind == "response.failed":
                 error = (ev.get("response") or {}).get("error") or {}
-                raise self._error_event(error)
+                raise self._error_event(error if isinstance(error, dict) else {"message": str(error)})
             elif kind == "error":
-                raise self._error_event(ev.get("error") if isinstance(ev.get("error"), dict) else ev)
+                error = ev.get("error")
+                raise self._error_event(error if isinstance(error, dict) else ev)
 
         if final is None:
             raise self.ended_unexpectedly()

@@ -30,7 +30,8 @@ import inspect
 import itertools
 import json
 import logging
-from typing import Any, Awaitable, Callable, TypeVar
+from collections.abc import Awaitable, Callable
+from typing import Any, TypeVar
 
 import pydantic
 from pydantic_core import to_jsonable_python

@@ -9,8 +9,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import asdict, dataclass, field, fields
-from typing import Any, ClassVar, Union
-
+from typing import Any, ClassVar
 
 
 @dataclass
@@ -97,7 +96,7 @@ class Delay:
     type: ClassVar[str] = "delay"
 
 
-Step = Union[Text, Reasoning, ToolCall, Usage, Error, StreamError, Cut, Stall, Delay]
+Step = Text | Reasoning | ToolCall | Usage | Error | StreamError | Cut | Stall | Delay
 STEP_TYPES: dict[str, type] = {
     cls.type: cls for cls in (Text, Reasoning, ToolCall, Usage, Error, StreamError, Cut, Stall, Delay)
 }
@@ -112,7 +111,8 @@ def step_from_json(data: dict[str, Any]) -> Step:
         raise ValueError(f"not a script step: {data!r} (type must be one of {sorted(STEP_TYPES)})")
     cls = STEP_TYPES[data["type"]]
     names = {f.name for f in fields(cls)}
-    return cls(**{k: v for k, v in data.items() if k in names})
+    step: Step = cls(**{k: v for k, v in data.items() if k in names})
+    return step
 
 
 def split_text(text: str, chunks: int) -> list[str]:

@@ -10,11 +10,11 @@ from __future__ import annotations
 import json
 import time
 import uuid
-from datetime import datetime, timezone
-from typing import Any, Callable
+from collections.abc import Callable
+from datetime import UTC, datetime
+from typing import Any
 
 from ._script import Reasoning, Reply, Step, StreamError, Text, ToolCall, Usage, split_text
-
 
 _dumps = json.dumps
 
@@ -336,7 +336,7 @@ class AnthropicRenderer(Renderer):
 
     def start(self, out: Out) -> None:
         u = self.usage
-        message = {
+        message: dict[str, Any] = {
             "id": self.id,
             "type": "message",
             "role": "assistant",
@@ -409,7 +409,7 @@ class OllamaRenderer(Renderer):
 
     def __init__(self, *args: Any) -> None:
         super().__init__(*args)
-        self.stamp = _dumps(datetime.now(timezone.utc).isoformat().replace("+00:00", "Z"))
+        self.stamp = _dumps(datetime.now(UTC).isoformat().replace("+00:00", "Z"))
         self.head = (
             f'{{"model":{_dumps(self.model)},"created_at":{self.stamp},"message":{{"role":"assistant","content":'
         )

@@ -30,7 +30,7 @@ import threading
 import time
 import uuid
 from collections import deque
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import urlsplit
@@ -177,7 +177,7 @@ class _Handler(BaseHTTPRequestHandler):
             return
         self.owner._record(RecordedRequest("GET", path, self._lower_headers(), None))
         if path == "/api/tags":
-            stamp = datetime.now(timezone.utc).isoformat().replace("+00:00", "Z")
+            stamp = datetime.now(UTC).isoformat().replace("+00:00", "Z")
             models = [
                 {
                     "name": name,
@@ -338,7 +338,7 @@ class ScriptedLLMServer:
         if self._httpd is None:
             raise RuntimeError("ScriptedLLMServer is not started")
         host, port = self._httpd.server_address[:2]
-        return f"http://{host}:{port}"
+        return f"http://{host!s}:{port}"
 
     def start(self) -> ScriptedLLMServer:
         if self._httpd is not None:

@@ -48,21 +48,21 @@ def __dir__() -> list[str]:
 
 __all__ = [
     "Approval",
+    "DirectoryTreeTool",
+    "EditFileTool",
+    "EditorDiagnosticsTool",
+    "GrepTool",
+    "MoveFileTool",
     "Prepared",
+    "ReadFileTool",
+    "ShellCommandTool",
     "Tool",
     "ToolContext",
     "ToolResult",
-    "ReadFileTool",
-    "WriteFileTool",
-    "EditFileTool",
-    "MoveFileTool",
-    "GrepTool",
-    "DirectoryTreeTool",
-    "ShellCommandTool",
     "UpdatePlanTool",
-    "EditorDiagnosticsTool",
-    "native_tools",
+    "WriteFileTool",
     "get_native_tool",
+    "native_tools",
 ]
 
 

@@ -339,9 +339,10 @@ class NdjsonDecoder:
             newline = data.find(b"\n")
             if newline < 0:
                 return out
-            data = memoryview(data)[newline + 1 :]
             self._discarding = False
-        self._buf += data
+            self._buf += memoryview(data)[newline + 1 :]
+        else:
+            self._buf += data
         buf = self._buf
         while True:
             newline = buf.find(b"\n", self._scan)

@@ -25,7 +25,8 @@ import os
 import stat
 import sys
 import threading
-from typing import Any, Awaitable, Callable, Literal, Protocol
+from collections.abc import Awaitable, Callable
+from typing import Any, Literal, Protocol
 
 from ..protocol.errors import RpcError
 from ._stream import decode_message
@@ -175,8 +176,9 @@ class PipeStream:
                 done, _ = await asyncio.wait({task}, timeout=timeout)
                 if not done:
                     self._stalled_read = task
-                    return _STALLED
-            return await task
+                    return _STALLED  # type: ignore[no-any-return]  # a sentinel compared by identity
+            data: bytes = await task
+            return data
         except asyncio.CancelledError:
             current = asyncio.current_task()
             if self._closed and (current is None or not current.cancelling()):

@@ -20,7 +20,8 @@ def _loaded_after(statement: str, modules: list[str]) -> list[str]:
 def test_package_imports_load_nothing_they_do_not_need():
     wire = ["eca_notebook.providers.anthropic", "eca_notebook.providers.openai_responses", "httpx"]
     assert _loaded_after("import eca_notebook.providers", wire) == []
-    assert _loaded_after("import eca_notebook.tools.base", ["eca_notebook.tools.shell", "pathspec", "tree_sitter"]) == []
+    tool_modules = ["eca_notebook.tools.shell", "pathspec", "tree_sitter"]
+    assert _loaded_after("import eca_notebook.tools.base", tool_modules) == []
     assert _loaded_after("from eca_notebook.tools import native_tools; native_tools()", ["tree_sitter"]) == []
 
 
