@@ -38,6 +38,9 @@ WARM_MODULES: tuple[str, ...] = (
     "eca_notebook.tools.plan",
     "eca_notebook.notebook.widgets",
     "eca_notebook.notebook._fallback",
+    # httpx imports its transport (httpcore) and the async backend (anyio's asyncio one) on the first client/request
+    "httpcore",
+    "anyio._backends._asyncio",
 )
 
 
