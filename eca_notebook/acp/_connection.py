@@ -230,7 +230,7 @@ class AcpConnection:
 
     def __init__(self, stream: Any, engine_factory: EngineFactory | None = None) -> None:
         self._engine_factory = engine_factory or default_engine_factory()
-        self.endpoint = Endpoint(stream, name="acp", guard=self._guard, params_parser=parse)
+        self.endpoint = Endpoint(stream, name="acp", guard=self._guard, params_parser=parse, outgoing=redact_json)
         self.client_capabilities: Any = None
         self.client_info: Any = None
         self.sessions: dict[str, Session] = {}

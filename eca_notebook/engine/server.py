@@ -24,6 +24,7 @@ from urllib.parse import unquote, urlparse
 
 from pydantic import ValidationError
 
+from .._redact import redact_json
 from ..protocol import (
     METHODS,
     ChatDeleteParams,
@@ -113,7 +114,9 @@ class ServerConnection:
         self._exit = asyncio.Event()
         self._outbox: asyncio.Queue[tuple[str, Any]] = asyncio.Queue()
         self._tasks: set[asyncio.Task[Any]] = set()
-        self.endpoint = Endpoint(stream, name="eca-server", guard=self._guard, params_parser=_parse)
+        # every notification and response is redacted on its way out, whichever part of the engine produced it
+        self.endpoint = Endpoint(stream, name="eca-server", guard=self._guard, params_parser=_parse,
+                                 outgoing=redact_json)
         self._register()
 
     # -- Listener protocol: called by the engine ----------------------------------------------------------------
