@@ -23,6 +23,7 @@ import asyncio
 import contextlib
 import logging
 import os
+import re
 from collections import deque
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Awaitable, Callable, Mapping
@@ -186,8 +187,9 @@ class _StderrTail:
 
 
 def _safe_url(url: str) -> str:
-    """The URL as shown to clients: userinfo and credential-like query values (``?token=``) redacted."""
-    return redact(url)
+    """The URL as shown to clients: without userinfo (``https://user:token@host`` → ``https://host``) and with
+    credential-like query values (``?token=``) redacted."""
+    return redact(re.sub(r"^([a-zA-Z][a-zA-Z0-9+.-]*://)[^/@]*@", r"\1", url))
 
 
 class McpConnection:
