@@ -58,7 +58,7 @@ _PATTERNS: list[tuple[re.Pattern[str], str]] = [
     (re.compile(r"(?i)\b([a-z][a-z0-9+.\-]*://)[^\s/?#\"'<>@]*(?:@[^\s/?#\"'<>@]*)*@"), r"\1" + MASK + "@"),
     # credential-like query parameters: ?token=…, &api_key=…, ;sig=…
     (re.compile(r"(?i)([?&;][\w.\-]*(?:token|key|secret|passw(?:or)?d|pwd|auth|sig|signature|credential|session)"
-                r"[\w.\-]*=)[^&#\s\"'<>()\[\],]+"), r"\1" + MASK),
+                r"[\w.\-]*=)[^&;#\s\"'<>()\[\],]+"), r"\1" + MASK),
     # header lines and JSON-ish fields carrying credentials
     (re.compile(r"(?i)\b((?:proxy-)?authorization|x-api-key|api-key|x-goog-api-key)([\"']?\s*[:=]\s*[\"']?)"
                 r"((?:(?:basic|bearer|token)\s+)?)[^\s\"',;}]{4,}"), r"\1\2\3" + MASK),
