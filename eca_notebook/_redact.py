@@ -31,6 +31,7 @@ __all__ = [
     "MASK",
     "RedactingFilter",
     "add_secrets",
+    "protect_log_handlers",
     "credential_name",
     "redact",
     "redact_json",
@@ -185,3 +186,15 @@ class RedactingFilter(logging.Filter):
         if record.stack_info:
             record.stack_info = redact(record.stack_info)
         return True
+
+
+def protect_log_handlers(*loggers: logging.Logger) -> None:
+    """Put a :class:`RedactingFilter` on the handlers our records can reach when someone else owns logging (Jupyter
+    server, an IPython kernel): the root's, those of *loggers*, and the last-resort handler used when there are none.
+    Idempotent."""
+    handlers = [*logging.getLogger().handlers, *(h for lg in loggers for h in getattr(lg, "handlers", []))]
+    if logging.lastResort is not None:
+        handlers.append(logging.lastResort)
+    for handler in handlers:
+        if not any(isinstance(f, RedactingFilter) for f in handler.filters):
+            handler.addFilter(RedactingFilter())

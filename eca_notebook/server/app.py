@@ -13,7 +13,7 @@ from pathlib import Path
 from jupyter_server.extension.application import ExtensionApp
 from traitlets import Float, Integer, Unicode
 
-from .._redact import RedactingFilter
+from .._redact import protect_log_handlers
 from .handlers import route_table
 from .ws import Limits, ServerState
 from ._workspaces import WorkspaceManager
@@ -21,17 +21,6 @@ from ._workspaces import WorkspaceManager
 __all__ = ["EcaExtensionApp"]
 
 log = logging.getLogger(__name__)
-
-
-def _redact_log_handlers(app_log: logging.Logger) -> None:
-    """Jupyter owns logging in this process: put the secret redaction on the handlers our records can reach (the
-    root's, the server app's, and the last-resort handler used when there are none)."""
-    handlers = [*logging.getLogger().handlers, *getattr(app_log, "handlers", [])]
-    if logging.lastResort is not None:
-        handlers.append(logging.lastResort)
-    for handler in handlers:
-        if not any(isinstance(f, RedactingFilter) for f in handler.filters):
-            handler.addFilter(RedactingFilter())
 
 
 class EcaExtensionApp(ExtensionApp):
@@ -69,7 +58,7 @@ class EcaExtensionApp(ExtensionApp):
 
     def initialize_settings(self) -> None:
         assert self.serverapp is not None
-        _redact_log_handlers(self.log)
+        protect_log_handlers(self.log)  # Jupyter owns logging here: redact on its handlers
         manager = WorkspaceManager(
             self.serverapp.root_dir,
             config_file=Path(self.config_file).expanduser() if self.config_file else None,
