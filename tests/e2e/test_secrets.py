@@ -114,7 +114,9 @@ async def test_secrets_configured_everywhere_never_leave_the_process(spawn, llm,
     await eca.wait_idle(chat, timeout=60)
     for message, model in [("again", "keyed/m1"), ("other", "down/m3"), ("/doctor", None)]:
         mark = len(eca.messages)
-        await eca.request("chat/prompt", {"chatId": chat, "message": message,
+        # "again" attaches the config file as a context: read from disk, like a tool result
+        contexts = [{"type": "file", "path": str(config_file)}] if message == "again" else []
+        await eca.request("chat/prompt", {"chatId": chat, "message": message, "contexts": contexts,
                                           **({"model": model} if model else {})}, timeout=120)
         await _finished(eca, chat, mark)
     await eca.request("chat/list", {})
@@ -128,12 +130,16 @@ async def test_secrets_configured_everywhere_never_leave_the_process(spawn, llm,
     assert any("Providers:" in t and "MCP servers:" in t for t in shown), shown
     called = [c for _, c in eca.contents(chat) if c["type"] == "toolCalled"]
     assert called and '"providers"' in called[0]["outputs"][0]["text"]
-    sent_back = "".join(m.get("content") or "" for r in llm.requests if r.method == "POST"
-                        for m in r.body.get("messages", []) if m.get("role") == "tool")
+    messages = [m for r in llm.requests if r.method == "POST" for m in r.body.get("messages", [])]
+    sent_back = "".join(m.get("content") or "" for m in messages if m.get("role") == "tool")
     assert '"providers"' in sent_back  # the tool result went back to the model…
     for what in ("provider key (config)", "provider header", "provider URL password", "MCP env", "MCP header",
                  "MCP URL token"):
         assert S[what] not in sent_back, what  # …without the secrets it printed
+    context = [m["content"] for m in messages if m.get("role") == "user" and "again" in (m.get("content") or "")]
+    assert context and '"providers"' in context[-1]  # so did the file context…
+    for what in ("provider header", "provider URL password", "MCP env", "MCP header", "MCP URL token"):
+        assert S[what] not in context[-1], what  # …redacted too
     assert "retrying" in log_file.read_text()
 
     # a restart replays the saved chat, logging to stderr this time
