@@ -43,6 +43,7 @@ from ..engine.engine import Engine, EngineOptions
 from ..engine.plugins import BasePlugin
 from ..protocol import ChatPromptParams
 from ..protocol.errors import INVALID_PARAMS, INVALID_REQUEST, RpcError
+from .._redact import redact_json
 from ..rpc import Endpoint
 from ._files import CURRENT_SESSION, ClientFiles
 from ._schema import (
