@@ -495,8 +495,8 @@ class Engine:
                                              index=self.index, mcp_reader=self._read_plugin_context)
             for problem in rendered.problems:
                 self._emit_content(chat, "system", {"type": "text", "text": f"Context skipped: {problem}"})
-            if rendered.text:  # read from disk like a tool result: redacted before the model sees it
-                message = f"{message}\n\n{redact(rendered.text)}"
+            if rendered.text:
+                message = f"{message}\n\n{rendered.text}"
         self._start_turn(chat, provider, info, behavior, UserMessage(text=message))
         return {"chatId": chat.id, "model": info.id, "status": "prompting"}
 
