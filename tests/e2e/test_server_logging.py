@@ -44,6 +44,7 @@ async def test_a_stderr_nobody_reads_never_stops_the_server(home, workspace):
     try:
         # Each cancel of an unknown request id logs one debug line naming the id: 40 × 16 KB of log output, far
         # more than the pipe holds, while nobody reads stderr; then more records than the log queue holds.
+        # (Malformed frames, the reproduction, are rate-limited now and can no longer fill the pipe.)
         big = _frame({"jsonrpc": "2.0", "method": "$/cancelRequest", "params": {"id": "x" * 16_000}}) * 40
         small = _frame({"jsonrpc": "2.0", "method": "$/cancelRequest", "params": {"id": "y"}}) * (QUEUE_SIZE + 500)
         proc.stdin.write(big + small)
