@@ -17,18 +17,10 @@ from . import __version__
 
 
 def _configure_logging(level: str, log_file: str | None) -> None:
-    handler: logging.Handler
-    if log_file:
-        handler = logging.FileHandler(log_file, encoding="utf-8")
-    else:
-        handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
-    root = logging.getLogger()
-    root.handlers[:] = [handler]
-    root.setLevel(getattr(logging, level.upper(), logging.INFO))
-    # httpx logs full request lines at INFO; keep them out unless debugging.
-    logging.getLogger("httpx").setLevel(logging.WARNING)
-    logging.getLogger("httpcore").setLevel(logging.WARNING)
+    """A bounded queue in front of stderr (or the log file), every record redacted: see :mod:`._logging`."""
+    from ._logging import configure_logging
+
+    configure_logging(level, log_file)
 
 
 def _add_server_options(parser: argparse.ArgumentParser) -> None:

@@ -43,6 +43,7 @@ from ..engine.engine import Engine, EngineOptions
 from ..engine.plugins import BasePlugin
 from ..protocol import ChatPromptParams
 from ..protocol.errors import INVALID_PARAMS, INVALID_REQUEST, RpcError
+from .._redact import redact_json
 from ..rpc import Endpoint
 from ._files import CURRENT_SESSION, ClientFiles
 from ._schema import (
@@ -249,7 +250,7 @@ class AcpConnection:
 
     def __init__(self, stream: Any, engine_factory: EngineFactory | None = None) -> None:
         self._engine_factory = engine_factory or default_engine_factory()
-        self.endpoint = Endpoint(stream, name="acp", guard=self._guard, params_parser=parse)
+        self.endpoint = Endpoint(stream, name="acp", guard=self._guard, params_parser=parse, outgoing=redact_json)
         self.client_capabilities: Any = None
         self.client_info: Any = None
         self.sessions: dict[str, Session] = {}

@@ -12,6 +12,7 @@ a tool result for every call it made, so the history stays valid for every provi
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import inspect
 import json
 import logging
@@ -19,6 +20,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
+from .._redact import redact
 from ..providers.base import ToolCall
 from ..tools.base import Prepared, Tool, ToolContext, ToolResult, llm_name, tool_origin, tool_server
 from ._approval import ApprovalRequest, SessionApprovals, decide
@@ -96,7 +98,13 @@ class ToolCallRunner:
         return content
 
     async def run(self, call: ToolCall) -> ToolResult:
-        """Handle one call end to end; returns what the model will see."""
+        """Handle one call end to end; returns what the model will see — redacted, like everything shown (a tool
+        that prints a config file or ``env`` must not hand a key to the model)."""
+        result = await self._run(call)
+        clean = redact(result.output)
+        return result if clean == result.output else dataclasses.replace(result, output=clean)
+
+    async def _run(self, call: ToolCall) -> ToolResult:
         name = strip_prefix(call.name)
         args, problem = _parse_arguments(call.arguments)
         tool = find_tool(self.tools, call.name)

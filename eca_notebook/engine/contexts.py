@@ -29,6 +29,7 @@ from urllib.parse import unquote, urlparse
 
 from pydantic import TypeAdapter, ValidationError
 
+from .._redact import redact
 from ..protocol.context import (
     ChatContext,
     CursorContext,
@@ -152,7 +153,8 @@ async def render_contexts(
         pieces.append(piece)
         budget -= len(piece.encode("utf-8"))
     text = _OPEN + "".join(pieces) + _CLOSE if pieces else ""
-    return RenderedContexts(text=text, problems=problems)
+    # read from disk (or the web) like a tool result: redacted before the model sees it
+    return RenderedContexts(text=redact(text), problems=problems)
 
 
 async def query_context(

@@ -14,12 +14,14 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+import re
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping, Protocol
 
 from .. import __version__
+from .._redact import add_secrets, redact, redact_json, secret_env_values, secret_header_values, secrets_of_url
 from ..protocol import (
     ChatListParams,
     ChatPromptParams,
@@ -74,6 +76,9 @@ COMPACT_PROMPT = (
 COMPACT_PREFIX = "Summary of the conversation so far (the earlier messages were compacted):"
 
 
+_CREDENTIAL_ENV = re.compile(r"(?i)(API_?KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL)")
+
+
 async def _local_model_progress(event: Any) -> None:
     """Show the embedded model's loading in the chat whose prompt triggered it."""
     turn = CURRENT_TURN.get()
@@ -121,6 +126,7 @@ class Engine:
         self.http: httpx.AsyncClient = make_http_client()
         self.registry = ModelRegistry(self.config, self.env, self.http, problems=self.loaded.problems)
         self.registry.local_progress = _local_model_progress
+        add_secrets(self._config_secrets())
         self.store: ChatStore | None = None
         if not self.config.pure_config:
             self.store = ChatStore(chats_dir_for(self.workspace_folders, self.env), secrets=self.registry.secrets)
@@ -150,6 +156,27 @@ class Engine:
         if self.mcp is not None:
             self.add_plugin(self.mcp)
 
+    def _config_secrets(self) -> list[str]:
+        """Every value of this workspace's config that is a secret, for the process-wide redaction registry.
+
+        Provider keys (from config, ``<ID>_API_KEY`` or ``${env:…}``), header values (provider and model), URL
+        userinfo and credential-like query values, MCP env values and headers, and every environment variable whose
+        name says it holds a credential (a shell tool printing ``env`` must not hand them to the model).
+        """
+        values: list[str | None] = []
+        for provider in self.registry.providers.values():
+            values.append(provider.key)
+            values += secret_header_values(provider.headers)
+            values += secrets_of_url(provider.url)
+            for model in provider.models.values():
+                values += secret_header_values(model.extra_headers)
+        for server in self.config.mcp_servers.values():
+            values += secret_env_values(server.env)
+            values += secret_header_values(server.headers)
+            values += secrets_of_url(server.url)
+        values += [v for k, v in self.env.items() if _CREDENTIAL_ENV.search(k) and len(v) >= 8]
+        return [v for v in values if v]
+
     # -- listeners -----------------------------------------------------------------------------------------------
 
     def add_listener(self, listener: Listener) -> None:
@@ -160,6 +187,10 @@ class Engine:
             self._listeners.remove(listener)
 
     def broadcast(self, method: str, params: dict[str, Any]) -> None:
+        """Send to every listener — redacted: this is the choke point for everything the engine tells clients."""
+        self._fan_out(method, redact_json(params))
+
+    def _fan_out(self, method: str, params: dict[str, Any]) -> None:
         for listener in list(self._listeners):
             try:
                 listener.send(method, params)
@@ -167,8 +198,9 @@ class Engine:
                 log.exception("listener failed on %s", method)
 
     def _emit_content(self, chat: Chat, role: str, content: dict[str, Any]) -> None:
+        content = redact_json(content)  # before it is recorded: what is shown is what is saved and replayed
         chat.record_content(role, content)
-        self.broadcast("chat/contentReceived", {"chatId": chat.id, "role": role, "content": content})
+        self._fan_out("chat/contentReceived", {"chatId": chat.id, "role": role, "content": content})
 
     def _set_status(self, chat: Chat, status: str) -> None:
         chat.status = status
@@ -657,8 +689,9 @@ class Engine:
         if chat.title:
             opened["title"] = chat.title
         listener.send("chat/opened", opened)
-        for item in chat.contents:
-            listener.send("chat/contentReceived", {"chatId": chat.id, "role": item["role"], "content": item["content"]})
+        for item in chat.contents:  # redacted again: a chat saved by an older version may hold a secret
+            listener.send("chat/contentReceived", redact_json({"chatId": chat.id, "role": item["role"],
+                                                               "content": item["content"]}))
         result: dict[str, Any] = {"found": True}
         if chat.title:
             result["title"] = chat.title
@@ -709,7 +742,7 @@ class Engine:
             lines += ["", f"Saved chats: {self.store.root}"]
         else:
             lines += ["", "Saved chats: disabled (pureConfig)"]
-        return "\n".join(lines)
+        return redact("\n".join(lines))
 
     # -- shutdown ------------------------------------------------------------------------------------------------
 

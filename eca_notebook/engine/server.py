@@ -31,6 +31,7 @@ from urllib.parse import unquote, urlparse
 
 from pydantic import ValidationError
 
+from .._redact import redact_json
 from ..protocol import (
     METHODS,
     ChatDeleteParams,
@@ -241,7 +242,9 @@ class ServerConnection:
         self.dropped_reason: str | None = None
         self.aliases = _ChatAliases()
         self._tasks: set[asyncio.Task[Any]] = set()
-        self.endpoint = Endpoint(stream, name="eca-server", guard=self._guard, params_parser=self._parse_params)
+        # every notification and response is redacted on its way out, whichever part of the engine produced it
+        self.endpoint = Endpoint(stream, name="eca-server", guard=self._guard, params_parser=self._parse_params,
+                                 outgoing=redact_json)
         self._register()
 
     # -- Listener protocol: called by the engine ----------------------------------------------------------------

@@ -9,7 +9,8 @@ Why it is built this way:
 - Listing many chats must not read every file: ``index.json`` caches each chat's summary together with the file's
   mtime and size, and is refreshed from the files that changed (so it heals itself when missing, corrupt or stale,
   e.g. after another process wrote a chat).
-- API keys must not end up on disk: every string is scrubbed of the current secret values before writing.
+- API keys must not end up on disk: every string goes through the process-wide redaction (known secret values,
+  URL credentials, key shapes) before writing.
 - Files are 0600 and the directory 0700: chat history is private.
 - Saving never blocks the event loop in proportion to the chat's size: :meth:`ChatStore.save_in_background` takes a
   cheap structural snapshot (dicts and lists copied, strings shared) and hands it to one writer thread per store,
@@ -32,6 +33,7 @@ import time
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
 
+from .._redact import redact_json
 from ._paths import atomic_write, commit_temp, ensure_private_dir, sync_dir, write_temp, xdg_cache_home
 
 __all__ = ["ChatStore", "chats_dir_for", "MAX_CHAT_ID_LENGTH", "serialize", "snapshot"]
@@ -68,16 +70,8 @@ def _now_ms() -> int:
 
 
 def _scrub(value: Any, secrets: Sequence[str]) -> Any:
-    if isinstance(value, str):
-        for secret in secrets:
-            if secret in value:
-                value = value.replace(secret, "***")
-        return value
-    if isinstance(value, Mapping):
-        return {_scrub(k, secrets): _scrub(v, secrets) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_scrub(v, secrets) for v in value]
-    return value
+    """The one redaction of :mod:`eca_notebook._redact` (known secrets, URL credentials, key shapes) plus *secrets*."""
+    return redact_json(value, secrets)
 
 
 def snapshot(value: Any) -> Any:

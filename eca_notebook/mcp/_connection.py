@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any, Awaitable, Callable, Mapping
 
 import anyio
 
+from .._redact import add_secrets, redact, secret_env_values, secret_header_values, secrets_of_url
 from ._convert import dump
 
 if TYPE_CHECKING:
@@ -186,8 +187,9 @@ class _StderrTail:
 
 
 def _safe_url(url: str) -> str:
-    """The URL without userinfo (``https://user:token@host`` → ``https://host``): it is shown to clients."""
-    return re.sub(r"^([a-zA-Z][a-zA-Z0-9+.-]*://)[^/@]*@", r"\1", url)
+    """The URL as shown to clients: without userinfo (``https://user:token@host`` → ``https://host``) and with
+    credential-like query values (``?token=``) redacted."""
+    return redact(re.sub(r"^([a-zA-Z][a-zA-Z0-9+.-]*://)[^/@]*@", r"\1", url))
 
 
 class McpConnection:
@@ -211,6 +213,9 @@ class McpConnection:
         self._on_change = on_change
         self._on_failed = on_failed
         self.status: str = "disabled" if config.disabled else "stopped"
+        # process-wide, so logs and every door redact them too (servers added by an ACP client included)
+        add_secrets([*secret_env_values(config.env), *secret_header_values(config.headers),
+                     *secrets_of_url(config.url)])
         self.error: str | None = None
         self.session: Any = None
         self.tools: list[dict[str, Any]] = []  # wire-shaped MCP Tool dicts
@@ -246,10 +251,8 @@ class McpConnection:
         return sorted({v for v in values if len(v) >= 6}, key=len, reverse=True)
 
     def redact(self, text: str) -> str:
-        """Never show a configured env value or header (API tokens) in a message."""
-        for secret in self._secrets():
-            text = text.replace(secret, "***")
-        return text
+        """Never show a configured env value or header (API tokens) in a message — nor any registered secret."""
+        return redact(text, self._secrets())
 
     # -- lifecycle -----------------------------------------------------------------------------------------------
 

@@ -23,6 +23,9 @@ __all__ = [
 
 def load_ipython_extension(ipython: Any) -> None:
     """Register ``%eca`` / ``%%eca`` (and the transformer that lets a ``%eca`` cell return without blocking)."""
+    from .._redact import protect_log_handlers
+
+    protect_log_handlers()  # the kernel owns logging: our records still never show a secret
     _load(ipython)
 
 

@@ -19,6 +19,7 @@ from typing import Any, ClassVar, Literal
 
 import httpx
 
+from .._redact import redact, secrets_of_url
 from ._retry import backoff_delay, is_retryable_status, parse_retry_after
 from .base import ProviderError, ProviderRequest, StreamEvent
 
@@ -53,7 +54,7 @@ class ProviderSettings:
 
     def __repr__(self) -> str:  # never show the key in tracebacks or logs
         key = "***" if self.key else None
-        return f"ProviderSettings(id={self.id!r}, api={self.api!r}, url={self.url!r}, key={key!r})"
+        return f"ProviderSettings(id={self.id!r}, api={self.api!r}, url={redact(self.url)!r}, key={key!r})"
 
 
 def make_http_client(timeouts: Timeouts | None = None) -> httpx.AsyncClient:
@@ -148,7 +149,8 @@ class HttpProvider:
         self.endpoint = endpoint_url(settings.url, settings.completion_path, self.default_path)
         t = settings.timeouts
         self._timeout = httpx.Timeout(connect=t.connect, read=t.read, write=t.write, pool=t.connect)
-        self._secrets = [s for s in [settings.key, *settings.headers.values()] if s and len(s) >= 8]
+        self._secrets = [s for s in [settings.key, *settings.headers.values(), *secrets_of_url(settings.url)]
+                         if s and len(s) >= 6]
 
     # -- what subclasses provide -------------------------------------------------------------------------------
 
@@ -248,9 +250,9 @@ class HttpProvider:
     # -- errors -------------------------------------------------------------------------------------------------
 
     def redact(self, text: str) -> str:
-        for secret in self._secrets:
-            text = text.replace(secret, "***")
-        return text
+        """This provider's own secrets, every registered one (an error body may echo another provider's key) and
+        secret-shaped fragments (the password in ``http://user:pw@host``)."""
+        return redact(text, self._secrets)
 
     def error(self, message: str, *, status: int | None = None, retryable: bool = False) -> ProviderError:
         return ProviderError(self.redact(message), status=status, retryable=retryable)

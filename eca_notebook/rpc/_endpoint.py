@@ -36,6 +36,7 @@ from typing import Any, TypeVar
 import pydantic
 from pydantic_core import to_jsonable_python
 
+from .._logging import Throttle
 from ..protocol.errors import (
     CONNECTION_LOST,
     INTERNAL_ERROR,
@@ -93,7 +94,9 @@ class Endpoint:
     ``guard(method)`` runs before any incoming request or notification is dispatched (built-ins included); an
     :class:`RpcError` it raises answers a request and drops a notification. ``params_parser(method, params)`` turns
     raw params into what the handler receives; a ``pydantic.ValidationError`` from it (or from a handler) becomes
-    ``-32602 Invalid params`` with the validation errors as ``data``.
+    ``-32602 Invalid params`` with the validation errors as ``data``. ``outgoing(message)`` rewrites every
+    notification and response before it is written (the doors pass their secret redaction); the endpoint's own
+    requests are left alone, since their params must reach the peer unchanged (a file write's content, say).
     """
 
     def __init__(
@@ -104,9 +107,12 @@ class Endpoint:
         guard: Callable[[str], None] | None = None,
         params_parser: Callable[[str, Any], Any] | None = None,
         max_concurrent_requests: int = DEFAULT_MAX_CONCURRENT_REQUESTS,
+        outgoing: Callable[[Any], Any] | None = None,
     ) -> None:
         self.name = name
         self.max_concurrent_requests = max_concurrent_requests
+        self._outgoing = outgoing
+        self._throttle = Throttle()  # warnings caused by the peer's bad input
         self._stream = stream
         self._guard = guard
         self._params_parser = params_parser
@@ -191,6 +197,8 @@ class Endpoint:
         message: dict[str, Any] = {"jsonrpc": "2.0", "method": method}
         if params is not None:
             message["params"] = to_json(params)
+        if self._outgoing is not None:
+            message = self._outgoing(message)
         await self._write(message)
 
     async def _write(self, message: Any) -> bool:
@@ -368,8 +376,12 @@ class Endpoint:
             result = handler(params)
             if inspect.isawaitable(result):
                 await result
-        except pydantic.ValidationError as exc:
-            log.warning("%s: notification %s has invalid params (%d errors)", self.name, method, exc.error_count())
+        except pydantic.ValidationError as exc:  # the peer's mistake: one line, no traceback, rate-limited
+            self._throttle.warning(log, f"params:{method}", "%s: notification %s has invalid params (%d errors)",
+                                   self.name, method, exc.error_count())
+        except RpcError as exc:  # e.g. -32602 from params_parser: the peer's mistake too
+            self._throttle.warning(log, f"params:{method}", "%s: notification %s refused: %s", self.name, method,
+                                   exc.message)
         except Exception:
             log.exception("%s: notification handler for %s failed", self.name, method)
 
@@ -426,6 +438,8 @@ class Endpoint:
         await self._send_response([*immediate, *responses])
 
     async def _send_response(self, response: dict[str, Any] | list[dict[str, Any]]) -> None:
+        if self._outgoing is not None:
+            response = self._outgoing(response)
         try:
             await self._write(response)
         except (TypeError, ValueError) as exc:

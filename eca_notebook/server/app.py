@@ -14,6 +14,7 @@ from pathlib import Path
 from jupyter_server.extension.application import ExtensionApp
 from traitlets import Bool, Float, Integer, Unicode
 
+from .._redact import protect_log_handlers
 from .handlers import route_table
 from .ws import Limits, ServerState
 from ._workspaces import DEFAULT_IDLE_TIMEOUT, WorkspaceManager
@@ -73,6 +74,7 @@ class EcaExtensionApp(ExtensionApp):
 
     def initialize_settings(self) -> None:
         assert self.serverapp is not None
+        protect_log_handlers(self.log)  # Jupyter owns logging here: redact on its handlers
         manager = WorkspaceManager(
             self.serverapp.root_dir,
             config_file=Path(self.config_file).expanduser() if self.config_file else None,

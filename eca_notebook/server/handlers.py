@@ -4,6 +4,7 @@ Every REST route requires a Jupyter identity and is authorized with ``@authorize
 (``read`` for GET, ``write`` for POST/PUT/DELETE: jupyter_server maps the HTTP method). A request whose ``Origin``
 is another site (and that is not token-authenticated: a token already proves the caller) is refused with 403, where
 jupyter_server's ``APIHandler`` would answer 404. Errors are JSON: ``{"status", "message", "reason", "details"?}``.
+Every answer, errors included, goes through the process-wide secret redaction (:mod:`eca_notebook._redact`).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from tornado import web
 from jupyter_server.base.handlers import APIHandler
 from jupyter_server.utils import url_path_join
 
+from .._redact import redact_json
 from ..engine import Engine
 from ._workspaces import Workspace
 from .ws import AUTH_RESOURCE, EcaWebSocketHandler, ServerState
@@ -78,7 +80,7 @@ class EcaApiHandler(APIHandler):
         elif exc is not None:
             body["message"] = "Unhandled error"
         self.set_header("Content-Type", "application/json")
-        self.finish(json.dumps(body))
+        self.finish(json.dumps(redact_json(body)))
 
     # -- bodies ----------------------------------------------------------------------------------------------------
 
@@ -106,7 +108,7 @@ class EcaApiHandler(APIHandler):
             payload = body.model_dump(mode="json", exclude_none=True, by_alias=True)
         else:
             payload = body
-        self.finish(json.dumps(payload))
+        self.finish(json.dumps(redact_json(payload)))  # every REST answer leaves through here
 
     # -- workspaces ------------------------------------------------------------------------------------------------
 

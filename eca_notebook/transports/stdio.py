@@ -28,6 +28,7 @@ import threading
 from collections.abc import Awaitable, Callable
 from typing import Any, Literal, Protocol
 
+from .._logging import Throttle
 from ..protocol.errors import RpcError
 from ._stream import decode_message
 from .framing import (
@@ -101,6 +102,7 @@ class PipeStream:
         self._closed = False
         self._eof = False
         self._broken: BaseException | None = None
+        self._throttle = Throttle()
 
     @property
     def closed(self) -> bool:
@@ -155,7 +157,8 @@ class PipeStream:
         item = self._pending.popleft()
         message = RpcError(item.code, item.message) if isinstance(item, FramingError) else decode_message(item)
         if isinstance(message, RpcError):
-            log.warning("%s: undecodable frame: %s", self.name, message.message)
+            # a peer's bad input: one line each, no traceback, rate-limited (a flood must not flood the log)
+            self._throttle.warning(log, "undecodable", "%s: undecodable frame: %s", self.name, message.message)
         return message
 
     def _decoder_partial(self) -> bool:

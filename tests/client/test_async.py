@@ -371,3 +371,28 @@ async def test_a_missing_workspace_is_refused(tmp_path: Path, env: dict[str, str
     with pytest.raises(NotADirectoryError):
         await EcaClient.start(workspace=tmp_path / "nope", config=config, env=env)
     assert asyncio.all_tasks() - before == set()
+
+
+async def test_secrets_never_reach_the_in_process_client(workspace: Path, env: dict[str, str],
+                                                         llm: ScriptedLLMServer):
+    from eca_notebook.testing.llm_server import Error
+
+    from .conftest import provider_config
+
+    key_a, key_b, header, password = "inproc-key-A-12345", "inproc-key-B-67890", "inproc-hdr-C-24680", "inproc-pw-D-1357"
+    config = provider_config(("fake", llm), ("other", llm))
+    config["providers"]["fake"].update(key=key_a, headers={"X-Auth": header},
+                                       url=llm.url.replace("://", f"://me:{password}@"))
+    config["providers"]["other"]["key"] = key_b
+    llm.enqueue(Reply([Error(401, f"bad key {key_a}; {key_b} would not work either ({header}, {password})")]))
+    eca = await EcaClient.start(workspace=workspace, config=config, env=env)
+    try:
+        failed = await eca.prompt(f"hi {key_b}")
+        doctor = await eca.prompt("/doctor", chat_id=failed.chat_id)
+    finally:
+        await eca.aclose()
+    assert failed.error is not None and "bad key ***" in failed.error
+    assert any("Providers:" in text for text in doctor.system)
+    shown = json.dumps([failed.error, doctor.system, [i.model_dump(mode="json") for i in failed.contents + doctor.contents]])
+    for secret in (key_a, key_b, header, password):
+        assert secret not in shown, secret

@@ -56,7 +56,8 @@ async def test_streamable_http_server_in_a_chat(eca, llm, http_demo):
     assert run["server"] == "web" and run["origin"] == "mcp"
     await h.idle(chat)
     # the configured headers reach the server
-    assert tool_results(llm.requests[-1].body) == ["x-demo-token=hdr-secret-42"]
+    # the header reached the server, but a configured header value is a secret: the model sees it redacted
+    assert tool_results(llm.requests[-1].body) == ["x-demo-token=***"]
     # prompts and resources over HTTP too
     review = next(c for c in h.manager.commands() if c.name == "review")
     assert await h.manager.render_command(review, "'print(1)'") == "Please review this python code:\nprint(1)"

@@ -399,3 +399,23 @@ def test_schemas_refuse_unknown_fields():
     with pytest.raises(ValueError):
         s.RegisterWorkspace.model_validate({"path": "", "nope": 1})
     assert s.ApprovalPolicy().model_dump() == {"byDefault": "ask", "allow": {}, "ask": {}, "deny": {}}
+
+
+async def test_answers_never_carry_a_secret(api, llm, workspace):
+    # a title, a prompt and a model answer that all contain the configured key: every REST answer shows it redacted
+    from .conftest import SECRET
+
+    llm.enqueue(Reply([Text(f"echo {SECRET}")]))
+    status, started = await api("POST", "sessions", body={"session_id": "s-key", "message": f"use {SECRET}",
+                                                          "title": f"key {SECRET}", "model": MODEL})
+    assert status == 201, started
+    assert started["title"] == "key ***"
+
+    async def idle() -> bool:
+        return (await api("GET", "sessions", "s-key"))[1]["status"] == "idle"
+
+    await wait_until(idle)
+    answers = [await api("GET", "sessions"), await api("GET", "sessions", "s-key"), await api("GET", "workspaces")]
+    assert all(status == 200 for status, _ in answers)
+    text = json.dumps([body for _, body in answers])
+    assert SECRET not in text and "echo ***" in text

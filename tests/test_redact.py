@@ -1,0 +1,95 @@
+"""The one redaction (eca_notebook/_redact.py): registered values, the pattern pass, JSON values, the log filter."""
+
+from __future__ import annotations
+
+import logging
+import subprocess
+import sys
+
+import pytest
+
+from eca_notebook._redact import (
+    RedactingFilter,
+    add_secrets,
+    redact,
+    redact_json,
+    secret_env_values,
+    secret_header_values,
+    secrets_of_url,
+)
+
+
+def test_registered_values_are_replaced_longest_first_and_bearer_tokens_alone():
+    add_secrets(["reg-value-AAAA-1", "reg-value-AAAA-1-longer", "Bearer reg-bearer-token-77", None, "tiny"])
+    assert redact("a reg-value-AAAA-1-longer b reg-value-AAAA-1 c") == "a *** b *** c"
+    assert redact("token reg-bearer-token-77 alone") == "token *** alone"
+    assert redact("tiny words stay") == "tiny words stay"  # too short to register
+
+
+def test_percent_encoded_form_of_a_registered_value_is_registered_too():
+    add_secrets(["pct%40value-999"])
+    assert redact("decoded pct@value-999 and raw pct%40value-999") == "decoded *** and raw ***"
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("cannot connect at http://user:pw-x@127.0.0.1:9/v1: refused", "cannot connect at http://***@127.0.0.1:9/v1: refused"),
+    ("https://TOKEN123@github.com/a/b", "https://***@github.com/a/b"),
+    ("http://u:p@ss@host/x", "http://***@host/x"),  # '@' in the password: up to the last '@' of the authority
+    ("https://mcp.example/sse?token=abc123&x=1", "https://mcp.example/sse?token=***&x=1"),
+    ("GET /v1?API_KEY=zz9&model=a", "GET /v1?API_KEY=***&model=a"),
+    ("https://x/y?sig=abc;session_id=s1", "https://x/y?sig=***;session_id=***"),
+    ("Authorization: Bearer abcdefgh1234", "Authorization: Bearer ***"),
+    ('{"x-api-key": "k-123456"}', '{"x-api-key": "***"}'),
+    ("sent bearer eyJhbGciOi.J9x.y1z as auth", "sent bearer *** as auth"),
+    ("key sk-proj-abcdefghijklmnop1234 here", "key sk-proj-*** here"),
+    ("ghp_abcdefghijklmnopqrstuvwxyz0123456789", "ghp_***"),
+    ("AKIAABCDEFGHIJKLMNOP", "AKIA***"),
+])
+def test_the_pattern_pass_catches_unregistered_secrets(text, expected):
+    assert redact(text) == expected
+
+
+@pytest.mark.parametrize("text", [
+    "the bearer receives it", "task-management-system-design", "mailto:me@example.org", "see https://github.com/a/b@c",
+    "scikit-learn sk-learn", "a plain sentence with a URL https://example.org/path?page=2",
+])
+def test_ordinary_text_is_left_alone(text):
+    assert redact(text) == text
+
+
+def test_json_values_are_redacted_keys_included_and_not_mutated():
+    add_secrets(["json-secret-5555"])
+    value = {"a": ["x json-secret-5555", {"json-secret-5555": 1}], "n": 3, "b": None, "t": True}
+    assert redact_json(value) == {"a": ["x ***", {"***": 1}], "n": 3, "b": None, "t": True}
+    assert value["a"][0] == "x json-secret-5555"
+    assert redact_json("extra-only-value-1", ["extra-only-value-1"]) == "***"
+
+
+def test_what_config_places_count_as_secrets():
+    assert set(secrets_of_url("http://alice:pw%2Fx@h/v1?api_key=q1&model=m&token=t2")) == {
+        "alice:pw%2Fx", "alice", "pw%2Fx", "q1", "t2"}
+    assert secrets_of_url("https://api.openai.com") == [] and secrets_of_url(None) == []
+    assert secret_header_values({"Authorization": "Bearer x", "anthropic-version": "2023-06-01",
+                                 "X-Org-Secret": "s"}) == ["Bearer x", "s"]
+    assert secret_env_values({"GITHUB_TOKEN": "abc", "NODE_ENV": "production", "PATH": "/usr/bin:/bin",
+                              "GH": "ghx0123456789abcdefXYZ"}) == ["abc", "ghx0123456789abcdefXYZ"]
+
+
+def test_log_filter_redacts_message_args_and_traceback():
+    add_secrets(["log-secret-4242"])
+    record = logging.LogRecord("x", logging.ERROR, __file__, 1, "failed with %s", ("log-secret-4242",), None)
+    try:
+        raise ValueError("boom log-secret-4242")
+    except ValueError:
+        record.exc_info = sys.exc_info()
+    assert RedactingFilter().filter(record)
+    text = logging.Formatter().format(record)
+    assert "failed with ***" in text and "ValueError: boom ***" in text and "log-secret-4242" not in text
+
+
+def test_the_module_imports_nothing_of_the_project():
+    code = ("import sys, eca_notebook._redact, eca_notebook._logging\n"
+            "print(sorted(m for m in sys.modules if m.startswith('eca_notebook.') and m not in "
+            "('eca_notebook._redact', 'eca_notebook._logging')))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
