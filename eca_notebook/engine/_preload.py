@@ -14,11 +14,11 @@ from __future__ import annotations
 
 import logging
 import os
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Mapping, Sequence
 
-from ..providers import make_http_client
 from ..providers import local as _local
+from ..providers import make_http_client
 from ._models import ModelRegistry
 from .config import load_config
 
@@ -34,7 +34,7 @@ async def preload_default_model(
     (``None`` when nothing was loaded). Never raises for a failed load: it is logged, and the first prompt retries."""
     loaded = load_config(workspace_folders=list(folders), config_file=config_file, env=env)
     config = loaded.config
-    if not config.local_model.enabled or (config.default_model and config.default_model != _local.MODEL_ID):
+    if not config.local_model.enabled:
         return None
     http = make_http_client()
     try:

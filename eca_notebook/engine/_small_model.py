@@ -20,8 +20,11 @@ schema and a reply constrained to JSON — made the same model stream ``1.1.2.1.
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Literal, Mapping, Sequence, TypeVar
+from typing import Literal, TypeVar
+
+from ..providers.local import PROVIDER_ID as LOCAL_PROVIDER_ID
 
 __all__ = [
     "CONTEXT_BYTES",
@@ -37,7 +40,6 @@ __all__ = [
 ]
 
 ToolMode = Literal["auto", "always", "never"]
-LOCAL_PROVIDER = "local"  # providers.local.PROVIDER_ID (not imported: this module stays import-free)
 T = TypeVar("T")
 
 CONTEXT_BYTES = 12_000  # all attached contexts together (≈ 3k tokens of the 8k window)
@@ -169,7 +171,7 @@ def first_round_extra(provider: str, tools_offered: bool) -> dict[str, str]:
     """The embedded model must call a tool in the first round of a turn that offers tools: the user asked it to
     act, and given the choice the 135M model tends to answer with an invented file's content instead. (Sent as
     OpenAI's ``tool_choice``, which the ``local`` provider turns into its constrained-JSON schema.)"""
-    return {"tool_choice": "required"} if tools_offered and provider == LOCAL_PROVIDER else {}
+    return {"tool_choice": "required"} if tools_offered and provider == LOCAL_PROVIDER_ID else {}
 
 
 # -- the prompt ----------------------------------------------------------------------------------------------------

@@ -18,13 +18,12 @@ import contextvars
 import json
 import logging
 import time
+from collections.abc import AsyncIterator, Callable
 from contextlib import aclosing, nullcontext
-from typing import Any, AsyncIterator, Callable
+from typing import Any
 
 from ..providers.base import (
     AssistantMessage,
-    ToolResultMessage,
-    ToolSpec,
     Finished,
     Provider,
     ProviderError,
@@ -39,6 +38,8 @@ from ..providers.base import (
     ToolCallDelta,
     ToolCallFinished,
     ToolCallStarted,
+    ToolResultMessage,
+    ToolSpec,
     Usage,
 )
 from ._chat import Chat
@@ -57,7 +58,7 @@ SAME_OUTCOME_LIMIT = 2
 BLOCKED_CALLS_LIMIT = 2
 
 # The turn running in this task: lets provider callbacks (e.g. "Loading local model…") reach the right chat.
-CURRENT_TURN: contextvars.ContextVar["Turn | None"] = contextvars.ContextVar("eca_current_turn", default=None)
+CURRENT_TURN: contextvars.ContextVar[Turn | None] = contextvars.ContextVar("eca_current_turn", default=None)
 
 
 def _canonical(arguments: str) -> str:
@@ -141,7 +142,6 @@ class Turn:
         self.tool_rounds = tool_rounds
         self._rounds_with_calls = 0
         self.first_round_extra = first_round_extra or {}  # e.g. tool_choice "required" for a small model
-        self._round_number = 0
         # Stop a reply that degenerates into a loop (small models): see _repetition.py. Off for other models, whose
         # long repetitive output (a generated fixture, a column of zeros) is more likely meant.
         self.stop_loops = stop_loops
@@ -240,9 +240,8 @@ class Turn:
             raise
 
     async def _round(self) -> list[ToolCall]:
-        self._round_number += 1
         extra = dict(self.model.extra_payload)
-        if self._round_number == 1:
+        if self._rounds_with_calls == 0:  # the first round: every later one follows a round with tool calls
             extra.update(self.first_round_extra)
         request = ProviderRequest(
             model=self.model.name,
