@@ -25,7 +25,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from eca_notebook.engine import Engine, EngineOptions, ServerConnection
+from eca_notebook.engine import Engine, EngineOptions
+from eca_notebook.serving import ServerConnection
 from eca_notebook.engine._chat import Chat
 from eca_notebook.providers.base import AssistantMessage, UserMessage
 from eca_notebook.rpc import Endpoint

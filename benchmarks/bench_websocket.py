@@ -30,7 +30,8 @@ import httpx
 from tornado.httpclient import HTTPRequest
 from tornado.websocket import websocket_connect
 
-from eca_notebook.engine import Engine, EngineOptions, ServerConnection
+from eca_notebook.engine import Engine, EngineOptions
+from eca_notebook.serving import ServerConnection
 from eca_notebook.protocol import ChatPromptParams
 from eca_notebook.rpc import Endpoint
 from eca_notebook.testing.llm_server import Reply, Text

@@ -13,7 +13,7 @@ import os
 import sys
 from pathlib import Path
 
-from . import __version__
+from ._version import __version__
 
 
 def _configure_logging(level: str, log_file: str | None) -> None:
@@ -61,7 +61,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "server":
         import asyncio
 
-        from .engine.server import serve_stdio
+        from .serving import serve_stdio
 
         try:
             return asyncio.run(serve_stdio(config_file=args.config_file, max_frame_size=args.max_frame_size))

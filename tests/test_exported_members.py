@@ -26,8 +26,6 @@ PENDING: dict[str, str] = {
     "eca_notebook.engine.config": "issue #13 config split",
     "eca_notebook.engine.contexts": "issue #13 contexts split",
     "eca_notebook.engine.engine": "issue #13 engine core (Engine split)",
-    "eca_notebook.engine.plugins": "issue #13 layering (plug-in contract)",
-    "eca_notebook.engine.server": "issue #13 layering (ServerConnection moves)",
     "eca_notebook.engine.store": "issue #13 engine core",
     "eca_notebook.notebook.widgets": "issue #13 doors' hubs",
     "eca_notebook.protocol": "issue #13 engine core (typed contents)",

@@ -37,10 +37,10 @@ from urllib.parse import unquote, urlparse
 
 from pydantic import ValidationError
 
-from .. import __version__
+from .._version import __version__
 from ..engine.config import McpServerConfig
 from ..engine.engine import Engine, EngineOptions
-from ..engine.plugins import BasePlugin
+from ..plugins import BasePlugin
 from ..protocol import ChatPromptParams
 from ..protocol.errors import INVALID_PARAMS, INVALID_REQUEST, RpcError
 from .._redact import redact_json

@@ -1,11 +1,10 @@
-"""The ECA server engine: chats, config, models, saved history (layer 3), and the connection that serves it."""
+"""The ECA server engine: chats, config, models, saved history (layer 4); :mod:`eca_notebook.serving` serves it."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
 from .engine import Engine, EngineOptions, Listener
-from .server import ServerConnection, default_engine_factory, serve_stdio
 
 if TYPE_CHECKING:
     from ._preload import preload_default_model
@@ -23,8 +22,5 @@ __all__ = [
     "Engine",
     "EngineOptions",
     "Listener",
-    "ServerConnection",
-    "default_engine_factory",
     "preload_default_model",
-    "serve_stdio",
 ]

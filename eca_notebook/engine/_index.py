@@ -27,7 +27,7 @@ Why it looks the way it does:
   changed). Snapshots are immutable and swapped whole, so queries on the event loop never see a half-updated index
   while a refresh runs in a worker thread.
 
-Ignore rules come from :mod:`eca_notebook.tools._ignore` (``.gitignore`` files, ``.git/info/exclude``, never ``.git``).
+Ignore rules come from :mod:`eca_notebook.tools.ignore` (``.gitignore`` files, ``.git/info/exclude``, never ``.git``).
 """
 
 from __future__ import annotations
@@ -47,7 +47,7 @@ from itertools import accumulate, compress, groupby, repeat
 from pathlib import Path
 from typing import Iterable, Iterator, Sequence
 
-from ..tools._ignore import IgnoreMatcher, walk
+from ..tools.ignore import IgnoreMatcher, walk
 
 __all__ = ["Entry", "WorkspaceIndex"]
 

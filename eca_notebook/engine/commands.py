@@ -16,9 +16,10 @@ from __future__ import annotations
 import logging
 import re
 import shlex
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Sequence
+
+from ..plugins import Command, CommandArgument
 
 __all__ = [
     "CommandArgument",
@@ -35,24 +36,6 @@ __all__ = [
 log = logging.getLogger(__name__)
 
 _MAX_COMMAND_BYTES = 256 * 1024
-
-
-@dataclass
-class CommandArgument:
-    name: str
-    description: str | None = None
-    required: bool = False
-
-
-@dataclass
-class Command:
-    name: str
-    description: str
-    type: str  # "native" | "custom-prompt" | "mcp-prompt"
-    arguments: list[CommandArgument] = field(default_factory=list)
-    template: str | None = None  # custom-prompt: the body with placeholders
-    path: Path | None = None  # custom-prompt: where it was loaded from
-    server: str | None = None  # mcp-prompt: the MCP server offering it
 
 
 BUILTINS: list[Command] = [

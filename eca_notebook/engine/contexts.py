@@ -40,7 +40,7 @@ from ..protocol.context import (
     UnknownContext,
     WebContext,
 )
-from ..tools._ignore import IgnoreMatcher
+from ..tools.ignore import IgnoreMatcher
 from ._index import WorkspaceIndex, _fold
 
 if TYPE_CHECKING:

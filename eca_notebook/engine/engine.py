@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping, Protocol
 
-from .. import __version__
+from .._version import __version__
 from .._redact import add_secrets, redact, redact_json, secret_env_values, secret_header_values, secrets_of_url
 from ..protocol import (
     ChatListParams,
@@ -51,7 +51,7 @@ from .commands import (
 )
 from .config import LoadedConfig, ModelInfo, global_config_path, load_config, mask_secret
 from .contexts import query_context, render_contexts
-from .plugins import Plugin
+from ..plugins import Plugin
 from .store import ChatStore, chats_dir_for, snapshot
 
 log = logging.getLogger(__name__)
@@ -304,6 +304,10 @@ class Engine:
         self.plugins.append(plugin)
         if self._started:
             self._spawn(plugin.start(), f"eca-plugin-{plugin.name}")
+
+    def reserved_command_names(self) -> frozenset[str]:
+        """Lower-cased names of the built-in commands: a plug-in's command with one of them is renamed."""
+        return frozenset(c.name.lower() for c in BUILTINS)
 
     def tools_changed(self) -> None:
         """Plug-ins call this when their tool list changes; the next round offers the new set, and clients get the

@@ -26,15 +26,25 @@ import os
 import re
 from collections import deque
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Awaitable, Callable, Mapping
+from typing import Any, Awaitable, Callable, Mapping, Protocol
 
 import anyio
 
 from .._redact import add_secrets, redact, secret_env_values, secret_header_values, secrets_of_url
 from ._convert import dump
 
-if TYPE_CHECKING:
-    from ..engine.config import McpServerConfig
+
+
+class McpServerConfig(Protocol):
+    """One ``mcpServers`` entry as this package reads it (the engine's config schema satisfies it): a stdio server
+    (``command``/``args``/``env``) or a remote one (``url``/``headers``)."""
+
+    command: str | None
+    args: list[str]
+    env: dict[str, str]
+    url: str | None
+    headers: dict[str, str]
+    disabled: bool
 
 log = logging.getLogger(__name__)
 
@@ -400,7 +410,7 @@ class McpConnection:
     def _session(self, read: Any, write: Any) -> Any:
         from mcp import ClientSession, types
 
-        from .. import __version__
+        from .._version import __version__
 
         return ClientSession(read, write, message_handler=self._on_message,
                              client_info=types.Implementation(name="eca-notebook", version=__version__))

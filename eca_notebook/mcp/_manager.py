@@ -19,21 +19,18 @@ import logging
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
-from ..engine.commands import BUILTINS, Command, CommandArgument
-from ..engine.plugins import BasePlugin
+from ..plugins import BasePlugin, Command, CommandArgument
 from ..tools.base import ToolContext, ToolResult, llm_name
 from ._connection import McpConnection, ServerGone, describe_error
 from ._convert import call_result_to_text, prompt_arguments, prompt_to_text, resource_to_text, truncate
 from ._tool import McpTool
 
 if TYPE_CHECKING:
-    from ..engine.config import McpServerConfig
+    from ._connection import McpServerConfig
 
 __all__ = ["McpManager"]
 
 log = logging.getLogger(__name__)
-
-_BUILTIN_NAMES = {c.name.lower() for c in BUILTINS}
 
 
 def _subsequence(needle: str, hay: str) -> bool:
@@ -237,7 +234,7 @@ class McpManager(BasePlugin):
     def _rebuild_commands(self) -> None:
         commands: list[Command] = []
         specs: dict[tuple[str, str], dict[str, Any]] = {}
-        taken = set(_BUILTIN_NAMES)
+        taken = set(self.engine.reserved_command_names()) if self.engine is not None else set()
         for server, connection in self._servers.items():
             if connection.status != "running":
                 continue

@@ -27,7 +27,7 @@ import traceback
 from contextlib import redirect_stderr, redirect_stdout
 from typing import Any, Callable, Sequence
 
-from ..engine.plugins import BasePlugin
+from ..plugins import BasePlugin
 from ..tools.base import Prepared, ToolContext, ToolResult
 from ._mentions import type_name
 

@@ -31,7 +31,7 @@ def _number_as_text(value: Any) -> Any:
 
 #: A chat id: a string, or a number from clients that number their chats (a Neovim client sends its tab number).
 #: The server answers such a client with the same number (the connection maps it to a chat of its own, see
-#: ``engine/server.py``); here a number validates as its text, so both directions validate with these models.
+#: ``serving/_connection.py``); here a number validates as its text, so both directions validate with these models.
 ChatId = Annotated[str, BeforeValidator(_number_as_text)]
 
 

@@ -46,7 +46,7 @@ from ..protocol.errors import (
     REQUEST_CANCELLED,
     RpcError,
 )
-from ..transports._stream import MessageStream
+from ..transports import MessageStream
 
 __all__ = ["CANCEL_METHOD", "Endpoint", "Handler", "to_json"]
 

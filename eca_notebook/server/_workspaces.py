@@ -181,7 +181,7 @@ class WorkspaceManager:
 
     def engine_for(self, workspace: Workspace) -> Engine:
         """The workspace's engine, created (not yet started) on first use. Synchronous: the WebSocket's engine
-        factory is called synchronously by :class:`~eca_notebook.engine.ServerConnection`."""
+        factory is called synchronously by :class:`~eca_notebook.serving.ServerConnection`."""
         if self._closed:
             raise RuntimeError("the server is stopping")
         workspace.last_used = time.monotonic()

@@ -15,7 +15,7 @@ from jupyter_server.utils import url_path_join
 from pydantic import BaseModel
 from pydantic.json_schema import models_json_schema
 
-from .. import __version__
+from .._version import __version__
 from . import _schemas as s
 from .handlers import API_PREFIX, EcaApiHandler
 

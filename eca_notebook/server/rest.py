@@ -15,7 +15,7 @@ from typing import Any
 
 from jupyter_server.auth.decorator import authorized
 
-from .. import __version__
+from .._version import __version__
 from ..engine import Engine
 from ..engine.config import ApprovalConfig
 from ..protocol import ChatPromptParams

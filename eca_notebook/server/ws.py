@@ -2,7 +2,7 @@
 
 The handler is thin on purpose: authentication, authorization and the origin check follow jupyter_server's own
 WebSocket handlers (``JupyterHandler`` + ``pre_get`` + ``ws_authenticated``), and everything ECA is the same
-:class:`~eca_notebook.engine.ServerConnection` the stdio server uses, over a :class:`WebSocketStream`.
+:class:`~eca_notebook.serving.ServerConnection` the stdio server uses, over a :class:`WebSocketStream`.
 
 Robustness, per socket:
 
@@ -40,8 +40,7 @@ from jupyter_server.auth.decorator import ws_authenticated
 from jupyter_server.base.handlers import JupyterHandler
 from jupyter_server.base.websocket import WebSocketMixin
 
-from ..engine import ServerConnection
-from ..engine.server import workspace_paths
+from ..serving import ServerConnection, workspace_paths
 from ..protocol import InitializeParams, InitializeResult
 from ..protocol.errors import INVALID_PARAMS, INVALID_REQUEST, RpcError
 from ..transports import decode_message, dumps

@@ -23,7 +23,7 @@ from pydantic import Field
 
 from ._args import ToolArgs
 from ._files import SNIFF_BYTES, looks_binary
-from ._ignore import IgnoreMatcher, iter_entries
+from .ignore import IgnoreMatcher, iter_entries
 from ._output import truncate_for_llm
 from ._paths import display, is_inside, resolve, workspace_of
 from ._tool import NativeTool

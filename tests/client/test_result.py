@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from eca_notebook.client import PromptResult, ToolCallRecord, results_table
-from eca_notebook._client._result import TurnCollector
+from eca_notebook.client._result import TurnCollector
 
 
 def feed(collector: TurnCollector, role: str, content: dict) -> None:

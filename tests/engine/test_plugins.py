@@ -6,12 +6,11 @@ import json
 from pathlib import Path
 from typing import Any
 
-from eca_notebook.engine.commands import Command, CommandArgument
-from eca_notebook.engine.plugins import BasePlugin
+from eca_notebook.plugins import BasePlugin, Command, CommandArgument
 from eca_notebook.testing.llm_server import Reply, ToolCall
 from eca_notebook.tools.base import Prepared, ToolContext, ToolResult
 
-from .test_server_connection import Harness, connected  # noqa: F401  (fixture)
+from ..serving.test_server_connection import Harness, connected  # noqa: F401  (fixture)
 
 
 class EchoTool:

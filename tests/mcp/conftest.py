@@ -20,7 +20,8 @@ from typing import Any, Callable
 
 import pytest
 
-from eca_notebook.engine import Engine, EngineOptions, ServerConnection
+from eca_notebook.engine import Engine, EngineOptions
+from eca_notebook.serving import ServerConnection
 from eca_notebook.engine.config import McpServerConfig
 from eca_notebook.mcp import McpManager
 from eca_notebook.protocol import METHODS, parse_params

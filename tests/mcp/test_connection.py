@@ -32,6 +32,9 @@ class Recorder:
     def offered_tools(self, behavior: str) -> dict:
         return {}
 
+    def reserved_command_names(self) -> frozenset[str]:
+        return frozenset({"doctor", "help"})
+
     def statuses(self, name: str) -> list[str]:
         return [p["status"] for m, p in self.sent if m == "tool/serverUpdated" and p["name"] == name]
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from eca_notebook.tools._ignore import IgnoreMatcher, iter_entries, walk
+from eca_notebook.tools.ignore import IgnoreMatcher, iter_entries, walk
 
 from .conftest import HAS_GIT, git_init, write
 

@@ -20,7 +20,7 @@ from typing import Iterator
 
 from pathspec import GitIgnoreSpec
 
-__all__ = ["IgnoreMatcher", "walk", "iter_entries"]
+__all__ = ["IgnoreMatcher", "iter_entries", "walk"]
 
 log = logging.getLogger(__name__)
 

@@ -1,6 +1,6 @@
 """The asyncio client: ECA JSON-RPC over a message stream, with prompts as awaitable results.
 
-:meth:`EcaClient.start` runs an engine in this process behind a :class:`~eca_notebook.engine.ServerConnection` on an
+:meth:`EcaClient.start` runs an engine in this process behind a :class:`~eca_notebook.serving.ServerConnection` on an
 in-memory stream pair, and talks to it through an :class:`~eca_notebook.rpc.Endpoint` — the same protocol an editor
 speaks over stdio, so :meth:`EcaClient.connect` works unchanged over any other stream (a WebSocket to a remote
 engine, a subprocess's pipes). Nothing here reaches into the engine, except that ``client.engine`` is handed out
@@ -64,8 +64,8 @@ class EcaClient(ClientConnection):
         ``config`` and ``env`` are the engine's own, and closing the client leaves it running).
         """
         from ..engine import Engine as _Engine
-        from ..engine import EngineOptions, ServerConnection
-        from ..engine.server import workspace_paths
+        from ..engine import EngineOptions
+        from ..serving import ServerConnection, workspace_paths
         from ..transports import memory_pair
 
         if engine is not None:

@@ -334,6 +334,6 @@ class ClientConnection:
 
 
 def _version() -> str:
-    from .. import __version__
+    from .._version import __version__
 
     return __version__

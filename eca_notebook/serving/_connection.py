@@ -54,7 +54,7 @@ from ..protocol import (
 )
 from ..protocol.errors import INVALID_REQUEST, SERVER_NOT_INITIALIZED, RpcError
 from ..rpc import Endpoint
-from .engine import Engine, EngineOptions
+from ..engine import Engine, EngineOptions
 
 log = logging.getLogger(__name__)
 

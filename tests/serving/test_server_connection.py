@@ -9,7 +9,8 @@ from typing import Any
 
 import pytest
 
-from eca_notebook.engine import Engine, EngineOptions, ServerConnection
+from eca_notebook.engine import Engine, EngineOptions
+from eca_notebook.serving import ServerConnection
 from eca_notebook.protocol.errors import RpcError
 from eca_notebook.rpc import Endpoint
 from eca_notebook.testing.llm_server import Reply, ScriptedLLMServer, Stall, Text
@@ -181,7 +182,7 @@ class GatedStream:
 
 
 async def test_text_chunks_queued_for_a_client_that_is_not_reading_are_merged():
-    from eca_notebook.engine.server import ServerConnection as Connection
+    from eca_notebook.serving import ServerConnection as Connection
 
     stream = GatedStream()
     connection = Connection(stream, lambda params: None)
@@ -200,7 +201,7 @@ async def test_text_chunks_queued_for_a_client_that_is_not_reading_are_merged():
                                              "content": {"type": "text", "text": "x"}})
     connection.send("chat/contentReceived", {"chatId": "c", "role": "user", "content": {"type": "text", "text": "u1"}})
     connection.send("chat/contentReceived", {"chatId": "c", "role": "user", "content": {"type": "text", "text": "u2"}})
-    from eca_notebook.engine.server import MERGE_BACKLOG
+    from eca_notebook.serving._connection import MERGE_BACKLOG
 
     # The first chunks wait as they are (a client that keeps up sees them unchanged); past the backlog bound the
     # rest are one notification.

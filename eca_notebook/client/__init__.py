@@ -23,16 +23,16 @@ outside the workspace) are answered by a policy, since a script has nobody to cl
 
 from __future__ import annotations
 
-from ._client._approval import (
+from ._approval import (
     DEFAULT_UNATTENDED_POLICY,
     MANUAL,
     ApprovalPolicy,
     ApprovalRules,
     UnattendedPolicy,
 )
-from ._client._async import EcaClient, PromptStream
-from ._client._result import PromptResult, ToolCallRecord, results_table
-from ._client._sync import SyncEcaClient, SyncPromptStream, prompt
+from ._async import EcaClient, PromptStream
+from ._result import PromptResult, ToolCallRecord, results_table
+from ._sync import SyncEcaClient, SyncPromptStream, prompt
 
 __all__ = [
     "DEFAULT_UNATTENDED_POLICY",

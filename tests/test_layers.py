@@ -1,0 +1,150 @@
+"""Imports only go down: each package of ``eca_notebook`` imports only from the layers below it, and a private module
+(a ``_name`` inside a package) is imported only from inside that package.
+
+The layers (the README's architecture section draws them)::
+
+    0  _version, _redact, _logging, …   leaf helpers of the whole package (private root modules)
+    1  protocol                          the wire models
+    2  transports → rpc                  framing and streams; the JSON-RPC endpoint over a stream
+    3  providers, tools → plugins → mcp  model back-ends; native tools; the plug-in contract; MCP as a plug-in
+    4  engine                            chats, turns, config, the toolbox
+    5  serving                           one ECA connection over any stream (stdio, WebSocket, in-process)
+    6  client                            the Python client (in-process or over a stream)
+    7  notebook, server, acp, cli        the doors
+
+Every import counts, including the ones inside functions (made lazy for start-up time) and under
+``TYPE_CHECKING``: a lazy upward import is still an upward dependency.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+PACKAGE = Path(__file__).resolve().parents[1] / "eca_notebook"
+
+#: What each top-level part may import (besides itself and the private root modules of layer 0).
+ALLOWED: dict[str, set[str]] = {
+    "protocol": set(),
+    "transports": {"protocol"},
+    "rpc": {"protocol", "transports"},
+    "providers": {"protocol"},
+    "tools": {"protocol"},
+    "plugins": {"protocol", "tools"},
+    "mcp": {"protocol", "tools", "plugins"},
+    "testing": {"protocol", "transports", "rpc", "providers"},
+}
+ALLOWED["engine"] = {"protocol", "transports", "providers", "tools", "plugins", "mcp"}
+ALLOWED["serving"] = ALLOWED["engine"] | {"rpc", "engine"}
+ALLOWED["client"] = ALLOWED["serving"] | {"serving"}
+DOORS = ALLOWED["client"] | {"client"}
+ALLOWED["notebook"] = DOORS
+ALLOWED["server"] = DOORS
+ALLOWED["acp"] = DOORS
+ALLOWED["cli"] = DOORS | {"acp", "server"}
+ALLOWED["__main__"] = {"cli"}
+#: The package root only re-exports lazily (``load_ipython_extension`` and the Jupyter server hooks).
+ALLOWED[""] = {"client", "notebook", "server"}
+
+#: Private root modules: leaf helpers, importable from everywhere, importing only each other.
+LEAVES = {p.stem for p in PACKAGE.glob("_*.py") if p.stem not in ("__init__", "__main__")} | {
+    p.name for p in PACKAGE.iterdir() if p.is_dir() and p.name.startswith("_") and p.name != "__pycache__"
+}
+
+
+def module_name(path: Path) -> str:
+    parts = list(path.relative_to(PACKAGE.parent).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def imports(path: Path, name: str) -> list[tuple[int, str]]:
+    """(line, absolute module) of every ``eca_notebook`` import in the file of module ``name``, the names of
+    ``from x import name`` included when they are modules (``from . import client`` imports ``client``)."""
+    package = name.split(".") if path.name == "__init__.py" else name.split(".")[:-1]
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            found += [(node.lineno, a.name) for a in node.names if a.name.split(".")[0] == "eca_notebook"]
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package[: len(package) - node.level + 1]
+                target = ".".join([*base, node.module] if node.module else base)
+            else:
+                target = node.module or ""
+            if target.split(".")[0] != "eca_notebook":
+                continue
+            found.append((node.lineno, target))
+            for alias in node.names:
+                where = PACKAGE.parent.joinpath(*f"{target}.{alias.name}".split("."))
+                if where.with_suffix(".py").exists() or where.is_dir():
+                    found.append((node.lineno, f"{target}.{alias.name}"))
+    return found
+
+
+def part(module: str) -> str:
+    """The top-level part a module belongs to (``""`` for the package root)."""
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else ""
+
+
+def upward_imports(path: Path, name: str) -> list[str]:
+    mine = part(name)
+    wrong = []
+    for line, target in imports(path, name):
+        theirs = part(target)
+        if theirs == mine or theirs in LEAVES:
+            continue
+        if mine in LEAVES:
+            wrong.append(f"line {line}: leaf module imports {target}")
+        elif theirs not in ALLOWED.get(mine, set()):
+            wrong.append(f"line {line}: {mine or 'eca_notebook'} imports {target} (layer of {theirs!r})")
+    return wrong
+
+
+def private_imports(path: Path, name: str) -> list[str]:
+    """Imports of ``a._b`` (or anything under it) from a module outside ``a``."""
+    source = name.split(".")
+    wrong = []
+    for line, target in imports(path, name):
+        parts = target.split(".")
+        for i, piece in enumerate(parts[1:], start=1):
+            if piece.startswith("_") and piece != "__init__":
+                owner = parts[:i]
+                if source[: len(owner)] != owner:
+                    wrong.append(f"line {line}: imports the private {'.'.join(parts[: i + 1])}")
+                break
+    return wrong
+
+
+def sources() -> list[Path]:
+    return sorted(p for p in PACKAGE.rglob("*.py") if "labextension" not in p.parts)
+
+
+def test_every_part_has_a_layer() -> None:
+    parts = {part(module_name(p)) for p in sources()} - LEAVES
+    assert parts <= set(ALLOWED), f"parts with no layer in tests/test_layers.py: {sorted(parts - set(ALLOWED))}"
+
+
+@pytest.mark.parametrize("path", sources(), ids=lambda p: str(p.relative_to(PACKAGE)))
+def test_imports_only_go_down(path: Path) -> None:
+    assert not (wrong := upward_imports(path, module_name(path))), "\n".join(wrong)
+
+
+@pytest.mark.parametrize("path", sources(), ids=lambda p: str(p.relative_to(PACKAGE)))
+def test_no_private_imports_across_packages(path: Path) -> None:
+    assert not (wrong := private_imports(path, module_name(path))), "\n".join(wrong)
+
+
+def test_the_checker_sees_upward_and_private_imports(tmp_path: Path) -> None:
+    """The rules above are not vacuous: an upward, a lazy upward and a private import are all found."""
+    probe = tmp_path / "probe.py"
+    probe.write_text("from ..engine import Engine\n\ndef f():\n    from eca_notebook.client import EcaClient\n"
+                     "from ..providers._http import deep_merge\n", encoding="utf-8")
+    name = "eca_notebook.tools.probe"
+    assert sorted(w.split(":")[0] for w in upward_imports(probe, name)) == ["line 1", "line 4", "line 5"]
+    assert private_imports(probe, name) == ["line 5: imports the private eca_notebook.providers._http"]
+    assert upward_imports(probe, "eca_notebook.notebook.probe") == []
