@@ -12,18 +12,18 @@ from typing import Any
 from ._version import __version__
 
 __all__ = [
-    "__version__",
     "EcaClient",
     "SyncEcaClient",
+    "__version__",
+    "_jupyter_labextension_paths",
+    "_jupyter_server_extension_points",
     "load_ipython_extension",
     "unload_ipython_extension",
-    "_jupyter_server_extension_points",
-    "_jupyter_labextension_paths",
 ]
 
 
 def __getattr__(name: str) -> Any:
-    """``from eca_notebook import EcaClient`` without importing the client (and the engine) on ``import eca_notebook``."""
+    """``from eca_notebook import EcaClient`` without importing the client (or the engine) at package import."""
     if name in ("EcaClient", "SyncEcaClient"):
         from . import client
 

@@ -149,12 +149,12 @@ def _shutdown() -> None:
         listener.queue.put(listener._sentinel, timeout=_STOP_WAIT)  # type: ignore[attr-defined]
     except queue.Full:
         return
-    thread = listener._thread  # type: ignore[attr-defined]
+    thread = listener._thread
     if thread is not None:
         thread.join(_STOP_WAIT)
         if thread.is_alive():
             return
-    listener._thread = None  # type: ignore[attr-defined]
+    listener._thread = None
     if isinstance(target, _FdHandler):
         try:
             os.close(target.fd)

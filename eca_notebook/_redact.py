@@ -24,15 +24,16 @@ from __future__ import annotations
 import logging
 import re
 import threading
-from typing import Any, Iterable, Mapping
+from collections.abc import Iterable, Mapping
+from typing import Any
 from urllib.parse import unquote, urlsplit
 
 __all__ = [
     "MASK",
     "RedactingFilter",
     "add_secrets",
-    "protect_log_handlers",
     "credential_name",
+    "protect_log_handlers",
     "redact",
     "redact_json",
     "secret_env_values",

@@ -1,4 +1,4 @@
-"""Background tasks owned by one object: started by name, kept alive until done, failures logged, all cancelled on close.
+"""Background tasks owned by one object: started by name, kept until done, failures logged, all cancelled on close.
 
 asyncio keeps only a weak reference to a task, so whoever starts one must hold it until it finishes; and a task whose
 exception nobody retrieves is logged by asyncio only at garbage collection ("Task exception was never retrieved"),

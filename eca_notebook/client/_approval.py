@@ -17,8 +17,9 @@ from __future__ import annotations
 import fnmatch
 import inspect
 import logging
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any, Awaitable, Callable, Literal, Union
+from typing import Any, Literal
 
 __all__ = [
     "DEFAULT_UNATTENDED_POLICY",
@@ -35,7 +36,7 @@ log = logging.getLogger(__name__)
 
 NATIVE_SERVER = "eca"
 
-ApprovalAnswer = Union[bool, str]
+ApprovalAnswer = bool | str
 #: Do not answer approvals automatically: they stay pending until ``approve``/``reject`` is called.
 MANUAL: Literal["manual"] = "manual"
 
@@ -83,9 +84,8 @@ class ApprovalRules:
         if self._matches(self.allow, content):
             return True
         default = self.default
-        if callable(default):
-            return default(content)
-        return default
+        answer: ApprovalAnswer | Awaitable[ApprovalAnswer] = default(content) if callable(default) else default
+        return answer
 
 
 #: Native and notebook tools that change files, the notebook or run code.
@@ -128,11 +128,9 @@ class UnattendedPolicy:
 
 DEFAULT_UNATTENDED_POLICY = UnattendedPolicy()
 
-ApprovalPolicy = Union[
-    Callable[[dict[str, Any]], Union[ApprovalAnswer, Awaitable[ApprovalAnswer]]],
-    ApprovalRules,
-    Literal["manual"],
-]
+ApprovalPolicy = (
+    Callable[[dict[str, Any]], ApprovalAnswer | Awaitable[ApprovalAnswer]] | ApprovalRules | Literal["manual"]
+)
 
 
 async def decide(policy: Any, content: dict[str, Any]) -> tuple[bool, str | None]:

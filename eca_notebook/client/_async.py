@@ -12,8 +12,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Iterable, Mapping
+from typing import TYPE_CHECKING, Any
 
 from ..protocol import ChatContentReceivedParams
 from ._approval import ApprovalPolicy
@@ -25,7 +26,7 @@ if TYPE_CHECKING:
     from ..engine import Engine
     from ..transports import MessageStream
 
-__all__ = ["EcaClient"]
+__all__ = ["START_TIMEOUT", "STOP_WAIT", "EcaClient", "PromptStream"]
 
 log = logging.getLogger(__name__)
 

@@ -15,8 +15,9 @@ import asyncio
 import itertools
 import logging
 import threading
+from collections.abc import Callable, Coroutine, Iterable, Iterator, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Coroutine, Iterable, Iterator, Mapping, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from ..protocol import ChatContentReceivedParams
 from ._approval import ApprovalPolicy

@@ -25,14 +25,14 @@ import logging
 import os
 import re
 from collections import deque
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from pathlib import Path
-from typing import Any, Awaitable, Callable, Mapping, Protocol
+from typing import Any, Protocol
 
 import anyio
 
 from .._redact import add_secrets, redact, secret_env_values, secret_header_values, secrets_of_url
 from ._convert import dump
-
 
 
 class McpServerConfig(Protocol):
@@ -252,7 +252,7 @@ class McpConnection:
         """The transport part of ``tool/serverUpdated``: command/args or url."""
         if self.is_stdio:
             return {"command": self.config.command, "args": list(self.config.args)}
-        return {"url": _safe_url(self.config.url), "args": []}
+        return {"url": _safe_url(self.config.url or ""), "args": []}
 
     def _secrets(self) -> list[str]:
         values = [*self.config.env.values(), *self.config.headers.values()]
@@ -397,7 +397,7 @@ class McpConnection:
         if self.is_stdio:
             from mcp import StdioServerParameters, stdio_client
 
-            assert stderr is not None
+            assert stderr is not None and self.config.command is not None
             params = StdioServerParameters(
                 command=self.config.command,
                 args=list(self.config.args),
@@ -405,6 +405,7 @@ class McpConnection:
                 cwd=str(self.cwd) if self.cwd is not None else None,
             )
             return stdio_client(params, errlog=stderr.writer)
+        assert self.config.url is not None  # a server is stdio or remote (checked when the config is read)
         return _http_transport(self.config.url, dict(self.config.headers))
 
     def _session(self, read: Any, write: Any) -> Any:
@@ -486,7 +487,7 @@ class McpConnection:
         session = self.require_session()
         try:
             return await asyncio.wait_for(call(session), self.timeout)
-        except asyncio.TimeoutError:
+        except TimeoutError:
             raise TimeoutError(self._timed_out(what)) from None
         except Exception as exc:
             code = error_code(exc)
@@ -509,13 +510,13 @@ class McpConnection:
 
 
 @contextlib.asynccontextmanager
-async def _http_transport(url: str, headers: Mapping[str, str]):
+async def _http_transport(url: str, headers: Mapping[str, str]) -> AsyncIterator[tuple[Any, Any]]:
     """Streamable HTTP with the configured headers, for the 2.x SDK (``streamable_http_client`` over an httpx2
     client) or the 1.x one (``streamablehttp_client(url, headers=…)``, which yields a third value)."""
     try:
         from mcp.client.streamable_http import streamable_http_client
     except ImportError:  # mcp 1.x
-        from mcp.client.streamable_http import streamablehttp_client
+        from mcp.client.streamable_http import streamablehttp_client  # type: ignore[attr-defined]
 
         async with streamablehttp_client(url, headers=dict(headers)) as (read, write, _session_id):
             yield read, write

@@ -12,17 +12,19 @@ from __future__ import annotations
 
 import json
 import shlex
-from typing import Any, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from .._text import human_size
 
 __all__ = [
-    "dump",
-    "content_to_text",
     "call_result_to_text",
+    "content_to_text",
+    "dump",
+    "prompt_arguments",
     "prompt_to_text",
     "resource_to_text",
-    "prompt_arguments",
     "truncate",
-    "human_size",
 ]
 
 
@@ -33,31 +35,17 @@ def dump(model: Any) -> Any:
     return model
 
 
-def human_size(n: int) -> str:
-    """812 B, 12 KB, 3.2 MB."""
-    if n < 1024:
-        return f"{n} B"
-    size = float(n)
-    unit = "KB"
-    for unit in ("KB", "MB", "GB"):
-        size /= 1024
-        if size < 1024:
-            break
-    text = f"{size:.0f}" if size >= 10 else f"{size:.1f}".removesuffix(".0")
-    return f"{text} {unit}"
-
-
 def _b64_size(data: Any) -> int:
     """Decoded size of a base64 string, without decoding it."""
     if not isinstance(data, str):
         return 0
-    data = data.strip()
-    return max(0, len(data) * 3 // 4 - data[-2:].count("="))
+    text = data.strip()
+    return max(0, len(text) * 3 // 4 - text[-2:].count("="))
 
 
 def _resource_contents(resource: Mapping[str, Any]) -> str:
-    if isinstance(resource.get("text"), str):
-        return resource["text"]
+    if isinstance(text := resource.get("text"), str):
+        return text
     mime = resource.get("mimeType") or "application/octet-stream"
     return f"[binary resource {resource.get('uri', '')}: {mime}, {human_size(_b64_size(resource.get('blob')))}]"
 

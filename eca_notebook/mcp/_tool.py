@@ -20,7 +20,7 @@ __all__ = ["McpTool"]
 
 def _object_schema(schema: Any) -> dict[str, Any]:
     """The tool's input schema as the providers expect it: a JSON Schema object with ``properties``."""
-    schema = dict(schema) if isinstance(schema, dict) else {}
+    schema = dict[str, Any](schema) if isinstance(schema, dict) else {}
     schema.setdefault("type", "object")
     if schema.get("type") == "object":
         schema.setdefault("properties", {})

@@ -8,8 +8,12 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["extension_points", "labextension_paths", "_jupyter_server_extension_points",
-           "_jupyter_labextension_paths"]
+__all__ = [
+    "_jupyter_labextension_paths",
+    "_jupyter_server_extension_points",
+    "extension_points",
+    "labextension_paths",
+]
 
 
 def extension_points() -> list[dict[str, Any]]:

@@ -14,15 +14,18 @@ resolved (``..`` and symlinks included) and refused when it leaves the root.
 
 from __future__ import annotations
 
+import builtins
+
 import asyncio
 import contextlib
 import hashlib
 import logging
 import os
 import time
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterable
+from typing import Any
 from urllib.parse import unquote, urlparse
 
 from ..engine import Engine, EngineOptions
@@ -171,10 +174,10 @@ class WorkspaceManager:
     def get(self, workspace_id: str) -> Workspace | None:
         return self._workspaces.get(workspace_id)
 
-    def list(self) -> list[Workspace]:
-        return list(self._workspaces.values())
+    def list(self) -> builtins.list[Workspace]:
+        return [*self._workspaces.values()]
 
-    def started(self) -> list[Workspace]:
+    def started(self) -> builtins.list[Workspace]:
         return [w for w in self._workspaces.values() if w.engine is not None]
 
     # -- engines ---------------------------------------------------------------------------------------------------
@@ -216,7 +219,7 @@ class WorkspaceManager:
             await asyncio.sleep(period)
             await self.release_idle()
 
-    async def release_idle(self) -> list[Workspace]:
+    async def release_idle(self) -> builtins.list[Workspace]:
         """Close the engines idle for ``idle_timeout`` seconds (their chats are saved; they come back on use)."""
         if self.idle_timeout is None:
             return []

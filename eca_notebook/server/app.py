@@ -15,9 +15,9 @@ from jupyter_server.extension.application import ExtensionApp
 from traitlets import Bool, Float, Integer, Unicode
 
 from .._redact import protect_log_handlers
+from ._workspaces import DEFAULT_IDLE_TIMEOUT, WorkspaceManager
 from .handlers import route_table
 from .ws import Limits, ServerState
-from ._workspaces import DEFAULT_IDLE_TIMEOUT, WorkspaceManager
 
 __all__ = ["EcaExtensionApp"]
 

@@ -13,11 +13,10 @@ import json
 from http.client import responses
 from typing import Any, TypeVar
 
-from pydantic import BaseModel, ValidationError
-from tornado import web
-
 from jupyter_server.base.handlers import APIHandler
 from jupyter_server.utils import url_path_join
+from pydantic import BaseModel, ValidationError
+from tornado import web
 
 from .._redact import redact_json
 from ..engine import Engine

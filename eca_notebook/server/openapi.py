@@ -13,7 +13,7 @@ from typing import Any
 from jupyter_server.auth.decorator import authorized
 from jupyter_server.utils import url_path_join
 from pydantic import BaseModel
-from pydantic.json_schema import models_json_schema
+from pydantic.json_schema import JsonSchemaMode, models_json_schema
 
 from .._version import __version__
 from . import _schemas as s
@@ -136,15 +136,16 @@ _ERROR_TEXT = {
 
 
 def _schemas() -> tuple[dict[tuple[type[BaseModel], str], Any], dict[str, Any]]:
-    models: list[tuple[type[BaseModel], str]] = [(s.ApiError, "serialization")]
+    models: list[tuple[type[BaseModel], JsonSchemaMode]] = [(s.ApiError, "serialization")]
     for op in OPERATIONS:
         if op.request is not None:
             models.append((op.request, "validation"))
         if op.response is not None:
             models.append((op.response, "serialization"))
     models = list(dict.fromkeys(models))
-    refs, defs = models_json_schema(models, ref_template="#/components/schemas/{model}")  # type: ignore[arg-type]
-    return refs, defs.get("$defs", {})
+    refs, defs = models_json_schema(models, ref_template="#/components/schemas/{model}")
+    components: dict[str, Any] = defs.get("$defs", {})
+    return dict(refs), components
 
 
 def _path_params(path: str) -> list[str]:

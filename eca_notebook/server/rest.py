@@ -86,7 +86,8 @@ class RegisterWorkspaceHandler(EcaApiHandler):
         try:
             folder = manager.resolve(body.path)
         except WorkspaceError as exc:
-            raise ApiHTTPError(400, str(exc), details=[{"loc": ["path"], "msg": str(exc), "type": "value_error"}])
+            raise ApiHTTPError(400, str(exc),
+                               details=[{"loc": ["path"], "msg": str(exc), "type": "value_error"}]) from exc
         known = {w.id for w in manager.list()}
         workspace = manager.register([folder])
         if body.start:
@@ -171,7 +172,7 @@ class IndexActionHandler(EcaApiHandler):
         extra: dict[str, Any] = {}
         body = self.parse_body(IndexIncremental) if action == "incremental" else None
         if body is not None:
-            problems = []
+            problems: list[dict[str, Any]] = []
             for i, change in enumerate(body.changes):
                 try:
                     self._inside(workspace, change.file_path)
@@ -240,7 +241,7 @@ class SessionsHandler(EcaApiHandler):
         body = self.parse_body(CreateSession)
         workspace = self.workspace(body.workspace_id)
         engine = await self.engine(workspace)
-        problems = []
+        problems: list[dict[str, Any]] = []
         if body.model is not None and body.model not in engine.registry.models():
             problems.append({"loc": ["model"], "msg": f"unknown model {body.model!r}", "type": "value_error"})
         if body.behavior is not None and body.behavior not in engine.behaviors():
@@ -330,7 +331,7 @@ class CurrentModelHandler(EcaApiHandler):
         workspace = self.query_workspace()
         body = self.parse_body(SetCurrentModel)
         engine = await self.engine(workspace)
-        problems = []
+        problems: list[dict[str, Any]] = []
         if body.model is not None and body.model not in engine.registry.models():
             available = ", ".join(engine.registry.models()) or "none"
             problems.append({"loc": ["model"], "msg": f"unknown model {body.model!r} (available: {available})",

@@ -8,11 +8,12 @@ expected, so the model can fix the call on its own.
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from typing import Any, TypeVar
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-__all__ = ["ToolArgs", "parse_args", "json_schema"]
+__all__ = ["ToolArgs", "json_schema", "parse_args"]
 
 A = TypeVar("A", bound="ToolArgs")
 
@@ -31,7 +32,7 @@ def _show(value: Any) -> str:
     return text if len(text) <= 60 else text[:57] + "..."
 
 
-def _describe(err: dict[str, Any]) -> str:
+def _describe(err: Mapping[str, Any]) -> str:
     loc = ".".join(str(p) for p in err.get("loc", ())) or "arguments"
     kind = err.get("type", "")
     got = _show(err.get("input"))

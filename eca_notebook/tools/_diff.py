@@ -10,7 +10,7 @@ from ._output import split_lines
 from ._paths import display
 from .base import ToolContext
 
-__all__ = ["unified_diff", "diff_label", "file_change_details"]
+__all__ = ["diff_label", "file_change_details", "unified_diff"]
 
 _NO_EOL = "\\ No newline at end of file\n"
 

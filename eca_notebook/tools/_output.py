@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["truncate_for_llm", "human_size", "split_lines"]
+from .._text import human_size
+
+__all__ = ["split_lines", "truncate_for_llm"]
 
 DEFAULT_HINT = "use line_offset/limit or a narrower pattern"
 _LINES = re.compile(r"[^\n]*\n|[^\n]+")
@@ -18,19 +20,6 @@ def split_lines(text: str) -> list[str]:
     """Lines with their "\\n" kept, split on "\\n" only (str.splitlines also breaks on form feeds and U+2028,
     which editors and diff tools do not)."""
     return _LINES.findall(text)
-
-
-def human_size(n: int) -> str:
-    """812 B, 50 KB, 3.2 MB."""
-    if n < 1024:
-        return f"{n} B"
-    size = float(n)
-    for unit in ("KB", "MB", "GB", "TB"):
-        size /= 1024
-        if size < 1024 or unit == "TB":
-            break
-    text = f"{size:.0f}" if size >= 10 else f"{size:.1f}".removesuffix(".0")
-    return f"{text} {unit}"
 
 
 def _count_lines(text: str) -> int:

@@ -8,12 +8,12 @@ workspace that points at ``/etc`` is an outside path, whatever its spelling.
 from __future__ import annotations
 
 import os
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Iterable
 
 from .base import ToolContext
 
-__all__ = ["resolve", "is_inside", "display", "workspace_of", "resolved_folders"]
+__all__ = ["display", "is_inside", "resolve", "resolved_folders", "workspace_of"]
 
 
 def resolve(path: str, ctx: ToolContext) -> Path:

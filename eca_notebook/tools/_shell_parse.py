@@ -27,21 +27,22 @@ import codecs
 import glob as _glob
 import os
 import re
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
-from typing import Callable, Iterable, Mapping
+from typing import Any
 
 __all__ = [
-    "Part",
-    "Word",
-    "Redirect",
     "Command",
-    "ShellParse",
+    "Part",
     "PathReport",
-    "parse",
+    "Redirect",
+    "ShellParse",
+    "Word",
     "analyse_paths",
     "looks_like_path",
+    "parse",
 ]
 
 MAX_SOURCE = 64 * 1024  # longer command lines are not analysed (they ask)
@@ -230,8 +231,8 @@ def _parse_into(source: str, result: ShellParse, *, in_loop: bool, via: str | No
         result.problems.append("the command line is nested too deeply to analyse")
 
 
-def _text(node) -> str:  # type: ignore[no-untyped-def]
-    return node.text.decode("utf-8", errors="replace")
+def _text(node: Any) -> str:
+    return str(node.text.decode("utf-8", errors="replace"))
 
 
 def _unescape_unquoted(text: str) -> str:

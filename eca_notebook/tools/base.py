@@ -11,9 +11,10 @@ A tool call goes through two steps so the user can see exactly what will happen 
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Awaitable, Callable, Literal, Protocol
+from typing import Any, Literal, Protocol
 
 Approval = Literal["allow", "ask"]
 Origin = Literal["native", "mcp"]
@@ -77,11 +78,26 @@ class Tool(Protocol):
 
     ``prepare`` may be a coroutine function (tools that must ask a client, e.g. through ``ctx.fs``)."""
 
-    name: str  # without the server prefix, e.g. "read_file"
-    description: str
-    parameters: dict[str, Any]  # JSON Schema (object)
-    mutates: bool  # changes files: hidden in the `plan` behavior
-    default_approval: Approval
+    # Read-only members: a tool may define them as class attributes (NativeTool) or per instance (MCP tools).
+    @property
+    def name(self) -> str:
+        """Without the server prefix, e.g. ``read_file``."""
+
+    @property
+    def description(self) -> str:
+        """What the model is told the tool does."""
+
+    @property
+    def parameters(self) -> dict[str, Any]:
+        """JSON Schema (an object) of the arguments."""
+
+    @property
+    def mutates(self) -> bool:
+        """Changes files: hidden in the ``plan`` behavior."""
+
+    @property
+    def default_approval(self) -> Approval:
+        """``allow`` or ``ask`` when no ``toolCall.approval`` rule matches."""
 
     def prepare(self, args: dict[str, Any], ctx: ToolContext) -> Prepared: ...
 

@@ -15,8 +15,8 @@ from __future__ import annotations
 
 import logging
 import os
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
 from pathspec import GitIgnoreSpec
 
@@ -77,12 +77,12 @@ class IgnoreMatcher:
             self._load_outer()
 
     @classmethod
-    def for_root(cls, root: Path) -> "IgnoreMatcher":
+    def for_root(cls, root: Path) -> IgnoreMatcher:
         """Root ``.gitignore``, nested ones (lazily), ancestors up to the enclosing repo top, ``.git/info/exclude``."""
         return cls(root)
 
     @classmethod
-    def only_git(cls, root: Path) -> "IgnoreMatcher":
+    def only_git(cls, root: Path) -> IgnoreMatcher:
         """A matcher that ignores nothing but ``.git`` — for walks that must see ignored files too."""
         return cls(root, use_gitignore=False)
 

@@ -15,21 +15,22 @@ import os
 import re
 import shutil
 import threading
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator, Literal
+from typing import Literal
 
 from pathspec import GitIgnoreSpec
 from pydantic import Field
 
 from ._args import ToolArgs
 from ._files import SNIFF_BYTES, looks_binary
-from .ignore import IgnoreMatcher, iter_entries
 from ._output import truncate_for_llm
 from ._paths import display, is_inside, resolve, workspace_of
 from ._tool import NativeTool
 from .base import Prepared, ToolContext, ToolResult
+from .ignore import IgnoreMatcher, iter_entries
 
-__all__ = ["GrepTool", "DirectoryTreeTool", "GrepBackend", "expand_braces"]
+__all__ = ["DirectoryTreeTool", "GrepBackend", "GrepTool", "expand_braces"]
 
 log = logging.getLogger(__name__)
 
@@ -199,7 +200,7 @@ class GrepTool(NativeTool[GrepArgs]):
             except asyncio.CancelledError:
                 stop.set()
                 raise
-        return ToolResult(output=self._render(search, results, more))
+        return ToolResult(output=self._render(search, results or [], more))
 
     def _render(self, search: _Search, results: list[str], more: bool) -> str:
         ctx = search.ctx

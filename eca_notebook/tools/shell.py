@@ -27,7 +27,7 @@ from ._paths import display, is_inside, resolve
 from ._tool import NativeTool
 from .base import Prepared, ToolContext, ToolResult
 
-__all__ = ["ShellCommandTool", "DEFAULT_TIMEOUT_MS", "MAX_TIMEOUT_MS"]
+__all__ = ["DEFAULT_TIMEOUT_MS", "MAX_TIMEOUT_MS", "ShellCommandTool"]
 
 log = logging.getLogger(__name__)
 
@@ -169,7 +169,8 @@ class ShellCommandTool(NativeTool[ShellCommandArgs]):
                 timed_out = True
                 await self._kill_group(proc)
             # Background children may still hold the pipe: read what they wrote for a moment, then stop listening.
-            await asyncio.wait({reader}, timeout=self.drain_timeout)
+            if reader is not None:
+                await asyncio.wait({reader}, timeout=self.drain_timeout)
         except BaseException:  # cancelled (or broken): nothing the command started may outlive the call
             try:
                 await self._kill_group(proc)

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
-from eca_notebook.tools._output import human_size, truncate_for_llm
+from eca_notebook._text import human_size
+from eca_notebook.tools._output import truncate_for_llm
 
 
 def test_short_text_is_untouched() -> None:
