@@ -64,6 +64,7 @@ class PromptResult:
 
     @property
     def ok(self) -> bool:
+        """The turn finished: no error and not stopped."""
         return self.error is None and not self.stopped
 
     def _repr_markdown_(self) -> str:

@@ -156,6 +156,7 @@ class SyncEcaClient:
 
     @property
     def closed(self) -> bool:
+        """The client was closed (its thread and engine are gone)."""
         return self._closed
 
     # -- state ---------------------------------------------------------------------------------------------------
@@ -175,13 +176,40 @@ class SyncEcaClient:
         """The engine; it runs on the client's thread (use :meth:`add_plugin` to extend it)."""
         return self._client.engine
 
-    models = property(lambda self: self._client.models)
-    default_model = property(lambda self: self._client.default_model)
-    behaviors = property(lambda self: self._client.behaviors)
-    default_behavior = property(lambda self: self._client.default_behavior)
-    welcome_message = property(lambda self: self._client.welcome_message)
-    tools = property(lambda self: self._client.tools)
-    messages = property(lambda self: self._client.messages)
+    @property
+    def models(self) -> list[str]:
+        """The models the server offers (from ``initialize``)."""
+        return self._client.models
+
+    @property
+    def default_model(self) -> str | None:
+        """The server's default model."""
+        return self._client.default_model
+
+    @property
+    def behaviors(self) -> list[str]:
+        """The behaviors (agent, plan, …) the server offers."""
+        return self._client.behaviors
+
+    @property
+    def default_behavior(self) -> str | None:
+        """The server's default behavior."""
+        return self._client.default_behavior
+
+    @property
+    def welcome_message(self) -> str | None:
+        """The server's welcome text."""
+        return self._client.welcome_message
+
+    @property
+    def tools(self) -> list[dict[str, Any]]:
+        """The tools the server reported (``tool/serverUpdated``), by server."""
+        return self._client.tools
+
+    @property
+    def messages(self) -> list[dict[str, Any]]:
+        """The ``$/showMessage`` notifications received so far."""
+        return self._client.messages
 
     # -- the API, blocking ---------------------------------------------------------------------------------------
 
@@ -199,39 +227,51 @@ class SyncEcaClient:
         return self._call(self._client.batch(list(prompts), concurrency=concurrency, **defaults))
 
     def stop(self, chat_id: str) -> None:
+        """Blocking :meth:`EcaClient.stop`: stop the chat's running turn."""
         self._call(self._client.stop(chat_id))
 
     def delete(self, chat_id: str) -> None:
+        """Blocking :meth:`EcaClient.delete`: delete the chat (and its saved history)."""
         self._call(self._client.delete(chat_id))
 
     def list_chats(self, **kwargs: Any) -> list[dict[str, Any]]:
+        """Blocking :meth:`EcaClient.list_chats`: the saved chats, newest first."""
         return self._call(self._client.list_chats(**kwargs))
 
     def open_chat(self, chat_id: str) -> list[ChatContentReceivedParams]:
+        """Blocking :meth:`EcaClient.open_chat`: a saved chat's contents, as the server replays them."""
         return self._call(self._client.open_chat(chat_id))
 
     def approve(self, chat_id: str, tool_call_id: str, *, save: str | None = None) -> None:
+        """Blocking :meth:`EcaClient.approve`: run a tool call waiting for approval."""
         self._call(self._client.approve(chat_id, tool_call_id, save=save))
 
     def reject(self, chat_id: str, tool_call_id: str) -> None:
+        """Blocking :meth:`EcaClient.reject`: refuse a tool call waiting for approval."""
         self._call(self._client.reject(chat_id, tool_call_id))
 
     def select_model(self, model: str, chat_id: str | None = None) -> None:
+        """Blocking :meth:`EcaClient.select_model`."""
         self._call(self._client.select_model(model, chat_id))
 
     def select_behavior(self, behavior: str, chat_id: str | None = None) -> None:
+        """Blocking :meth:`EcaClient.select_behavior`."""
         self._call(self._client.select_behavior(behavior, chat_id))
 
     def query_commands(self, query: str = "") -> list[dict[str, Any]]:
+        """Blocking :meth:`EcaClient.query_commands`: the chat commands matching ``query``."""
         return self._call(self._client.query_commands(query))
 
     def query_context(self, query: str) -> list[dict[str, Any]]:
+        """Blocking :meth:`EcaClient.query_context`: the contexts matching ``query`` for ``@`` completion."""
         return self._call(self._client.query_context(query))
 
     def request(self, method: str, params: Any = None) -> Any:
+        """Blocking :meth:`EcaClient.request`: any ECA request, its result."""
         return self._call(self._client.request(method, params))
 
     def notify(self, method: str, params: Any = None) -> None:
+        """Blocking :meth:`EcaClient.notify`: any ECA notification."""
         self._call(self._client.notify(method, params))
 
     def subscribe(self, callback: Callable[[str, Any], None]) -> Callable[[], None]:
@@ -266,6 +306,7 @@ class SyncPromptStream:
 
     @property
     def result(self) -> PromptResult | None:
+        """The prompt's result once the stream has ended (None before)."""
         return self._stream.result
 
     def __iter__(self) -> Iterator[ChatContentReceivedParams]:
