@@ -23,18 +23,17 @@ from typing import Any
 
 from pydantic import Field
 
+from .._fileio import SNIFF_BYTES, looks_binary
 from ._args import ToolArgs, parse_args
 from ._diff import diff_label, file_change_details
 from ._files import (
     ANY,
-    SNIFF_BYTES,
     FileChanged,
     TargetMoved,
     check_text,
     client_text,
     fingerprint,
     fingerprint_at,
-    looks_binary,
     open_directory,
     read_text,
     text_fingerprint,
@@ -45,7 +44,16 @@ from ._paths import display, is_inside, resolve
 from ._tool import NativeTool, ToolError
 from .base import Prepared, ToolContext, ToolResult
 
-__all__ = ["ReadFileTool", "WriteFileTool", "EditFileTool", "MoveFileTool"]
+__all__ = [
+    "EditFileArgs",
+    "EditFileTool",
+    "MoveFileArgs",
+    "MoveFileTool",
+    "ReadFileArgs",
+    "ReadFileTool",
+    "WriteFileArgs",
+    "WriteFileTool",
+]
 
 _COUNT_LIMIT = 1 << 30  # count the remaining lines of files up to 1 GiB (streamed); bigger ones say "more"
 
