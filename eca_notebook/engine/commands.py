@@ -257,14 +257,15 @@ def _load_command(path: Path) -> Command | None:
         log.warning("custom command %s skipped: cannot read (%s)", path, type(exc).__name__)
         return None
     meta, body = _split_front_matter(text)
-    declared = meta.get("arguments") if isinstance(meta.get("arguments"), list) else []
-    arguments = _infer_arguments(body, declared)
+    declared = meta.get("arguments")
+    arguments = _infer_arguments(body, declared if isinstance(declared, list) else [])
     if arguments is None:
         log.warning("custom command %s skipped: it mixes positional ($1, $ARGS) and named ({{name}}) placeholders",
                     path)
         return None
-    description = meta.get("description") if isinstance(meta.get("description"), str) else ""
-    description = description.strip() or _first_line(body) or f"Custom command from {path}"
+    description = meta.get("description")
+    description = (description.strip() if isinstance(description, str) else "") or _first_line(body) or (
+        f"Custom command from {path}")
     return Command(name=name, description=description, type="custom-prompt", arguments=arguments, template=body,
                    path=path)
 
