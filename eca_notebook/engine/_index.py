@@ -42,10 +42,11 @@ import re
 import threading
 import time
 from array import array
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from itertools import accumulate, compress, groupby, repeat
 from pathlib import Path
-from typing import Iterable, Iterator, Sequence
+from typing import Any
 
 from ..tools.ignore import IgnoreMatcher, walk
 
@@ -88,7 +89,7 @@ def _sort_key(display: str) -> tuple[int, str, str]:
     return display.count("/"), _fold(display), display
 
 
-def _offsets(lengths: Iterable[int]) -> array:
+def _offsets(lengths: Iterable[int]) -> array[int]:
     """Start offset of every line of ``"\\n" + "\\n".join(lines) + "\\n"``, plus one past the end (len n + 1)."""
     return array("q", accumulate(map(operator.add, lengths, repeat(1)), initial=1))
 
@@ -334,7 +335,7 @@ class _Query:
         # Runs of consecutive directories with the same k have adjacent child ranges: one regex call per run.
         runs: list[tuple[int, int, int]] = []
         run_k, run_lo, run_hi = 0, 0, 0
-        for d, k in zip(range(ndirs), ks):
+        for d, k in zip(range(ndirs), ks, strict=False):
             lo, hi = child_lo[d], child_hi[d]
             if lo >= hi:
                 continue
@@ -350,23 +351,23 @@ class _Query:
             if k >= m:  # the directory path alone holds the query: every child matches
                 yield from range(lo, hi)
                 continue
-            pattern = rest_patterns.get(k, False)
-            if pattern is False:
+            if k not in rest_patterns:
                 rest = ql[k:]
-                pattern = rest_patterns[k] = None if "/" in rest else _subsequence_regex(rest)
+                rest_patterns[k] = None if "/" in rest else _subsequence_regex(rest)
+            pattern = rest_patterns[k]
             if pattern is not None:
                 for hit in pattern.finditer(base, bstarts[lo], bstarts[hi]):
                     yield bisect.bisect_right(bstarts, hit.start()) - 1
 
 
-def _literal(blob: str, starts: array, needle: str, skip: int) -> Iterator[int]:
+def _literal(blob: str, starts: array[int], needle: str, skip: int) -> Iterator[int]:
     pos = blob.find(needle)
     while pos >= 0:
         yield bisect.bisect_right(starts, pos + skip) - 1
         pos = blob.find(needle, pos + 1)
 
 
-def _regex(blob: str, starts: array, pattern: re.Pattern[str]) -> Iterator[int]:
+def _regex(blob: str, starts: array[int], pattern: re.Pattern[str]) -> Iterator[int]:
     for m in pattern.finditer(blob):
         yield bisect.bisect_right(starts, m.start()) - 1
 
@@ -446,7 +447,7 @@ class WorkspaceIndex:
         """When the last full build finished (``time.time()`` seconds), None before the first."""
         return self._built_at
 
-    def status(self) -> dict:
+    def status(self) -> dict[str, Any]:
         """``{"state", "files", "dirs", "builtAt", "durationMs", "refreshedAt", "truncated"}`` — ``builtAt`` and
         ``refreshedAt`` are epoch seconds; ``truncated`` means ``max_files`` was reached."""
         state = "building" if self._building else ("ready" if self._snap is not None else "empty")
@@ -572,7 +573,7 @@ class WorkspaceIndex:
     def _root_key_of(self, display: str) -> str:
         return self._labels[self._locate(display)[0]]
 
-    def _children(self, key: str, present: "_Present") -> dict[str, bool]:
+    def _children(self, key: str, present: _Present) -> dict[str, bool]:
         """Indexed direct children of directory `key`: name -> is_dir (this pass's changes included)."""
         snap = present.snap
         out: dict[str, bool] = {}
@@ -617,7 +618,7 @@ class WorkspaceIndex:
             return {}
         return out
 
-    def _rescan_dir(self, key: str, present: "_Present", scan_start_ns: int) -> bool:
+    def _rescan_dir(self, key: str, present: _Present, scan_start_ns: int) -> bool:
         """Bring the direct children of `key` up to date; True when a ``.gitignore`` appeared or vanished."""
         mtime = self._stat_mtime(key)
         on_disk = self._listing(key)
@@ -637,7 +638,7 @@ class WorkspaceIndex:
         self._dir_mtimes[key] = -1 if mtime >= scan_start_ns - _RACY_NS else mtime
         return gitignore_changed
 
-    def _rescan_subtree(self, key: str, present: "_Present", scan_start_ns: int) -> None:
+    def _rescan_subtree(self, key: str, present: _Present, scan_start_ns: int) -> None:
         """Recompute everything under `key` (its ignore rules changed) and diff against the index."""
         fi, _ = self._locate(key) if key else (0, "")
         prefix = key + "/" if key else ""
@@ -670,7 +671,7 @@ class WorkspaceIndex:
             if display.rpartition("/")[2] == ".gitignore":
                 self._gitignores[display] = self._stat_mtime(display)
 
-    def _remove_subtree(self, display: str, present: "_Present", *, include_self: bool, is_dir: bool = True) -> None:
+    def _remove_subtree(self, display: str, present: _Present, *, include_self: bool, is_dir: bool = True) -> None:
         if include_self:
             present.remove(display)
             self._gitignores.pop(display, None)
@@ -688,7 +689,7 @@ class WorkspaceIndex:
         for g in [g for g in self._gitignores if g.startswith(prefix)]:
             del self._gitignores[g]
 
-    def _add(self, display: str, is_dir: bool, present: "_Present", scan_start_ns: int) -> None:
+    def _add(self, display: str, is_dir: bool, present: _Present, scan_start_ns: int) -> None:
         present.add(display, is_dir)
         if display.rpartition("/")[2] == ".gitignore":
             self._gitignores[display] = self._stat_mtime(display)

@@ -1,4 +1,4 @@
-"""Where our files live (XDG base directories) and how we write them safely.
+"""Where our files live (XDG base directories), and the two-phase write of the chat store.
 
 Every function takes the environment as a mapping instead of reading ``os.environ`` itself, so tests (and a server
 started with a different environment) never touch the real home directory.
@@ -10,19 +10,23 @@ import contextlib
 import os
 import tempfile
 import time
+from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import IO, Any, Callable, Iterable, Mapping
+from typing import Any
+
+from .._fileio import PRIVATE_MODE, fsync_dir
 
 __all__ = [
-    "home_dir",
-    "xdg_config_home",
-    "xdg_cache_home",
+    "commit_temp",
     "ensure_private_dir",
-    "atomic_write",
+    "home_dir",
+    "sync_dir",
+    "write_temp",
+    "xdg_cache_home",
+    "xdg_config_home",
 ]
 
 DIR_MODE = 0o700
-FILE_MODE = 0o600
 
 
 def home_dir(env: Mapping[str, str]) -> Path:
@@ -58,36 +62,10 @@ def ensure_private_dir(path: Path) -> Path:
     return path
 
 
-def atomic_write(path: Path, write: Callable[[IO[str]], None], *, durable: bool = True) -> None:
-    """Replace *path* with what *write* puts into a text stream — all or nothing.
-
-    The data goes to a temp file in the same directory (so ``os.replace`` is a rename on one file system), is flushed
-    and fsynced, then renamed over the target. If *write* raises, the temp file is removed and the old file is left
-    untouched. The new file is 0600. ``durable=False`` skips both fsyncs (for a cache that heals itself when a
-    crash leaves it empty: a reader waiting on a lock must not wait for the disk).
-    """
-    fd, tmp_name = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=path.suffix)
-    tmp = Path(tmp_name)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            with contextlib.suppress(OSError):
-                os.fchmod(fh.fileno(), FILE_MODE)
-            write(fh)
-            fh.flush()
-            if durable:
-                os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            tmp.unlink()
-        raise
-    if durable:
-        _fsync_dir(path.parent)
-
-
 def write_temp(path: Path, pieces: Iterable[str]) -> Path:
-    """The first half of :func:`atomic_write`: the text *pieces* in a fsynced 0600 temp file next to *path* (the slow
-    part, which needs no lock). :func:`commit_temp` renames it over *path*; on failure nothing is left behind.
+    """The first half of an atomic write (``eca_notebook/_fileio.py``) for a large file written under a lock: the
+    text *pieces* in a fsynced 0600 temp file next to *path* (the slow part, which needs no lock).
+    :func:`commit_temp` renames it over *path*; on failure nothing is left behind.
 
     Written in batches of about 256 KB as the pieces come: the GIL is released during each write, so a thread
     writing a large file leaves the event loop's thread room to run."""
@@ -96,7 +74,7 @@ def write_temp(path: Path, pieces: Iterable[str]) -> Path:
     try:
         with os.fdopen(fd, "wb", buffering=0) as fh:
             with contextlib.suppress(OSError):
-                os.fchmod(fh.fileno(), FILE_MODE)
+                os.fchmod(fh.fileno(), PRIVATE_MODE)
             batch: list[str] = []
             size = 0
             for piece in pieces:
@@ -130,19 +108,9 @@ def commit_temp(tmp: Path, path: Path, *, sync_dir: bool = True) -> None:
     ``sync_dir=False``: then the caller calls :func:`sync_dir` later, e.g. after releasing a lock)."""
     os.replace(tmp, path)
     if sync_dir:
-        _fsync_dir(path.parent)
+        fsync_dir(path.parent)
 
 
 def sync_dir(directory: Path) -> None:
     """Make the renames in *directory* durable (best effort)."""
-    _fsync_dir(directory)
-
-
-def _fsync_dir(directory: Path) -> None:
-    # Makes the rename itself durable; not supported everywhere (e.g. Windows), hence best effort.
-    with contextlib.suppress(OSError, AttributeError):
-        dfd = os.open(directory, os.O_RDONLY)
-        try:
-            os.fsync(dfd)
-        finally:
-            os.close(dfd)
+    fsync_dir(directory)

@@ -16,20 +16,22 @@ from __future__ import annotations
 import logging
 import re
 import shlex
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
+from .._fuzzy import is_subsequence
 from ..plugins import Command, CommandArgument
 
 __all__ = [
-    "CommandArgument",
-    "Command",
     "BUILTINS",
-    "parse_command",
-    "load_custom_commands",
-    "render_template",
-    "query_commands",
+    "Command",
+    "CommandArgument",
     "find_command",
+    "load_custom_commands",
+    "parse_command",
+    "query_commands",
+    "render_template",
     "to_wire",
 ]
 
@@ -255,14 +257,15 @@ def _load_command(path: Path) -> Command | None:
         log.warning("custom command %s skipped: cannot read (%s)", path, type(exc).__name__)
         return None
     meta, body = _split_front_matter(text)
-    declared = meta.get("arguments") if isinstance(meta.get("arguments"), list) else []
-    arguments = _infer_arguments(body, declared)
+    declared = meta.get("arguments")
+    arguments = _infer_arguments(body, declared if isinstance(declared, list) else [])
     if arguments is None:
         log.warning("custom command %s skipped: it mixes positional ($1, $ARGS) and named ({{name}}) placeholders",
                     path)
         return None
-    description = meta.get("description") if isinstance(meta.get("description"), str) else ""
-    description = description.strip() or _first_line(body) or f"Custom command from {path}"
+    description = meta.get("description")
+    description = (description.strip() if isinstance(description, str) else "") or _first_line(body) or (
+        f"Custom command from {path}")
     return Command(name=name, description=description, type="custom-prompt", arguments=arguments, template=body,
                    path=path)
 
@@ -303,11 +306,6 @@ def load_custom_commands(workspace_folders: Sequence[Path], global_config_dir: P
 # ---------------------------------------------------------------------------------------------------------------
 
 
-def _is_subsequence(query: str, text: str) -> bool:
-    it = iter(text)
-    return all(c in it for c in query)
-
-
 def query_commands(query: str, commands: Sequence[Command]) -> list[Command]:
     """Blank query → all; else name matches (case-insensitive, a leading ``/`` ignored): prefix matches first, then
     substring, then fuzzy subsequence (``rms`` → ``repo-map-show``); each group keeps the input order."""
@@ -321,7 +319,7 @@ def query_commands(query: str, commands: Sequence[Command]) -> list[Command]:
             prefix.append(command)
         elif q in name:
             substring.append(command)
-        elif _is_subsequence(q, name):
+        elif is_subsequence(q, name):
             fuzzy.append(command)
     return prefix + substring + fuzzy
 

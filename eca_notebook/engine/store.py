@@ -33,8 +33,9 @@ import time
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
 
+from .._fileio import atomic_write
 from .._redact import redact_json
-from ._paths import atomic_write, commit_temp, ensure_private_dir, sync_dir, write_temp, xdg_cache_home
+from ._paths import commit_temp, ensure_private_dir, sync_dir, write_temp, xdg_cache_home
 
 __all__ = ["ChatStore", "chats_dir_for", "MAX_CHAT_ID_LENGTH", "serialize", "snapshot"]
 
@@ -407,7 +408,7 @@ class ChatStore:
     def _write_index(self, chats: Mapping[str, Mapping[str, Any]], *, durable: bool = True) -> None:
         ensure_private_dir(self.root)
         payload = {"version": _INDEX_VERSION, "chats": dict(chats)}
-        atomic_write(self.index_path, lambda fh: json.dump(payload, fh), durable=durable)
+        atomic_write(self.index_path, lambda fh: json.dump(payload, fh), private=True, durable=durable)
 
     def _sweep(self, cutoff_s: float) -> None:
         now = time.time()

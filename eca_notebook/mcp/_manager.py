@@ -19,6 +19,7 @@ import logging
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
+from .._fuzzy import is_subsequence
 from ..plugins import BasePlugin, Command, CommandArgument
 from ..tools.base import ToolContext, ToolResult, llm_name
 from ._connection import McpConnection, ServerGone, describe_error
@@ -31,15 +32,6 @@ if TYPE_CHECKING:
 __all__ = ["McpManager"]
 
 log = logging.getLogger(__name__)
-
-
-def _subsequence(needle: str, hay: str) -> bool:
-    pos = 0
-    for ch in needle:
-        pos = hay.find(ch, pos) + 1
-        if pos == 0:
-            return False
-    return True
 
 
 def _field(context: Any, key: str, attr: str | None = None) -> Any:
@@ -285,7 +277,7 @@ class McpManager(BasePlugin):
                            "description": resource.get("description") or "",
                            "mimeType": resource.get("mimeType") or "", "server": server}
                 texts = (context["name"], context["uri"], context["description"])
-                if not q or any(_subsequence(q, t.lower()) for t in texts if t):
+                if not q or any(is_subsequence(q, t.lower()) for t in texts if t):
                     found.append(context)
         return found
 

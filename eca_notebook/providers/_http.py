@@ -9,16 +9,16 @@ once, so the error messages read the same whichever provider produced them.
 from __future__ import annotations
 
 import asyncio
-import copy
 import json
 import logging
 import re
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal
 
 import httpx
 
+from .._merge import deep_merge
 from .._redact import redact, secrets_of_url
 from ._retry import backoff_delay, is_retryable_status, parse_retry_after
 from .base import ProviderError, ProviderRequest, StreamEvent
@@ -91,22 +91,6 @@ def key_env_var(provider_id: str) -> str:
     return re.sub(r"[^A-Za-z0-9]", "_", provider_id).upper() + "_API_KEY"
 
 
-def deep_merge(base: dict[str, Any], extra: Mapping[str, Any]) -> dict[str, Any]:
-    """Merge ``extra`` into ``base`` in place: nested objects merge, anything else replaces.
-
-    A ``None`` value removes the key, so a config can drop a field a strict server rejects
-    (e.g. ``{"stream_options": null}``).
-    """
-    for key, value in extra.items():
-        if value is None:
-            base.pop(key, None)
-        elif isinstance(value, Mapping) and isinstance(base.get(key), dict):
-            deep_merge(base[key], value)
-        else:
-            base[key] = copy.deepcopy(value)
-    return base
-
-
 def error_details(raw: bytes) -> tuple[str, str | None]:
     """(message, code) from an error body in any of the APIs' shapes; plain text when it isn't JSON."""
     try:
@@ -169,7 +153,9 @@ class HttpProvider:
     def request_body(self, request: ProviderRequest) -> dict[str, Any]:
         body = self.build_body(request)
         if request.extra:
-            deep_merge(body, request.extra)
+            # ``null`` in extraPayload removes the key: a config can drop a field a strict server rejects (e.g.
+            # ``{"stream_options": null}``)
+            body = deep_merge(body, request.extra, none_deletes=True)
         return body
 
     def request_headers(self, request: ProviderRequest) -> dict[str, str]:

@@ -11,12 +11,13 @@ rename), so a crash leaves the old file. A file that is not valid JSON(C) is nev
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
+from .._fileio import atomic_write
 from ..engine import Engine
 from ..engine.config import load_config, parse_jsonc
-from ..tools._files import atomic_write
 
 __all__ = ["PolicyFileError", "persist_approval", "policy_file"]
 
@@ -85,7 +86,9 @@ def persist_approval(engine: Engine, folders: Sequence[Path], approval: dict[str
 
 
 def _atomic_write_json(path: Path, data: Any) -> None:
-    """The policy file, written all-or-nothing (temp file + rename) with its permission bits kept."""
+    """The policy file, written all-or-nothing (temp file + rename) with its permission bits kept (a new one gets the
+    umask's: it is the user's workspace file)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
     atomic_write(path, json.dumps(data, indent=2, ensure_ascii=False) + "\n")
 
 

@@ -1,4 +1,7 @@
-"""File I/O helpers for the tools: bounded reads, binary sniffing, fingerprints and atomic writes.
+"""File I/O helpers for the tools: bounded reads, fingerprints, and writes that re-check their target.
+
+What counts as binary and the atomic write itself are the package's (``eca_notebook/_fileio.py``): an attached
+file and ``read_file`` agree on "binary", and every file we replace is replaced the same way.
 
 The file tools read and write through :class:`~eca_notebook.tools.base.FileAccess` when the door provides one (ACP
 clients serve ``fs/read_text_file`` from their editor buffers, unsaved changes included) and fall back to the disk
@@ -22,45 +25,33 @@ import logging
 import os
 import secrets
 import stat
-import tempfile
+from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import Any, Iterable, Iterator
+from typing import Any
+
+from .._fileio import SNIFF_BYTES, atomic_write, default_mode, looks_binary
 
 __all__ = [
-    "SNIFF_BYTES",
+    "ANY",
     "MAX_EDIT_BYTES",
-    "is_binary",
-    "looks_binary",
-    "fingerprint",
-    "read_text",
-    "atomic_write",
+    "FileChanged",
+    "TargetMoved",
+    "check_resolves_to",
     "check_text",
     "client_text",
-    "text_fingerprint",
-    "write_through",
-    "TargetMoved",
-    "FileChanged",
-    "ANY",
-    "open_directory",
+    "fingerprint",
     "fingerprint_at",
     "guarded_fingerprint",
     "guarded_write",
-    "check_resolves_to",
+    "open_directory",
+    "read_text",
+    "text_fingerprint",
+    "write_through",
 ]
 
 log = logging.getLogger(__name__)
 
-SNIFF_BYTES = 8192  # like git and ripgrep: a NUL byte near the start means binary
 MAX_EDIT_BYTES = 10 * 1024 * 1024  # files the edit tools load whole (to diff and replace)
-
-
-def looks_binary(head: bytes) -> bool:
-    return b"\0" in head
-
-
-def is_binary(path: Path) -> bool:
-    with open(path, "rb") as f:
-        return looks_binary(f.read(SNIFF_BYTES))
 
 
 def fingerprint(path: Path) -> str | None:
@@ -142,42 +133,6 @@ def read_text(path: Path, max_bytes: int = MAX_EDIT_BYTES) -> tuple[str, bytes]:
         return raw.decode("utf-8"), raw
     except UnicodeDecodeError as exc:
         raise ValueError(f"file is not valid UTF-8 text ({exc.reason} at byte {exc.start})") from None
-
-
-def _umask() -> int:
-    try:
-        with open("/proc/self/status", encoding="ascii") as f:
-            for line in f:
-                if line.startswith("Umask:"):
-                    return int(line.split()[1], 8)
-    except (OSError, ValueError):
-        pass
-    return 0o022
-
-
-def atomic_write(path: Path, text: str) -> None:
-    """Write via a temp file in the same directory + ``os.replace``: readers see the old or the new file, never half
-    of one. Parent directories are created; an existing file keeps its permission bits."""
-    parent = path.parent
-    parent.mkdir(parents=True, exist_ok=True)
-    try:
-        mode = path.stat().st_mode & 0o7777
-    except FileNotFoundError:
-        mode = 0o666 & ~_umask()
-    fd, tmp = tempfile.mkstemp(dir=parent, prefix=f".{path.name}.", suffix=".eca-tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="") as f:
-            f.write(text)
-            f.flush()
-            os.fsync(f.fileno())
-        os.chmod(tmp, mode)
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -330,16 +285,17 @@ def guarded_write(path: Path, text: str, folders: Iterable[Path], expected: Any 
         check_resolves_to(path, folders)
         if expected is not ANY and fingerprint(path) != expected:
             raise FileChanged(path)
-        atomic_write(path, text)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        atomic_write(path, text)  # an existing file keeps its mode
         return
     with open_directory(path.parent, folders, create=True) as dfd:
         if expected is not ANY and fingerprint_at(dfd, path.name) != expected:
             raise FileChanged(path)
         try:
             st = os.stat(path.name, dir_fd=dfd, follow_symlinks=False)
-            mode = st.st_mode & 0o7777 if stat.S_ISREG(st.st_mode) else 0o666 & ~_umask()
+            mode = st.st_mode & 0o7777 if stat.S_ISREG(st.st_mode) else default_mode()
         except FileNotFoundError:
-            mode = 0o666 & ~_umask()
+            mode = default_mode()
         flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
         while True:
             tmp = f".{path.name}.{secrets.token_hex(4)}.eca-tmp"

@@ -23,18 +23,17 @@ from typing import Any
 
 from pydantic import Field
 
+from .._fileio import SNIFF_BYTES, looks_binary
 from ._args import ToolArgs, parse_args
 from ._diff import diff_label, file_change_details
 from ._files import (
     ANY,
-    SNIFF_BYTES,
     FileChanged,
     TargetMoved,
     check_text,
     client_text,
     fingerprint,
     fingerprint_at,
-    looks_binary,
     open_directory,
     read_text,
     text_fingerprint,
@@ -45,7 +44,16 @@ from ._paths import display, is_inside, resolve
 from ._tool import NativeTool, ToolError
 from .base import Prepared, ToolContext, ToolResult
 
-__all__ = ["ReadFileTool", "WriteFileTool", "EditFileTool", "MoveFileTool"]
+__all__ = [
+    "EditFileArgs",
+    "EditFileTool",
+    "MoveFileArgs",
+    "MoveFileTool",
+    "ReadFileArgs",
+    "ReadFileTool",
+    "WriteFileArgs",
+    "WriteFileTool",
+]
 
 _COUNT_LIMIT = 1 << 30  # count the remaining lines of files up to 1 GiB (streamed); bigger ones say "more"
 
@@ -72,7 +80,7 @@ class _ClientView:
                     # Asking the client for an outside file would show it the path — and us the content — before
                     # the user approved anything: prepare from the disk (the diff stays local until approved);
                     # read_file asks the client after the approval, in run.
-                    prepared = super().prepare(args, ctx)  # type: ignore[misc]
+                    prepared: Prepared = super().prepare(args, ctx)  # type: ignore[misc]
                     if prepared.error is None:
                         prepared.state = {**(prepared.state or {}), "client_after_approval": True}
                     return prepared
@@ -81,9 +89,11 @@ class _ClientView:
             except OSError:
                 text = None
         if parsed is None or text is None:
-            return super().prepare(args, ctx)  # type: ignore[misc]
+            from_disk: Prepared = super().prepare(args, ctx)  # type: ignore[misc]
+            return from_disk
         try:
-            return tool._prepare_text(parsed, ctx, path, text)
+            from_client: Prepared = tool._prepare_text(parsed, ctx, path, text)
+            return from_client
         except ToolError as exc:
             return Prepared(args=parsed.model_dump(), summary=tool.generic_summary or tool.name, error=str(exc))
 
@@ -99,12 +109,12 @@ async def _current_fingerprint(path: Path, ctx: ToolContext, via_client: bool) -
 
 def _remaining_bytes(f: Any) -> int:
     try:
-        return os.fstat(f.fileno()).st_size - f.tell()
+        return os.fstat(f.fileno()).st_size - int(f.tell())
     except (OSError, AttributeError, io.UnsupportedOperation):  # an in-memory buffer (the client's text)
         here = f.tell()
-        end = f.seek(0, io.SEEK_END)
+        end: int = f.seek(0, io.SEEK_END)
         f.seek(here)
-        return end - here
+        return end - int(here)
 
 
 # ---------------------------------------------------------------------------------------------------------------

@@ -22,8 +22,8 @@ from typing import Literal
 from pathspec import GitIgnoreSpec
 from pydantic import Field
 
+from .._fileio import SNIFF_BYTES, looks_binary
 from ._args import ToolArgs
-from ._files import SNIFF_BYTES, looks_binary
 from ._output import truncate_for_llm
 from ._paths import display, is_inside, resolve, workspace_of
 from ._tool import NativeTool

@@ -14,7 +14,6 @@ import pytest
 from eca_notebook.engine.config import (
     Config,
     ModelInfo,
-    deep_merge,
     global_config_path,
     interpolate_env,
     load_config,
@@ -512,14 +511,17 @@ async def test_tool_call_for_behaviour(env: dict[str, str]) -> None:
     assert set(cfg.disabled_tools_for("plan")) >= {"edit_file", "write_file", "move_file"}
 
 
-def test_deep_merge_semantics() -> None:
-    base = {"a": {"b": 1, "c": [1, 2]}, "d": 1}
-    override = {"a": {"c": [3], "e": None}, "d": None}
-    merged = deep_merge(base, override)
-    assert merged == {"a": {"b": 1, "c": [3], "e": None}, "d": None}
-    assert base == {"a": {"b": 1, "c": [1, 2]}, "d": 1}
-    merged["a"]["c"].append(4)
-    assert override["a"]["c"] == [3]
+def test_null_in_extra_payload_survives_layering(home: Path, env: dict[str, str], tmp_path: Path) -> None:
+    """Layers keep ``null`` (the request-body merge is what deletes): a workspace can drop a field a global layer
+    or the provider would send."""
+    model = {"extraPayload": {"stream_options": {"include_usage": True}, "thinking": {"type": "enabled"}}}
+    write_json(global_file(home), {"providers": {"openai": {"models": {"gpt-5": model}}}})
+    ws = tmp_path / "ws"
+    override = {"extraPayload": {"stream_options": None, "thinking": {"budget": 1}}}
+    write_json(ws_file(ws), {"providers": {"openai": {"models": {"gpt-5": override}}}})
+    cfg = load_config(workspace_folders=[ws], env=env).config
+    assert cfg.providers["openai"].models["gpt-5"].extra_payload == {
+        "stream_options": None, "thinking": {"type": "enabled", "budget": 1}}
 
 
 # ---------------------------------------------------------------------------------------------------------------

@@ -25,7 +25,7 @@ from eca_notebook.providers import (
     create_provider,
     make_http_client,
 )
-from eca_notebook.providers._http import deep_merge, endpoint_url, error_details, key_env_var
+from eca_notebook.providers._http import endpoint_url, error_details, key_env_var
 from eca_notebook.testing import (
     Cut,
     Error,
@@ -117,11 +117,13 @@ async def test_max_tokens_stop_reason(api, llm, client):
 async def test_extra_deep_merged_and_headers_sent(api, llm, client):
     llm.enqueue(Reply.text("ok"))
     provider = make(api, llm, client, headers={"x-provider": "p1", "x-both": "provider"})
-    req = request(extra={"custom": {"a": 1, "nested": {"b": 2}}, "stream": True}, extra_headers={"x-both": "model"})
+    req = request(extra={"custom": {"a": 1, "nested": {"b": 2}}, "stream": True, "gone": None},
+                  extra_headers={"x-both": "model"})
     await collect(provider, req)
     sent = completions(llm, api)[-1]
     assert sent.body["custom"] == {"a": 1, "nested": {"b": 2}}
     assert sent.body["stream"] is True
+    assert "gone" not in sent.body  # null in extraPayload removes a key: never sent as null
     assert sent.headers["x-provider"] == "p1"
     assert sent.headers["x-both"] == "model"  # per-model headers win over provider headers
     assert sent.headers["content-type"] == "application/json"
@@ -348,12 +350,6 @@ async def test_proxy_from_environment(llm, monkeypatch):
 )
 def test_endpoint_url(url, path, default, expected):
     assert endpoint_url(url, path, default) == expected
-
-
-def test_deep_merge_nests_replaces_and_deletes():
-    base = {"a": {"x": 1, "y": 2}, "b": [1], "c": 3, "drop": True}
-    extra = {"a": {"y": 20, "z": 30}, "b": [2], "drop": None, "new": {"k": "v"}}
-    assert deep_merge(base, extra) == {"a": {"x": 1, "y": 20, "z": 30}, "b": [2], "c": 3, "new": {"k": "v"}}
 
 
 def test_key_env_var():

@@ -25,7 +25,8 @@ def test_new_file_is_diff_from_empty() -> None:
 
 def test_missing_final_newline_is_marked() -> None:
     diff, added, removed = unified_diff("a\nb", "a\nc", "a/f", "b/f")
-    assert diff == "--- a/f\n+++ b/f\n@@ -1,2 +1,2 @@\n a\n-b\n\\ No newline at end of file\n+c\n\\ No newline at end of file\n"
+    assert diff == ("--- a/f\n+++ b/f\n@@ -1,2 +1,2 @@\n a\n-b\n\\ No newline at end of file\n+c\n"
+                    "\\ No newline at end of file\n")
     assert (added, removed) == (1, 1)
 
 

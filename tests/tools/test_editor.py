@@ -35,7 +35,8 @@ def diag(uri: str, line: int, col: int, severity: str, message: str, **extra: An
 
 async def test_without_client_support_it_is_a_clear_error(ws: Path, ctx: ToolContext) -> None:
     prepared, result = await call(EditorDiagnosticsTool(), {}, ctx)
-    assert prepared.error == "editor_diagnostics: the editor did not offer diagnostics (this client does not support them)"
+    assert prepared.error == ("editor_diagnostics: the editor did not offer diagnostics "
+                              "(this client does not support them)")
     assert result.error
 
 

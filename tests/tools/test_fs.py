@@ -58,7 +58,8 @@ async def test_read_file_byte_budget(ws: Path) -> None:
     _, result = await call(read_file, {"path": "wide.txt"}, ctx)
     body, note = result.output.split("\n\n")
     assert body.split("\n") == ["x" * 99] * 10
-    assert note == "[content truncated (1000 B output limit): showing lines 1-10 of 100; use line_offset=10 to read more]"
+    assert note == ("[content truncated (1000 B output limit): showing lines 1-10 of 100; "
+                    "use line_offset=10 to read more]")
 
 
 async def test_read_file_huge_file_reads_only_the_window(ws: Path, ctx: ToolContext) -> None:
@@ -110,7 +111,8 @@ async def test_read_file_binary(ws: Path, ctx: ToolContext) -> None:
     prepared, result = await call(read_file, {"path": "img.png"}, ctx)
     assert prepared.error is None
     assert result.error
-    assert result.output == "read_file: img.png looks like a binary file (it contains NUL bytes); it cannot be shown as text"
+    assert result.output == ("read_file: img.png looks like a binary file (it contains NUL bytes); "
+                             "it cannot be shown as text")
 
 
 async def test_read_file_empty_and_past_end(ws: Path, ctx: ToolContext) -> None:
@@ -220,7 +222,8 @@ SOURCE = "def f(x):\n    return x + 1\n\n\ndef g(x):\n    return x + 1\n"
 
 async def test_edit_file_exact_diff_and_write(ws: Path, ctx: ToolContext) -> None:
     write(ws / "m.py", SOURCE)
-    args = {"path": "m.py", "original_content": "def g(x):\n    return x + 1", "new_content": "def g(x):\n    return x * 2"}
+    args = {"path": "m.py", "original_content": "def g(x):\n    return x + 1",
+            "new_content": "def g(x):\n    return x * 2"}
     prepared = edit_file.prepare(args, ctx)
     assert prepared.error is None
     assert prepared.summary == 'Editing file "m.py"'
@@ -256,7 +259,8 @@ async def test_edit_file_all_occurrences(ws: Path, ctx: ToolContext) -> None:
     write(ws / "m.py", SOURCE)
     args = {"path": "m.py", "original_content": "x + 1", "new_content": "x + 2", "all_occurrences": "true"}
     prepared, result = await call(edit_file, args, ctx)
-    assert prepared.details is not None and prepared.details["linesAdded"] == 2 and prepared.details["linesRemoved"] == 2
+    assert prepared.details is not None
+    assert prepared.details["linesAdded"] == 2 and prepared.details["linesRemoved"] == 2
     assert result.output == "Replaced 2 occurrences in m.py"
     assert (ws / "m.py").read_text() == SOURCE.replace("x + 1", "x + 2")
 
@@ -290,7 +294,8 @@ async def test_edit_file_creates_a_missing_file_with_empty_original(ws: Path, ct
     [
         ({"path": "gone.py", "original_content": "a", "new_content": "b"}, "edit_file: file not found: gone.py"),
         ({"path": "m.py", "original_content": "", "new_content": "b"},
-         "edit_file: original_content is empty; copy the text to replace from the file (use write_file to replace the whole file)"),
+         "edit_file: original_content is empty; copy the text to replace from the file "
+         "(use write_file to replace the whole file)"),
         ({"path": "m.py", "original_content": "def f", "new_content": "def f"},
          "edit_file: new_content is the same as original_content; nothing to change"),
         ({"path": "bin.dat", "original_content": "a", "new_content": "b"},

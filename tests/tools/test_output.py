@@ -31,7 +31,8 @@ def test_single_long_line_is_cut_without_splitting_characters() -> None:
 
 def test_totals_of_an_already_cut_capture_are_reported() -> None:
     out = truncate_for_llm("a\nb\n", 10, 100, total_lines=5000, total_bytes=3 * 1024 * 1024 + 200 * 1024)
-    assert out == "a\nb\n\n[output truncated: showing 2 of 5000 lines / 4 B of 3.2 MB; use line_offset/limit or a narrower pattern]"
+    assert out == ("a\nb\n\n[output truncated: showing 2 of 5000 lines / 4 B of 3.2 MB; "
+                   "use line_offset/limit or a narrower pattern]")
 
 
 def test_human_size() -> None:

@@ -12,6 +12,7 @@ from eca_notebook.tools.search import DirectoryTreeTool, GrepTool, expand_braces
 
 from .conftest import HAS_GIT, HAS_RG, call, git_init, write
 
+
 def grep_tool(backend: str) -> GrepTool:
     return GrepTool(backend)  # type: ignore[arg-type]
 

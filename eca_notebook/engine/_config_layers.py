@@ -1,0 +1,330 @@
+"""The layered loader: defaults → ``initializationOptions`` → ``ECA_CONFIG`` → the global file → each workspace's.
+
+Layers are deep-merged (later wins, dicts merged, arrays replaced, ``null`` kept for the schema to read). A layer that
+breaks the config (bad JSON, a known key with a wrong type) is skipped as a whole and reported in ``problems``, so
+one typo in a workspace file never takes the whole server down — and the report says which file and which dotted
+key. When the only broken parts are independent entries (one provider, one model, one MCP server), just those
+entries are skipped and named, and the rest of the layer applies: one provider with an unknown ``api`` must not drop
+the others.
+
+Secrets never reach ``problems`` or logs: messages carry key paths, env var *names* and pydantic's messages, never
+input values. ``LoadedConfig.config``/``raw`` do hold keys — don't log them.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import logging
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from .._merge import deep_merge
+from ._config_schema import Config
+from ._config_syntax import interpolate_env, parse_jsonc
+from ._paths import xdg_config_home
+
+__all__ = ["DEFAULTS", "ConfigSource", "LoadedConfig", "global_config_path", "load_config"]
+
+logger = logging.getLogger(__name__)
+
+# The first layer. Mirrors the reference where it has an opinion.
+
+_PLAN_DENIED_SHELL = [
+    r".*[12&]?>>?\s*(?!/dev/null($|\s))(?!&\d+($|\s))\S+.*",
+    r".*\|\s*(tee|dd|xargs).*",
+    r".*\b(sed|awk|perl)\s+.*-i.*",
+    r".*\b(rm|mv|cp|touch|mkdir)\b.*",
+    r".*git\s+(add|commit|push).*",
+    r".*npm\s+install.*",
+    r".*-c\s+[\"'].*open.*[\"']w[\"'].*",
+    r".*bash.*-c.*[12&]?>>?\s*(?!/dev/null($|\s))(?!&\d+($|\s))\S+.*",
+]
+
+DEFAULTS: dict[str, Any] = {
+    "providers": {},
+    "defaultModel": None,
+    "defaultBehavior": "agent",
+    "behavior": {
+        "agent": {},
+        "plan": {
+            "disabledTools": ["edit_file", "write_file", "move_file"],
+            "toolCall": {
+                "approval": {"deny": {"eca__shell_command": {"argsMatchers": {"command": _PLAN_DENIED_SHELL}}}}
+            },
+        },
+    },
+    "mcpServers": {},
+    "disabledTools": [],
+    "toolCall": {
+        "approval": {
+            "byDefault": "ask",
+            "allow": {"eca__read_file": {}, "eca__directory_tree": {}, "eca__grep": {},
+                      "eca__editor_diagnostics": {}, "eca__update_plan": {}},
+            "ask": {},
+            "deny": {},
+        },
+        "maxRounds": 40,
+    },
+    "mcpTimeoutSeconds": 60,
+    "streamIdleTimeoutSeconds": 120,
+    "chatRetentionDays": 14,
+    "welcomeMessage": "Welcome to ECA in Jupyter!\n\nType '/' for commands.\n\n",
+}
+
+
+@dataclass
+class ConfigSource:
+    """One layer, for ``/doctor``. ``name``: defaults, initializationOptions, ECA_CONFIG, global, config-file or
+    ``workspace:<folder>``. ``problem`` says why an existing layer was rejected; ``note`` why one was not read."""
+
+    name: str
+    path: str | None
+    applied: bool
+    problem: str | None
+    note: str | None = None
+
+
+@dataclass
+class LoadedConfig:
+    """``raw`` is the merged, interpolated dict (unknown keys included; holds secrets — never log it)."""
+
+    config: Config
+    raw: dict[str, Any]
+    sources: list[ConfigSource] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)
+
+
+def global_config_path(env: Mapping[str, str] | None = None) -> Path:
+    """``$XDG_CONFIG_HOME/eca/config.json`` (default ``~/.config/eca/config.json``)."""
+    return xdg_config_home(os.environ if env is None else env) / "eca" / "config.json"
+
+
+def _normalize_layer(layer: Mapping[str, Any]) -> dict[str, Any]:
+    """Map other spellings onto our keys, per layer (so "later wins" still holds across spellings).
+
+    ``chatBehavior``/``chatAgent`` (early clients' initializationOptions) and ``defaultAgent`` → ``defaultBehavior``;
+    the reference's newer ``agent`` map → ``behavior``, with its ``code`` agent being our ``agent`` behaviour.
+    """
+    out = dict(layer)
+    for alias in ("chatBehavior", "chatAgent", "defaultAgent"):
+        if alias in out:
+            value = out.pop(alias)
+            if alias == "defaultAgent" and value == "code":
+                value = "agent"
+            if value is not None and "defaultBehavior" not in layer:
+                out["defaultBehavior"] = value
+    if "agent" in out:
+        agents = out.pop("agent")
+        if isinstance(agents, Mapping):
+            agents = {("agent" if k == "code" else k): v for k, v in agents.items()}
+            behavior = out.get("behavior")
+            out["behavior"] = deep_merge(behavior, agents) if isinstance(behavior, Mapping) else agents
+        elif "behavior" not in out:
+            out["behavior"] = agents  # let validation report the wrong type under our name
+    return out
+
+
+def _describe(exc: ValidationError, label: str) -> list[str]:
+    msgs = []
+    for err in exc.errors(include_url=False, include_input=False, include_context=False):
+        loc = ".".join(str(p) for p in err["loc"])
+        msg = err["msg"].removeprefix("Value error, ")
+        msgs.append(f"{label}: {loc}: {msg}" if loc else f"{label}: {msg}")
+    return msgs
+
+
+def _independent_entry(loc: tuple[Any, ...]) -> tuple[tuple[str, ...], str] | None:
+    """The entry a validation error belongs to when that entry stands alone: ``providers.<id>``,
+    ``providers.<id>.models.<name>`` or ``mcpServers.<name>`` (with how to name it to the user).
+
+    Behaviours and approval rules are deliberately not independent: skipping one ``deny`` rule while the rest of the
+    layer (say ``byDefault: "allow"``) applied would loosen what the user asked for, so those still reject the layer.
+    """
+    if len(loc) < 2 or not isinstance(loc[1], str):
+        return None
+    if loc[0] == "providers":
+        if len(loc) >= 4 and loc[2] == "models" and isinstance(loc[3], str):
+            return ("providers", loc[1], "models", loc[3]), f"model '{loc[1]}/{loc[3]}'"
+        return ("providers", loc[1]), f"provider '{loc[1]}'"
+    if loc[0] in ("mcpServers", "mcp_servers"):
+        return (loc[0], loc[1]), f"MCP server '{loc[1]}'"
+    return None
+
+
+def _broken_entries(
+    exc: ValidationError, layer: Mapping[str, Any], label: str
+) -> dict[tuple[str, ...], tuple[str, list[str]]] | None:
+    """Every error grouped by the independent entry of *layer* it is in, or None when any error is elsewhere (or in
+    an entry this layer doesn't set, so dropping it from the layer would change nothing)."""
+    bad: dict[tuple[str, ...], tuple[str, list[str]]] = {}
+    messages = _describe(exc, label)
+    errors = exc.errors(include_url=False, include_input=False, include_context=False)
+    for err, message in zip(errors, messages, strict=True):
+        found = _independent_entry(tuple(err["loc"]))
+        if found is None or not _has_entry(layer, found[0]):
+            return None
+        entry, what = found
+        bad.setdefault(entry, (what, []))[1].append(message)
+    # A model inside a provider that is skipped as a whole needs no removal of its own.
+    return {e: v for e, v in bad.items() if not (len(e) == 4 and e[:2] in bad)} or None
+
+
+def _has_entry(layer: Mapping[str, Any], entry: tuple[str, ...]) -> bool:
+    node: Any = layer
+    for key in entry:
+        if not isinstance(node, Mapping) or key not in node:
+            return False
+        node = node[key]
+    return True
+
+
+def _remove_entry(layer: dict[str, Any], entry: tuple[str, ...]) -> None:
+    """Remove *entry* from *layer* without mutating the caller's data (each dict on the way is copied)."""
+    node = layer
+    for key in entry[:-1]:
+        node[key] = dict(node[key])
+        node = node[key]
+    del node[entry[-1]]
+
+
+def _read_file_layer(path: Path) -> tuple[Any, str | None, bool]:
+    """(data, problem, exists). Never includes file content in the problem."""
+    try:
+        text = path.read_text(encoding="utf-8-sig")
+    except FileNotFoundError:
+        return None, None, False
+    except (OSError, UnicodeDecodeError) as exc:
+        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else type(exc).__name__
+        return None, f"{path}: cannot read: {reason}", True
+    try:
+        return parse_jsonc(text), None, True
+    except json.JSONDecodeError as exc:
+        return None, f"{path}: invalid JSON: {exc.msg} (line {exc.lineno}, column {exc.colno})", True
+
+
+class _Loader:
+    def __init__(self, env: Mapping[str, str]) -> None:
+        self.env = env
+        self.merged: dict[str, Any] = copy.deepcopy(DEFAULTS)
+        self.config = Config.model_validate(interpolate_env(self.merged, env))
+        self.sources = [ConfigSource("defaults", None, True, None)]
+        self.problems: list[str] = []
+
+    def reject(self, name: str, path: str | None, problems: list[str]) -> None:
+        self.problems.extend(problems)
+        self.sources.append(ConfigSource(name, path, False, "; ".join(problems)))
+        for p in problems:
+            logger.warning("config layer skipped: %s", p)
+
+    def apply(self, name: str, path: str | None, data: Any, label: str) -> None:
+        if not isinstance(data, Mapping):
+            self.reject(name, path, [f"{label}: expected a JSON object, got {_json_type(data)}"])
+            return
+        layer = _normalize_layer(data)
+        skipped: list[str] = []
+        while True:
+            candidate = deep_merge(self.merged, layer)
+            try:
+                # Validate what the merge would produce, so a layer is judged together with what it overrides
+                # (e.g. adding ``url`` to an MCP server that already has ``command`` elsewhere).
+                config = Config.model_validate(interpolate_env(candidate, self.env))
+                break
+            except ValidationError as exc:
+                bad = _broken_entries(exc, layer, label)
+                if bad is None:
+                    self.reject(name, path, skipped + _describe(exc, label))
+                    return
+                # Only independent entries are broken: drop them from this layer (what earlier layers said about
+                # them stays) and judge the rest again.
+                for entry, (what, messages) in bad.items():
+                    _remove_entry(layer, entry)
+                    skipped.append(f"{'; '.join(messages)} — {what} skipped, the rest of this layer applies")
+        self.merged, self.config = candidate, config
+        for problem in skipped:
+            logger.warning("config entry skipped: %s", problem)
+        self.problems.extend(skipped)
+        self.sources.append(ConfigSource(name, path, True, "; ".join(skipped) or None))
+
+    def apply_file(self, name: str, path: Path, *, required: bool = False) -> None:
+        data, problem, exists = _read_file_layer(path)
+        if not exists:
+            if required:
+                self.reject(name, str(path), [f"{path}: config file not found"])
+            else:
+                self.sources.append(ConfigSource(name, str(path), False, None, note="not found"))
+            return
+        if problem is not None:
+            self.reject(name, str(path), [problem])
+            return
+        self.apply(name, str(path), data, str(path))
+
+
+def _json_type(value: Any) -> str:
+    if isinstance(value, list):
+        return "an array"
+    if isinstance(value, str):
+        return "a string"
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    return "a number" if isinstance(value, (int, float)) else type(value).__name__
+
+
+def load_config(
+    *,
+    workspace_folders: Sequence[Path] = (),
+    initialization_options: Mapping[str, Any] | None = None,
+    config_file: Path | None = None,
+    env: Mapping[str, str] | None = None,
+) -> LoadedConfig:
+    """Build the configuration from every layer, later wins:
+
+    defaults → ``initializationOptions`` → env ``ECA_CONFIG`` (JSON) → the global file (or *config_file* instead) →
+    ``<folder>/.eca/config.json`` for each workspace folder. ``pureConfig: true`` in a layer before the files skips
+    all of them. ``${env:…}`` is interpolated after merging. Never raises for bad user input: see ``problems``.
+    """
+    env = os.environ if env is None else env
+    loader = _Loader(env)
+
+    if initialization_options is not None:
+        loader.apply("initializationOptions", None, initialization_options, "initializationOptions")
+    else:
+        loader.sources.append(ConfigSource("initializationOptions", None, False, None, note="not given"))
+
+    eca_config = env.get("ECA_CONFIG")
+    if eca_config is not None and eca_config.strip():
+        try:
+            data = parse_jsonc(eca_config)
+        except json.JSONDecodeError as exc:
+            loader.reject("ECA_CONFIG", None, [f"ECA_CONFIG: invalid JSON: {exc.msg} (column {exc.colno})"])
+        else:
+            loader.apply("ECA_CONFIG", None, data, "ECA_CONFIG")
+    else:
+        loader.sources.append(ConfigSource("ECA_CONFIG", None, False, None, note="not set"))
+
+    files: list[tuple[str, Path, bool]] = []
+    if config_file is not None:
+        files.append(("config-file", Path(config_file).expanduser(), True))
+    else:
+        files.append(("global", global_config_path(env), False))
+    for folder in workspace_folders:
+        files.append((f"workspace:{folder}", Path(folder) / ".eca" / "config.json", False))
+
+    pure = loader.config.pure_config
+    for name, path, required in files:
+        if pure:
+            loader.sources.append(ConfigSource(name, str(path), False, None, note="skipped: pureConfig"))
+        else:
+            loader.apply_file(name, path, required=required)
+
+    problems = list(loader.problems)
+    raw = interpolate_env(loader.merged, env, problems)
+    config = Config.model_validate(raw)
+    return LoadedConfig(config=config, raw=raw, sources=loader.sources, problems=problems)

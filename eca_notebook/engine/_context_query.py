@@ -1,0 +1,161 @@
+"""What the user may attach (``chat/queryContext``, the ``@`` completion): matching contexts, best first.
+
+The repo map when the query looks like it, then files and directories from the workspace index (or, for a path
+outside the workspace, that directory's entries), then other contexts (MCP resources) that fuzzily match. What is
+already attached is left out, so the list only offers something new.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+from urllib.parse import unquote, urlparse
+
+from pydantic import ValidationError
+
+from .._fuzzy import is_subsequence
+from ..protocol.context import (
+    ChatContext,
+    DirectoryContext,
+    FileContext,
+    McpResourceContext,
+    RepoMapContext,
+    WebContext,
+)
+from ._context_blocks import CONTEXT
+from ._index import WorkspaceIndex, _fold
+
+__all__ = ["query_context"]
+
+
+async def query_context(
+    query: str,
+    *,
+    index: WorkspaceIndex,
+    already: Sequence[ChatContext | dict[str, Any]],
+    limit: int = 50,
+    extra: Sequence[ChatContext | dict[str, Any]] = (),
+) -> list[dict[str, Any]]:
+    """Contexts the user may attach for `query`, as wire dicts, best first, at most `limit`.
+
+    ``{"type": "repoMap"}`` comes first for a blank query or one that looks like "repo"; then files and directories
+    from the index (or, for an absolute / ``~`` / ``../`` path outside the workspace, that directory's entries);
+    then the `extra` contexts (e.g. MCP resources) whose name, uri, path or url fuzzily match. Contexts already
+    attached (``already``) are left out.
+    """
+    q = (query or "").strip()
+    base = index.folders[0] if index.folders else Path.cwd()
+    attached = {_key(c, base) for c in _validated(already)}
+    attached.discard(None)
+    out: list[dict[str, Any]] = []
+
+    def offer(ctx: Any) -> None:
+        key = _key(ctx, base)
+        if key is None or key not in attached:
+            if key is not None:
+                attached.add(key)
+            out.append(ctx.dump() if hasattr(ctx, "dump") else dict(ctx))
+
+    if _wants_repo_map(q):
+        offer(RepoMapContext())
+    outside = _outside_path_query(q, index.folders)
+    if outside is not None:
+        for path, is_dir in _list_matching(*outside, limit):
+            offer(DirectoryContext(path=str(path)) if is_dir else FileContext(path=str(path)))
+    else:
+        for entry in index.query(q, limit + len(attached)):
+            offer(DirectoryContext(path=str(entry.path)) if entry.is_dir else FileContext(path=str(entry.path)))
+            if len(out) >= limit:
+                break
+    for ctx in _validated(extra):
+        if _extra_matches(q, ctx):
+            offer(ctx)
+    return out[:limit]
+
+
+def _validated(contexts: Sequence[Any]) -> list[Any]:
+    out = []
+    for c in contexts:
+        if isinstance(c, dict):
+            try:
+                c = CONTEXT.validate_python(c)
+            except ValidationError:
+                continue
+        out.append(c)
+    return out
+
+
+def _norm(path: str, base: Path) -> str:
+    text = unquote(urlparse(path).path) if path.startswith("file://") else path
+    p = os.path.expanduser(text)
+    return os.path.normpath(p if os.path.isabs(p) else os.path.join(base, p))
+
+
+def _key(ctx: Any, base: Path) -> tuple[str, ...] | None:
+    """What makes two contexts "the same attachment" (a file with a line range is not the whole file)."""
+    if isinstance(ctx, FileContext):
+        return None if ctx.lines_range else ("file", _norm(ctx.path, base))
+    if isinstance(ctx, DirectoryContext):
+        return ("directory", _norm(ctx.path, base))
+    if isinstance(ctx, RepoMapContext):
+        return ("repoMap",)
+    if isinstance(ctx, WebContext):
+        return ("web", ctx.url)
+    if isinstance(ctx, McpResourceContext):
+        return ("mcpResource", ctx.server, ctx.uri)
+    return None
+
+
+def _wants_repo_map(q: str) -> bool:
+    ql = "".join(q.lower().split()).replace("-", "").replace("_", "")
+    return not ql or "repo" in ql or (len(ql) >= 3 and "repomap".startswith(ql))
+
+
+def _outside_path_query(q: str, folders: Sequence[Path]) -> tuple[Path, str] | None:
+    """(directory, name prefix) a query spells when it is an absolute, ``~``-based or ``../``-relative path outside
+    every workspace folder: ``/etc/`` lists ``/etc``, ``/etc/ho`` the entries of ``/etc`` starting with ``ho``."""
+    if not q.startswith(("/", "~", "../")):
+        return None
+    base = folders[0] if folders else Path.cwd()
+    text = os.path.expanduser(q) if not q.startswith("../") else os.path.join(base, q)
+    norm = os.path.normpath(text)
+    for folder in folders:
+        root = os.path.normpath(folder)
+        if norm == root or norm.startswith(root.rstrip(os.sep) + os.sep):
+            return None
+    if q.endswith("/") or norm == os.sep:
+        return Path(norm), ""
+    return Path(norm).parent, Path(norm).name.lower()
+
+
+def _list_matching(directory: Path, prefix: str, limit: int) -> list[tuple[Path, bool]]:
+    """Entries of `directory` whose names start with `prefix` (case-insensitive; dot-files only when asked for)."""
+    try:
+        with os.scandir(directory) as it:
+            entries = sorted(it, key=lambda e: e.name.lower())
+    except OSError:
+        return []
+    out: list[tuple[Path, bool]] = []
+    real = directory.resolve()
+    for entry in entries:
+        name = entry.name
+        if not name.lower().startswith(prefix) or (name.startswith(".") and not prefix.startswith(".")):
+            continue
+        try:
+            is_dir = entry.is_dir()
+        except OSError:
+            is_dir = False
+        out.append((real / name, is_dir))
+        if len(out) >= limit:
+            break
+    return out
+
+
+def _extra_matches(q: str, ctx: Any) -> bool:
+    if not q:
+        return True
+    texts = [getattr(ctx, name, "") or "" for name in ("name", "uri", "path", "url", "description")]
+    ql = _fold("".join(q.split()))
+    return any(is_subsequence(ql, _fold(t)) for t in texts if t)
