@@ -16,8 +16,9 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 from .._fuzzy import is_subsequence
 from ..plugins import BasePlugin, Command, CommandArgument
@@ -85,7 +86,7 @@ class McpManager(BasePlugin):
                 self._broadcast("tool/serverUpdated", self.status(connection.name))
         enabled = [c for c in self._servers.values() if c.status != "disabled"]
         results = await asyncio.gather(*(c.start() for c in enabled), return_exceptions=True)
-        for connection, result in zip(enabled, results):
+        for connection, result in zip(enabled, results, strict=True):
             if isinstance(result, BaseException):
                 log.error("starting MCP server %s failed unexpectedly", connection.name, exc_info=result)
 

@@ -20,11 +20,11 @@ __all__ = ["McpTool"]
 
 def _object_schema(schema: Any) -> dict[str, Any]:
     """The tool's input schema as the providers expect it: a JSON Schema object with ``properties``."""
-    schema = dict[str, Any](schema) if isinstance(schema, dict) else {}
-    schema.setdefault("type", "object")
-    if schema.get("type") == "object":
-        schema.setdefault("properties", {})
-    return schema
+    result: dict[str, Any] = dict(schema) if isinstance(schema, dict) else {}
+    result.setdefault("type", "object")
+    if result.get("type") == "object":
+        result.setdefault("properties", {})
+    return result
 
 
 class McpTool:

@@ -14,9 +14,8 @@ resolved (``..`` and symlinks included) and refused when it leaves the root.
 
 from __future__ import annotations
 
-import builtins
-
 import asyncio
+import builtins
 import contextlib
 import hashlib
 import logging

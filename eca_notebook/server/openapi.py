@@ -7,6 +7,7 @@ answers, and that the document validates as OpenAPI 3.1.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -135,7 +136,7 @@ _ERROR_TEXT = {
 }
 
 
-def _schemas() -> tuple[dict[tuple[type[BaseModel], str], Any], dict[str, Any]]:
+def _schemas() -> tuple[Mapping[tuple[type[BaseModel], str], dict[str, Any]], dict[str, Any]]:
     models: list[tuple[type[BaseModel], JsonSchemaMode]] = [(s.ApiError, "serialization")]
     for op in OPERATIONS:
         if op.request is not None:
@@ -145,7 +146,7 @@ def _schemas() -> tuple[dict[tuple[type[BaseModel], str], Any], dict[str, Any]]:
     models = list(dict.fromkeys(models))
     refs, defs = models_json_schema(models, ref_template="#/components/schemas/{model}")
     components: dict[str, Any] = defs.get("$defs", {})
-    return dict(refs), components
+    return refs, components  # type: ignore[return-value]  # keys are (model, mode) pairs of BaseModel classes
 
 
 def _path_params(path: str) -> list[str]:
@@ -155,7 +156,8 @@ def _path_params(path: str) -> list[str]:
 def build_openapi(server_url: str = "/" + API_PREFIX) -> dict[str, Any]:
     refs, components = _schemas()
 
-    def ref(model: type[BaseModel], mode: str) -> dict[str, Any]:
+    def ref(model: type[BaseModel] | None, mode: str) -> dict[str, Any]:
+        assert model is not None
         return refs[(model, mode)]
 
     paths: dict[str, dict[str, Any]] = {}

@@ -19,11 +19,12 @@ import io
 import os
 import shutil
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from pydantic import Field
 
 from .._fileio import SNIFF_BYTES, looks_binary
+from .._text import human_size
 from ._args import ToolArgs, parse_args
 from ._diff import diff_label, file_change_details
 from ._files import (
@@ -39,10 +40,9 @@ from ._files import (
     text_fingerprint,
     write_through,
 )
-from ._output import human_size
 from ._paths import display, is_inside, resolve
 from ._tool import NativeTool, ToolError
-from .base import Prepared, ToolContext, ToolResult
+from .base import Approval, Prepared, ToolContext, ToolResult
 
 __all__ = [
     "EditFileArgs",
@@ -338,7 +338,7 @@ class WriteFileTool(_ClientView, NativeTool[WriteFileArgs]):
     )
     Args = WriteFileArgs
     mutates = True
-    default_approval = "ask"
+    default_approval: ClassVar[Approval] = "ask"
     generic_summary = "Writing file"
 
     def _prepare(self, args: WriteFileArgs, ctx: ToolContext) -> Prepared:
@@ -410,7 +410,7 @@ class EditFileTool(_ClientView, NativeTool[EditFileArgs]):
     )
     Args = EditFileArgs
     mutates = True
-    default_approval = "ask"
+    default_approval: ClassVar[Approval] = "ask"
     generic_summary = "Editing file"
 
     def _prepare(self, args: EditFileArgs, ctx: ToolContext) -> Prepared:
@@ -521,7 +521,7 @@ class MoveFileTool(NativeTool[MoveFileArgs]):
     )
     Args = MoveFileArgs
     mutates = True
-    default_approval = "ask"
+    default_approval: ClassVar[Approval] = "ask"
     generic_summary = "Moving file"
 
     def _prepare(self, args: MoveFileArgs, ctx: ToolContext) -> Prepared:
