@@ -19,9 +19,7 @@ import eca_notebook
 # Modules whose __all__ is not yet in order, owned by work in progress elsewhere: each entry fails today (strict
 # xfail), so fixing a module makes this test fail until its entry is removed.
 PENDING: dict[str, str] = {
-    "eca_notebook": "issue #13 layering (leaf _version.py)",
     "eca_notebook.acp": "issue #13 doors' hubs (acp split)",
-    "eca_notebook.cli": "issue #13 final fix-up",
     "eca_notebook.engine.engine": "issue #13 engine core (Engine split)",
     "eca_notebook.engine.store": "issue #13 engine core",
     "eca_notebook.notebook.widgets": "issue #13 doors' hubs",
@@ -35,12 +33,6 @@ PENDING: dict[str, str] = {
     "eca_notebook.protocol.lifecycle": "issue #13 engine core (typed contents)",
     "eca_notebook.protocol.methods": "issue #13 engine core (typed contents)",
     "eca_notebook.protocol.tools": "issue #13 engine core (typed contents)",
-    "eca_notebook.server": "issue #13 final fix-up",
-    "eca_notebook.tools.base": "issue #13 helpers (one of each)",
-    "eca_notebook.tools.editor": "issue #13 helpers (one of each)",
-    "eca_notebook.tools.plan": "issue #13 helpers (one of each)",
-    "eca_notebook.tools.search": "issue #13 helpers (one of each)",
-    "eca_notebook.tools.shell": "issue #13 helpers (one of each)",
 }
 
 
