@@ -27,7 +27,6 @@ PENDING: dict[str, str] = {
     "eca_notebook.engine.contexts": "issue #13 contexts split",
     "eca_notebook.engine.engine": "issue #13 engine core (Engine split)",
     "eca_notebook.engine.store": "issue #13 engine core",
-    "eca_notebook.notebook.widgets": "issue #13 doors' hubs",
     "eca_notebook.protocol": "issue #13 engine core (typed contents)",
     "eca_notebook.protocol.chat": "issue #13 engine core (typed contents)",
     "eca_notebook.protocol.content": "issue #13 engine core (typed contents)",

@@ -12,7 +12,7 @@ import json
 import threading
 from types import SimpleNamespace
 
-from eca_notebook.notebook._session import display_mode_for
+from eca_notebook.notebook._display import display_mode_for
 from eca_notebook.testing.llm_server import Delay, Reasoning, Reply, Stall, Text, ToolCall, Usage
 
 from .conftest import MODEL, run_cell, until
