@@ -22,7 +22,6 @@ PENDING: dict[str, str] = {
     "eca_notebook.acp": "issue #13 doors' hubs (acp split)",
     "eca_notebook.engine.engine": "issue #13 engine core (Engine split)",
     "eca_notebook.engine.store": "issue #13 engine core",
-    "eca_notebook.notebook.widgets": "issue #13 doors' hubs",
     "eca_notebook.protocol": "issue #13 engine core (typed contents)",
     "eca_notebook.protocol.chat": "issue #13 engine core (typed contents)",
     "eca_notebook.protocol.content": "issue #13 engine core (typed contents)",

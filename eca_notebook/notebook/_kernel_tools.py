@@ -24,22 +24,23 @@ import inspect
 import io
 import logging
 import traceback
+from collections.abc import Callable, Sequence
 from contextlib import redirect_stderr, redirect_stdout
-from typing import Any, Callable, Sequence
+from typing import Any
 
 from ..plugins import BasePlugin
 from ..tools.base import Prepared, ToolContext, ToolResult
 from ._mentions import type_name
 
 __all__ = [
-    "KernelToolsPlugin",
-    "CellWriter",
-    "ListVariablesTool",
-    "InspectVariableTool",
-    "RunPythonTool",
-    "InsertCellTool",
-    "ReplaceCellTool",
     "READ_ONLY_TOOLS",
+    "CellWriter",
+    "InsertCellTool",
+    "InspectVariableTool",
+    "KernelToolsPlugin",
+    "ListVariablesTool",
+    "ReplaceCellTool",
+    "RunPythonTool",
     "approval_config",
 ]
 
@@ -79,7 +80,8 @@ class _KernelTool:
 
     @property
     def namespace(self) -> dict[str, Any]:
-        return self.shell.user_ns
+        namespace: dict[str, Any] = self.shell.user_ns
+        return namespace
 
     def _fail(self, args: dict[str, Any], summary: str, message: str) -> Prepared:
         return Prepared(args=dict(args) if isinstance(args, dict) else {}, summary=summary,
@@ -236,8 +238,8 @@ def run_in_namespace(shell: Any, code: str, tree: ast.Module | None = None) -> t
     thread: GUI and plotting libraries expect it)."""
     tree = tree if tree is not None else ast.parse(code, "<run_python>", "exec")
     body, last = tree.body, None
-    if body and isinstance(body[-1], ast.Expr):
-        body, last = body[:-1], ast.Expression(body[-1].value)
+    if body and isinstance(final := body[-1], ast.Expr):
+        body, last = body[:-1], ast.Expression(final.value)
     ns = shell.user_ns
     out, err = io.StringIO(), io.StringIO()
     failed = False
@@ -256,8 +258,8 @@ def run_in_namespace(shell: Any, code: str, tree: ast.Module | None = None) -> t
         if isinstance(exc, (KeyboardInterrupt,)):
             raise
         failed = True
-        frames = traceback.extract_tb(exc.__traceback__)
-        frames = [f for f in frames if f.filename == "<run_python>"] or frames[-1:]
+        stack = traceback.extract_tb(exc.__traceback__)
+        frames = [f for f in stack if f.filename == "<run_python>"] or stack[-1:]
         err.write("Traceback (most recent call last):\n" + "".join(traceback.format_list(frames)))
         err.write("".join(traceback.format_exception_only(type(exc), exc)))
     parts = []

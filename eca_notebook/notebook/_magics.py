@@ -23,7 +23,7 @@ from IPython.core.magic import Magics, line_cell_magic, magics_class, no_var_exp
 
 from ._parse import USAGE, UsageError, parse_magic
 
-__all__ = ["EcaMagics", "arun_magic", "await_transformer", "question_transformer", "current_session", "load", "unload"]
+__all__ = ["EcaMagics", "arun_magic", "await_transformer", "current_session", "load", "question_transformer", "unload"]
 
 MAGIC_NAME = "eca"
 _CALLS = ("run_line_magic", "run_cell_magic")

@@ -15,17 +15,18 @@ from __future__ import annotations
 import inspect
 import re
 import reprlib
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any
 
 __all__ = [
-    "Mention",
-    "MAX_VALUE_CHARS",
     "MAX_CONTEXT_CHARS",
-    "interpolate",
-    "find_mentions",
-    "describe_value",
+    "MAX_VALUE_CHARS",
+    "Mention",
     "attach_mentions",
+    "describe_value",
+    "find_mentions",
+    "interpolate",
     "type_name",
 ]
 
@@ -103,7 +104,7 @@ def _resolve_mention(name: str, namespace: Mapping[str, Any]) -> Any:
     cell = re.fullmatch(r"(In|Out)\[(\d+)\]", name)
     if cell is not None:
         kind, number = cell.group(1), int(cell.group(2))
-        history = namespace.get(kind)
+        history: Any = namespace.get(kind)
         try:
             value = history[number]  # In is a list, Out a dict
         except Exception:
@@ -137,7 +138,7 @@ _REPR.maxlong = 200
 def describe_value(name: str, value: Any, max_chars: int = MAX_VALUE_CHARS) -> str:
     """A description of one value for the model: what it is, its shape, and a bounded look at its content."""
     lines = [f"### `{name}`", f"type: {type_name(value)}"]
-    shape = getattr(value, "shape", None)
+    shape: Any = getattr(value, "shape", None)
     is_table = shape is not None and hasattr(value, "dtypes") and hasattr(value, "head") and hasattr(value, "columns")
     is_series = shape is not None and hasattr(value, "dtype") and hasattr(value, "head") and hasattr(value, "index")
     is_array = shape is not None and hasattr(value, "dtype") and hasattr(value, "ndim")
@@ -168,7 +169,7 @@ def describe_value(name: str, value: Any, max_chars: int = MAX_VALUE_CHARS) -> s
         lines.append(f"module: {value.__name__}")
     else:
         try:
-            size = len(value)  # type: ignore[arg-type]
+            size = len(value)
         except Exception:
             size = None
         if size is not None and not isinstance(value, str):

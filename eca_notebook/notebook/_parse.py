@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-__all__ = ["MagicRequest", "UsageError", "parse_magic", "SUBCOMMANDS", "FORMATS", "USAGE"]
+__all__ = ["FORMATS", "SUBCOMMANDS", "USAGE", "MagicRequest", "UsageError", "parse_magic"]
 
 FORMATS = ("markdown", "code", "text")
 SUBCOMMANDS = ("new", "chats", "model", "behavior", "stop", "config", "mcp", "fix", "help")

@@ -16,23 +16,27 @@ Two prompts for one chat at once (two ``%eca`` in a row) run one after the other
 Approvals: a widget's buttons answer them (``MANUAL``); where nobody can click — markdown output, or a loop that
 is blocked by the waiting cell on an old ipykernel — the client's unattended policy answers (reject whatever
 changes files or runs code), and ``-y`` approves everything for that prompt.
+
+This module is the session's core: the client's lifecycle and a prompt's way from the magic to its view. The loop
+plumbing is in ``_loops.py``, the subcommands in ``_subcommands.py``, ``%eca fix`` in ``_fix.py``, and the
+widget-or-markdown decision in ``_display.py``.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-import os
-import re
 import sys
-import threading
-import traceback
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
+from . import _subcommands
+from ._display import display_mode_for, ipykernel_major, show
 from ._kernel_tools import CellWriter, KernelToolsPlugin, approval_config
+from ._loops import LoopHost, running_loop
 from ._mentions import attach_mentions, interpolate
 from ._parse import USAGE, MagicRequest
 from ._transcript import ToolCallState, code_blocks
@@ -41,45 +45,7 @@ __all__ = ["NotebookSession", "Plan", "display_mode_for"]
 
 log = logging.getLogger(__name__)
 
-DISPLAY_ENV = "ECA_NOTEBOOK_DISPLAY"  # "widget" | "markdown": overrides the detection below
-FIX_PROMPT = ("The code in my notebook raised the exception below. Explain briefly what went wrong and propose a "
-              "fix (corrected code in a fenced block).")
-_ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 MAX_PLANS = 200  # prompts remembered for `%eca stop` and inspection (each holds its result)
-
-
-def _ipykernel_major() -> int:
-    try:
-        import ipykernel
-
-        return int(ipykernel.__version__.split(".")[0])
-    except Exception:
-        return 0
-
-
-def _widgets_available() -> bool:
-    try:
-        import ipywidgets  # noqa: F401
-    except Exception:
-        return False
-    return True
-
-
-def display_mode_for(shell: Any) -> str:
-    """``widget`` where a front-end can show live widgets, ``markdown`` elsewhere.
-
-    Headless executors (nbclient, and so nbconvert and papermill) send ``execute_request`` with
-    ``allow_stdin: false``, while every interactive front-end (JupyterLab, Notebook 7, VS Code) allows stdin;
-    that is the signal. ``ECA_NOTEBOOK_DISPLAY`` overrides it."""
-    forced = os.environ.get(DISPLAY_ENV, "").strip().lower()
-    if forced in ("widget", "markdown"):
-        return forced
-    kernel = getattr(shell, "kernel", None)
-    if kernel is None:  # terminal IPython: nothing renders widgets
-        return "markdown"
-    if not getattr(kernel, "_allow_stdin", True):
-        return "markdown"
-    return "widget" if _widgets_available() else "markdown"
 
 
 @dataclass
@@ -108,8 +74,7 @@ class NotebookSession:
         self.config = config
         self.env = env
         self.client: Any = None
-        self.loop: asyncio.AbstractEventLoop | None = None
-        self._own_loop: asyncio.AbstractEventLoop | None = None
+        self.loops = LoopHost(shell)
         self._starting: asyncio.Future[Any] | None = None
         self.chat_id: str | None = None  # the chat `%eca` continues
         self.display_mode: str | None = None  # None: detect per prompt (display_mode_for)
@@ -119,31 +84,29 @@ class NotebookSession:
         self.plans: list[Plan] = []  # every prompt started (the latest last)
         self._locks: dict[str, asyncio.Lock] = {}
         self._pending: dict[str, int] = {}  # prompts planned and not finished, per chat
-        self._tasks: set[asyncio.Task[Any]] = set()
         self._waiting = 0  # > 0 while a cell waits for a turn: cell edits can target it
         self.writer = CellWriter(shell, executing=lambda: self._waiting > 0)
         self.plugin = KernelToolsPlugin(shell, self.writer)
         self._unsubscribe: Callable[[], None] | None = None
 
-    # -- the client and its loop ---------------------------------------------------------------------------------
+    @property
+    def loop(self) -> asyncio.AbstractEventLoop | None:
+        """The loop the client lives on (or will be started on)."""
+        return self.loops.loop
 
-    def _kernel_loop(self) -> asyncio.AbstractEventLoop | None:
-        io_loop = getattr(getattr(self.shell, "kernel", None), "io_loop", None)
-        return getattr(io_loop, "asyncio_loop", None)
+    # -- the client ----------------------------------------------------------------------------------------------
 
     def _bind(self, loop: asyncio.AbstractEventLoop) -> None:
         """Use ``loop`` from now on; a client living on another (finished) loop is dropped."""
-        if self.loop is loop:
+        old_loop = self.loops.loop
+        if old_loop is loop:
             return
-        old, old_loop = self.client, self.loop
-        self.client, self.loop, self._starting, self._locks, self._pending = None, loop, None, {}, {}
+        old = self.client
+        self.client, self.loops.loop, self._starting, self._locks, self._pending = None, loop, None, {}, {}
         self._unsubscribe = None
         self.mcp_servers = {}
-        if old is not None and old_loop is not None and not old_loop.is_closed() and not old_loop.is_running():
-            try:
-                old_loop.run_until_complete(old.aclose())
-            except Exception:
-                log.debug("closing the previous client failed", exc_info=True)
+        if old is not None:
+            LoopHost.finish_on(old_loop, old.aclose())
 
     async def ensure_client(self) -> Any:
         """The client, started on first use (concurrent callers share one start)."""
@@ -166,6 +129,7 @@ class NotebookSession:
             raise
         self._unsubscribe = client.subscribe(self._on_notification)
         client.add_plugin(self.plugin)
+        assert client.engine is not None  # an in-process client always has its engine
         client.engine.tools_changed()  # the kernel's tools join the native list clients were sent
         self.client = client
         return client
@@ -183,58 +147,32 @@ class NotebookSession:
             except Exception:
                 log.exception("chat view failed on %s", method)
 
-    def _spawn(self, coro: Any) -> asyncio.Task[Any]:
-        task = asyncio.ensure_future(coro)
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
-        return task
-
     def submit(self, coro: Any) -> None:
         """Run ``coro`` on the session's loop from wherever we are (a widget callback, a thread)."""
-        loop = self.loop
-        try:
-            running = asyncio.get_running_loop()
-        except RuntimeError:
-            running = None
-        if loop is not None and running is loop:
-            self._spawn(coro)
-        elif loop is not None and loop.is_running():
-            asyncio.run_coroutine_threadsafe(coro, loop)
-        elif loop is not None and not loop.is_closed():
-            loop.run_until_complete(coro)
-        else:
-            coro.close()
+        self.loops.submit(coro)
 
     # -- entry points --------------------------------------------------------------------------------------------
 
     def run(self, request: MagicRequest) -> Any:
         """The synchronous magic: wait for the turn where no loop runs here, schedule it where one does."""
-        try:
-            running = asyncio.get_running_loop()
-        except RuntimeError:
-            running = None
+        running = running_loop()
         if running is not None:
             self._bind(running)
             if request.command != "prompt":
-                self._spawn(self.arun(request))
+                self.loops.spawn(self.arun(request), f"%eca {request.command}")
                 return None
             plan = self.plan(request, can_wait=False)
             if plan is not None:
-                plan.task = self._spawn(self.execute(plan))
+                plan.task = self.loops.spawn(self.execute(plan), "%eca prompt")
             return None
-        target = self.loop if self.loop is not None and self.loop.is_running() else self._kernel_loop()
-        if target is not None and target.is_running() and threading.current_thread() is not threading.main_thread():
+        target = self.loops.threaded_target()
+        if target is not None:
             self._bind(target)
             future = asyncio.run_coroutine_threadsafe(self.arun(request, force_wait=True), target)
             return future.result()
-        loop = self._own()
+        loop = self.loops.own()
         self._bind(loop)
         return loop.run_until_complete(self.arun(request, force_wait=True))
-
-    def _own(self) -> asyncio.AbstractEventLoop:
-        if self._own_loop is None or self._own_loop.is_closed():
-            self._own_loop = asyncio.new_event_loop()
-        return self._own_loop
 
     async def arun(self, request: MagicRequest, *, force_wait: bool = False) -> Any:
         """The magic as a coroutine on the running loop: subcommands complete; prompts start (and maybe wait)."""
@@ -242,21 +180,35 @@ class NotebookSession:
         if request.command != "prompt":
             return await self.subcommand(request)
         plan = self.plan(request, can_wait=True, force_wait=force_wait)
-        if plan is None:
-            return None
+        if plan is not None:
+            await self.start(plan)
+        return None
+
+    async def start(self, plan: Plan) -> None:
+        """Run a planned prompt: to its end when the cell waits for it, as a background task otherwise."""
         if plan.wait:
             self._waiting += 1
             try:
                 await self.execute(plan)
             finally:
                 self._waiting -= 1
-            return None
-        plan.task = self._spawn(self.execute(plan))
-        return None
+            return
+        plan.task = self.loops.spawn(self.execute(plan), "%eca prompt")
+
+    async def subcommand(self, request: MagicRequest) -> Any:
+        """``%eca help``, ``new``, ``stop``, ``chats``, ``model``, ``behavior``, ``config``, ``mcp``, ``fix``."""
+        return await _subcommands.subcommand(self, request)
+
+    def describe_config(self) -> str:
+        return _subcommands.describe_config(self)
+
+    def describe_mcp(self) -> str:
+        return _subcommands.describe_mcp(self)
 
     # -- prompts -------------------------------------------------------------------------------------------------
 
-    def _mode(self) -> str:
+    def mode(self) -> str:
+        """``widget`` or ``markdown``: what the next prompt's view will be."""
         return self.display_mode or display_mode_for(self.shell)
 
     def _resolve_chat(self, request: MagicRequest) -> str:
@@ -292,7 +244,7 @@ class NotebookSession:
         if not text.strip():
             print(USAGE)
             return None
-        mode = self._mode()
+        mode = self.mode()
         headless = mode == "markdown"
         wait = force_wait or (can_wait and (request.wait or request.format == "code" or headless))
         try:
@@ -304,9 +256,10 @@ class NotebookSession:
         message = text if raw else self.compose(text)
         if view is None:
             view = self._new_view(mode, request.format)
+        approval: Any
         if request.yes:
-            approval: Any = lambda content: True  # noqa: E731
-        elif mode == "widget" and not force_wait and (not wait or _ipykernel_major() >= 7):
+            approval = lambda content: True  # noqa: E731
+        elif mode == "widget" and not force_wait and (not wait or ipykernel_major() >= 7):
             from ..client import MANUAL
 
             approval = MANUAL  # the buttons answer (clicks are processed: the loop is free, or comms run concurrently)
@@ -325,12 +278,10 @@ class NotebookSession:
 
     def _new_view(self, mode: str, output_format: str) -> Any:
         if mode == "widget":
-            from IPython.display import display
-
             from .widgets import ChatView
 
             view = ChatView(controller=self, output_format=output_format)
-            display(view.widget)
+            show(view.widget)
             return view
         from ._fallback import MarkdownView
 
@@ -392,218 +343,23 @@ class NotebookSession:
             self.submit(self._launch(plan))
 
     async def _launch(self, plan: Plan) -> None:
-        plan.task = self._spawn(self.execute(plan))
-
-    # -- subcommands ---------------------------------------------------------------------------------------------
-
-    async def subcommand(self, request: MagicRequest) -> Any:
-        name, arg = request.command, request.argument
-        if name == "help":
-            print(USAGE)
-            return None
-        if name == "new":
-            self.chat_id = str(uuid.uuid4())
-            print("Started a new chat: the next %eca prompt begins it.")
-            return None
-        if name == "fix":
-            return await self._fix(request)
-        try:
-            client = await self.ensure_client()
-        except Exception as exc:
-            print(f"%eca: could not start the assistant: {exc}", file=sys.stderr)
-            return None
-        if name == "stop":
-            running = [p for p in self.plans if p.task is not None and not p.task.done() or p.view.running]
-            chats = sorted({p.chat_id for p in running})
-            for chat_id in chats:
-                await client.stop(chat_id)
-            print(f"Stopped {len(chats)} running prompt(s)." if chats else "Nothing is running.")
-            return None
-        if name == "chats":
-            chats = await client.list_chats()
-            if not chats:
-                print("No chats yet.")
-                return None
-            lines = ["| | chat | title | messages | model |", "|---|---|---|---|---|"]
-            for chat in chats:
-                mark = "▶" if chat.get("id") == self.chat_id else ""
-                lines.append(f"| {mark} | `{chat.get('id')}` | {_cell(chat.get('title'))} | "
-                             f"{chat.get('messageCount', '')} | {chat.get('model') or ''} |")
-            _show_markdown(("\n".join(lines)))
-            return None
-        if name == "model":
-            if arg:
-                try:
-                    await client.select_model(arg, self.chat_id)
-                except ValueError as exc:
-                    print(f"%eca: {exc}", file=sys.stderr)
-                    return None
-                print(f"Model: {arg}")
-                return None
-            _show_markdown(("\n".join(f"- {'**' + m + '** (selected)' if m == client.default_model else m}"
-                                       for m in client.models) or "No models available."))
-            return None
-        if name == "behavior":
-            if arg:
-                try:
-                    await client.select_behavior(arg, self.chat_id)
-                except ValueError as exc:
-                    print(f"%eca: {exc}", file=sys.stderr)
-                    return None
-                print(f"Behavior: {arg}")
-                return None
-            _show_markdown(("\n".join(f"- {'**' + b + '** (selected)' if b == client.default_behavior else b}"
-                                       for b in client.behaviors)))
-            return None
-        if name == "config":
-            _show_markdown((self.describe_config()))
-            return None
-        if name == "mcp":
-            _show_markdown((self.describe_mcp()))
-            return None
-        raise AssertionError(name)
-
-    def describe_config(self) -> str:
-        client = self.client
-        engine = getattr(client, "engine", None)
-        lines = ["**eca-notebook**", ""]
-        if engine is not None:
-            lines.append(f"- workspace: `{', '.join(str(p) for p in engine.workspace_folders)}`")
-            for source in engine.loaded.sources:
-                state = "applied" if source.applied else "not applied"
-                where = f" `{source.path}`" if source.path else ""
-                problem = f" — {source.problem}" if source.problem else ""
-                lines.append(f"- config {source.name}{where}: {state}{problem}")
-        lines.append(f"- model: `{client.default_model or '(none)'}` of {len(client.models)} available "
-                     "(`%eca model` lists them)")
-        lines.append(f"- behavior: `{client.default_behavior}` (of {', '.join(client.behaviors)})")
-        lines.append(f"- current chat: `{self.chat_id or '(new on the next prompt)'}`")
-        lines.append(f"- output: {self._mode()}")
-        tools = [t.get("name") for t in client.tools if not t.get("disabled")]
-        lines.append(f"- tools: {', '.join(f'`{t}`' for t in tools)}")
-        if self.mcp_servers:
-            lines.append(f"- MCP servers: {len(self.mcp_servers)} (`%eca mcp`)")
-        for message in client.messages:
-            lines.append(f"- ⚠ {message.get('message')}")
-        return "\n".join(lines)
-
-    def describe_mcp(self) -> str:
-        engine = getattr(self.client, "engine", None)
-        for plugin in getattr(engine, "plugins", ()):  # statuses sent before we subscribed: ask the MCP plug-in
-            statuses = getattr(plugin, "statuses", None)
-            if callable(statuses):
-                try:
-                    for status in statuses():
-                        self.mcp_servers.setdefault(str(status.get("name")), status)
-                except Exception:
-                    log.debug("MCP statuses unavailable", exc_info=True)
-        if not self.mcp_servers:
-            return "No MCP servers (configure them under `mcpServers` in the ECA config)."
-        lines = ["| server | status | tools | command / url |", "|---|---|---|---|"]
-        for name, status in sorted(self.mcp_servers.items()):
-            tools = status.get("tools") or []
-            where = status.get("url") or " ".join([status.get("command") or "", *(status.get("args") or [])]).strip()
-            lines.append(f"| {name} | {status.get('status')} | {len(tools)} | `{where}` |")
-        return "\n".join(lines)
-
-    async def _fix(self, request: MagicRequest) -> Any:
-        error = last_exception(self.shell)
-        if error is None:
-            print("No exception to fix yet: run the failing cell first, then %eca fix.")
-            return None
-        summary, details = error
-        prompt = FIX_PROMPT + (f"\n\nNote from the user: {request.argument}" if request.argument else "")
-        fix_request = MagicRequest(prompt=f"{prompt}\n\n{details}", model=request.model, behavior=request.behavior,
-                                   chat=request.chat, new=request.new, format=request.format, wait=request.wait,
-                                   yes=request.yes)
-        plan = self.plan(fix_request, can_wait=True, raw=True,
-                         shown=f"fix: {summary}" + (f" — {request.argument}" if request.argument else ""))
-        if plan is None:
-            return None
-        if plan.wait:
-            self._waiting += 1
-            try:
-                await self.execute(plan)
-            finally:
-                self._waiting -= 1
-        else:
-            plan.task = self._spawn(self.execute(plan))
-        return None
+        plan.task = self.loops.spawn(self.execute(plan), "%eca prompt")
 
     # -- shutdown ------------------------------------------------------------------------------------------------
 
     async def aclose(self) -> None:
-        for task in list(self._tasks):
-            task.cancel()
-        if self._tasks:
-            await asyncio.gather(*self._tasks, return_exceptions=True)
+        await self.loops.aclose()
         client, self.client = self.client, None
         if client is not None:
             await client.aclose()
 
     def close(self) -> None:
         """Stop everything (``%unload_ext``): from sync code, on whichever loop the client lives."""
-        loop = self.loop
+        loop = self.loops.loop
         if loop is not None and not loop.is_closed():
-            try:
-                running = asyncio.get_running_loop()
-            except RuntimeError:
-                running = None
-            if running is loop:
-                self._spawn(self.aclose())
-            elif loop.is_running():
-                asyncio.run_coroutine_threadsafe(self.aclose(), loop)
-            else:
-                loop.run_until_complete(self.aclose())
-        if self._own_loop is not None and not self._own_loop.is_closed() and not self._own_loop.is_running():
-            self._own_loop.close()
-
-
-def _show_markdown(text: str) -> None:
-    """Markdown for the notebook; the same source as plain text for a terminal."""
-    from IPython.display import display
-
-    display({"text/markdown": text, "text/plain": text}, raw=True)
+            self.loops.submit(self.aclose())
+        self.loops.close_own_loop()
 
 
 def _shown(view: Any, error: str) -> bool:
     return any(error in b.text for b in view.transcript.blocks if b.kind == "note")
-
-
-def _cell(value: Any) -> str:
-    return str(value or "").replace("|", "\\|").replace("\n", " ")
-
-
-def last_exception(shell: Any) -> tuple[str, str] | None:
-    """The last exception the user saw: ``(one-line summary, traceback + the source of the cell that raised it)``."""
-    value = getattr(sys, "last_exc", None) or getattr(sys, "last_value", None)
-    if value is None:
-        return None
-    tb = value.__traceback__
-    while tb is not None and _is_ipython_frame(tb.tb_frame.f_code.co_filename) and tb.tb_next is not None:
-        tb = tb.tb_next  # IPython's own frames (run_code's exec) say nothing about the user's error
-    text = _ANSI.sub("", "".join(traceback.format_exception(type(value), value, tb))).strip()
-    parts = [f"Traceback:\n```\n{text}\n```"]
-    cell = _failing_cell(shell, tb)
-    if cell is not None:
-        number, source = cell
-        parts.append(f"The cell In[{number}] that raised it:\n```python\n{source.rstrip()}\n```")
-    summary = "".join(traceback.format_exception_only(type(value), value)).strip().splitlines()[-1]
-    return summary, "\n\n".join(parts)
-
-
-def _is_ipython_frame(filename: str) -> bool:
-    return f"{os.sep}IPython{os.sep}core{os.sep}" in filename
-
-
-def _failing_cell(shell: Any, tb: Any) -> tuple[int, str] | None:
-    """The notebook cell the traceback went through last (IPython maps its cell file names to execution counts)."""
-    mapping = getattr(getattr(shell, "compile", None), "_filename_map", None) or {}
-    history = shell.user_ns.get("In") or []
-    found = None
-    while tb is not None:
-        number = mapping.get(tb.tb_frame.f_code.co_filename)
-        if isinstance(number, int) and 0 < number < len(history):
-            found = (number, history[number])
-        tb = tb.tb_next
-    return found

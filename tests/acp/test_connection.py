@@ -92,7 +92,7 @@ class Client:
     def text(self, kind: str = "agent_message_chunk") -> str:
         return "".join(u["content"]["text"] for u in self.of(kind))
 
-    async def wait(self, predicate: Callable[["Client"], bool], timeout: float = 20) -> None:
+    async def wait(self, predicate: Callable[["Client"], bool], timeout: float = 60) -> None:
         async def loop() -> None:
             while not predicate(self):
                 self.changed.clear()

@@ -172,10 +172,10 @@ async def test_manual_leaves_the_call_pending_until_approved(client: EcaClient, 
     client.subscribe(on_message)
     llm.enqueue(Reply([write("w1", "manual.txt")]), Reply.text("done"))
     task = asyncio.create_task(client.prompt("write", approval=MANUAL))
-    await asyncio.wait_for(asked.wait(), 10)
+    await asyncio.wait_for(asked.wait(), 30)
     await asyncio.sleep(0.1)
     assert not task.done() and not (workspace / "manual.txt").exists()  # nobody answered yet
     chat_id, call_id = waiting[0]
     await client.approve(chat_id, call_id)
-    result = await asyncio.wait_for(task, 10)
+    result = await asyncio.wait_for(task, 30)
     assert (workspace / "manual.txt").exists() and result.tool_calls[0].status == "done"

@@ -157,7 +157,7 @@ class EcaProcess:
 
     # -- lifecycle -----------------------------------------------------------------------------------------------
 
-    async def shutdown(self, timeout: float = 15) -> int:
+    async def shutdown(self, timeout: float = 60) -> int:
         await self.request("shutdown")
         await self.notify("exit")
         return await asyncio.wait_for(self.proc.wait(), timeout)

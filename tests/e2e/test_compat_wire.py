@@ -47,7 +47,7 @@ class RawClient:
         body = json.dumps(message).encode() + trailing
         await self.write(headers.format(n=len(body)).encode("ascii") + body)
 
-    async def next(self, predicate, timeout: float = 20) -> dict:
+    async def next(self, predicate, timeout: float = 60) -> dict:
         async def read() -> dict:
             while True:
                 for index, message in enumerate(self.inbox):
@@ -61,7 +61,7 @@ class RawClient:
 
         return await asyncio.wait_for(read(), timeout)
 
-    async def response(self, request_id, timeout: float = 20) -> dict:
+    async def response(self, request_id, timeout: float = 60) -> dict:
         return await self.next(lambda m: "method" not in m and m.get("id") == request_id, timeout)
 
     async def close(self) -> None:
@@ -169,7 +169,7 @@ async def test_lifecycle_params_absent_null_empty_object_or_array(raw, workspace
     await eca.send(msg("shutdown", 2))
     assert (await eca.response(2)) == {"jsonrpc": "2.0", "id": 2, "result": None}
     await eca.send(msg("exit"))
-    assert await asyncio.wait_for(eca.proc.wait(), 15) == 0
+    assert await asyncio.wait_for(eca.proc.wait(), 60) == 0
 
 
 async def test_request_ids_zero_uuid_strings_and_non_consecutive(raw, workspace):

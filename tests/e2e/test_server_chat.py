@@ -237,7 +237,7 @@ async def test_delete_removes_chat_everywhere(spawn, llm, workspace, home):
     listed = await eca.request("chat/list", {})
     assert [c["id"] for c in listed["chats"]] == [chat_id]
     saved: list[Path] = []
-    for _ in range(200):  # saved by the server's writer thread, just after "idle": a condition, generous guard
+    for _ in range(1200):  # saved by the server's writer thread, just after "idle": a condition, generous guard
         saved = [p for p in (home / ".cache").rglob("*.json") if p.name != "index.json"
                  and not p.name.startswith(".tmp-")]
         if saved:

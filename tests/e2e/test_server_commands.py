@@ -74,7 +74,7 @@ async def test_repo_map_show(spawn, workspace):
     (workspace / "src" / "app.py").write_text("x = 1\n")
     eca = await spawn()
     await eca.initialize(workspace)
-    for _ in range(50):
+    for _ in range(600):  # a condition, with a generous guard (60 s)
         _, contents = await run(eca, "/repo-map-show")
         if "still being built" not in system_texts(contents):
             break
@@ -149,7 +149,7 @@ async def test_query_context_and_file_context_with_lines_range(spawn, llm, works
     eca = await spawn()
     await eca.initialize(workspace)
     contexts = []
-    for _ in range(50):
+    for _ in range(600):  # a condition, with a generous guard (60 s)
         contexts = (await eca.request("chat/queryContext", {"query": "compo", "contexts": []}))["contexts"]
         if contexts:
             break

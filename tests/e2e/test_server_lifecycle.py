@@ -92,14 +92,14 @@ async def test_exit_without_shutdown_exits_1(spawn, workspace):
     eca = await spawn()
     await eca.initialize(workspace)
     await eca.notify("exit")
-    assert await asyncio.wait_for(eca.proc.wait(), 15) == 1
+    assert await asyncio.wait_for(eca.proc.wait(), 60) == 1
 
 
 async def test_end_of_input_stops_the_server(spawn, workspace):
     eca = await spawn()
     await eca.initialize(workspace)
     eca.proc.stdin.close()
-    assert await asyncio.wait_for(eca.proc.wait(), 15) == 1
+    assert await asyncio.wait_for(eca.proc.wait(), 60) == 1
 
 
 async def test_server_exits_when_parent_process_dies(home, llm, workspace):
@@ -109,7 +109,7 @@ async def test_server_exits_when_parent_process_dies(home, llm, workspace):
         await eca.initialize(workspace, processId=parent.pid)
         parent.kill()
         await parent.wait()
-        assert await asyncio.wait_for(eca.proc.wait(), 20) == 1
+        assert await asyncio.wait_for(eca.proc.wait(), 60) == 1
     finally:
         await eca.kill()
 

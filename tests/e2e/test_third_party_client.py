@@ -71,7 +71,7 @@ async def test_pygls_client_chats_with_the_server(home, llm, workspace):
         shutdown = await asyncio.wait_for(client.protocol.send_request_async("shutdown", None), 30)
         assert shutdown is None
         client.protocol.notify("exit", None)
-        assert await asyncio.wait_for(client._server.wait(), 15) == 0
+        assert await asyncio.wait_for(client._server.wait(), 60) == 0
     finally:
         if client._server is not None and client._server.returncode is None:
             client._server.kill()

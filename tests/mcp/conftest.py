@@ -103,7 +103,7 @@ class Eca:
         self.log.append((method, params))
         self._changed.set()
 
-    async def until(self, predicate: Callable[[str, Any], bool], timeout: float = 20) -> tuple[str, Any]:
+    async def until(self, predicate: Callable[[str, Any], bool], timeout: float = 60) -> tuple[str, Any]:
         async def wait() -> tuple[str, Any]:
             while True:
                 for method, params in self.log:
@@ -133,7 +133,7 @@ class Eca:
         result = await self.client.request("chat/prompt", {"message": message, "model": MODEL, **params})
         return result["chatId"]
 
-    async def idle(self, chat_id: str, timeout: float = 20) -> None:
+    async def idle(self, chat_id: str, timeout: float = 60) -> None:
         await self.until(lambda m, p: m == "chat/statusChanged" and p == {"chatId": chat_id, "status": "idle"},
                          timeout)
 
@@ -222,7 +222,7 @@ def http_demo():
     finally:
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait(timeout=10)
+        proc.wait(timeout=30)
         if proc.stdout:
             proc.stdout.close()
 

@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import asyncio
 import json
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import pytest
 
@@ -98,7 +99,7 @@ async def run_cell(shell: Any, code: str) -> Any:
     return shell.run_cell(code)
 
 
-async def until(predicate: Callable[[], Any], timeout: float = 10.0) -> Any:
+async def until(predicate: Callable[[], Any], timeout: float = 30.0) -> Any:
     """Poll (yielding to the loop) until ``predicate()`` is truthy; its value."""
     loop = asyncio.get_running_loop()
     deadline = loop.time() + timeout

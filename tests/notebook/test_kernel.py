@@ -34,7 +34,7 @@ class Kernel:
             except queue.Empty:
                 return
 
-    def execute(self, code: str, *, allow_stdin: bool = True, timeout: float = 30) -> dict[str, Any]:
+    def execute(self, code: str, *, allow_stdin: bool = True, timeout: float = 60) -> dict[str, Any]:
         """Send an execute_request and return its reply (iopub traffic keeps being collected)."""
         msg_id = self.kc.execute(code, allow_stdin=allow_stdin)
         deadline = time.monotonic() + timeout
@@ -64,7 +64,7 @@ class Kernel:
                 states.setdefault(m["content"]["comm_id"], {}).update(m["content"]["data"]["state"])
         return states
 
-    def wait_for(self, predicate, timeout: float = 20) -> Any:
+    def wait_for(self, predicate, timeout: float = 60) -> Any:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             self.pump(0.05)

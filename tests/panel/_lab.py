@@ -149,7 +149,7 @@ class Lab:
             if self.proc.poll() is not None:
                 raise RuntimeError(f"jupyter lab exited with {self.proc.returncode}:\n{self.log_tail()}")
             try:
-                with urllib.request.urlopen(self.url("api/status"), timeout=2) as response:
+                with urllib.request.urlopen(self.url("api/status"), timeout=10) as response:
                     if response.status == 200:
                         return self
             except OSError:
@@ -158,7 +158,7 @@ class Lab:
         self.stop()
         raise RuntimeError(f"jupyter lab did not start within {timeout} s:\n{self.log_tail()}")
 
-    def stop(self, timeout: float = 15) -> None:
+    def stop(self, timeout: float = 60) -> None:
         proc, self.proc = self.proc, None
         if proc is None or proc.poll() is not None:
             return
@@ -168,7 +168,7 @@ class Lab:
         except subprocess.TimeoutExpired:
             proc.terminate()
             try:
-                proc.wait(timeout=5)
+                proc.wait(timeout=30)
             except subprocess.TimeoutExpired:
                 proc.kill()
                 proc.wait()

@@ -84,7 +84,7 @@ def page(browser, llm: ScriptedLLMServer, request):
     llm.clear()
     context = browser.new_context(viewport={"width": 1400, "height": 900})
     page = context.new_page()
-    page.set_default_timeout(30_000)
+    page.set_default_timeout(60_000)  # a loaded two-core machine: every wait is on a condition, so be generous
     errors: list[str] = []
 
     def on_error(error) -> None:

@@ -1,5 +1,6 @@
 """The panel's build artefacts stay honest: the generated ``protocol.ts`` matches the pydantic models, the committed
-lab extension was built from the current sources, and the front-end unit tests (node's test runner) pass.
+lab extension was built from the current sources, the front-end type check and lint (``npm run typecheck``,
+``npm run lint``) are clean, and the front-end unit tests (node's test runner) pass.
 """
 
 from __future__ import annotations
@@ -35,7 +36,9 @@ def test_protocol_ts_is_generated_from_the_current_models():
     gen = _script("gen_protocol")
     expected = gen.generate()
     current = (EXTENSION / "src" / "protocol.ts").read_text(encoding="utf-8")
-    assert current == expected, "extension/src/protocol.ts is stale: run .venv/bin/python extension/scripts/gen_protocol.py"
+    assert current == expected, (
+        "extension/src/protocol.ts is stale: run .venv/bin/python extension/scripts/gen_protocol.py"
+    )
 
 
 def test_protocol_ts_covers_every_method_and_content_type():
@@ -98,19 +101,40 @@ def _node_ready() -> bool:
     return shutil.which("node") is not None and (EXTENSION / "node_modules" / ".bin" / "tsc").exists()
 
 
-@pytest.mark.skipif(not _node_ready() and not os.environ.get("CI"),
-                    reason="node or extension/node_modules missing (run `npm ci` in extension/)")
-def test_front_end_unit_tests_and_typecheck():
+needs_node = pytest.mark.skipif(not _node_ready() and not os.environ.get("CI"),
+                                reason="node or extension/node_modules missing (run `npm ci` in extension/)")
+
+
+def _npm_script(name: str) -> None:
+    """``npm run <name>`` in extension/, failing with the tool's own output."""
+    assert _node_ready(), "CI must run `npm ci` in extension/ (node and extension/node_modules are missing)"
+    npm = shutil.which("npm")
+    assert npm is not None, "npm is missing (it comes with node)"
+    run = subprocess.run([npm, "run", "--silent", name], cwd=EXTENSION, capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, f"`npm run {name}` failed:\n{run.stdout[-8000:]}{run.stderr[-4000:]}"
+
+
+@needs_node
+def test_typecheck():
+    """``npm run typecheck``: tsc --noEmit over the sources and the unit tests."""
+    _npm_script("typecheck")
+
+
+@needs_node
+def test_lint():
+    """``npm run lint``: ESLint with the rule set stated in extension/eslint.config.mjs, warnings included."""
+    _npm_script("lint")
+
+
+@needs_node
+def test_front_end_unit_tests():
     assert _node_ready(), "CI must run `npm ci` in extension/ (node and extension/node_modules are missing)"
     tsc = str(EXTENSION / "node_modules" / ".bin" / "tsc")
-    check = subprocess.run([tsc, "--noEmit", "-p", "tsconfig.json"], cwd=EXTENSION, capture_output=True, text=True,
-                           timeout=180)
-    assert check.returncode == 0, check.stdout + check.stderr
     compiled = subprocess.run([tsc, "-p", "tsconfig.test.json"], cwd=EXTENSION, capture_output=True, text=True,
-                              timeout=180)
+                              timeout=300)
     assert compiled.returncode == 0, compiled.stdout + compiled.stderr
     run = subprocess.run(["node", "--test", "build-test/test/"], cwd=EXTENSION, capture_output=True, text=True,
-                         timeout=120)
+                         timeout=300)
     assert run.returncode == 0, run.stdout[-6000:] + run.stderr[-2000:]
     passed = int(re.search(r"^# pass (\d+)", run.stdout, re.M).group(1))
     failed = int(re.search(r"^# fail (\d+)", run.stdout, re.M).group(1))

@@ -235,7 +235,7 @@ async def test_cancellation_closes_the_connection(api, llm, client):
             got_first.set()
 
     task = asyncio.create_task(consume())
-    await asyncio.wait_for(got_first.wait(), 10)
+    await asyncio.wait_for(got_first.wait(), 30)
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
         await task

@@ -27,7 +27,7 @@ from eca_notebook.protocol.errors import (
 from eca_notebook.rpc import Endpoint
 from eca_notebook.transports import MemoryStream, memory_pair
 
-GUARD = 5  # seconds: only a guard against hangs, never asserted on
+GUARD = 30  # seconds: only a guard against hangs, never asserted on
 
 
 async def recv(stream: MemoryStream) -> Any:

@@ -173,7 +173,7 @@ class EcaSocket:
                 self.all_responses.append(message)
             self._changed.set()
 
-    async def _wait(self, predicate: Callable[[], Any], timeout: float = 20) -> Any:
+    async def _wait(self, predicate: Callable[[], Any], timeout: float = 60) -> Any:
         async def loop() -> Any:
             while True:
                 found = predicate()
@@ -189,7 +189,7 @@ class EcaSocket:
     async def send_raw(self, text: str | bytes) -> None:
         await self.conn.write_message(text, binary=isinstance(text, bytes))
 
-    async def call(self, method: str, params: Any = None, timeout: float = 20) -> dict[str, Any]:
+    async def call(self, method: str, params: Any = None, timeout: float = 60) -> dict[str, Any]:
         """Send a request; return the whole response (``result`` or ``error``)."""
         self._next_id += 1
         rid = self._next_id
@@ -199,7 +199,7 @@ class EcaSocket:
         await self.send_raw(json.dumps(message))
         return await self._wait(lambda: self.responses.get(rid), timeout)
 
-    async def request(self, method: str, params: Any = None, timeout: float = 20) -> Any:
+    async def request(self, method: str, params: Any = None, timeout: float = 60) -> Any:
         response = await self.call(method, params, timeout)
         assert "error" not in response, response
         return response["result"]
@@ -240,7 +240,7 @@ class EcaSocket:
     def of(self, method: str) -> list[Any]:
         return [m.get("params") for m in self.messages if m["method"] == method]
 
-    async def wait_closed(self, timeout: float = 20) -> None:
+    async def wait_closed(self, timeout: float = 60) -> None:
         await self._wait(lambda: self.closed, timeout) if not self.closed else None
 
     async def close(self) -> None:

@@ -17,7 +17,7 @@ EVIL = "http://evil.example"
 
 async def ws_status(port: int, base_url: str, headers: dict[str, str], query: str = "") -> int:
     """101 when the upgrade succeeds, else the HTTP status of the refusal."""
-    request = HTTPRequest(ws_url(port, base_url, query), headers=headers, connect_timeout=10, request_timeout=10)
+    request = HTTPRequest(ws_url(port, base_url, query), headers=headers, connect_timeout=60, request_timeout=60)
     try:
         conn = await websocket_connect(request)
     except HTTPClientError as exc:

@@ -30,7 +30,7 @@ def assert_error(status: int, body, expected: int, *, loc=None, message: str | N
         assert message in body["message"], body
 
 
-async def wait_until(predicate, timeout: float = 20) -> None:
+async def wait_until(predicate, timeout: float = 60) -> None:
     async def poll() -> None:
         while not await predicate():
             await asyncio.sleep(0.02)

@@ -65,7 +65,7 @@ async def raw_websocket(port: int, path: str, token: str) -> socket.socket:
         f"Sec-WebSocket-Key: {key}\r\nSec-WebSocket-Version: 13\r\nAuthorization: token {token}\r\n\r\n").encode())
     head = b""
     while b"\r\n\r\n" not in head:
-        part = await asyncio.wait_for(loop.sock_recv(sock, 1), 10)
+        part = await asyncio.wait_for(loop.sock_recv(sock, 1), 60)
         assert part, head
         head += part
     assert head.startswith(b"HTTP/1.1 101"), head
@@ -100,7 +100,7 @@ async def close_frame(sock: socket.socket) -> tuple[int, str]:
     async def need(n: int) -> None:
         nonlocal data
         while len(data) < n:
-            part = await asyncio.wait_for(loop.sock_recv(sock, 1 << 20), 10)
+            part = await asyncio.wait_for(loop.sock_recv(sock, 1 << 20), 60)
             assert part, "connection closed without a close frame"
             data += part
 
@@ -127,7 +127,7 @@ INIT = ({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"workspac
         {"jsonrpc": "2.0", "method": "initialized", "params": {}})
 
 
-async def wait_until(predicate, timeout: float = 20) -> None:
+async def wait_until(predicate, timeout: float = 60) -> None:
     async def poll() -> None:
         while not predicate():
             await asyncio.sleep(0.01)

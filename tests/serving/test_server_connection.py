@@ -27,7 +27,7 @@ class Harness:
         self.log.append((method, params))
         self.changed.set()
 
-    async def until(self, predicate, timeout: float = 10) -> None:
+    async def until(self, predicate, timeout: float = 30) -> None:
         async def wait() -> None:
             while not any(predicate(m, p) for m, p in self.log):
                 self.changed.clear()
@@ -68,7 +68,7 @@ async def connected(tmp_path: Path, llm: ScriptedLLMServer):
     harness.engine = connection.engine
     yield harness
     await client.close()
-    await asyncio.wait_for(server_task, 10)
+    await asyncio.wait_for(server_task, 30)
     client_task.cancel()
     await asyncio.gather(client_task, return_exceptions=True)
 
@@ -207,7 +207,7 @@ async def test_text_chunks_queued_for_a_client_that_is_not_reading_are_merged():
     # rest are one notification.
     assert len(connection._outbox) == MERGE_BACKLOG + 4
     stream.gate.set()
-    await asyncio.wait_for(connection.flush(), 10)
+    await asyncio.wait_for(connection.flush(), 30)
     writer.cancel()
     contents = [(m["params"]["chatId"], m["params"]["role"], m["params"]["content"]) for m in stream.written]
     texts = [c for chat, role, c in contents if chat == "c" and role == "assistant" and c["type"] == "text"]
@@ -245,7 +245,7 @@ async def session(tmp_path: Path, llm: ScriptedLLMServer):
         yield harness
     finally:
         await client.close()
-        await asyncio.wait_for(asyncio.gather(*tasks, return_exceptions=True), 10)
+        await asyncio.wait_for(asyncio.gather(*tasks, return_exceptions=True), 30)
 
 
 def sent_user_texts(request) -> list[str]:

@@ -22,7 +22,7 @@ def read_pids(path: Path) -> list[int]:
 
 
 async def wait_for_file(path: Path, lines: int = 1) -> None:
-    for _ in range(500):  # a liveness guard, not a timing assertion
+    for _ in range(3000):  # a liveness guard, not a timing assertion
         if path.exists() and len(path.read_text().split()) >= lines:
             return
         await asyncio.sleep(0.01)

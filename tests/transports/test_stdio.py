@@ -16,7 +16,7 @@ from eca_notebook.transports import ContentLengthDecoder, MessageStream, PipeStr
 from eca_notebook.transports.framing import encode_content_length, encode_ndjson
 
 REPO = Path(__file__).resolve().parents[2]
-GUARD = 10  # seconds: a guard against hangs, never asserted on
+GUARD = 60  # seconds: a guard against hangs, never asserted on
 
 # A tiny echo server: what `eca-notebook server` does, minus the engine.
 SERVER = r"""

@@ -10,17 +10,18 @@ from ._chat import ChatView, ViewController
 from ._coalesce import DEFAULT_INTERVAL, Coalescer
 from ._diff import DiffView, diff_counts, render_diff_html
 from ._style import CSS, style_html
-from ._tool_card import ToolCard
+from ._tool_card import STATUS_LABELS, ToolCard
 
 __all__ = [
-    "ChatView",
-    "ViewController",
-    "Coalescer",
+    "CSS",
     "DEFAULT_INTERVAL",
+    "STATUS_LABELS",
+    "ChatView",
+    "Coalescer",
     "DiffView",
+    "ToolCard",
+    "ViewController",
     "diff_counts",
     "render_diff_html",
-    "CSS",
     "style_html",
-    "ToolCard",
 ]

@@ -75,7 +75,7 @@ class ChatView:
     def _ipython_display_(self) -> None:
         from IPython.display import display
 
-        display(self.widget)
+        display(self.widget)  # type: ignore[no-untyped-call]
 
     # -- feeding -------------------------------------------------------------------------------------------------
 

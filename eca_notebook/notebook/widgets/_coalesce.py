@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import asyncio
 import time
-from typing import Callable
+from collections.abc import Callable
 
-__all__ = ["Coalescer", "DEFAULT_INTERVAL"]
+__all__ = ["DEFAULT_INTERVAL", "Coalescer"]
 
 DEFAULT_INTERVAL = 0.05  # seconds: 20 updates/s at most
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import html
 from typing import Any
 
-__all__ = ["diff_counts", "render_diff_html", "DiffView"]
+__all__ = ["DiffView", "diff_counts", "render_diff_html"]
 
 MAX_DIFF_LINES = 2000  # beyond this the widget shows a note; the full diff stays in the tool call's details
 
@@ -59,7 +59,7 @@ def render_diff_html(details: dict[str, Any]) -> str:
     return f'<div class="eca-diff">{head}{body}</div>'
 
 
-def DiffView(details: dict[str, Any]):  # noqa: N802 - a widget factory reads like a class
+def DiffView(details: dict[str, Any]) -> Any:  # noqa: N802 - a widget factory reads like a class
     """An ``ipywidgets.HTML`` showing the diff."""
     import ipywidgets as widgets
 

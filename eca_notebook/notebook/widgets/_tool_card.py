@@ -9,12 +9,13 @@ the state updates so the chat view can coalesce redraws of a call whose argument
 from __future__ import annotations
 
 import html
-from typing import Callable
+from collections.abc import Callable
+from typing import Any
 
 from .._transcript import ToolCallState
 from ._diff import render_diff_html
 
-__all__ = ["ToolCard", "STATUS_LABELS"]
+__all__ = ["STATUS_LABELS", "ToolCard"]
 
 STATUS_LABELS = {
     "preparing": "preparing…",
@@ -70,7 +71,7 @@ class ToolCard:
         self.render()
 
     @property
-    def _buttons(self):
+    def _buttons(self) -> tuple[Any, Any, Any]:
         return (self.approve_button, self.approve_session_button, self.reject_button)
 
     @property

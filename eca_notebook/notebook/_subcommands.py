@@ -1,0 +1,145 @@
+"""The ``%eca`` subcommands that are not prompts: help, new, stop, chats, model, behavior, config, mcp (and fix,
+handed to ``_fix.py``).
+
+Each completes before the cell ends and prints or displays its answer (markdown tables in a notebook, the same
+text in a terminal); errors a user can fix (an unknown model, the assistant failing to start) are printed to
+stderr, not raised.
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+import uuid
+from typing import TYPE_CHECKING, Any
+
+from ._display import show_markdown
+from ._fix import fix
+from ._parse import USAGE, MagicRequest
+
+if TYPE_CHECKING:
+    from ._session import NotebookSession
+
+__all__ = ["describe_config", "describe_mcp", "subcommand"]
+
+log = logging.getLogger(__name__)
+
+
+async def subcommand(session: NotebookSession, request: MagicRequest) -> Any:
+    """Run one subcommand (``request.command`` is not ``prompt``)."""
+    name, arg = request.command, request.argument
+    if name == "help":
+        print(USAGE)
+        return None
+    if name == "new":
+        session.chat_id = str(uuid.uuid4())
+        print("Started a new chat: the next %eca prompt begins it.")
+        return None
+    if name == "fix":
+        return await fix(session, request)
+    try:
+        client = await session.ensure_client()
+    except Exception as exc:
+        print(f"%eca: could not start the assistant: {exc}", file=sys.stderr)
+        return None
+    if name == "stop":
+        running = [p for p in session.plans if p.task is not None and not p.task.done() or p.view.running]
+        chats = sorted({p.chat_id for p in running})
+        for chat_id in chats:
+            await client.stop(chat_id)
+        print(f"Stopped {len(chats)} running prompt(s)." if chats else "Nothing is running.")
+        return None
+    if name == "chats":
+        chats = await client.list_chats()
+        if not chats:
+            print("No chats yet.")
+            return None
+        lines = ["| | chat | title | messages | model |", "|---|---|---|---|---|"]
+        for chat in chats:
+            mark = "▶" if chat.get("id") == session.chat_id else ""
+            lines.append(f"| {mark} | `{chat.get('id')}` | {_cell(chat.get('title'))} | "
+                         f"{chat.get('messageCount', '')} | {chat.get('model') or ''} |")
+        show_markdown("\n".join(lines))
+        return None
+    if name == "model":
+        if arg:
+            try:
+                await client.select_model(arg, session.chat_id)
+            except ValueError as exc:
+                print(f"%eca: {exc}", file=sys.stderr)
+                return None
+            print(f"Model: {arg}")
+            return None
+        show_markdown("\n".join(f"- {'**' + m + '** (selected)' if m == client.default_model else m}"
+                                for m in client.models) or "No models available.")
+        return None
+    if name == "behavior":
+        if arg:
+            try:
+                await client.select_behavior(arg, session.chat_id)
+            except ValueError as exc:
+                print(f"%eca: {exc}", file=sys.stderr)
+                return None
+            print(f"Behavior: {arg}")
+            return None
+        show_markdown("\n".join(f"- {'**' + b + '** (selected)' if b == client.default_behavior else b}"
+                                for b in client.behaviors))
+        return None
+    if name == "config":
+        show_markdown(describe_config(session))
+        return None
+    if name == "mcp":
+        show_markdown(describe_mcp(session))
+        return None
+    raise AssertionError(name)
+
+
+def describe_config(session: NotebookSession) -> str:
+    """``%eca config``: the workspace, config sources, model, behavior, chat, output mode, tools and warnings."""
+    client = session.client
+    engine = getattr(client, "engine", None)
+    lines = ["**eca-notebook**", ""]
+    if engine is not None:
+        lines.append(f"- workspace: `{', '.join(str(p) for p in engine.workspace_folders)}`")
+        for source in engine.loaded.sources:
+            state = "applied" if source.applied else "not applied"
+            where = f" `{source.path}`" if source.path else ""
+            problem = f" — {source.problem}" if source.problem else ""
+            lines.append(f"- config {source.name}{where}: {state}{problem}")
+    lines.append(f"- model: `{client.default_model or '(none)'}` of {len(client.models)} available "
+                 "(`%eca model` lists them)")
+    lines.append(f"- behavior: `{client.default_behavior}` (of {', '.join(client.behaviors)})")
+    lines.append(f"- current chat: `{session.chat_id or '(new on the next prompt)'}`")
+    lines.append(f"- output: {session.mode()}")
+    tools = [t.get("name") for t in client.tools if not t.get("disabled")]
+    lines.append(f"- tools: {', '.join(f'`{t}`' for t in tools)}")
+    if session.mcp_servers:
+        lines.append(f"- MCP servers: {len(session.mcp_servers)} (`%eca mcp`)")
+    for message in client.messages:
+        lines.append(f"- ⚠ {message.get('message')}")
+    return "\n".join(lines)
+
+
+def describe_mcp(session: NotebookSession) -> str:
+    """``%eca mcp``: one row per MCP server (status, tool count, command or URL)."""
+    engine = getattr(session.client, "engine", None)
+    for plugin in getattr(engine, "plugins", ()):  # statuses sent before we subscribed: ask the MCP plug-in
+        statuses = getattr(plugin, "statuses", None)
+        if callable(statuses):
+            try:
+                for status in statuses():
+                    session.mcp_servers.setdefault(str(status.get("name")), status)
+            except Exception:
+                log.debug("MCP statuses unavailable", exc_info=True)
+    if not session.mcp_servers:
+        return "No MCP servers (configure them under `mcpServers` in the ECA config)."
+    lines = ["| server | status | tools | command / url |", "|---|---|---|---|"]
+    for name, status in sorted(session.mcp_servers.items()):
+        tools = status.get("tools") or []
+        where = status.get("url") or " ".join([status.get("command") or "", *(status.get("args") or [])]).strip()
+        lines.append(f"| {name} | {status.get('status')} | {len(tools)} | `{where}` |")
+    return "\n".join(lines)
+
+
+def _cell(value: Any) -> str:
+    return str(value or "").replace("|", "\\|").replace("\n", " ")
