@@ -15,6 +15,8 @@ from pathlib import Path
 
 from ._version import __version__
 
+__all__ = ["main"]
+
 
 def _configure_logging(level: str, log_file: str | None) -> None:
     """A bounded queue in front of stderr (or the log file), every record redacted: see :mod:`._logging`."""

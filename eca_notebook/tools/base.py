@@ -16,6 +16,19 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, Protocol
 
+__all__ = [
+    "Approval",
+    "FileAccess",
+    "Origin",
+    "Prepared",
+    "Tool",
+    "ToolContext",
+    "ToolResult",
+    "llm_name",
+    "tool_origin",
+    "tool_server",
+]
+
 Approval = Literal["allow", "ask"]
 Origin = Literal["native", "mcp"]
 

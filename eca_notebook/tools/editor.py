@@ -18,7 +18,7 @@ from ._paths import display, is_inside, resolve
 from ._tool import NativeTool
 from .base import Prepared, ToolContext, ToolResult
 
-__all__ = ["EditorDiagnosticsTool", "format_diagnostics"]
+__all__ = ["EditorDiagnosticsArgs", "EditorDiagnosticsTool", "format_diagnostics"]
 
 
 class EditorDiagnosticsArgs(ToolArgs):

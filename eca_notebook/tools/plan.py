@@ -14,6 +14,8 @@ from ._args import ToolArgs
 from ._tool import NativeTool
 from .base import Prepared, ToolContext, ToolResult
 
+__all__ = ["PlanEntry", "UpdatePlanArgs", "UpdatePlanTool"]
+
 _MARK = {"pending": "[ ]", "in_progress": "[~]", "completed": "[x]"}
 
 

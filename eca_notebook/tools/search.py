@@ -30,7 +30,7 @@ from ._tool import NativeTool
 from .base import Prepared, ToolContext, ToolResult
 from .ignore import IgnoreMatcher, iter_entries
 
-__all__ = ["DirectoryTreeTool", "GrepBackend", "GrepTool", "expand_braces"]
+__all__ = ["DirectoryTreeArgs", "DirectoryTreeTool", "GrepArgs", "GrepBackend", "GrepTool", "expand_braces"]
 
 log = logging.getLogger(__name__)
 

@@ -27,7 +27,7 @@ from ._paths import display, is_inside, resolve
 from ._tool import NativeTool
 from .base import Prepared, ToolContext, ToolResult
 
-__all__ = ["DEFAULT_TIMEOUT_MS", "MAX_TIMEOUT_MS", "ShellCommandTool"]
+__all__ = ["DEFAULT_TIMEOUT_MS", "MAX_TIMEOUT_MS", "ShellCommandArgs", "ShellCommandTool"]
 
 log = logging.getLogger(__name__)
 
