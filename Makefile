@@ -9,7 +9,7 @@ LAB_PORT ?= 8888
 # Jupyter refuses to start as root unless told; containers and CI machines often are root.
 LAB_ARGS ?= $(if $(filter 0,$(shell id -u)),--allow-root)
 
-.PHONY: lab test venv bench clean
+.PHONY: lab test check venv bench clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -45,6 +45,13 @@ lab: $(VENV)/.lab-stamp
 
 test: $(VENV)/.test-stamp $(if $(shell command -v npm),extension/node_modules/.package-lock.json)
 	$(PY) -m pytest
+
+# Quality gates (CI runs them after the suite): ruff and mypy as configured in pyproject.toml, and the panel's
+# TypeScript typecheck and ESLint (also run by tests/panel/test_build.py when node_modules exists).
+check: $(VENV)/.test-stamp $(if $(shell command -v npm),extension/node_modules/.package-lock.json)
+	$(VENV)/bin/ruff check eca_notebook tests benchmarks
+	$(VENV)/bin/mypy
+	$(if $(shell command -v npm),cd extension && npm run -s typecheck && npm run -s lint)
 
 bench: $(VENV)/.test-stamp
 	$(PY) benchmarks/bench_stream.py
