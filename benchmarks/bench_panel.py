@@ -72,7 +72,7 @@ def words(chunks: int) -> list[str]:
         if i % 60 == 59:
             piece += "\n\n"
         if i % 500 == 250:
-            piece += "\n\n```python\nprint('chunk %d')\n```\n\n" % i
+            piece += f"\n\n```python\nprint('chunk {i}')\n```\n\n"
         out.append(piece)
     out.append(END)
     return out
@@ -94,7 +94,7 @@ def paced(chunks: int, rate: float) -> Reply:
 
 
 def frame_stats(frames: list[float]) -> dict[str, float]:
-    intervals = [b - a for a, b in zip(frames, frames[1:])]
+    intervals = [b - a for a, b in zip(frames, frames[1:], strict=False)]
     if len(intervals) < 2:
         return {"frames": len(frames), "p50": float("nan"), "p95": float("nan"), "max": float("nan")}
     ordered = sorted(intervals)

@@ -22,6 +22,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import gc
+import heapq
 import os
 import random
 import shutil
@@ -31,8 +32,6 @@ import tempfile
 import time
 import tracemalloc
 from pathlib import Path
-
-import heapq
 
 from eca_notebook.engine._index import WorkspaceIndex, _Query
 from eca_notebook.engine.contexts import query_context
@@ -89,7 +88,8 @@ def generate(root: Path, files: int, seed: int) -> list[str]:
         (root / junk).mkdir(parents=True)
         for i in range(200):
             (root / junk / f"chunk{i}.js").touch()
-    queue: list[tuple[Path, int]] = [(root / top, 1) for top in ("src", "tests", "docs", "packages", "scripts", "tools")]
+    tops = ("src", "tests", "docs", "packages", "scripts", "tools")
+    queue: list[tuple[Path, int]] = [(root / top, 1) for top in tops]
     while queue and len(made) < files:
         directory, depth = queue.pop(rng.randrange(len(queue)) if rng.random() < 0.3 else 0)
         directory.mkdir(parents=True, exist_ok=True)
@@ -300,7 +300,8 @@ def main() -> None:
     parser.add_argument("--keep", help="generate into (or reuse) this directory and keep it")
     parser.add_argument("--dir", default=_default_dir(),
                         help="where the temporary workspace goes (default: /dev/shm when available — creating "
-                             "100k files on a VM disk can take minutes; the index is measured after the walk either way)")
+                             "100k files on a VM disk can take minutes; the index is measured after the walk "
+                             "either way)")
     args = parser.parse_args()
     asyncio.run(run(args))
 

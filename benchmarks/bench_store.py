@@ -26,10 +26,10 @@ import time
 from pathlib import Path
 
 from eca_notebook.engine import Engine, EngineOptions
-from eca_notebook.serving import ServerConnection
 from eca_notebook.engine._chat import Chat
 from eca_notebook.providers.base import AssistantMessage, UserMessage
 from eca_notebook.rpc import Endpoint
+from eca_notebook.serving import ServerConnection
 from eca_notebook.testing.llm_server import Reply, ScriptedLLMServer, Stall, Text
 from eca_notebook.transports import memory_pair
 
@@ -115,7 +115,8 @@ async def run(megabytes: int, requests: int) -> None:
             "chat/prompt", {"chatId": "big", "message": "one more", "model": "bench/m"})))
         await engine.stop("big")
 
-        print(f"chat of {size / 1e6:.1f} MB on disk; {requests} chat/list round trips idle, {len(during)} during the save")
+        print(f"chat of {size / 1e6:.1f} MB on disk; {requests} chat/list round trips idle, "
+              f"{len(during)} during the save")
         print(f"  idle      median {ms(statistics.median(idle))}  p95 {ms(p95(idle))}  max {ms(max(idle))}")
         base = statistics.median(idle)
         print(f"  saving    median {ms(statistics.median(saving))}  p95 {ms(p95(saving))}  max {ms(max(saving))}"

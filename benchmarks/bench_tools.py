@@ -27,8 +27,9 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from eca_notebook.tools.base import ToolContext
 from eca_notebook.tools.search import DirectoryTreeTool, GrepTool

@@ -5,7 +5,6 @@ tests/e2e/test_server_logging.py."""
 from __future__ import annotations
 
 import logging
-import os
 import threading
 
 import pytest

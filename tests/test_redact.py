@@ -32,7 +32,8 @@ def test_percent_encoded_form_of_a_registered_value_is_registered_too():
 
 
 @pytest.mark.parametrize("text, expected", [
-    ("cannot connect at http://user:pw-x@127.0.0.1:9/v1: refused", "cannot connect at http://***@127.0.0.1:9/v1: refused"),
+    ("cannot connect at http://user:pw-x@127.0.0.1:9/v1: refused",
+     "cannot connect at http://***@127.0.0.1:9/v1: refused"),
     ("https://TOKEN123@github.com/a/b", "https://***@github.com/a/b"),
     ("http://u:p@ss@host/x", "http://***@host/x"),  # '@' in the password: up to the last '@' of the authority
     ("https://mcp.example/sse?token=abc123&x=1", "https://mcp.example/sse?token=***&x=1"),

@@ -11,9 +11,10 @@ import asyncio
 import json
 import os
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import pytest
 
@@ -120,7 +121,8 @@ class EcaProcess:
         if spec is not None and spec.params is not None:
             parse_params(method, params)  # raises if the server sent something off-spec
         if method == "chat/contentReceived":
-            assert params["content"]["type"] in CONTENT_TYPES, params  # no fallback to UnknownContent for our own output
+            # no fallback to UnknownContent for our own output
+            assert params["content"]["type"] in CONTENT_TYPES, params
         async with self._changed:
             self.messages.append(Received(method, params))
             self._changed.notify_all()
@@ -140,7 +142,8 @@ class EcaProcess:
 
     async def wait_idle(self, chat_id: str, start: int = 0, timeout: float = 30) -> None:
         await self.wait_for(
-            lambda m: m.method == "chat/statusChanged" and m.params["chatId"] == chat_id and m.params["status"] == "idle",
+            lambda m: (m.method == "chat/statusChanged" and m.params["chatId"] == chat_id
+                       and m.params["status"] == "idle"),
             timeout=timeout,
             start=start,
         )

@@ -30,7 +30,7 @@ class RawClient:
         self.inbox: list[dict] = []
 
     @classmethod
-    async def start(cls, env: dict[str, str], *argv: str) -> "RawClient":
+    async def start(cls, env: dict[str, str], *argv: str) -> RawClient:
         args = argv or ("server",)
         proc = await asyncio.create_subprocess_exec(
             sys.executable, "-m", "eca_notebook", *args,
@@ -103,7 +103,8 @@ async def test_content_type_header_with_utf8_charset_spellings(raw, workspace, c
 
 async def test_other_charset_gets_a_clear_error_and_the_server_keeps_serving(raw, workspace):
     eca = await raw()
-    await eca.send(init_message(workspace), headers="Content-Length: {n}\r\nContent-Type: text/plain; charset=latin1\r\n\r\n")
+    await eca.send(init_message(workspace),
+                   headers="Content-Length: {n}\r\nContent-Type: text/plain; charset=latin1\r\n\r\n")
     error = await eca.next(lambda m: "error" in m)
     assert error["id"] is None and error["error"]["code"] == -32700 and "latin1" in error["error"]["message"]
     await eca.send(init_message(workspace, request_id=2))
@@ -120,7 +121,8 @@ async def test_header_names_are_case_insensitive(raw, workspace):
     eca = await raw()
     await eca.send(init_message(workspace), headers="content-length: {n}\r\n\r\n")
     assert "result" in await eca.response(1)
-    await eca.send({"jsonrpc": "2.0", "id": 2, "method": "chat/list", "params": {}}, headers="CONTENT-LENGTH: {n}\r\n\r\n")
+    await eca.send({"jsonrpc": "2.0", "id": 2, "method": "chat/list", "params": {}},
+                   headers="CONTENT-LENGTH: {n}\r\n\r\n")
     assert (await eca.response(2))["result"] == {"chats": []}
 
 

@@ -20,7 +20,8 @@ from .conftest import server_env
 pytestmark = pytest.mark.e2e
 
 GUARD = 60  # seconds: a guard against hangs, never asserted on
-METHOD_NAMES = [m for m, spec in METHODS.items() if spec.direction != "server->client" and m not in ("shutdown", "exit")]
+METHOD_NAMES = [m for m, spec in METHODS.items()
+                if spec.direction != "server->client" and m not in ("shutdown", "exit")]
 
 
 def frame(rng: random.Random) -> bytes:

@@ -40,7 +40,7 @@ S = SECRETS
 
 def _config(llm_url: str) -> dict:
     host = llm_url.split("://", 1)[1]
-    leak = (f"import os, sys; sys.stderr.write('starting with ' + os.environ['MCP_SECRET'] + '\\n'); "
+    leak = ("import os, sys; sys.stderr.write('starting with ' + os.environ['MCP_SECRET'] + '\\n'); "
             "sys.stderr.flush(); sys.exit(3)")
     return {
         "localModel": False,

@@ -165,7 +165,8 @@ async def test_stop_ends_stream_and_chat_stays_usable(api, spawn, llm, workspace
     eca = await spawn()
     await eca.initialize(workspace)
     chat_id = (await eca.request("chat/prompt", {"message": "long task", "model": API_MODELS[api]}))["chatId"]
-    await eca.wait_for(lambda m: m.method == "chat/contentReceived" and m.params["content"].get("text") == "partial answer")
+    await eca.wait_for(lambda m: (m.method == "chat/contentReceived"
+                                  and m.params["content"].get("text") == "partial answer"))
 
     loop = asyncio.get_running_loop()
     stop_sent = loop.time()
@@ -273,7 +274,8 @@ async def test_restart_lists_and_reopens_saved_chats(spawn, llm, workspace):
     llm.enqueue(Reply([Reasoning("hmm"), Text("first "), Text("answer"), Usage(10, 2)]))
     eca = await spawn()
     await eca.initialize(workspace)
-    chat_id = (await eca.request("chat/prompt", {"message": "remember me", "model": "anthropic/claude-sonnet-4-5"}))["chatId"]
+    answer = await eca.request("chat/prompt", {"message": "remember me", "model": "anthropic/claude-sonnet-4-5"})
+    chat_id = answer["chatId"]
     await eca.wait_idle(chat_id)
     assert await eca.shutdown() == 0
 

@@ -129,7 +129,8 @@ async def test_custom_command_with_placeholders(spawn, llm, workspace):
     chat_id, contents = await run(eca, "/review app.py", model="openai/gpt-4.1")
     await eca.wait_idle(chat_id)
     assert shape(contents)[0] == ("user", "text", "/review app.py\n")
-    assert sent_texts("openai-responses", completion_requests(llm)[0].body)[0][1].startswith("Review app.py focusing on")
+    sent = sent_texts("openai-responses", completion_requests(llm)[0].body)
+    assert sent[0][1].startswith("Review app.py focusing on")
 
 
 async def test_unknown_command_is_explained(spawn, llm, workspace):

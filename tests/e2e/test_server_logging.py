@@ -63,7 +63,7 @@ async def test_a_stderr_nobody_reads_never_stops_the_server(home, workspace):
                 await endpoint.notify("$/cancelRequest", {"id": "nudge"})  # a record that triggers the report
                 try:
                     seen.extend(await asyncio.wait_for(proc.stderr.read(1 << 20), 1))
-                except asyncio.TimeoutError:
+                except TimeoutError:
                     pass
 
         await asyncio.wait_for(drain_until_dropped_is_reported(), 60)

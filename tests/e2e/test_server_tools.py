@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-from pathlib import Path
 
 import pytest
 
@@ -221,7 +220,8 @@ async def test_stop_during_shell_command_kills_it(spawn, llm, workspace):
     chat_id = await prompt(eca, "wait a while", model="openai/gpt-4.1")
     await wait_tool_run(eca)
     await eca.notify("chat/toolCallApprove", {"chatId": chat_id, "toolCallId": "call_1"})
-    await eca.wait_for(lambda m: m.method == "chat/contentReceived" and m.params["content"]["type"] == "toolCallRunning")
+    await eca.wait_for(lambda m: (m.method == "chat/contentReceived"
+                                  and m.params["content"]["type"] == "toolCallRunning"))
     for _ in range(1200):  # a condition, with a generous guard (60 s)
         if pid_file.exists() and pid_file.read_text().strip():
             break
@@ -342,7 +342,8 @@ async def test_custom_behavior_has_its_own_prompt_and_tool_rules(spawn, llm, wor
     init = await eca.initialize(workspace)
     assert "reviewer" in init["chatBehaviors"]
     tools = {t["name"]: t for t in eca.of("tool/serverUpdated")[0]["tools"]}
-    assert {"read_file", "directory_tree", "grep", "write_file", "edit_file", "move_file", "shell_command"} <= set(tools)
+    native = {"read_file", "directory_tree", "grep", "write_file", "edit_file", "move_file", "shell_command"}
+    assert native <= set(tools)
     assert all(t["parameters"]["type"] == "object" and t["description"] for t in tools.values())
     chat_id = await prompt(eca, "review calc.py", model="openai/gpt-4.1", behavior="reviewer")
     await eca.wait_idle(chat_id)

@@ -10,7 +10,7 @@ from eca_notebook.plugins import BasePlugin, Command, CommandArgument
 from eca_notebook.testing.llm_server import Reply, ToolCall
 from eca_notebook.tools.base import Prepared, ToolContext, ToolResult
 
-from ..serving.test_server_connection import Harness, connected  # noqa: F401  (fixture)
+from ..serving.test_server_connection import Harness
 
 
 class EchoTool:

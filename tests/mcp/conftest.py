@@ -15,17 +15,18 @@ import os
 import signal
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import pytest
 
 from eca_notebook.engine import Engine, EngineOptions
-from eca_notebook.serving import ServerConnection
 from eca_notebook.engine.config import McpServerConfig
 from eca_notebook.mcp import McpManager
 from eca_notebook.protocol import METHODS, parse_params
 from eca_notebook.rpc import Endpoint
+from eca_notebook.serving import ServerConnection
 from eca_notebook.testing.llm_server import ScriptedLLMServer
 from eca_notebook.transports.memory import memory_pair
 

@@ -110,7 +110,7 @@ class FixedServer:
         host, port = self._httpd.server_address[:2]
         return f"http://{host}:{port}"
 
-    def __enter__(self) -> "FixedServer":
+    def __enter__(self) -> FixedServer:
         self._thread.start()
         return self
 

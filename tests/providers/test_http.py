@@ -8,7 +8,6 @@ import logging
 
 import httpx
 import pytest
-from ._helpers import APIS, FixedServer, collect, collect_until_error, completions, free_port, make, request, sse
 
 from eca_notebook.providers import (
     Finished,
@@ -37,6 +36,8 @@ from eca_notebook.testing import (
     ToolCall,
 )
 from eca_notebook.testing import Usage as UsageStep
+
+from ._helpers import APIS, FixedServer, collect, collect_until_error, completions, free_port, make, request, sse
 
 each_api = pytest.mark.parametrize("api", APIS)
 

@@ -14,7 +14,8 @@ import signal
 import socket
 import sys
 import threading
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 from urllib.parse import urlsplit
 
 import httpx
@@ -34,9 +35,9 @@ from eca_notebook.providers import (
     ToolSpec,
     Usage,
     UserMessage,
+    local,
 )
 from eca_notebook.providers import _local_json as lj
-from eca_notebook.providers import local
 from eca_notebook.providers.local import (
     INSTALL_HINT,
     MODEL_ID,

@@ -13,9 +13,10 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import pytest
 from pytest_jupyter.jupyter_server import *  # noqa: F403 - the jp_* fixtures
@@ -142,7 +143,7 @@ class EcaSocket:
     _changed: asyncio.Event = field(default_factory=asyncio.Event)
     _reader: asyncio.Task | None = None
 
-    def start(self) -> "EcaSocket":
+    def start(self) -> EcaSocket:
         self._reader = asyncio.get_running_loop().create_task(self._read())
         return self
 
@@ -248,7 +249,7 @@ class EcaSocket:
         if self._reader is not None:
             try:
                 await asyncio.wait_for(self._reader, 5)
-            except (asyncio.TimeoutError, Exception):
+            except (TimeoutError, Exception):
                 self._reader.cancel()
 
 

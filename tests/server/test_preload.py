@@ -3,11 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import json
-
-import pytest
-
-from eca_notebook.providers import local
 
 
 def extension(jp_serverapp):

@@ -3,14 +3,14 @@ request must still be answered on it (and by a fresh socket)."""
 
 from __future__ import annotations
 
-import json
 import random
 
 from eca_notebook.protocol import METHODS
 
 from ..fuzzing import body
 
-METHOD_NAMES = [m for m, spec in METHODS.items() if spec.direction != "server->client" and m not in ("shutdown", "exit")]
+METHOD_NAMES = [m for m, spec in METHODS.items()
+                if spec.direction != "server->client" and m not in ("shutdown", "exit")]
 
 
 async def test_the_websocket_door_survives_fuzzed_frames_and_still_answers(connect, workspace):

@@ -15,11 +15,13 @@ import sys
 from typing import Any
 
 try:  # mcp 2.x
-    from mcp.server.mcpserver import Context, MCPServer as _Server
+    from mcp.server.mcpserver import Context
+    from mcp.server.mcpserver import MCPServer as _Server
     from mcp.server.mcpserver.exceptions import ToolError
     from mcp.server.mcpserver.utilities.types import Image
 except ImportError:  # mcp 1.x
-    from mcp.server.fastmcp import Context, FastMCP as _Server  # type: ignore[no-redef]
+    from mcp.server.fastmcp import Context  # type: ignore[no-redef]
+    from mcp.server.fastmcp import FastMCP as _Server
     from mcp.server.fastmcp.exceptions import ToolError  # type: ignore[no-redef]
     from mcp.server.fastmcp.utilities.types import Image  # type: ignore[no-redef]
 
