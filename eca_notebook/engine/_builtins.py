@@ -50,7 +50,8 @@ def prompt_show(engine: Engine, chat: Chat) -> str:
             "never": "never offered",
         }[mode]
         return (f"System prompt ({behavior}, small model {info.id}):\n\n"
-                f"{engine.compact_system_prompt(behavior, tools=False, info=info)}\n\nTools (localModel.tools = {mode}): {when}")
+                f"{engine.compact_system_prompt(behavior, tools=False, info=info)}\n\n"
+                f"Tools (localModel.tools = {mode}): {when}")
     return f"System prompt ({behavior}):\n\n{engine.system_prompt(behavior)}\n\nTools offered: {tools}"
 
 

@@ -22,14 +22,14 @@ from typing import Any, Sequence
 from ..plugins import Command, CommandArgument
 
 __all__ = [
-    "CommandArgument",
-    "Command",
     "BUILTINS",
-    "parse_command",
-    "load_custom_commands",
-    "render_template",
-    "query_commands",
+    "Command",
+    "CommandArgument",
     "find_command",
+    "load_custom_commands",
+    "parse_command",
+    "query_commands",
+    "render_template",
     "to_wire",
 ]
 

@@ -64,7 +64,7 @@ class DemoPlugin(BasePlugin):
         return "the notes say 42" if uri == "demo://notes" else None
 
 
-async def test_plugin_tool_runs_with_its_own_identity_and_approval(connected: Harness, llm):
+async def test_plugin_tool_runs_with_its_own_identity_and_approval(connected: Harness, llm):  # noqa: F811
     plugin = DemoPlugin()
     engine = connected.engine
     engine.add_plugin(plugin)
@@ -83,7 +83,7 @@ async def test_plugin_tool_runs_with_its_own_identity_and_approval(connected: Ha
     assert "demo__echo" in offered and "eca__read_file" in offered
 
 
-async def test_plugin_commands_and_contexts(connected: Harness, llm):
+async def test_plugin_commands_and_contexts(connected: Harness, llm):  # noqa: F811
     engine = connected.engine
     engine.add_plugin(DemoPlugin())
     commands = (await connected.client.request("chat/queryCommands", {"query": "sho"}))["commands"]
