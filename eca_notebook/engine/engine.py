@@ -23,9 +23,8 @@ from typing import Any, Protocol
 
 from pydantic import BaseModel
 
-from .._redact import add_secrets, redact, redact_json, secret_env_values, secret_header_values, secrets_of_url
+from .._redact import add_secrets, redact_json, secret_env_values, secret_header_values, secrets_of_url
 from .._tasks import BackgroundTasks
-from .._version import __version__
 from ..plugins import Plugin
 from ..protocol import (
     ChatListParams,
@@ -37,6 +36,7 @@ from ..protocol import (
     WireContent,
 )
 from ..tools.base import FileAccess, Tool, ToolContext, llm_name
+from . import _builtins
 from ._approval import SessionApprovals
 from ._chat import Chat
 from ._chatbook import ChatBook
@@ -47,7 +47,7 @@ from ._toolbox import Toolbox
 from ._toolcall import PendingApproval
 from ._turn import CURRENT_TURN
 from .commands import Command
-from .config import LoadedConfig, ModelInfo, global_config_path, load_config, mask_secret
+from .config import LoadedConfig, ModelInfo, global_config_path, load_config
 from .store import ChatStore, chats_dir_for
 
 __all__ = ["BUILTIN_BEHAVIORS", "DEFAULT_WELCOME", "Engine", "EngineOptions", "Listener"]
@@ -389,33 +389,7 @@ class Engine:
 
     def doctor(self) -> str:
         """A plain report for ``/doctor`` and support requests: no secret is ever printed in full."""
-        lines = [f"eca-notebook {__version__}", "", "Workspaces:"]
-        lines += [f"  {p}" for p in self.workspace_folders] or ["  (none)"]
-        lines += ["", "Config sources:"]
-        for source in self.loaded.sources:
-            state = "applied" if source.applied else "not applied"
-            where = f" ({source.path})" if source.path else ""
-            problem = f" — {source.problem}" if source.problem else (f" ({source.note})" if source.note else "")
-            lines.append(f"  {source.name}{where}: {state}{problem}")
-        lines += ["", f"Default model: {self.registry.default_model() or '(none)'}",
-                  f"Selected model: {self.selected_model or '(none)'}", "", "Providers:"]
-        for provider in self.registry.providers.values():
-            auth = "usable" if self.registry.usable(provider) else "not configured"
-            key = f", key {mask_secret(provider.key)} from {provider.key_source}" if provider.key else ""
-            lines.append(f"  {provider.id} ({provider.api}, {provider.url}): {auth}{key}")
-        if self.mcp is not None:
-            lines += ["", "MCP servers:"]
-            for server in self.mcp.statuses():
-                error = self.mcp.error(server["name"])
-                lines.append(f"  {server['name']}: {server['status']}" + (f" — {error}" if error else ""))
-        status = self.registry.local_status
-        embedded = status.message if status is not None else "disabled (localModel: false)"
-        lines += ["", "Embedded model:", f"  {embedded}"]
-        if self.store is not None:
-            lines += ["", f"Saved chats: {self.store.root}"]
-        else:
-            lines += ["", "Saved chats: disabled (pureConfig)"]
-        return redact("\n".join(lines))
+        return _builtins.doctor(self)
 
     # -- shutdown ------------------------------------------------------------------------------------------------
 

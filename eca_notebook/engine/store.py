@@ -167,6 +167,7 @@ class ChatStore:
 
     @property
     def index_path(self) -> Path:
+        """The summary index of the saved chats (a cache: rebuilt from the chat files when missing)."""
         return self.root / INDEX_NAME
 
     # -- public API ----------------------------------------------------------------------------------------------
