@@ -25,6 +25,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from pydantic import ValidationError
+
 from .._redact import redact
 from ..protocol import (
     FileChangeDetails,
@@ -120,7 +122,11 @@ def _details(details: Any) -> FileChangeDetails | None:
     """A tool's details as the protocol model (tools build them as wire dicts or models)."""
     if details is None or isinstance(details, FileChangeDetails):
         return details
-    return FileChangeDetails.model_validate(details)
+    try:
+        return FileChangeDetails.model_validate(details)
+    except ValidationError:  # a tool's off-spec details must not fail its call: the call is shown without them
+        log.warning("tool call details dropped: not a fileChange object: %r", details)
+        return None
 
 
 @dataclass
