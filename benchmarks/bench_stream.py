@@ -157,7 +157,8 @@ async def main() -> None:
     print(f"(a) bare httpx SSE loop      : {rate(a[0]):>10,.0f} chunks/s")
     print(f"(b) in-process engine        : {rate(b[0]):>10,.0f} chunks/s   b/a = {rate(b[0]) / rate(a[0]):.2f}")
     print(f"(c) stdio server → client    : {rate(c):>10,.0f} chunks/s   c/a = {rate(c) / rate(a[0]):.2f}")
-    print(f"engine loop-thread CPU       : {b[1] / n * 1e6:>10.1f} µs/chunk (baseline loop {a[1] / n * 1e6:.1f} µs/chunk,"
+    print(f"engine loop-thread CPU       : {b[1] / n * 1e6:>10.1f} µs/chunk"
+          f" (baseline loop {a[1] / n * 1e6:.1f} µs/chunk,"
           f" engine adds {(b[1] - a[1]) / n * 1e6:.1f} µs/chunk)")
     print(f"chat/promptStop → idle (stdio): median {stops[len(stops) // 2] * 1000:.1f} ms,"
           f" max {stops[-1] * 1000:.1f} ms over {len(stops)} stops")

@@ -20,18 +20,6 @@ import eca_notebook
 # xfail), so fixing a module makes this test fail until its entry is removed.
 PENDING: dict[str, str] = {
     "eca_notebook.acp": "issue #13 doors' hubs (acp split)",
-    "eca_notebook.engine.engine": "issue #13 engine core (Engine split)",
-    "eca_notebook.engine.store": "issue #13 engine core",
-    "eca_notebook.protocol": "issue #13 engine core (typed contents)",
-    "eca_notebook.protocol.chat": "issue #13 engine core (typed contents)",
-    "eca_notebook.protocol.content": "issue #13 engine core (typed contents)",
-    "eca_notebook.protocol.context": "issue #13 engine core (typed contents)",
-    "eca_notebook.protocol.editor": "issue #13 engine core (typed contents)",
-    "eca_notebook.protocol.errors": "issue #13 engine core (typed contents)",
-    "eca_notebook.protocol.general": "issue #13 engine core (typed contents)",
-    "eca_notebook.protocol.lifecycle": "issue #13 engine core (typed contents)",
-    "eca_notebook.protocol.methods": "issue #13 engine core (typed contents)",
-    "eca_notebook.protocol.tools": "issue #13 engine core (typed contents)",
 }
 
 

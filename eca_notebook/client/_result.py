@@ -2,43 +2,54 @@
 
 The engine streams a turn as ``chat/contentReceived`` notifications; a script wants one object at the end: the
 answer's text, the tool calls and how they ended, usage, and whether it failed. :class:`TurnCollector` turns the
-first into the second as the contents arrive, so streaming and the final result always agree.
+first into the second as the contents arrive, so streaming and the final result always agree. The fold of the
+contents is :class:`eca_notebook.protocol.turn.TurnFold`, the notebook transcript's too: a tool call's ``status``
+means the same in a script and in a cell.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any, Iterable
+from typing import Any
 
 from pydantic import ValidationError
 
 from ..protocol import ChatContentReceivedParams, UnknownContent
+from ..protocol.turn import ToolCallState, ToolCallStatus, TurnFold
 
 __all__ = ["PromptResult", "ToolCallRecord", "TurnCollector", "results_table"]
 
 log = logging.getLogger(__name__)
 
-ERROR_PREFIX = "Error: "
-
 
 @dataclass
 class ToolCallRecord:
-    """One tool call of a turn. ``status``: ``"done"``, ``"error"`` (the tool failed, or was stopped while running),
-    ``"rejected"`` (by the approval policy, a user or a deny rule — see ``reason``), or ``"pending"`` when the turn
-    ended before the call did."""
+    """One tool call of a turn. ``status`` (:data:`eca_notebook.protocol.turn.TOOL_CALL_STATUSES`): ``"done"``,
+    ``"failed"`` (the tool failed, or was stopped while running), ``"rejected"`` (by the approval policy, a user or
+    a deny rule — see ``reason``); ``"pending"`` (waiting for approval) or ``"running"`` when the turn ended
+    without the engine finishing it (a timeout, a lost connection)."""
 
     id: str
     name: str
     server: str
     arguments: dict[str, Any]
-    status: str
+    status: ToolCallStatus
     output: str | None = None
     details: dict[str, Any] | None = None
     summary: str | None = None
     reason: str | None = None  # for "rejected": "user-choice" (policy or user) or "user-config" (a deny rule)
     manual_approval: bool = False  # whether the call asked for approval
+
+    @classmethod
+    def from_state(cls, state: ToolCallState) -> ToolCallRecord:
+        """The record of a call as the fold knows it."""
+        return cls(id=state.id, name=state.name, server=state.server,
+                   arguments=dict(state.arguments) if isinstance(state.arguments, dict) else {},
+                   status=state.status, output=state.output, details=state.details, summary=state.summary,
+                   reason=state.reason, manual_approval=state.manual_approval)
 
 
 @dataclass
@@ -95,12 +106,8 @@ class TurnCollector:
         self.stopped = False
         self.accepted = False  # the engine answered chat/prompt
         self.running = False  # the engine said the chat is running
-        self.error: str | None = None
-        self.system: list[str] = []
-        self.usage: dict[str, Any] | None = None
-        self._segments: list[list[str]] = []
-        self._new_segment = True
-        self._calls: dict[str, ToolCallRecord] = {}
+        self._error: str | None = None  # set by finish(); else the first error note of the turn
+        self.fold = TurnFold()
 
     # -- feeding -------------------------------------------------------------------------------------------------
 
@@ -116,78 +123,59 @@ class TurnCollector:
                 chat_id=self.chat_id, role=params.get("role"),
                 content=UnknownContent.model_construct(**(params.get("content") or {"type": "unknown"})))
         self.contents.append(typed)
-        self._digest(params.get("role"), params.get("content") or {})
+        content = params.get("content") or {}
+        self.fold.add(params.get("role"), content)
         if self.queue is not None:
             self.queue.put_nowait(typed)
-        content = params.get("content") or {}
         if content.get("type") == "progress" and content.get("state") == "finished":
             self.finish()
 
     def finish(self, error: str | None = None) -> None:
         """End the turn (idempotent); an ``error`` is kept unless an earlier one is already known."""
         if error and self.error is None:
-            self.error = error
+            self._error = error
         if self.done.is_set():
             return
         self.done.set()
         if self.queue is not None:
             self.queue.put_nowait(None)
 
-    def _digest(self, role: Any, content: dict[str, Any]) -> None:
-        kind = content.get("type")
-        if kind == "text":
-            text = str(content.get("text") or "")
-            if role == "assistant":
-                if self._new_segment:
-                    self._segments.append([])
-                    self._new_segment = False
-                self._segments[-1].append(text)
-            elif role == "system":
-                if text.startswith(ERROR_PREFIX) and self.error is None:
-                    self.error = text
-                else:
-                    self.system.append(text)
-        elif kind == "usage":
-            self.usage = dict(content)
-        elif kind in ("toolCallRun", "toolCallRunning", "toolCalled", "toolCallRejected"):
-            self._new_segment = True
-            self._tool_content(kind, content)
-
-    def _tool_content(self, kind: str, content: dict[str, Any]) -> None:
-        call_id = str(content.get("id") or "")
-        record = self._calls.get(call_id)
-        if record is None:
-            arguments = content.get("arguments")
-            record = ToolCallRecord(
-                id=call_id,
-                name=str(content.get("name") or ""),
-                server=str(content.get("server") or "eca"),
-                arguments=dict(arguments) if isinstance(arguments, dict) else {},
-                status="pending",
-            )
-            self._calls[call_id] = record
-        if content.get("summary"):
-            record.summary = content["summary"]
-        if isinstance(content.get("details"), dict):
-            record.details = dict(content["details"])
-        if isinstance(content.get("arguments"), dict):
-            record.arguments = dict(content["arguments"])
-        if kind == "toolCallRun":
-            record.manual_approval = bool(content.get("manualApproval"))
-        elif kind == "toolCalled":
-            record.status = "error" if content.get("error") else "done"
-            outputs = content.get("outputs") or []
-            record.output = "\n".join(str(o.get("text") or o.get("content") or "") for o in outputs
-                                      if isinstance(o, dict))
-        elif kind == "toolCallRejected":
-            record.status = "rejected"
-            record.reason = content.get("reason")
-
     # -- the outcome ---------------------------------------------------------------------------------------------
 
     @property
     def text(self) -> str:
-        return "\n\n".join("".join(segment) for segment in self._segments)
+        """The assistant's text: its text blocks (the parts between tool calls) separated by a blank line."""
+        return "\n\n".join(self.fold.texts())
+
+    @property
+    def error(self) -> str | None:
+        """The error the turn ended with: from :meth:`finish`, else the first error shown in the chat."""
+        if self._error is not None:
+            return self._error
+        return next((note.text for note in self.fold.notes() if note.error), None)
+
+    @error.setter
+    def error(self, value: str | None) -> None:
+        self._error = value
+
+    @property
+    def system(self) -> list[str]:
+        """The system texts of the turn other than its error."""
+        error = self.error
+        notes = [note.text for note in self.fold.notes()]
+        if error in notes:
+            notes.remove(error)
+        return notes
+
+    @property
+    def usage(self) -> dict[str, Any] | None:
+        """The last ``usage`` content (wire form)."""
+        return self.fold.usage_content
+
+    @property
+    def tool_calls(self) -> list[ToolCallRecord]:
+        """The calls the engine took past their preparation, in order."""
+        return [ToolCallRecord.from_state(state) for state in self.fold.tools.values() if state.started]
 
     def result(self) -> PromptResult:
         return PromptResult(
@@ -196,7 +184,7 @@ class TurnCollector:
             model=self.model,
             text=self.text,
             contents=list(self.contents),
-            tool_calls=list(self._calls.values()),
+            tool_calls=self.tool_calls,
             usage=self.usage,
             error=self.error,
             stopped=self.stopped,

@@ -30,21 +30,22 @@ import json
 import logging
 import re
 import shlex
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import Any, Iterable, Literal
+from typing import Any, Literal
 
 from .config import ApprovalConfig, ArgsRule
 
 __all__ = [
+    "NATIVE_SERVER",
     "ApprovalRequest",
     "Decision",
-    "Verdict",
     "SessionApprovals",
+    "Verdict",
     "decide",
     "hidden_tools",
     "selector_matches",
-    "NATIVE_SERVER",
 ]
 
 log = logging.getLogger(__name__)

@@ -9,9 +9,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from .._redact import redact
+from .._version import __version__
 from . import _small_model
 from ._chat import Chat
 from ._turn import format_cost
+from .config import mask_secret
 
 if TYPE_CHECKING:
     from .engine import Engine
@@ -50,7 +53,8 @@ def prompt_show(engine: Engine, chat: Chat) -> str:
             "never": "never offered",
         }[mode]
         return (f"System prompt ({behavior}, small model {info.id}):\n\n"
-                f"{engine.compact_system_prompt(behavior, tools=False, info=info)}\n\nTools (localModel.tools = {mode}): {when}")
+                f"{engine.compact_system_prompt(behavior, tools=False, info=info)}\n\n"
+                f"Tools (localModel.tools = {mode}): {when}")
     return f"System prompt ({behavior}):\n\n{engine.system_prompt(behavior)}\n\nTools offered: {tools}"
 
 
@@ -85,3 +89,34 @@ def resume(engine: Engine, chat: Chat, argument: str) -> str:
     chat.messages = list(source.messages)
     chat.model = chat.model or source.model
     return f"Resumed '{source.title or source.id}': its {len(source.messages)} messages are now this chat's history."
+
+
+def doctor(engine: Engine) -> str:
+    """A plain report for ``/doctor`` and support requests: no secret is ever printed in full."""
+    lines = [f"eca-notebook {__version__}", "", "Workspaces:"]
+    lines += [f"  {p}" for p in engine.workspace_folders] or ["  (none)"]
+    lines += ["", "Config sources:"]
+    for source in engine.loaded.sources:
+        state = "applied" if source.applied else "not applied"
+        where = f" ({source.path})" if source.path else ""
+        problem = f" — {source.problem}" if source.problem else (f" ({source.note})" if source.note else "")
+        lines.append(f"  {source.name}{where}: {state}{problem}")
+    lines += ["", f"Default model: {engine.registry.default_model() or '(none)'}",
+              f"Selected model: {engine.selected_model or '(none)'}", "", "Providers:"]
+    for provider in engine.registry.providers.values():
+        auth = "usable" if engine.registry.usable(provider) else "not configured"
+        key = f", key {mask_secret(provider.key)} from {provider.key_source}" if provider.key else ""
+        lines.append(f"  {provider.id} ({provider.api}, {provider.url}): {auth}{key}")
+    if engine.mcp is not None:
+        lines += ["", "MCP servers:"]
+        for server in engine.mcp.statuses():
+            error = engine.mcp.error(server["name"])
+            lines.append(f"  {server['name']}: {server['status']}" + (f" — {error}" if error else ""))
+    status = engine.registry.local_status
+    embedded = status.message if status is not None else "disabled (localModel: false)"
+    lines += ["", "Embedded model:", f"  {embedded}"]
+    if engine.store is not None:
+        lines += ["", f"Saved chats: {engine.store.root}"]
+    else:
+        lines += ["", "Saved chats: disabled (pureConfig)"]
+    return redact("\n".join(lines))

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-__all__ = ["CatalogEntry", "CATALOG", "DEFAULT_MODELS", "BUILTIN_PROVIDERS", "BuiltinProvider", "lookup"]
+__all__ = ["BUILTIN_PROVIDERS", "CATALOG", "DEFAULT_MODELS", "BuiltinProvider", "CatalogEntry", "lookup"]
 
 
 @dataclass(frozen=True)

@@ -123,7 +123,7 @@ class Chat:
         }
 
     @classmethod
-    def from_record(cls, record: dict[str, Any]) -> "Chat":
+    def from_record(cls, record: dict[str, Any]) -> Chat:
         usage_fields = {f.name for f in dataclasses.fields(Usage)}
         usage = Usage(**{k: v for k, v in (record.get("usage") or {}).items() if k in usage_fields})
         return cls(

@@ -11,7 +11,8 @@ default only when nothing else is usable: real work goes to a configured provide
 from __future__ import annotations
 
 import logging
-from typing import Mapping
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Any, cast
 
 import httpx
 
@@ -40,7 +41,8 @@ class ModelRegistry:
         self._instances: dict[str, Provider] = {}
         self._discovered: dict[str, list[str]] = {}
         self.local_status = _local.local_model_status() if config.local_model.enabled else None
-        self.local_progress = None  # set by the engine: async callback for "Loading local model…"
+        # set by the engine: async callback for "Loading local model…"
+        self.local_progress: Callable[[Any], Awaitable[None]] | None = None
 
     # -- discovery -----------------------------------------------------------------------------------------------
 
@@ -125,7 +127,7 @@ class ModelRegistry:
             timeouts.read = float(idle) if idle else None  # type: ignore[assignment]
             settings = ProviderSettings(
                 id=provider.id,
-                api=provider.api,
+                api=cast(Any, provider.api),
                 url=provider.url,
                 key=provider.key,
                 completion_path=provider.completion_path,
@@ -158,8 +160,8 @@ _LOCAL_PROVIDER = ResolvedProvider(
 )
 
 
-def _think_tags(provider: ResolvedProvider) -> dict[str, str]:
-    tags = {}
+def _think_tags(provider: ResolvedProvider) -> dict[str, Any]:
+    tags: dict[str, Any] = {}
     if provider.think_tag_start:
         tags["think_tag_start"] = provider.think_tag_start
     if provider.think_tag_end:

@@ -9,15 +9,16 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal, Mapping
+from typing import TYPE_CHECKING, Any, Literal
 
 from ._catalog import BUILTIN_PROVIDERS, CATALOG, DEFAULT_MODELS, CatalogEntry, lookup
 
 if TYPE_CHECKING:  # only attribute access at run time; avoids an import cycle with config.py
     from .config import Config, ModelConfig
 
-__all__ = ["ModelInfo", "ResolvedProvider", "resolve_providers", "mask_secret", "env_prefix", "DEFAULT_OUTPUT_TOKENS"]
+__all__ = ["DEFAULT_OUTPUT_TOKENS", "ModelInfo", "ResolvedProvider", "env_prefix", "mask_secret", "resolve_providers"]
 
 # Output tokens asked for when neither config nor the catalog knows the model's limit. Servers without a limit of
 # their own (Ollama, llama.cpp) otherwise generate until the context is full: a small model stuck repeating itself

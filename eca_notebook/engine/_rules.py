@@ -13,11 +13,11 @@ from __future__ import annotations
 
 import codecs
 import logging
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Sequence
 
-__all__ = ["Rule", "load_rules", "render_rules", "MAX_RULE_BYTES"]
+__all__ = ["MAX_RULE_BYTES", "Rule", "load_rules", "render_rules"]
 
 log = logging.getLogger(__name__)
 

@@ -5,6 +5,10 @@ Content sequence for one call (eca-compat-notes "Order of streamed content"):
 wait for ``chat/toolCallApprove|Reject``) → ``toolCallRunning`` → progress "Calling tool" →
 ``toolCalled {outputs, error, totalTimeMs}``, or ``toolCallRejected {reason}``.
 
+Every content of one call — from the ``toolCallPrepare`` chunks the turn streams to the final ``toolCalled`` — is
+written by one :class:`ToolCallContents`, so they all name the same origin and server (an MCP tool's prepare says
+``mcp`` and its server, like the rest of the call).
+
 Whatever happens — bad arguments, an unknown tool, a deny rule, a rejection, a stop while waiting — the model gets
 a tool result for every call it made, so the history stays valid for every provider API and the next prompt works.
 """
@@ -17,10 +21,23 @@ import inspect
 import json
 import logging
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any, Literal
+
+from pydantic import ValidationError
 
 from .._redact import redact
+from ..protocol import (
+    FileChangeDetails,
+    ToolCalledContent,
+    ToolCallOutput,
+    ToolCallPrepareChunk,
+    ToolCallRejectedContent,
+    ToolCallRunContent,
+    ToolCallRunningContent,
+    WireContent,
+)
 from ..providers.base import ToolCall
 from ..tools.base import Prepared, Tool, ToolContext, ToolResult, llm_name, tool_origin, tool_server
 from ._approval import ApprovalRequest, SessionApprovals, decide
@@ -53,6 +70,65 @@ def find_tool(tools: dict[str, Tool], called: str) -> Tool | None:
     return tool
 
 
+EmitContent = Callable[[str, WireContent], None]
+
+
+class ToolCallContents:
+    """Writes every content of one tool call, with the call's identity — id, name, origin, server — resolved once
+    from the tool it names (an unknown tool is reported as a native ``eca`` one)."""
+
+    def __init__(self, call_id: str, called: str, tool: Tool | None, emit: EmitContent) -> None:
+        self.id = call_id
+        self.name = strip_prefix(called)
+        self.origin: Literal["mcp", "native"] = "mcp" if tool is not None and tool_origin(tool) == "mcp" else "native"
+        self.server = tool_server(tool) if tool is not None else NATIVE_SERVER
+        self._emit = emit
+
+    def prepare(self, arguments_text: str) -> None:
+        """A chunk of the arguments as the model streams them (the hot path: a plain dict, no model)."""
+        chunk: ToolCallPrepareChunk = {"type": "toolCallPrepare", "origin": self.origin, "id": self.id,
+                                       "name": self.name, "server": self.server, "argumentsText": arguments_text}
+        self._emit("assistant", chunk)
+
+    def _ids(self) -> dict[str, Any]:
+        return {"origin": self.origin, "id": self.id, "name": self.name, "server": self.server}
+
+    def run(self, arguments: dict[str, Any], *, manual: bool, summary: str | None = None,
+            details: Any = None) -> None:
+        """The call is about to run (``manual``: the user is asked first)."""
+        self._emit("assistant", ToolCallRunContent(**self._ids(), arguments=arguments, manual_approval=manual,
+                                                   summary=summary, details=_details(details)))
+
+    def running(self, arguments: dict[str, Any], *, summary: str | None = None, details: Any = None) -> None:
+        """The call is running."""
+        self._emit("assistant", ToolCallRunningContent(**self._ids(), arguments=arguments, summary=summary,
+                                                       details=_details(details)))
+
+    def called(self, arguments: dict[str, Any], output: str, *, error: bool, total_time_ms: int,
+               summary: str | None = None, details: Any = None) -> None:
+        """The call finished: its output (both the newer ``text`` and the early ``content`` are sent)."""
+        self._emit("assistant", ToolCalledContent(
+            **self._ids(), arguments=arguments, error=error, total_time_ms=total_time_ms,
+            outputs=[ToolCallOutput(text=output, content=output)], summary=summary, details=_details(details)))
+
+    def rejected(self, arguments: dict[str, Any], reason: str, *, summary: str | None = None,
+                 details: Any = None) -> None:
+        """The call was not run: ``user-choice`` (the user) or ``user-config`` (a deny rule)."""
+        self._emit("assistant", ToolCallRejectedContent(**self._ids(), arguments=arguments, reason=reason,
+                                                        summary=summary, details=_details(details)))
+
+
+def _details(details: Any) -> FileChangeDetails | None:
+    """A tool's details as the protocol model (tools build them as wire dicts or models)."""
+    if details is None or isinstance(details, FileChangeDetails):
+        return details
+    try:
+        return FileChangeDetails.model_validate(details)
+    except ValidationError:  # a tool's off-spec details must not fail its call: the call is shown without them
+        log.warning("tool call details dropped: not a fileChange object: %r", details)
+        return None
+
+
 @dataclass
 class PendingApproval:
     """A call waiting for the user. Lives as long as the user needs: there is no timeout on purpose."""
@@ -60,7 +136,8 @@ class PendingApproval:
     chat_id: str
     call_id: str
     request: ApprovalRequest
-    future: asyncio.Future[tuple[bool, str | None]] = field(default_factory=lambda: asyncio.get_running_loop().create_future())
+    future: asyncio.Future[tuple[bool, str | None]] = field(
+        default_factory=lambda: asyncio.get_running_loop().create_future())
 
 
 class ToolCallRunner:
@@ -75,7 +152,7 @@ class ToolCallRunner:
         approval_config: Any,
         session: SessionApprovals,
         pending: dict[tuple[str, str], PendingApproval],
-        emit: Callable[[str, dict[str, Any]], None],
+        emit: EmitContent,
         progress: Callable[[str, str], None],
         unavailable: dict[str, str] | None = None,
     ) -> None:
@@ -88,14 +165,15 @@ class ToolCallRunner:
         self.pending = pending
         self.emit = emit
         self.progress = progress
+        self._contents: dict[str, ToolCallContents] = {}
 
-    def _content(self, kind: str, call: ToolCall, name: str, args: Any, **extra: Any) -> dict[str, Any]:
-        tool = find_tool(self.tools, call.name)
-        server = tool_server(tool) if tool is not None else NATIVE_SERVER
-        origin = tool_origin(tool) if tool is not None else "native"
-        content = {"type": kind, "origin": origin, "id": call.id, "name": name, "server": server, "arguments": args}
-        content.update({k: v for k, v in extra.items() if v is not None})
-        return content
+    def contents(self, call_id: str, called: str) -> ToolCallContents:
+        """The one writer of every content of this call (the turn writes its prepare chunks through it too)."""
+        writer = self._contents.get(call_id)
+        if writer is None:
+            writer = self._contents[call_id] = ToolCallContents(call_id, called, find_tool(self.tools, called),
+                                                                self.emit)
+        return writer
 
     async def run(self, call: ToolCall) -> ToolResult:
         """Handle one call end to end; returns what the model will see — redacted, like everything shown (a tool
@@ -105,13 +183,13 @@ class ToolCallRunner:
         return result if clean == result.output else dataclasses.replace(result, output=clean)
 
     async def _run(self, call: ToolCall) -> ToolResult:
-        name = strip_prefix(call.name)
+        out = self.contents(call.id, call.name)
+        name = out.name
         args, problem = _parse_arguments(call.arguments)
         tool = find_tool(self.tools, call.name)
         if tool is None:
-            problem = problem or self.unavailable.get(name) or f"unknown tool '{call.name}'. Available tools: " + ", ".join(
-                sorted(self.tools)
-            )
+            problem = (problem or self.unavailable.get(name)
+                       or f"unknown tool '{call.name}'. Available tools: " + ", ".join(sorted(self.tools)))
         prepared: Prepared | None = None
         if problem is None and tool is not None:
             try:
@@ -124,60 +202,52 @@ class ToolCallRunner:
             else:
                 problem = prepared.error
         if problem is not None or tool is None or prepared is None:
-            return self._fail_early(call, name, args, problem or "invalid tool call")
+            return self._fail_early(out, args, problem or "invalid tool call")
 
         shown_args = prepared.args
-        run_fields = {"summary": prepared.summary, "details": prepared.details}
+        run_fields: dict[str, Any] = {"summary": prepared.summary, "details": prepared.details}
         request = ApprovalRequest(tool=tool.name, server=tool_server(tool), args=prepared.args,
                                   outside_workspace=prepared.outside_workspace,
                                   must_ask=getattr(prepared, "must_ask", None))
         verdict = decide(request, self.approval_config, self.session)
         if verdict.decision == "deny":
-            self.emit("assistant", self._content("toolCallRun", call, name, shown_args, manualApproval=False, **run_fields))
-            self.emit("assistant", self._content("toolCallRejected", call, name, shown_args, reason="user-config",
-                                                 **run_fields))
+            out.run(shown_args, manual=False, **run_fields)
+            out.rejected(shown_args, "user-config", **run_fields)
             return ToolResult(output=f"This tool call was denied by the user's configuration ({verdict.reason}). "
                                      "Do not retry it; find another way or ask the user.", error=True)
 
         manual = verdict.decision == "ask"
-        self.emit("assistant", self._content("toolCallRun", call, name, shown_args, manualApproval=manual, **run_fields))
+        out.run(shown_args, manual=manual, **run_fields)
         if manual:
-            approved = await self._wait_for_user(call, request, name, shown_args, run_fields)
+            approved = await self._wait_for_user(call, request, out, shown_args, run_fields)
             if not approved:
                 return ToolResult(output="The user rejected this tool call. Do not retry it unless the user asks.",
                                   error=True)
 
-        self.emit("assistant", self._content("toolCallRunning", call, name, shown_args, **run_fields))
+        out.running(shown_args, **run_fields)
         self.progress("running", "Calling tool")
         started = time.monotonic()
         try:
             result = await tool.run(prepared, self.context)
         except asyncio.CancelledError:
             elapsed = int((time.monotonic() - started) * 1000)
-            self.emit("assistant", self._content(
-                "toolCalled", call, name, shown_args, error=True, totalTimeMs=elapsed,
-                outputs=[{"type": "text", "text": "Stopped by the user.", "content": "Stopped by the user."}],
-                **run_fields))
+            out.called(shown_args, "Stopped by the user.", error=True, total_time_ms=elapsed, **run_fields)
             raise
         except Exception as exc:
             log.exception("tool %s failed", name)
             result = ToolResult(output=f"{name} failed: {type(exc).__name__}: {exc}", error=True)
         elapsed = int((time.monotonic() - started) * 1000)
-        self.emit("assistant", self._content(
-            "toolCalled", call, name, shown_args, error=result.error, totalTimeMs=elapsed,
-            outputs=[{"type": "text", "text": result.output, "content": result.output}],
-            summary=prepared.summary, details=result.details or prepared.details))
+        out.called(shown_args, result.output, error=result.error, total_time_ms=elapsed, summary=prepared.summary,
+                   details=result.details or prepared.details)
         return result
 
-    def _fail_early(self, call: ToolCall, name: str, args: Any, problem: str) -> ToolResult:
+    def _fail_early(self, out: ToolCallContents, args: Any, problem: str) -> ToolResult:
         shown = args if isinstance(args, dict) else {}
-        self.emit("assistant", self._content("toolCallRun", call, name, shown, manualApproval=False))
-        self.emit("assistant", self._content(
-            "toolCalled", call, name, shown, error=True, totalTimeMs=0,
-            outputs=[{"type": "text", "text": problem, "content": problem}]))
+        out.run(shown, manual=False)
+        out.called(shown, problem, error=True, total_time_ms=0)
         return ToolResult(output=problem, error=True)
 
-    async def _wait_for_user(self, call: ToolCall, request: ApprovalRequest, name: str, args: Any,
+    async def _wait_for_user(self, call: ToolCall, request: ApprovalRequest, out: ToolCallContents, args: Any,
                              run_fields: dict[str, Any]) -> bool:
         waiting = PendingApproval(self.chat_id, call.id, request)
         key = (self.chat_id, call.id)
@@ -187,14 +257,12 @@ class ToolCallRunner:
             approved, save = await waiting.future
         except asyncio.CancelledError:
             # chat/promptStop while waiting: the call is rejected and the turn ends cleanly
-            self.emit("assistant", self._content("toolCallRejected", call, name, args, reason="user-choice",
-                                                 **run_fields))
+            out.rejected(args, "user-choice", **run_fields)
             raise
         finally:
             self.pending.pop(key, None)
         if not approved:
-            self.emit("assistant", self._content("toolCallRejected", call, name, args, reason="user-choice",
-                                                 **run_fields))
+            out.rejected(args, "user-choice", **run_fields)
             return False
         if save == "session":
             self.session.remember(request)

@@ -20,8 +20,19 @@ import logging
 import time
 from collections.abc import AsyncIterator, Callable
 from contextlib import aclosing, nullcontext
-from typing import Any
+from typing import Any, cast
 
+from ..protocol import (
+    ProgressContent,
+    ReasonFinishedContent,
+    ReasonStartedContent,
+    ReasonTextChunk,
+    TextChunk,
+    TextContent,
+    UsageContent,
+    UsageLimit,
+    WireContent,
+)
 from ..providers.base import (
     AssistantMessage,
     Finished,
@@ -44,12 +55,13 @@ from ..providers.base import (
 )
 from ._chat import Chat
 from ._repetition import RepetitionGuard
-from ._toolcall import ToolCallRunner, strip_prefix
+from ._toolcall import ToolCallContents, ToolCallRunner, strip_prefix
 from .config import ModelInfo
 
 log = logging.getLogger(__name__)
 
-Emit = Callable[[Chat, str, dict[str, Any]], None]
+#: Records a content in the chat and fans it out: a protocol model, or the wire dict of a streamed chunk.
+Emit = Callable[[Chat, str, WireContent], None]
 
 # The same tool call (name and arguments) with the same outcome — the same error, or the same result again — is run at
 # most this often per prompt; a further attempt is answered without running it, and the turn ends if the model keeps
@@ -94,7 +106,7 @@ class _Observed:
     async def _events(self, request: ProviderRequest) -> AsyncIterator[StreamEvent]:
         events = self.inner.stream(request)
         # closing this generator (a stop, or the turn leaving the loop early) closes the provider's stream too
-        async with aclosing(events) if hasattr(events, "aclose") else nullcontext(events):
+        async with aclosing(cast(Any, events)) if hasattr(events, "aclose") else nullcontext(events):
             async for event in events:
                 if isinstance(event, Usage) and not (event.input_tokens or event.output_tokens
                                                      or event.cache_read_tokens or event.cache_write_tokens):
@@ -149,17 +161,35 @@ class Turn:
         self._text_parts: list[str] = []  # the current round's text chunks, see _join_text
         self._outcomes: dict[tuple[str, str], tuple[int, str]] = {}  # (tool, arguments) → (times in a row, output)
         self._blocked = 0  # repeated calls answered without running them
+        self._writers: dict[str, ToolCallContents] = {}  # a turn without a runner writes prepare chunks itself
 
     # -- helpers -------------------------------------------------------------------------------------------------
 
-    def _system(self, content: dict[str, Any]) -> None:
+    def _system(self, content: WireContent) -> None:
         self.emit(self.chat, "system", content)
 
-    def _assistant_content(self, content: dict[str, Any]) -> None:
+    def _note(self, text: str) -> None:
+        self._system(TextContent(text=text))
+
+    def _assistant_content(self, content: WireContent) -> None:
         self.emit(self.chat, "assistant", content)
 
     def progress(self, state: str, text: str) -> None:
-        self._system({"type": "progress", "state": state, "text": text})
+        """Say what the chat is doing (``running``), or that the prompt is over (``finished``)."""
+        self._system(ProgressContent(state="finished" if state == "finished" else "running", text=text))
+
+    def _tool_call(self, call_id: str, called: str) -> ToolCallContents:
+        """The writer of this call's contents: the runner's (one writer per call), or — in a turn without tools —
+        one of the turn's own."""
+        if self.runner is not None:
+            return self.runner.contents(call_id, called)
+        writer = self._writers.get(call_id)
+        if writer is None:
+            writer = self._writers[call_id] = ToolCallContents(call_id, called, None, self._emit_as)
+        return writer
+
+    def _emit_as(self, role: str, content: WireContent) -> None:
+        self.emit(self.chat, role, content)
 
     # -- the turn ------------------------------------------------------------------------------------------------
 
@@ -174,13 +204,13 @@ class Turn:
             raise
         except ProviderError as exc:
             self._keep_partial()
-            self._system({"type": "text", "text": f"Error: {exc.message}"})
+            self._note(f"Error: {exc.message}")
             self.progress("finished", "")
             return False
         except Exception as exc:  # a bug must not leave the chat stuck in "running"
             log.exception("turn failed in chat %s", self.chat.id)
             self._keep_partial()
-            self._system({"type": "text", "text": f"Error: internal error ({type(exc).__name__}): {exc}"})
+            self._note(f"Error: internal error ({type(exc).__name__}): {exc}")
             self.progress("finished", "")
             return False
         if self.on_success is not None:
@@ -196,12 +226,11 @@ class Turn:
             self._rounds_with_calls += 1
             await self._run_calls(calls)
             if self._blocked >= BLOCKED_CALLS_LIMIT:
-                self._system({"type": "text", "text": "Stopped: the model kept repeating a tool call with the same "
-                                                      "result. Rephrase the request, or name the file or command "
-                                                      "it should use."})
+                self._note("Stopped: the model kept repeating a tool call with the same result. Rephrase the "
+                           "request, or name the file or command it should use.")
                 return
-        self._system({"type": "text", "text": f"Stopped after {self.max_rounds} tool rounds in one prompt "
-                                              "(toolCall.maxRounds). Send another prompt to continue."})
+        self._note(f"Stopped after {self.max_rounds} tool rounds in one prompt (toolCall.maxRounds). Send another "
+                   "prompt to continue.")
 
     async def _run_calls(self, calls: list[ToolCall]) -> None:
         """Run the round's calls in order; every call gets a result in history, even when stopped mid-way."""
@@ -213,9 +242,8 @@ class Turn:
                 times, previous = self._outcomes.get(key, (0, ""))
                 if times >= SAME_OUTCOME_LIMIT:
                     self._blocked += 1
-                    self._system({"type": "text", "text": f"Not running {strip_prefix(call.name)} again: the same "
-                                                          f"call already gave the same result {times} times in this "
-                                                          "prompt."})
+                    self._note(f"Not running {strip_prefix(call.name)} again: the same call already gave the same "
+                               f"result {times} times in this prompt.")
                     output = (f"Not run: this exact call already ran {times} times in this prompt with the same "
                               f"result:\n{previous[:300]}\nDo not call it again with the same arguments. Answer the "
                               "user with what you know, or try something different.")
@@ -264,7 +292,9 @@ class Turn:
         guard = RepetitionGuard() if self.stop_loops else None
 
         stream = self.provider.stream(request)
-        async with contextlib.aclosing(stream) if hasattr(stream, "aclose") else contextlib.nullcontext(stream):
+        closing = (contextlib.aclosing(cast(Any, stream)) if hasattr(stream, "aclose")
+                   else contextlib.nullcontext(stream))
+        async with closing:
             async for event in stream:
                 if not generating:
                     generating = True
@@ -272,17 +302,19 @@ class Turn:
                 if isinstance(event, TextDelta):
                     if event.text:
                         self._text_parts.append(event.text)
-                        self._assistant_content({"type": "text", "text": event.text})
+                        chunk: TextChunk = {"type": "text", "text": event.text}
+                        self._assistant_content(chunk)
                         if guard is not None and guard.feed(event.text):
                             self._cut_repetition(guard)
                             break
                 elif isinstance(event, ReasoningStarted):
                     reasoning_started[event.id] = time.monotonic()
                     reasoning_text[event.id] = []
-                    self._assistant_content({"type": "reasonStarted", "id": event.id})
+                    self._assistant_content(ReasonStartedContent(id=event.id))
                 elif isinstance(event, ReasoningDelta):
                     reasoning_text.setdefault(event.id, []).append(event.text)
-                    self._assistant_content({"type": "reasonText", "id": event.id, "text": event.text})
+                    reason_chunk: ReasonTextChunk = {"type": "reasonText", "id": event.id, "text": event.text}
+                    self._assistant_content(reason_chunk)
                 elif isinstance(event, ReasoningFinished):
                     started = reasoning_started.pop(event.id, time.monotonic())
                     self._assistant.reasoning.append(
@@ -294,20 +326,11 @@ class Turn:
                         )
                     )
                     elapsed = int((time.monotonic() - started) * 1000)
-                    self._assistant_content({"type": "reasonFinished", "id": event.id, "totalTimeMs": elapsed})
+                    self._assistant_content(ReasonFinishedContent(id=event.id, total_time_ms=elapsed))
                 elif isinstance(event, ToolCallStarted):
                     tool_names[event.id] = event.name
                 elif isinstance(event, ToolCallDelta):
-                    self._assistant_content(
-                        {
-                            "type": "toolCallPrepare",
-                            "origin": "native",
-                            "id": event.id,
-                            "name": strip_prefix(tool_names.get(event.id, "")),
-                            "server": "eca",
-                            "argumentsText": event.arguments_delta,
-                        }
-                    )
+                    self._tool_call(event.id, tool_names.get(event.id, "")).prepare(event.arguments_delta)
                 elif isinstance(event, ToolCallFinished):
                     self._assistant.tool_calls.append(ToolCall(event.id, event.name, event.arguments))
                 elif isinstance(event, Usage):
@@ -324,7 +347,7 @@ class Turn:
         if usage_seen:
             self._system(self._usage_content())
         if empty:
-            self._system({"type": "text", "text": self._empty_answer(self.provider.finished)})
+            self._note(self._empty_answer(self.provider.finished))
         return calls
 
     def _cut_repetition(self, guard: RepetitionGuard) -> None:
@@ -335,8 +358,8 @@ class Turn:
         self._assistant.text = self._assistant.text[: guard.keep]
         self.chat.last_stop_reason = "repetition"
         span = " ".join((guard.span or "").split())[:40]
-        self._system({"type": "text", "text": f"Stopped the answer: the model kept repeating itself (“{span}”). "
-                                              "Try asking again, more specifically."})
+        self._note(f"Stopped the answer: the model kept repeating itself (“{span}”). Try asking again, more "
+                   "specifically.")
 
     # -- bookkeeping ---------------------------------------------------------------------------------------------
 
@@ -387,22 +410,19 @@ class Turn:
         if cost is not None:
             usage.cost = (usage.cost or 0.0) + cost
 
-    def _usage_content(self) -> dict[str, Any]:
+    def _usage_content(self) -> UsageContent:
         usage = self.chat.usage
-        content: dict[str, Any] = {
-            "type": "usage",
-            "sessionTokens": usage.session_tokens,
-            # early-revision fields, still read by older clients
-            "messageInputTokens": usage.last_input_tokens,
-            "messageOutputTokens": usage.last_output_tokens,
-        }
         last_cost = format_cost(usage.last_cost)
-        if last_cost is not None:
-            content["lastMessageCost"] = last_cost
-            content["messageCost"] = last_cost
-        session_cost = format_cost(usage.cost)
-        if session_cost is not None:
-            content["sessionCost"] = session_cost
+        limit = None
         if self.model.context_limit and self.model.output_limit:
-            content["limit"] = {"context": self.model.context_limit, "output": self.model.output_limit}
-        return content
+            limit = UsageLimit(context=self.model.context_limit, output=self.model.output_limit)
+        return UsageContent(
+            session_tokens=usage.session_tokens,
+            last_message_cost=last_cost,
+            session_cost=format_cost(usage.cost),
+            limit=limit,
+            # early-revision fields, still read by older clients
+            message_input_tokens=usage.last_input_tokens,
+            message_output_tokens=usage.last_output_tokens,
+            message_cost=last_cost,
+        )

@@ -22,6 +22,7 @@ Why it is built this way:
 
 from __future__ import annotations
 
+import builtins
 import contextlib
 import hashlib
 import json
@@ -30,14 +31,15 @@ import os
 import re
 import threading
 import time
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
+from typing import Any
 
 from .._fileio import atomic_write
 from .._redact import redact_json
 from ._paths import commit_temp, ensure_private_dir, sync_dir, write_temp, xdg_cache_home
 
-__all__ = ["ChatStore", "chats_dir_for", "MAX_CHAT_ID_LENGTH", "serialize", "snapshot"]
+__all__ = ["MAX_CHAT_ID_LENGTH", "ChatStore", "chats_dir_for", "serialize", "snapshot"]
 
 logger = logging.getLogger(__name__)
 
@@ -166,6 +168,7 @@ class ChatStore:
 
     @property
     def index_path(self) -> Path:
+        """The summary index of the saved chats (a cache: rebuilt from the chat files when missing)."""
         return self.root / INDEX_NAME
 
     # -- public API ----------------------------------------------------------------------------------------------
@@ -232,7 +235,7 @@ class ChatStore:
         chat_id = record.get("id")
         if not _valid_id(chat_id):
             raise ValueError(f"a chat record needs an 'id' string of 1 to {MAX_CHAT_ID_LENGTH} characters")
-        return chat_id
+        return str(chat_id)
 
     def _write(self, chat_id: str, record: Mapping[str, Any], generation: int | None) -> None:
         """Encode and write outside the lock; rename and update the index under it (unless a delete came since
@@ -240,19 +243,20 @@ class ChatStore:
         clean, pieces = serialize(record, self._current_secrets())
         ensure_private_dir(self.root)
         path = self.path_for(chat_id)
-        tmp = write_temp(path, pieces)  # data fsynced here, outside the lock
+        written = write_temp(path, pieces)  # data fsynced here, outside the lock
+        tmp: Path | None = written
         # Replacing a large file frees its blocks inside the rename: keep a second link to the old version so that
         # happens in the unlink below, after the lock is released.
-        old = path.with_name(f".tmp-old-{tmp.name[5:]}")
+        old: Path | None = path.with_name(f".tmp-old-{written.name[5:]}")
         try:
-            os.link(path, old)
+            os.link(path, path.with_name(f".tmp-old-{written.name[5:]}"))
         except OSError:
             old = None
         try:
             with self._lock:  # only renames and a small index under the lock: no fsync, listing never waits long
                 if generation is not None and self._generation.get(chat_id, 0) != generation:
                     return
-                commit_temp(tmp, path, sync_dir=False)
+                commit_temp(written, path, sync_dir=False)
                 tmp = None
                 try:
                     st = path.stat()
@@ -357,7 +361,7 @@ class ChatStore:
 
     # -- internals -----------------------------------------------------------------------------------------------
 
-    def _current_secrets(self) -> list[str]:
+    def _current_secrets(self) -> builtins.list[str]:
         # Longest first, so a secret containing another one is replaced whole.
         found = {s for s in self._secrets() if isinstance(s, str) and len(s) >= _MIN_SECRET_LENGTH}
         return sorted(found, key=len, reverse=True)

@@ -16,35 +16,35 @@ from .content import ChatContent
 from .context import ChatContext
 
 __all__ = [
-    "ChatPromptParams",
-    "ChatPromptResult",
-    "ChatContentReceivedParams",
-    "ChatToolCallApproveParams",
-    "ChatToolCallRejectParams",
-    "ChatQueryContextParams",
-    "ChatQueryContextResult",
-    "ChatQueryCommandsParams",
-    "ChatCommandArgument",
+    "ChatClearedParams",
     "ChatCommand",
-    "ChatQueryCommandsResult",
-    "ChatPromptStopParams",
+    "ChatCommandArgument",
+    "ChatContentReceivedParams",
     "ChatDeleteParams",
     "ChatDeleteResult",
-    "ChatSelectedBehaviorChangedParams",
-    "ChatSelectedModelChangedParams",
+    "ChatDeletedParams",
+    "ChatForkParams",
+    "ChatForkResult",
     "ChatListParams",
-    "ChatSummary",
     "ChatListResult",
     "ChatOpenParams",
     "ChatOpenResult",
     "ChatOpenedParams",
-    "ChatDeletedParams",
-    "ChatClearedParams",
-    "ChatStatusChangedParams",
+    "ChatPromptParams",
+    "ChatPromptResult",
+    "ChatPromptStopParams",
+    "ChatQueryCommandsParams",
+    "ChatQueryCommandsResult",
+    "ChatQueryContextParams",
+    "ChatQueryContextResult",
     "ChatRollbackParams",
     "ChatRollbackResult",
-    "ChatForkParams",
-    "ChatForkResult",
+    "ChatSelectedBehaviorChangedParams",
+    "ChatSelectedModelChangedParams",
+    "ChatStatusChangedParams",
+    "ChatSummary",
+    "ChatToolCallApproveParams",
+    "ChatToolCallRejectParams",
 ]
 
 _Contexts = Annotated[list[ChatContext], NoneAsEmptyList]
@@ -78,13 +78,24 @@ class ChatPromptParams(EcaModel):
 
 
 class ChatPromptResult(EcaModel):
+    """The answer to ``chat/prompt``: the turn is under way (``prompting``) or could not start."""
+
     chat_id: ChatId
     model: str | None = None
     #: ``"prompting"``, ``"login"`` or ``"error"`` (invalid chat id, reported in the result by the reference server).
     status: str
+    #: Why the prompt was refused (an invalid chat id).
+    message: str | None = None
+
+    def dump(self) -> dict[str, Any]:
+        """The wire form; ``model`` is always present (``null`` when no model is known, e.g. status ``login``)."""
+        wire = super().dump()
+        return {"chatId": wire.pop("chatId"), "model": wire.pop("model", None), **wire}
 
 
 class ChatContentReceivedParams(EcaModel):
+    """``chat/contentReceived``: one content of a chat, streamed by the server."""
+
     chat_id: ChatId
     content: ChatContent
     role: Literal["user", "system", "assistant"]
@@ -93,6 +104,8 @@ class ChatContentReceivedParams(EcaModel):
 
 
 class ChatToolCallApproveParams(EcaModel):
+    """``chat/toolCallApprove``: the user approved a tool call waiting for approval."""
+
     chat_id: ChatId
     tool_call_id: str
     #: ``"session"``: remember this approval for the rest of the session.
@@ -100,33 +113,45 @@ class ChatToolCallApproveParams(EcaModel):
 
 
 class ChatToolCallRejectParams(EcaModel):
+    """``chat/toolCallReject``: the user rejected a tool call waiting for approval."""
+
     chat_id: ChatId
     tool_call_id: str
 
 
 class ChatQueryContextParams(EcaModel):
+    """``chat/queryContext``: the contexts (files, folders, resources) matching ``@query``."""
+
     chat_id: ChatId | None = None
     query: str = ""
     contexts: _Contexts = Field(default_factory=list)
 
 
 class ChatQueryContextResult(EcaModel):
+    """The answer to ``chat/queryContext``."""
+
     chat_id: ChatId | None = None
     contexts: list[ChatContext]
 
 
 class ChatQueryCommandsParams(EcaModel):
+    """``chat/queryCommands``: the commands matching what the user typed after ``/``."""
+
     chat_id: ChatId | None = None
     query: str = ""
 
 
 class ChatCommandArgument(EcaModel):
+    """One argument of a :class:`ChatCommand`."""
+
     name: str
     description: str | None = None
     required: bool = False
 
 
 class ChatCommand(EcaModel):
+    """One command offered by ``chat/queryCommands`` (``/name``), with its arguments."""
+
     name: str
     description: str
     #: ``"mcp-prompt"``, ``"native"`` or ``"custom-prompt"``; a plain ``str`` so newer kinds don't break a client.
@@ -135,15 +160,21 @@ class ChatCommand(EcaModel):
 
 
 class ChatQueryCommandsResult(EcaModel):
+    """The answer to ``chat/queryCommands``."""
+
     chat_id: ChatId | None = None
     commands: list[ChatCommand]
 
 
 class ChatPromptStopParams(EcaModel):
+    """``chat/promptStop``: stop the running prompt of a chat."""
+
     chat_id: ChatId
 
 
 class ChatDeleteParams(EcaModel):
+    """``chat/delete``: forget a chat (and its saved history)."""
+
     chat_id: ChatId | None = None
 
 
@@ -152,21 +183,29 @@ class ChatDeleteResult(EcaModel):
 
 
 class ChatSelectedBehaviorChangedParams(EcaModel):
+    """``chat/selectedBehaviorChanged``: the user picked another behavior."""
+
     behavior: str
     chat_id: ChatId | None = None
 
 
 class ChatSelectedModelChangedParams(EcaModel):
+    """``chat/selectedModelChanged``: the user picked another model."""
+
     model: str
     chat_id: ChatId | None = None
 
 
 class ChatListParams(EcaModel):
+    """``chat/list``: the chats of the workspace, newest first, optionally limited."""
+
     limit: int | None = None
     sort_by: Literal["updatedAt", "createdAt"] | None = None
 
 
 class ChatSummary(EcaModel):
+    """One chat as listed by ``chat/list``."""
+
     id: ChatId
     title: str | None = None
     status: Literal["idle", "running"]
@@ -179,10 +218,14 @@ class ChatSummary(EcaModel):
 
 
 class ChatListResult(EcaModel):
+    """The answer to ``chat/list``."""
+
     chats: list[ChatSummary]
 
 
 class ChatOpenParams(EcaModel):
+    """``chat/open``: replay a saved chat to this client."""
+
     chat_id: ChatId
 
 
@@ -194,21 +237,29 @@ class ChatOpenResult(EcaModel):
 
 
 class ChatOpenedParams(EcaModel):
+    """``chat/opened``: a chat was created or opened; a replay of its contents may follow."""
+
     chat_id: ChatId
     title: str | None = None
 
 
 class ChatDeletedParams(EcaModel):
+    """``chat/deleted``: a chat was deleted (by any client of the workspace)."""
+
     chat_id: ChatId
 
 
 class ChatClearedParams(EcaModel):
+    """``chat/cleared``: the server cleared a chat's history (and maybe its rendered messages)."""
+
     chat_id: ChatId
     #: Whether the client should drop the chat's rendered messages.
     messages: bool
 
 
 class ChatStatusChangedParams(EcaModel):
+    """``chat/statusChanged``: a chat started or stopped running a prompt."""
+
     chat_id: ChatId
     status: Literal["running", "idle", "stopping"]
 

@@ -12,6 +12,8 @@ __all__ = ["ConfigUpdatedChat", "ConfigUpdatedParams"]
 
 
 class ConfigUpdatedChat(EcaModel):
+    """The chat part of ``config/updated``: models, behaviors and what is selected."""
+
     models: list[str] | None = None
     behaviors: list[str] | None = None
     #: When present, clients force-select this model (start-up, config change).
@@ -22,4 +24,6 @@ class ConfigUpdatedChat(EcaModel):
 
 
 class ConfigUpdatedParams(EcaModel):
+    """``config/updated``: the server's config as the client needs it."""
+
     chat: ConfigUpdatedChat | None = None

@@ -7,68 +7,95 @@ renamed we carry *both* names so that clients of either revision read what they 
 
 ``ChatContent`` is discriminated on ``type``; a content type this module does not know (a newer server talking to
 our client) becomes :class:`UnknownContent` rather than failing the whole notification.
+
+The three contents streamed a chunk at a time — assistant text, reasoning text, a tool call's argument text — also
+have a :class:`~typing.TypedDict` of their wire form (:class:`TextChunk`, :class:`ReasonTextChunk`,
+:class:`ToolCallPrepareChunk`): the engine sends thousands of them a second, and building a model per chunk would
+cost more than everything else the engine does for it (``benchmarks/bench_stream.py``).
 """
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal, Union
+from typing import Annotated, Any, Literal, TypedDict
 
 from pydantic import BaseModel, Discriminator, Tag, model_validator
 
 from ._base import EcaModel, NoneAsEmptyList
 
 __all__ = [
-    "ToolCallOrigin",
-    "TextContent",
-    "UrlContent",
-    "ProgressContent",
-    "UsageLimit",
-    "UsageContent",
-    "ReasonStartedContent",
-    "ReasonTextContent",
-    "ReasonFinishedContent",
+    "CONTENT_TYPES",
+    "ChatContent",
+    "ContentModel",
     "FileChangeDetails",
+    "MetadataContent",
+    "ProgressContent",
+    "ReasonFinishedContent",
+    "ReasonStartedContent",
+    "ReasonTextChunk",
+    "ReasonTextContent",
+    "TextChunk",
+    "TextContent",
     "ToolCallDetails",
+    "ToolCallOrigin",
+    "ToolCallOutput",
+    "ToolCallPrepareChunk",
     "ToolCallPrepareContent",
+    "ToolCallRejectedContent",
     "ToolCallRunContent",
     "ToolCallRunningContent",
-    "ToolCallOutput",
     "ToolCalledContent",
-    "ToolCallRejectedContent",
-    "MetadataContent",
     "UnknownContent",
-    "ChatContent",
-    "CONTENT_TYPES",
+    "UrlContent",
+    "UsageContent",
+    "UsageLimit",
+    "WireContent",
 ]
 
 ToolCallOrigin = Literal["mcp", "native"]
 
 
 class TextContent(EcaModel):
+    """Text: a chunk of the assistant's answer, the user's prompt echoed, or a system note."""
+
     type: Literal["text"] = "text"
     text: str
     #: Lets clients point at a message for ``chat/rollback`` / ``chat/fork`` (newer reference server).
     content_id: str | None = None
 
 
+class TextChunk(TypedDict):
+    """The wire form of a streamed :class:`TextContent` chunk."""
+
+    type: Literal["text"]
+    text: str
+
+
 class UrlContent(EcaModel):
+    """A link to show in the chat."""
+
     type: Literal["url"] = "url"
     title: str
     url: str
 
 
 class ProgressContent(EcaModel):
+    """What the chat is doing (``running``), or that the prompt is over (``finished``)."""
+
     type: Literal["progress"] = "progress"
     state: Literal["running", "finished"]
     text: str = ""
 
 
 class UsageLimit(EcaModel):
+    """The model's context and output limits, in tokens."""
+
     context: int
     output: int
 
 
 class UsageContent(EcaModel):
+    """Token usage and cost of the chat so far, sent after each model response."""
+
     type: Literal["usage"] = "usage"
     session_tokens: int
     last_message_cost: str | None = None
@@ -81,17 +108,31 @@ class UsageContent(EcaModel):
 
 
 class ReasonStartedContent(EcaModel):
+    """The start of a reasoning block (the model's thinking, shown apart from the answer)."""
+
     type: Literal["reasonStarted"] = "reasonStarted"
     id: str
 
 
 class ReasonTextContent(EcaModel):
+    """A chunk of a reasoning block's text."""
+
     type: Literal["reasonText"] = "reasonText"
     id: str
     text: str
 
 
+class ReasonTextChunk(TypedDict):
+    """The wire form of a streamed :class:`ReasonTextContent` chunk."""
+
+    type: Literal["reasonText"]
+    id: str
+    text: str
+
+
 class ReasonFinishedContent(EcaModel):
+    """The end of a reasoning block, with how long the model reasoned."""
+
     type: Literal["reasonFinished"] = "reasonFinished"
     id: str
     total_time_ms: int = 0
@@ -124,6 +165,17 @@ class ToolCallPrepareContent(EcaModel):
     manual_approval: bool | None = None  # early revision only
 
 
+class ToolCallPrepareChunk(TypedDict):
+    """The wire form of a streamed :class:`ToolCallPrepareContent` chunk."""
+
+    type: Literal["toolCallPrepare"]
+    origin: ToolCallOrigin
+    id: str
+    name: str
+    server: str
+    argumentsText: str
+
+
 class ToolCallRunContent(EcaModel):
     """Sent once per call id; ``manualApproval`` tells the client to ask the user."""
 
@@ -139,6 +191,8 @@ class ToolCallRunContent(EcaModel):
 
 
 class ToolCallRunningContent(EcaModel):
+    """A tool call is running (approved, or needing no approval)."""
+
     type: Literal["toolCallRunning"] = "toolCallRunning"
     origin: ToolCallOrigin
     id: str
@@ -169,6 +223,8 @@ class ToolCallOutput(EcaModel):
 
 
 class ToolCalledContent(EcaModel):
+    """A tool call finished: its outputs, whether it failed, and how long it took."""
+
     type: Literal["toolCalled"] = "toolCalled"
     origin: ToolCallOrigin
     id: str
@@ -184,19 +240,24 @@ class ToolCalledContent(EcaModel):
 
 
 class ToolCallRejectedContent(EcaModel):
+    """A tool call that was not run: rejected by the user or denied by the configuration."""
+
     type: Literal["toolCallRejected"] = "toolCallRejected"
     origin: ToolCallOrigin
     id: str
     name: str
     server: str
     arguments: dict[str, Any]
-    #: ``"user-choice"`` (the user clicked reject) or ``"user-config"`` (a deny rule); the early revision sent ``"user"``.
+    #: ``"user-choice"`` (the user clicked reject) or ``"user-config"`` (a deny rule); the early revision sent
+    #: ``"user"``.
     reason: str
     summary: str | None = None
     details: ToolCallDetails | None = None
 
 
 class MetadataContent(EcaModel):
+    """The chat's metadata, e.g. the title derived from its first prompt."""
+
     type: Literal["metadata"] = "metadata"
     title: str
 
@@ -223,6 +284,16 @@ _CONTENT_MODELS: dict[str, type[EcaModel]] = {
     "metadata": MetadataContent,
 }
 
+#: A content built by a server: one of the models above (the engine dumps it to the wire form).
+ContentModel = (
+    TextContent | UrlContent | ProgressContent | UsageContent | ReasonStartedContent | ReasonTextContent
+    | ReasonFinishedContent | ToolCallPrepareContent | ToolCallRunContent | ToolCallRunningContent
+    | ToolCalledContent | ToolCallRejectedContent | MetadataContent
+)
+
+#: A content as sent: a model, or the wire form of a streamed chunk.
+WireContent = ContentModel | TextChunk | ReasonTextChunk | ToolCallPrepareChunk
+
 #: The content tags this revision of the protocol defines.
 CONTENT_TYPES: frozenset[str] = frozenset(_CONTENT_MODELS)
 
@@ -237,21 +308,19 @@ def _content_tag(value: Any) -> str | None:
 
 
 ChatContent = Annotated[
-    Union[
-        Annotated[TextContent, Tag("text")],
-        Annotated[UrlContent, Tag("url")],
-        Annotated[ProgressContent, Tag("progress")],
-        Annotated[UsageContent, Tag("usage")],
-        Annotated[ReasonStartedContent, Tag("reasonStarted")],
-        Annotated[ReasonTextContent, Tag("reasonText")],
-        Annotated[ReasonFinishedContent, Tag("reasonFinished")],
-        Annotated[ToolCallPrepareContent, Tag("toolCallPrepare")],
-        Annotated[ToolCallRunContent, Tag("toolCallRun")],
-        Annotated[ToolCallRunningContent, Tag("toolCallRunning")],
-        Annotated[ToolCalledContent, Tag("toolCalled")],
-        Annotated[ToolCallRejectedContent, Tag("toolCallRejected")],
-        Annotated[MetadataContent, Tag("metadata")],
-        Annotated[UnknownContent, Tag("unknown")],
-    ],
+    Annotated[TextContent, Tag("text")]
+    | Annotated[UrlContent, Tag("url")]
+    | Annotated[ProgressContent, Tag("progress")]
+    | Annotated[UsageContent, Tag("usage")]
+    | Annotated[ReasonStartedContent, Tag("reasonStarted")]
+    | Annotated[ReasonTextContent, Tag("reasonText")]
+    | Annotated[ReasonFinishedContent, Tag("reasonFinished")]
+    | Annotated[ToolCallPrepareContent, Tag("toolCallPrepare")]
+    | Annotated[ToolCallRunContent, Tag("toolCallRun")]
+    | Annotated[ToolCallRunningContent, Tag("toolCallRunning")]
+    | Annotated[ToolCalledContent, Tag("toolCalled")]
+    | Annotated[ToolCallRejectedContent, Tag("toolCallRejected")]
+    | Annotated[MetadataContent, Tag("metadata")]
+    | Annotated[UnknownContent, Tag("unknown")],
     Discriminator(_content_tag),
 ]

@@ -7,55 +7,67 @@ whole prompt invalid. The engine simply ignores contexts it cannot resolve.
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal, Union
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, Discriminator, Tag
 
 from ._base import EcaModel
 
 __all__ = [
+    "CONTEXT_TYPES",
+    "ChatContext",
+    "CursorContext",
+    "DirectoryContext",
+    "FileContext",
     "LinesRange",
+    "McpResourceContext",
     "Position",
     "Range",
-    "FileContext",
-    "DirectoryContext",
-    "WebContext",
     "RepoMapContext",
-    "CursorContext",
-    "McpResourceContext",
     "UnknownContext",
-    "ChatContext",
-    "CONTEXT_TYPES",
+    "WebContext",
 ]
 
 
 class LinesRange(EcaModel):
+    """A range of lines of a file, 1-based and inclusive."""
+
     start: int
     end: int
 
 
 class Position(EcaModel):
+    """A position in a text document: 0-based line and character (LSP)."""
+
     line: int
     character: int
 
 
 class Range(EcaModel):
+    """A range in a text document, from ``start`` to ``end`` (LSP)."""
+
     start: Position
     end: Position
 
 
 class FileContext(EcaModel):
+    """A file attached to a prompt, optionally only some of its lines."""
+
     type: Literal["file"] = "file"
     path: str
     lines_range: LinesRange | None = None
 
 
 class DirectoryContext(EcaModel):
+    """A folder attached to a prompt."""
+
     type: Literal["directory"] = "directory"
     path: str
 
 
 class WebContext(EcaModel):
+    """A web page attached to a prompt."""
+
     type: Literal["web"] = "web"
     url: str
 
@@ -67,12 +79,16 @@ class RepoMapContext(EcaModel):
 
 
 class CursorContext(EcaModel):
+    """The editor's cursor or selection in a file."""
+
     type: Literal["cursor"] = "cursor"
     path: str
     position: Range
 
 
 class McpResourceContext(EcaModel):
+    """A resource of an MCP server attached to a prompt."""
+
     type: Literal["mcpResource"] = "mcpResource"
     uri: str
     name: str = ""
@@ -103,14 +119,12 @@ def _context_tag(value: Any) -> str | None:
 
 
 ChatContext = Annotated[
-    Union[
-        Annotated[FileContext, Tag("file")],
-        Annotated[DirectoryContext, Tag("directory")],
-        Annotated[WebContext, Tag("web")],
-        Annotated[RepoMapContext, Tag("repoMap")],
-        Annotated[CursorContext, Tag("cursor")],
-        Annotated[McpResourceContext, Tag("mcpResource")],
-        Annotated[UnknownContext, Tag("unknown")],
-    ],
+    Annotated[FileContext, Tag("file")]
+    | Annotated[DirectoryContext, Tag("directory")]
+    | Annotated[WebContext, Tag("web")]
+    | Annotated[RepoMapContext, Tag("repoMap")]
+    | Annotated[CursorContext, Tag("cursor")]
+    | Annotated[McpResourceContext, Tag("mcpResource")]
+    | Annotated[UnknownContext, Tag("unknown")],
     Discriminator(_context_tag),
 ]

@@ -13,17 +13,21 @@ from pydantic import Field, field_validator
 from ._base import EcaModel
 from .context import Range
 
-__all__ = ["EditorGetDiagnosticsParams", "EditorDiagnostic", "EditorGetDiagnosticsResult"]
+__all__ = ["EditorDiagnostic", "EditorGetDiagnosticsParams", "EditorGetDiagnosticsResult"]
 
 _LSP_SEVERITIES = {1: "error", 2: "warning", 3: "info", 4: "hint"}
 
 
 class EditorGetDiagnosticsParams(EcaModel):
+    """``editor/getDiagnostics`` (server → client): the diagnostics of a file, or of all."""
+
     #: ``None``: diagnostics of the whole workspace.
     uri: str | None = None
 
 
 class EditorDiagnostic(EcaModel):
+    """One diagnostic (error, warning, hint) the editor knows about."""
+
     uri: str
     severity: Literal["error", "warning", "info", "hint"]
     source: str = ""
@@ -48,4 +52,6 @@ class EditorDiagnostic(EcaModel):
 
 
 class EditorGetDiagnosticsResult(EcaModel):
+    """The client's answer to ``editor/getDiagnostics``."""
+
     diagnostics: list[EditorDiagnostic] = Field(default_factory=list)

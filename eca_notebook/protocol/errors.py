@@ -9,6 +9,21 @@ from __future__ import annotations
 
 from typing import Any
 
+__all__ = [
+    "CONNECTION_LOST",
+    "CONTENT_MODIFIED",
+    "INTERNAL_ERROR",
+    "INVALID_PARAMS",
+    "INVALID_REQUEST",
+    "METHOD_NOT_FOUND",
+    "PARSE_ERROR",
+    "REQUEST_CANCELLED",
+    "SERVER_NOT_INITIALIZED",
+    "TIMEOUT",
+    "UNKNOWN_ERROR",
+    "RpcError",
+]
+
 PARSE_ERROR = -32700
 INVALID_REQUEST = -32600
 METHOD_NOT_FOUND = -32601
@@ -50,7 +65,7 @@ class RpcError(Exception):
         return err
 
     @classmethod
-    def from_dict(cls, err: Any) -> "RpcError":
+    def from_dict(cls, err: Any) -> RpcError:
         if not isinstance(err, dict):
             return cls(INTERNAL_ERROR, f"malformed error object: {err!r}")
         code = err.get("code")

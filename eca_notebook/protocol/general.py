@@ -14,10 +14,12 @@ from pydantic import model_validator
 
 from ._base import EcaModel
 
-__all__ = ["ShowMessageParams", "ProgressParams", "CancelRequestParams", "EmptyParams"]
+__all__ = ["CancelRequestParams", "EmptyParams", "ProgressParams", "ShowMessageParams"]
 
 
 class ShowMessageParams(EcaModel):
+    """``$/showMessage``: a message the client shows to the user (info, warning or error)."""
+
     type: Literal["error", "warning", "info"]
     message: str
 

@@ -13,32 +13,40 @@ from pydantic import Field, field_validator
 from ._base import EcaModel, NoneAsEmptyList
 
 __all__ = [
-    "WorkspaceFolder",
-    "ClientInfo",
-    "EditorCapabilities",
-    "CodeAssistantCapabilities",
     "ClientCapabilities",
+    "ClientInfo",
+    "CodeAssistantCapabilities",
+    "EditorCapabilities",
     "InitializeParams",
     "InitializeResult",
+    "WorkspaceFolder",
 ]
 
 
 class WorkspaceFolder(EcaModel):
+    """A folder of the client's workspace, as a ``file://`` URI."""
+
     uri: str
     name: str = ""
 
 
 class ClientInfo(EcaModel):
+    """The client's name and version."""
+
     name: str
     version: str | None = None
 
 
 class EditorCapabilities(EcaModel):
+    """The editor features the client supports (e.g. answering ``editor/getDiagnostics``)."""
+
     #: The client answers ``editor/getDiagnostics``.
     diagnostics: bool | None = None
 
 
 class CodeAssistantCapabilities(EcaModel):
+    """The code-assistant features the client supports."""
+
     chat: bool | None = None
     editor: EditorCapabilities | None = None
     # Early revision only.
@@ -48,10 +56,14 @@ class CodeAssistantCapabilities(EcaModel):
 
 
 class ClientCapabilities(EcaModel):
+    """What the client can do: its editor and code-assistant capabilities."""
+
     code_assistant: CodeAssistantCapabilities | None = None
 
 
 class InitializeParams(EcaModel):
+    """``initialize``: the client introduces itself and its workspace folders."""
+
     process_id: int | None = None
     client_info: ClientInfo | None = None
     #: Arbitrary user config (``chatBehavior``, ``chatAgent: null``, provider settings…): the engine treats it as a

@@ -23,15 +23,15 @@ from . import chat, config, editor, general, lifecycle, tools
 from .errors import INVALID_PARAMS, METHOD_NOT_FOUND, RpcError
 
 __all__ = [
+    "METHODS",
     "Direction",
     "Kind",
     "MethodSpec",
-    "METHODS",
     "client_to_server",
-    "server_to_client",
+    "invalid_params",
     "parse_params",
     "parse_result",
-    "invalid_params",
+    "server_to_client",
 ]
 
 Direction = Literal["client->server", "server->client", "both"]
@@ -128,8 +128,10 @@ def _validate_params(spec: MethodSpec, params: Any) -> BaseModel:
         return spec.params.model_validate(params)
     adapter = _UNION_ADAPTERS.get(spec.name)
     if adapter is None:  # built lazily: most processes never parse a union-typed method
-        adapter = _UNION_ADAPTERS[spec.name] = TypeAdapter(spec.params)
-    return adapter.validate_python(params)
+        params_type: Any = spec.params
+        adapter = _UNION_ADAPTERS[spec.name] = TypeAdapter(params_type)
+    model: BaseModel = adapter.validate_python(params)
+    return model
 
 
 def _spec(method: str) -> MethodSpec:

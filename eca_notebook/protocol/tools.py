@@ -6,23 +6,25 @@ One ``tool/serverUpdated`` is sent for the built-in tools (``type: "native"``) a
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal, Union
+from typing import Annotated, Any, Literal
 
 from pydantic import Field
 
 from ._base import EcaModel
 
 __all__ = [
-    "ServerTool",
-    "NativeServerUpdatedParams",
     "McpServerUpdatedParams",
-    "ToolServerUpdatedParams",
-    "McpStopServerParams",
     "McpStartServerParams",
+    "McpStopServerParams",
+    "NativeServerUpdatedParams",
+    "ServerTool",
+    "ToolServerUpdatedParams",
 ]
 
 
 class ServerTool(EcaModel):
+    """One tool of a tool server, as listed by ``tool/serverUpdated``."""
+
     name: str
     description: str = ""
     #: The tool's JSON Schema for its arguments.
@@ -31,6 +33,8 @@ class ServerTool(EcaModel):
 
 
 class NativeServerUpdatedParams(EcaModel):
+    """``tool/serverUpdated`` for the built-in tools (``type: "native"``)."""
+
     type: Literal["native"] = "native"
     name: str = "ECA"
     status: str = "running"
@@ -38,6 +42,8 @@ class NativeServerUpdatedParams(EcaModel):
 
 
 class McpServerUpdatedParams(EcaModel):
+    """``tool/serverUpdated`` for an MCP server: its status and tools."""
+
     type: Literal["mcp"] = "mcp"
     name: str
     #: stdio servers have a command, HTTP servers a URL.
@@ -49,13 +55,17 @@ class McpServerUpdatedParams(EcaModel):
 
 
 ToolServerUpdatedParams = Annotated[
-    Union[NativeServerUpdatedParams, McpServerUpdatedParams], Field(discriminator="type")
+    NativeServerUpdatedParams | McpServerUpdatedParams, Field(discriminator="type")
 ]
 
 
 class McpStopServerParams(EcaModel):
+    """``mcp/stopServer``: stop an MCP server by name."""
+
     name: str
 
 
 class McpStartServerParams(EcaModel):
+    """``mcp/startServer``: start (or restart) an MCP server by name."""
+
     name: str

@@ -257,7 +257,7 @@ class SessionsHandler(EcaApiHandler):
         if body.message is not None:
             params = ChatPromptParams(chat_id=chat_id, message=body.message, model=body.model, behavior=body.behavior)
             result = await engine.prompt(params)
-            prompt_status = result.get("status")
+            prompt_status = result.status
         chat = engine.get_chat(chat_id)
         assert chat is not None
         self.set_header("Location", f"{self.request.path.rstrip('/')}/{chat_id}")

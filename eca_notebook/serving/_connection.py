@@ -414,7 +414,7 @@ class ServerConnection:
         return self.engine
 
     async def chat_prompt(self, params: ChatPromptParams) -> dict[str, Any]:
-        result = await self._engine().prompt(params)
+        result = (await self._engine().prompt(params)).dump()
         await self.flush()
         return self.aliases.outgoing(result)
 

@@ -306,7 +306,7 @@ async def test_a_failing_tool_call_is_recorded_as_error(client: EcaClient, llm: 
     llm.enqueue(Reply([ToolCall("r1", "eca__read_file", json.dumps({"path": "missing.txt"}))]), Reply.text("no file"))
     result = await client.prompt("read a missing file")
     [call] = result.tool_calls
-    assert call.status == "error" and "missing.txt" in (call.output or "")
+    assert call.status == "failed" and "missing.txt" in (call.output or "")
     assert result.error is None and result.text == "no file"
 
 

@@ -28,7 +28,8 @@ async def test_a_real_looping_generation_is_stopped_early():
     async with httpx.AsyncClient() as http:
         provider = local.LocalProvider(http)
         try:
-            turn = Turn(chat, provider, info, "", lambda _chat, role, content: seen.append((role, content)),
+            turn = Turn(chat, provider, info, "", lambda _chat, role, content: seen.append(
+                (role, content.dump() if hasattr(content, "dump") else content)),
                         stop_loops=True)
             assert await turn.run()
         finally:

@@ -64,7 +64,7 @@ class DemoPlugin(BasePlugin):
         return "the notes say 42" if uri == "demo://notes" else None
 
 
-async def test_plugin_tool_runs_with_its_own_identity_and_approval(connected: Harness, llm):
+async def test_plugin_tool_runs_with_its_own_identity_and_approval(connected: Harness, llm):  # noqa: F811
     plugin = DemoPlugin()
     engine = connected.engine
     engine.add_plugin(plugin)
@@ -83,7 +83,22 @@ async def test_plugin_tool_runs_with_its_own_identity_and_approval(connected: Ha
     assert "demo__echo" in offered and "eca__read_file" in offered
 
 
-async def test_plugin_commands_and_contexts(connected: Harness, llm):
+async def test_every_content_of_an_mcp_call_names_its_origin_and_server(connected: Harness, llm):  # noqa: F811
+    """The prepare chunks streamed while the model writes the arguments say ``mcp`` and the server too, like the
+    rest of the call (one writer per call)."""
+    engine = connected.engine
+    engine.add_plugin(DemoPlugin())
+    llm.enqueue(Reply([ToolCall("c1", "demo__echo", json.dumps({"text": "hi"}))]), Reply.text("done"))
+    chat_id = (await connected.client.request("chat/prompt", {"message": "echo", "model": "fake/m1"}))["chatId"]
+    await connected.until(lambda m, p: m == "chat/contentReceived" and p["content"]["type"] == "toolCallRun")
+    await connected.client.notify("chat/toolCallApprove", {"chatId": chat_id, "toolCallId": "c1"})
+    await connected.until(lambda m, p: m == "chat/statusChanged" and p == {"chatId": chat_id, "status": "idle"})
+    calls = [c for c in connected.contents(chat_id) if c["type"].startswith("toolCall")]
+    assert "toolCallPrepare" in {c["type"] for c in calls} and "toolCalled" in {c["type"] for c in calls}
+    assert {(c["origin"], c["server"], c["name"], c["id"]) for c in calls} == {("mcp", "demo", "echo", "c1")}
+
+
+async def test_plugin_commands_and_contexts(connected: Harness, llm):  # noqa: F811
     engine = connected.engine
     engine.add_plugin(DemoPlugin())
     commands = (await connected.client.request("chat/queryCommands", {"query": "sho"}))["commands"]

@@ -77,8 +77,8 @@ async def engine(tmp_path: Path, llm: ScriptedLLMServer):
 async def run(engine: Engine, model: str, message: str = "hi") -> list[dict[str, Any]]:
     """Prompt a new chat and wait for the turn to end; the chat's contents."""
     result = await engine.prompt(ChatPromptParams(message=message, model=model))
-    assert result["status"] == "prompting", result
-    chat = engine.chats[result["chatId"]]
+    assert result.status == "prompting", result
+    chat = engine.chats[result.chat_id]
     await asyncio.wait_for(asyncio.shield(chat.task), 30)
     return engine.recorder.contents(chat.id)  # type: ignore[attr-defined]
 
@@ -170,7 +170,7 @@ async def test_an_answer_with_text_says_nothing_more(engine: Engine, llm: Script
 async def test_costs_without_reported_usage_says_so(engine: Engine, llm: ScriptedLLMServer):
     llm.enqueue(Reply([Text("Hello.")]))
     result = await engine.prompt(ChatPromptParams(message="hi", model="vllm/plain"))
-    chat = engine.chats[result["chatId"]]
+    chat = engine.chats[result.chat_id]
     await asyncio.wait_for(asyncio.shield(chat.task), 30)
     await engine.prompt(ChatPromptParams(message="/costs", chat_id=chat.id))
     texts = system_texts(engine.recorder.contents(chat.id))  # type: ignore[attr-defined]

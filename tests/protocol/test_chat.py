@@ -147,3 +147,12 @@ def test_server_chat_notifications() -> None:
 
 def test_fork_result() -> None:
     assert ChatForkResult.model_validate({"chatId": "new"}).chat_id == "new"
+
+
+def test_prompt_result_always_sends_model_and_only_a_refusal_its_message() -> None:
+    from eca_notebook.protocol import ChatPromptResult
+
+    assert ChatPromptResult(chat_id="c", model=None, status="login").dump() == {
+        "chatId": "c", "model": None, "status": "login"}
+    refused = ChatPromptResult(chat_id="c", model="m", status="error", message="chatId is blank")
+    assert refused.dump() == {"chatId": "c", "model": "m", "status": "error", "message": "chatId is blank"}

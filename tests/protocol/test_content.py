@@ -26,7 +26,8 @@ from eca_notebook.protocol import (
 
 _CONTENT = TypeAdapter(ChatContent)
 
-_DETAILS = {"type": "fileChange", "path": "/p/a.py", "diff": "@@ -1 +1 @@\n-a\n+b\n", "linesAdded": 1, "linesRemoved": 1}
+_DETAILS = {"type": "fileChange", "path": "/p/a.py", "diff": "@@ -1 +1 @@\n-a\n+b\n", "linesAdded": 1,
+            "linesRemoved": 1}
 _CALL = {"origin": "native", "id": "call-1", "name": "write_file", "server": "eca"}
 
 # Wire shapes from shared/specs/eca-protocol.md (ChatContent); camelCase, optional fields present or absent.
@@ -123,7 +124,8 @@ def test_tool_output_needs_text_or_content() -> None:
 
 def test_early_tool_called_shape() -> None:
     # Early revision: outputs carry only `content`, and there is no totalTimeMs.
-    wire = {"type": "toolCalled", **_CALL, "arguments": ["a"], "error": False, "outputs": [{"type": "text", "content": "x"}]}
+    wire = {"type": "toolCalled", **_CALL, "arguments": ["a"], "error": False,
+            "outputs": [{"type": "text", "content": "x"}]}
     called = _CONTENT.validate_python(wire)
     assert isinstance(called, ToolCalledContent)
     assert called.total_time_ms == 0
@@ -169,10 +171,12 @@ def test_content_received_round_trip() -> None:
 
 def test_content_received_built_in_python() -> None:
     params = ChatContentReceivedParams(chat_id="c", role="system", content=ProgressContent(state="finished"))
-    assert params.dump() == {"chatId": "c", "role": "system", "content": {"type": "progress", "state": "finished", "text": ""}}
+    assert params.dump() == {"chatId": "c", "role": "system",
+                             "content": {"type": "progress", "state": "finished", "text": ""}}
 
 
 def test_content_received_bad_role() -> None:
     with pytest.raises(ValidationError) as info:
-        ChatContentReceivedParams.model_validate({"chatId": "c", "role": "tool", "content": {"type": "text", "text": ""}})
+        ChatContentReceivedParams.model_validate(
+            {"chatId": "c", "role": "tool", "content": {"type": "text", "text": ""}})
     assert [err["loc"] for err in info.value.errors()] == [("role",)]

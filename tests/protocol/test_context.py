@@ -61,7 +61,8 @@ def test_file_context_attributes_are_snake_case() -> None:
 
 def test_mcp_resource_defaults() -> None:
     ctx = McpResourceContext(uri="x://y")
-    assert ctx.dump() == {"type": "mcpResource", "uri": "x://y", "name": "", "description": "", "mimeType": "", "server": ""}
+    assert ctx.dump() == {"type": "mcpResource", "uri": "x://y", "name": "", "description": "", "mimeType": "",
+                          "server": ""}
 
 
 def test_unknown_type_falls_back_and_keeps_its_keys() -> None:

@@ -1,0 +1,167 @@
+"""The engine's chat book: the chats of the workspace — created, found (in memory or in the store), saved, listed,
+replayed to a client, stopped and deleted — and the running of a turn inside one.
+
+Every chat-level notification (``chat/opened``, ``chat/statusChanged``, ``chat/deleted``) is sent from here; what a
+turn streams inside a chat comes from ``_turn.py`` through :meth:`Engine.emit_content`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import uuid
+from typing import TYPE_CHECKING, Any, Literal
+
+from .._redact import redact_json
+from ..protocol import ChatListParams
+from ._chat import Chat, now_ms
+from ._turn import Turn
+from .store import snapshot
+
+if TYPE_CHECKING:
+    from .engine import Engine, Listener
+
+log = logging.getLogger(__name__)
+
+
+class ChatBook:
+    """The chats of one engine (``engine.chats`` holds the ones in memory)."""
+
+    def __init__(self, engine: Engine) -> None:
+        self.engine = engine
+
+    def get(self, chat_id: str) -> Chat | None:
+        """The chat with this id, loaded from the store when it is not in memory."""
+        engine = self.engine
+        chat = engine.chats.get(chat_id)
+        if chat is None and engine.store is not None:
+            record = engine.store.load(chat_id)
+            if record is not None:
+                chat = Chat.from_record(record)
+                engine.chats[chat.id] = chat
+        return chat
+
+    def save(self, chat: Chat) -> None:
+        """Queue a save: the record is snapshotted here, encoded and written by the store's writer thread, so a
+        50 MB chat never stalls the loop (every other chat and client) while it is written."""
+        store = self.engine.store
+        if store is None:
+            return
+        chat.updated_at = now_ms()
+        try:
+            record = chat.to_record()  # (its messages are converted to fresh dicts: only contents are live)
+            record["contents"] = snapshot(record["contents"])
+            store.save_in_background(record, copy=False)
+        except Exception:  # saving must never break a chat; the next save retries
+            log.exception("could not save chat %s", chat.id)
+
+    def create(self, chat_id: str | None = None, *, title: str | None = None, model: str | None = None,
+               behavior: str | None = None) -> Chat:
+        """An empty chat (REST ``POST /sessions``): saved and announced, ready for its first prompt."""
+        engine = self.engine
+        chat = Chat(id=chat_id or str(uuid.uuid4()), title=title, model=model,
+                    behavior=behavior or engine.selected_behavior)
+        engine.chats[chat.id] = chat
+        self.save(chat)
+        engine.broadcast("chat/opened", {"chatId": chat.id, **({"title": title} if title else {})})
+        return chat
+
+    def open_for_prompt(self, chat_id: str | None) -> Chat:
+        """The chat a prompt goes to: an existing one, or a new one (announced) with the given or a fresh id."""
+        engine = self.engine
+        chat = self.get(chat_id) if chat_id else None
+        if chat is None:
+            chat = Chat(id=chat_id or str(uuid.uuid4()), behavior=engine.selected_behavior)
+            engine.chats[chat.id] = chat
+            engine.broadcast("chat/opened", {"chatId": chat.id})
+        return chat
+
+    def set_status(self, chat: Chat, status: Literal["running", "idle", "stopping"]) -> None:
+        chat.status = status
+        self.engine.broadcast("chat/statusChanged", {"chatId": chat.id, "status": status})
+
+    def start(self, chat: Chat, turn: Turn) -> None:
+        """Run the turn in the chat's task (``chat/promptStop`` cancels it)."""
+        chat.task = asyncio.create_task(self._run(chat, turn), name=f"eca-turn-{chat.id}")
+
+    async def _run(self, chat: Chat, turn: Turn) -> None:
+        self.set_status(chat, "running")
+        try:
+            await turn.run()
+        except asyncio.CancelledError:
+            pass
+        finally:
+            chat.task = None
+            self.save(chat)  # written by the store's thread; aclose() waits for it (clients read "idle" at once)
+            self.set_status(chat, "idle")
+
+    async def stop(self, chat_id: str) -> bool:
+        """Stop the chat's running prompt; False when nothing was running."""
+        chat = self.engine.chats.get(chat_id)
+        if chat is None or not chat.running:
+            return False
+        task = chat.task
+        assert task is not None
+        self.set_status(chat, "stopping")
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+        return True
+
+    async def delete(self, chat_id: str | None) -> bool:
+        """Stop and forget a chat, saved history included; tells every client when it existed."""
+        if not chat_id:
+            return False
+        engine = self.engine
+        chat = engine.chats.get(chat_id)
+        if chat is not None and chat.running:
+            await self.stop(chat_id)
+        existed = engine.chats.pop(chat_id, None) is not None
+        if engine.store is not None:
+            existed = engine.store.delete(chat_id) or existed
+        if existed:
+            engine.broadcast("chat/deleted", {"chatId": chat_id})
+        return existed
+
+    def list(self, params: ChatListParams | None = None) -> list[dict[str, Any]]:
+        """``chat/list``: saved and in-memory chats (an empty new chat is not listed), newest first."""
+        engine = self.engine
+        summaries: dict[str, dict[str, Any]] = {}
+        if engine.store is not None:
+            for summary in engine.store.list():
+                summaries[summary["id"]] = {**summary, "status": "idle"}
+        for chat in engine.chats.values():
+            if chat.message_count == 0 and chat.id not in summaries:
+                continue
+            summaries[chat.id] = {
+                "id": chat.id,
+                "title": chat.title,
+                "status": "running" if chat.running else "idle",
+                "createdAt": chat.created_at,
+                "updatedAt": chat.updated_at,
+                "model": chat.model,
+                "messageCount": chat.message_count,
+            }
+        key = "createdAt"
+        if params is None or params.sort_by != "createdAt":
+            key = "updatedAt"
+        chats = sorted(summaries.values(), key=lambda s: s.get(key) or 0, reverse=True)
+        if params is not None and params.limit is not None and params.limit >= 0:
+            chats = chats[: params.limit]
+        return [{k: v for k, v in s.items() if v is not None} for s in chats]
+
+    def replay(self, chat_id: str, listener: Listener) -> dict[str, Any]:
+        """``chat/open``: send one client the chat as it was shown, then answer whether it was found."""
+        chat = self.get(chat_id)
+        if chat is None:
+            return {"found": False}
+        opened = {"chatId": chat.id}
+        if chat.title:
+            opened["title"] = chat.title
+        listener.send("chat/opened", opened)
+        for item in chat.contents:  # redacted again: a chat saved by an older version may hold a secret
+            listener.send("chat/contentReceived", redact_json({"chatId": chat.id, "role": item["role"],
+                                                               "content": item["content"]}))
+        result: dict[str, Any] = {"found": True}
+        if chat.title:
+            result["title"] = chat.title
+        return result

@@ -1,0 +1,268 @@
+"""One prompt's path through the engine, read top to bottom: the user echo and title, a command (built-in, custom or
+a plug-in's), the model, the contexts, then a :class:`~eca_notebook.engine._turn.Turn` started in the chat.
+
+Also what a client asks while typing a prompt (``chat/queryCommands``, ``chat/queryContext``), and ``/compact``,
+the one built-in command that needs the model. Every answer is a :class:`~eca_notebook.protocol.ChatPromptResult`;
+the turn itself streams as notifications.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from ..plugins import Plugin
+from ..protocol import ChatPromptParams, ChatPromptResult, MetadataContent, ProgressContent, TextContent
+from ..providers.base import Message, Provider, ToolSpec, UserMessage
+from . import _builtins, _small_model
+from ._chat import Chat, invalid_chat_id, title_from
+from ._models import UnknownModel
+from ._toolcall import ToolCallRunner, llm_tool_name
+from ._turn import Turn
+from .commands import (
+    BUILTINS,
+    Command,
+    find_command,
+    load_custom_commands,
+    parse_command,
+    query_commands,
+    render_template,
+    to_wire,
+)
+from .config import ModelInfo
+from .contexts import query_context, render_contexts
+
+if TYPE_CHECKING:
+    from .engine import Engine
+
+log = logging.getLogger(__name__)
+
+COMPACT_PROMPT = (
+    "Summarize our conversation so far for your own future reference: the goal, decisions made, files and code "
+    "involved, what is done and what remains. Be complete but concise; this summary will replace the history."
+)
+COMPACT_PREFIX = "Summary of the conversation so far (the earlier messages were compacted):"
+
+
+class PromptPipeline:
+    """Turns a ``chat/prompt`` into a running turn (or an immediate answer)."""
+
+    def __init__(self, engine: Engine) -> None:
+        self.engine = engine
+
+    def _note(self, chat: Chat, text: str) -> None:
+        self.engine.emit_content(chat, "system", TextContent(text=text))
+
+    # -- the prompt ----------------------------------------------------------------------------------------------
+
+    async def prompt(self, params: ChatPromptParams) -> ChatPromptResult:
+        """Start a turn; returns as soon as it is under way (the answer streams as notifications)."""
+        engine = self.engine
+        chat_id = params.chat_id
+        if chat_id is not None:
+            reason = invalid_chat_id(chat_id)
+            if reason is not None:
+                return ChatPromptResult(chat_id=chat_id, model=params.model or engine.selected_model, status="error",
+                                        message=reason)
+        chat = engine.chat_book.open_for_prompt(chat_id)
+        if chat.running:
+            self._note(chat, "A prompt is already running in this chat: stop it before sending another.")
+            return ChatPromptResult(chat_id=chat.id, model=chat.model, status="error")
+
+        behavior = params.behavior or params.agent or chat.behavior or engine.selected_behavior
+        if behavior not in engine.behaviors():
+            behavior = engine.selected_behavior
+        chat.behavior = behavior
+
+        engine.emit_content(chat, "user", TextContent(text=params.message + "\n"))
+        if chat.title is None:
+            chat.title = title_from(params.message)
+            engine.emit_content(chat, "system", MetadataContent(title=chat.title))
+
+        message = params.message
+        command = parse_command(message)
+        if command is not None:
+            name, argument = command
+            handled = await self._builtin(chat, name.lower(), argument)
+            if handled is not None:
+                return handled
+            custom = find_command(name, list(self.custom_commands().values()))
+            from_plugin = self._plugin_command(name) if custom is None else None
+            if custom is not None:
+                message = render_template(custom.template or "", argument)
+            elif from_plugin is not None:
+                plugin, plugin_command = from_plugin
+                try:
+                    message = await plugin.render_command(plugin_command, argument)
+                except Exception as exc:  # e.g. a missing prompt argument: the chat says so, the log needs no trace
+                    log.info("command /%s of %s failed: %s", name, plugin.name, exc)
+                    return self.answer(chat, f"Command '/{name}' failed: {exc}")
+            else:
+                names = ", ".join("/" + c.name for c in self.commands())
+                return self.answer(chat, f"Unknown command '/{name}'. Available commands: {names}.")
+
+        model_id = params.model or chat.model or engine.selected_model or engine.registry.default_model()
+        resolved = self._resolve_model(chat, model_id)
+        if isinstance(resolved, ChatPromptResult):
+            return resolved
+        provider, info = resolved
+        chat.model = info.id
+
+        request = message  # what the user asked, before contexts are appended (a small model's tools depend on it)
+        if params.contexts:
+            budgets = ({"max_bytes": _small_model.CONTEXT_BYTES, "per_context_bytes": _small_model.PER_CONTEXT_BYTES}
+                       if info.compact else {})
+            rendered = await render_contexts(params.contexts, folders=engine.workspace_folders, http=engine.http,
+                                             index=engine.index, mcp_reader=self.read_plugin_context, **budgets)
+            for problem in rendered.problems:
+                self._note(chat, f"Context skipped: {problem}")
+            if rendered.text:
+                message = f"{message}\n\n{rendered.text}"
+        self._start_turn(chat, provider, info, behavior, UserMessage(text=message), request=request,
+                         has_contexts=bool(params.contexts))
+        return ChatPromptResult(chat_id=chat.id, model=info.id, status="prompting")
+
+    def _resolve_model(self, chat: Chat, model_id: str | None) -> tuple[Provider, ModelInfo] | ChatPromptResult:
+        """The provider and model to prompt, or the answer saying why there is none (no key: ``login``)."""
+        registry = self.engine.registry
+        try:
+            if model_id is None:
+                raise UnknownModel("")
+            return registry.resolve(model_id)
+        except UnknownModel:
+            hint = registry.missing_key_hint() if model_id is None else (
+                f"Unknown or unavailable model '{model_id}'. Available: {', '.join(registry.models()) or 'none'}."
+            )
+            self.engine.broadcast("$/showMessage", {"type": "warning", "message": hint})
+            answer = self.answer(chat, hint)
+            return answer.model_copy(update={"model": model_id, "status": "login" if model_id is None else "error"})
+
+    def answer(self, chat: Chat, text: str) -> ChatPromptResult:
+        """Finish a prompt that needs no model: a system text, then progress finished."""
+        engine = self.engine
+        self._note(chat, text)
+        engine.emit_content(chat, "system", ProgressContent(state="finished", text=""))
+        engine.chat_book.save(chat)
+        return ChatPromptResult(chat_id=chat.id, model=chat.model or engine.selected_model, status="prompting")
+
+    def _start_turn(self, chat: Chat, provider: Provider, info: ModelInfo, behavior: str, user: Message | None,
+                    *, system: str | None = None, with_tools: bool = True,
+                    on_success: Callable[[], None] | None = None, request: str | None = None,
+                    has_contexts: bool = False) -> None:
+        engine = self.engine
+        toolbox = engine.toolbox
+        if user is not None:
+            chat.messages.append(user)
+        engine.chat_book.save(chat)
+        offered = toolbox.tools_for_turn(behavior, info, request, has_contexts) if with_tools else {}
+        if system is None and info.compact:
+            system = toolbox.compact_system_prompt(behavior, tools=bool(offered), info=info)
+        tool_call = engine.config.tool_call_for(behavior)
+        runner = ToolCallRunner(
+            chat_id=chat.id,
+            tools=offered,
+            context=toolbox.tool_context(),
+            approval_config=tool_call.approval,
+            session=engine.session_approvals,
+            pending=engine.pending_approvals,
+            emit=lambda role, content: engine.emit_content(chat, role, content),
+            progress=lambda state, text: engine.emit_content(
+                chat, "system", ProgressContent(state="finished" if state == "finished" else "running", text=text)),
+            unavailable={t.name: f"{t.name} is not available in the '{behavior}' behavior: do not call it; describe "
+                                 "the change instead." for key, t in toolbox.all_tools().items() if key not in offered},
+        )
+        specs = [ToolSpec(llm_tool_name(t), t.description, t.parameters) for t in offered.values()]
+        turn = Turn(chat, provider, info, system or toolbox.system_prompt(behavior), engine.emit_content, tools=specs,
+                    runner=runner, max_rounds=tool_call.max_rounds, on_success=on_success,
+                    tool_rounds=_small_model.tool_rounds([t.name for t in offered.values()]) if info.compact else None,
+                    first_round_extra=_small_model.first_round_extra(info.provider, bool(offered)) if info.compact
+                    else None, stop_loops=info.compact)
+        engine.chat_book.start(chat, turn)
+
+    # -- built-in commands ---------------------------------------------------------------------------------------
+
+    async def _builtin(self, chat: Chat, name: str, argument: str) -> ChatPromptResult | None:
+        engine = self.engine
+        if name == "doctor":
+            return self.answer(chat, engine.doctor())
+        if name == "costs":
+            return self.answer(chat, _builtins.costs(engine, chat))
+        if name == "prompt-show":
+            return self.answer(chat, _builtins.prompt_show(engine, chat))
+        if name == "repo-map-show":
+            return self.answer(chat, _builtins.repo_map_show(engine))
+        if name == "resume":
+            return self.answer(chat, _builtins.resume(engine, chat, argument))
+        if name == "compact":
+            return self._compact(chat, argument)
+        return None
+
+    def _compact(self, chat: Chat, instruction: str) -> ChatPromptResult:
+        """``/compact``: the model summarises the chat; the summary replaces the history (saving context)."""
+        engine = self.engine
+        if not chat.messages:
+            return self.answer(chat, "Nothing to compact yet.")
+        resolved = self._resolve_model(chat, chat.model or engine.selected_model or engine.registry.default_model())
+        if isinstance(resolved, ChatPromptResult):
+            return resolved
+        provider, info = resolved
+        request = COMPACT_PROMPT + (f"\nAlso: {instruction.strip()}" if instruction.strip() else "")
+        before = len(chat.messages)
+
+        def replace_history() -> None:
+            summary = chat.messages[-1] if len(chat.messages) > before + 1 else None
+            text = getattr(summary, "text", "") if summary is not None else ""
+            if text:
+                chat.messages = [UserMessage(text=f"{COMPACT_PREFIX}\n\n{text}")]
+                self._note(chat, "Chat compacted: the summary above replaces the earlier history.")
+
+        self._start_turn(chat, provider, info, chat.behavior or engine.selected_behavior, UserMessage(text=request),
+                         with_tools=False, on_success=replace_history)
+        return ChatPromptResult(chat_id=chat.id, model=info.id, status="prompting")
+
+    # -- commands and contexts -----------------------------------------------------------------------------------
+
+    def custom_commands(self) -> dict[str, Command]:
+        """The user's commands (``.eca/commands``, the global config's), by name."""
+        engine = self.engine
+        return {c.name: c for c in load_custom_commands(engine.workspace_folders, engine.global_config_dir)}
+
+    def commands(self) -> list[Command]:
+        """Every command a prompt may start with: built-in, custom (unless shadowing a built-in), plug-ins'."""
+        builtin_names = {c.name for c in BUILTINS}
+        plugin_commands = [c for plugin in self.engine.plugins for c in plugin.commands()]
+        return [*BUILTINS, *(c for c in self.custom_commands().values() if c.name not in builtin_names),
+                *plugin_commands]
+
+    def _plugin_command(self, name: str) -> tuple[Plugin, Command] | None:
+        for plugin in self.engine.plugins:
+            command = find_command(name, list(plugin.commands()))
+            if command is not None:
+                return plugin, command
+        return None
+
+    def query_commands(self, query: str) -> list[dict[str, Any]]:
+        """``chat/queryCommands``: the commands matching what follows ``/``, in wire form."""
+        return [to_wire(c) for c in query_commands(query.lstrip("/"), self.commands())]
+
+    async def query_context(self, query: str, already: list[Any]) -> list[dict[str, Any]]:
+        """``chat/queryContext``: plug-ins' contexts, then the workspace index's matches for ``@query``."""
+        engine = self.engine
+        extra: list[dict[str, Any]] = []
+        for plugin in engine.plugins:
+            try:
+                extra += await plugin.query_contexts(query)
+            except Exception:
+                log.exception("context query of %s failed", plugin.name)
+        if engine.index is None:
+            return extra
+        return await query_context(query, index=engine.index, already=already, extra=extra)
+
+    async def read_plugin_context(self, context: Any) -> str:
+        """The text of an MCP resource context, from the plug-in that provides it."""
+        for plugin in self.engine.plugins:
+            text = await plugin.read_context(context)
+            if text is not None:
+                return text
+        raise LookupError("no MCP server provides this resource (is the server running?)")

@@ -1,0 +1,179 @@
+"""The engine's toolbox: which tools exist, which a behavior offers, the plug-ins that add more, the approvals the
+user answers, and the system prompts that tell the model about them.
+
+Split from the engine so a prompt's path reads in one place (``_prompting.py``) while "what may the model use, and
+what is it told" reads here. The toolbox holds no state of its own: tools, plug-ins and approvals stay on the
+:class:`~eca_notebook.engine.Engine` (doors and plug-ins read them there).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any
+
+from ..plugins import Plugin
+from ..protocol import NativeServerUpdatedParams, ServerTool
+from ..tools.base import Tool, ToolContext, llm_name, tool_server
+from . import _small_model
+from ._approval import hidden_tools, selector_matches
+from ._rules import load_rules, render_rules
+from ._toolcall import NATIVE_SERVER
+from .commands import BUILTINS
+from .config import ModelInfo
+
+if TYPE_CHECKING:
+    from .engine import Engine
+
+log = logging.getLogger(__name__)
+
+BASE_SYSTEM_PROMPT = (
+    "You are eca-notebook, an AI code assistant working inside the user's workspace{where}. "
+    "Answer concisely; use Markdown, with fenced code blocks for code."
+)
+PLAN_SYSTEM_PROMPT = (
+    " You are in plan mode: analyse and propose a plan, but do not change any file."
+)
+TOOLS_SYSTEM_PROMPT = (
+    " Use the tools to read and change the workspace; paths are relative to the first workspace folder. Every change"
+    " you propose is shown to the user as a diff and may be rejected: if so, do not retry it unless asked."
+)
+DIAGNOSTICS_TIMEOUT = 30.0
+
+Diagnostics = Callable[[str | None], Awaitable[list[dict[str, Any]]]]
+
+
+class Toolbox:
+    """Tools, plug-ins, approvals and system prompts of one engine."""
+
+    def __init__(self, engine: Engine) -> None:
+        self.engine = engine
+
+    # -- tools ---------------------------------------------------------------------------------------------------
+
+    def all_tools(self) -> dict[str, Tool]:
+        """Every tool the engine knows, keyed by the name the model sees (``eca__read_file``, ``github__search``)."""
+        tools = dict(self.engine.tools)
+        for plugin in self.engine.plugins:
+            for tool in plugin.tools():
+                tools.setdefault(llm_name(tool), tool)
+        return tools
+
+    def offered_tools(self, behavior: str) -> dict[str, Tool]:
+        """The tools the model may call in this behavior: minus disabledTools and tools hidden by a bare deny rule."""
+        config = self.engine.config
+        tools = self.all_tools()
+        approval = config.tool_call_for(behavior).approval
+        identities = [(tool_server(t), t.name) for t in tools.values()]
+        hidden = set(hidden_tools(approval, identities))
+        hidden |= {(server, name) for server, name in identities
+                   for selector in config.disabled_tools_for(behavior) if selector_matches(selector, server, name)}
+        if self.diagnostics() is None:  # no connected client can answer editor/getDiagnostics
+            hidden.add((NATIVE_SERVER, "editor_diagnostics"))
+        return {key: t for key, t in tools.items() if (tool_server(t), t.name) not in hidden}
+
+    def native_tools(self) -> NativeServerUpdatedParams:
+        """``tool/serverUpdated`` for the built-in server: its tools, those the selected behavior hides disabled."""
+        offered = self.offered_tools(self.engine.selected_behavior)
+        tools = [
+            ServerTool(name=tool.name, description=tool.description, parameters=tool.parameters,
+                       disabled=None if key in offered else True)
+            for key, tool in self.all_tools().items() if tool_server(tool) == NATIVE_SERVER
+        ]
+        return NativeServerUpdatedParams(type="native", name="ECA", status="running", tools=tools)
+
+    def tools_for_turn(self, behavior: str, info: ModelInfo, request: str | None, has_contexts: bool
+                       ) -> dict[str, Tool]:
+        """The tools offered this turn: the behavior's; for a small model only those the prompt asks for."""
+        offered = self.offered_tools(behavior)
+        if not info.compact or not offered:
+            return offered
+        return _small_model.tools_for_prompt(
+            offered, {key: t.name for key, t in offered.items()}, request or "",
+            mode=self.engine.config.local_model.tools, has_contexts=has_contexts,
+            folders=self.engine.workspace_folders,
+        )
+
+    def tool_context(self) -> ToolContext:
+        """What a tool may use: the workspace folders, the client's diagnostics, the door's file access."""
+        return ToolContext(workspace_folders=list(self.engine.workspace_folders),
+                           request_diagnostics=self.diagnostics(), fs=self.engine.file_access)
+
+    def diagnostics(self) -> Diagnostics | None:
+        """Ask the first listener that can answer ``editor/getDiagnostics``; None when none can."""
+        listener: Any = next((item for item in self.engine.listeners if getattr(item, "supports_diagnostics", False)),
+                             None)
+        if listener is None:
+            return None
+
+        async def request(uri: str | None) -> list[dict[str, Any]]:
+            params = {"uri": uri} if uri else {}
+            result = await listener.request("editor/getDiagnostics", params, timeout=DIAGNOSTICS_TIMEOUT)
+            return list((result or {}).get("diagnostics") or [])
+
+        return request
+
+    # -- plug-ins ------------------------------------------------------------------------------------------------
+
+    def add_plugin(self, plugin: Plugin) -> None:
+        """Add tools/commands/contexts from outside the core (MCP servers, the notebook kernel)."""
+        engine = self.engine
+        plugin.attach(engine)
+        engine.plugins.append(plugin)
+        if engine.started:
+            engine.background.spawn(plugin.start(), f"eca-plugin-{plugin.name}")
+
+    def reserved_command_names(self) -> frozenset[str]:
+        """Lower-cased names of the built-in commands: a plug-in's command with one of them is renamed."""
+        return frozenset(c.name.lower() for c in BUILTINS)
+
+    def tools_changed(self) -> None:
+        """Plug-ins call this when their tool list changes; the next round offers the new set, and clients get the
+        native list again (plug-in tools with ``server = "eca"``, e.g. the kernel's, are listed there)."""
+        if self.engine.started:
+            self.engine.broadcast("tool/serverUpdated", self.native_tools().dump())
+
+    # -- approvals -----------------------------------------------------------------------------------------------
+
+    def answer_approval(self, chat_id: str, call_id: str, answer: tuple[bool, str | None]) -> bool:
+        """Resolve a waiting call; an unknown or already answered id is ignored (logged), never an error."""
+        pending = self.engine.pending_approvals.get((chat_id, call_id))
+        if pending is None or pending.future.done():
+            log.info("%s for unknown tool call %s in chat %s ignored", "approval" if answer[0] else "rejection",
+                     call_id, chat_id)
+            return False
+        pending.future.set_result(answer)
+        return True
+
+    # -- system prompts ------------------------------------------------------------------------------------------
+
+    def system_prompt(self, behavior: str) -> str:
+        """Base prompt (or the behavior's own), tool guidance, then the user's rules (AGENTS.md, .eca/rules)."""
+        engine = self.engine
+        where = ""
+        if engine.workspace_folders:
+            where = " (" + ", ".join(str(p) for p in engine.workspace_folders) + ")"
+        prompt = BASE_SYSTEM_PROMPT.format(where=where)
+        if behavior == "plan":
+            prompt += PLAN_SYSTEM_PROMPT
+        custom = engine.config.behavior.get(behavior)
+        if custom is not None and custom.system_prompt:
+            prompt = custom.system_prompt
+        if self.offered_tools(behavior):
+            prompt += TOOLS_SYSTEM_PROMPT
+        rules = render_rules(load_rules(engine.workspace_folders, engine.global_config_dir))
+        if rules:
+            prompt += "\n\n" + rules
+        return prompt
+
+    def compact_system_prompt(self, behavior: str, *, tools: bool, info: ModelInfo | None = None) -> str:
+        """The system prompt for a small model (``ModelInfo.compact``): see ``_small_model.py``."""
+        engine = self.engine
+        custom = engine.config.behavior.get(behavior)
+        return _small_model.compact_system_prompt(
+            plan=behavior == "plan",
+            tools=tools,
+            rules=render_rules(load_rules(engine.workspace_folders, engine.global_config_dir)),
+            custom=custom.system_prompt if custom is not None and custom.system_prompt else None,
+            base=info.system_prompt if info is not None else None,
+        )
