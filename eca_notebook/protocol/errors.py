@@ -59,6 +59,7 @@ class RpcError(Exception):
         super().__init__(f"{self.code}: {self.message}")
 
     def to_dict(self) -> dict[str, Any]:
+        """The JSON-RPC ``error`` object (``code``, ``message``, ``data`` when set)."""
         err: dict[str, Any] = {"code": self.code, "message": self.message}
         if self.data is not None:
             err["data"] = self.data
@@ -66,6 +67,7 @@ class RpcError(Exception):
 
     @classmethod
     def from_dict(cls, err: Any) -> RpcError:
+        """The error a peer sent; a malformed error object becomes an internal error that says so."""
         if not isinstance(err, dict):
             return cls(INTERNAL_ERROR, f"malformed error object: {err!r}")
         code = err.get("code")
