@@ -20,7 +20,6 @@ import eca_notebook
 # xfail), so fixing a module makes this test fail until its entry is removed.
 PENDING: dict[str, str] = {
     "eca_notebook": "issue #13 layering (leaf _version.py)",
-    "eca_notebook.acp": "issue #13 doors' hubs (acp split)",
     "eca_notebook.cli": "issue #13 final fix-up",
     "eca_notebook.engine.commands": "issue #13 engine core",
     "eca_notebook.engine.config": "issue #13 config split",
