@@ -16,14 +16,16 @@ Concurrency model (the engine relies on it):
 * Everything we send goes through one ordered queue (:class:`~._outbox.Outbox`): notifications, responses and our
   own requests, written by one task in the order they were queued. So a response is written after every
   notification queued before it — a handler that streams notifications and then returns needs no flushing — and
-  a request of ours follows whatever explains it. :meth:`Endpoint.notify_nowait` queues without waiting (the
-  engine's path); responses, :meth:`Endpoint.notify` and :meth:`Endpoint.request` wait until their message was
-  handed to the stream, so a handler task lives until its answer is out (``max_concurrent_requests`` counts it).
-  The queue's memory bounds (merging, the cap that disconnects) are described in :mod:`._outbox`.
+  a request of ours follows whatever explains it. :meth:`Endpoint.notify_nowait` (the engine's path) and the
+  responses are queued without waiting; :meth:`Endpoint.notify` and :meth:`Endpoint.request` wait until their
+  message was handed to the stream. The queue's memory bounds (merging, the cap that disconnects) are described
+  in :mod:`._outbox`.
 * At most ``max_concurrent_requests`` incoming requests run at once; one more is answered at once with a
-  "server busy" error, so a peer cannot make us hold an unbounded number of handler tasks (together with the
-  transports' backpressure this bounds what one peer costs us in memory). The read loop never pauses for it:
-  a handler may be waiting for a response from the peer that only the read loop can deliver.
+  "server busy" error, so a peer cannot make us hold an unbounded number of handler tasks. The read loop never
+  pauses for it: a handler may be waiting for a response from the peer that only the read loop can deliver. It
+  pauses only while the peer leaves more than ``max_queued_responses`` of our answers unread (then it is not
+  reading anything of ours either): together with the transports' backpressure this bounds what one peer costs
+  us in memory.
 
 No traceback ever reaches the wire (it goes to the log). Logs name methods and ids, never params, because params
 may hold secrets (``initializationOptions`` can carry API keys). The one echo of params is the ``-32602`` data:
@@ -59,7 +61,7 @@ from ._messages import invalid_params as _invalid_params
 from ._messages import short as _short
 from ._messages import to_json
 from ._messages import valid_id as _valid_id
-from ._outbox import DEFAULT_MAX_QUEUED, DEFAULT_MERGE_BACKLOG, Merge, Outbox
+from ._outbox import DEFAULT_MAX_QUEUED, DEFAULT_MAX_QUEUED_RESPONSES, DEFAULT_MERGE_BACKLOG, Merge, Outbox
 
 __all__ = ["CANCEL_METHOD", "Endpoint", "Handler", "to_json"]
 
@@ -86,7 +88,8 @@ class Endpoint:
 
     The outgoing queue: ``merge(method, queued_params, new_params)`` folds a notification into the one queued
     before it once ``merge_backlog`` messages wait; past ``max_queued`` messages the peer is taken as not reading
-    and ``on_overflow()`` is called once (by default the endpoint closes). See :mod:`._outbox`.
+    and ``on_overflow()`` is called once (by default the endpoint closes); while more than
+    ``max_queued_responses`` answers wait, nothing more is read from the peer. See :mod:`._outbox`.
     """
 
     def __init__(
@@ -102,11 +105,13 @@ class Endpoint:
         merge_backlog: int = DEFAULT_MERGE_BACKLOG,
         max_queued: int | None = DEFAULT_MAX_QUEUED,
         on_overflow: Callable[[], None] | None = None,
+        max_queued_responses: int = DEFAULT_MAX_QUEUED_RESPONSES,
     ) -> None:
         self.name = name
         self.max_concurrent_requests = max_concurrent_requests
         self._outbox = Outbox(stream, name=name, outgoing=outgoing, merge=merge, merge_backlog=merge_backlog,
-                              max_queued=max_queued, on_overflow=on_overflow or self._not_reading)
+                              max_queued=max_queued, on_overflow=on_overflow or self._not_reading,
+                              max_queued_responses=max_queued_responses)
         self._closer: asyncio.Task[None] | None = None
         self._throttle = Throttle()  # warnings caused by the peer's bad input
         self._stream = stream
@@ -218,11 +223,11 @@ class Endpoint:
             return False
         return await self._outbox.send_raw(message)
 
-    async def _send_response(self, response: dict[str, Any] | list[dict[str, Any]]) -> None:
+    def _send_response(self, response: dict[str, Any] | list[dict[str, Any]]) -> None:
         if self._closed:
             log.debug("%s: write after close dropped", self.name)
             return
-        await self._outbox.respond(response)
+        self._outbox.respond(response)
 
     def _not_reading(self) -> None:
         if self._closer is None and not self._closed:
@@ -239,6 +244,8 @@ class Endpoint:
         self._run_started = True
         try:
             while True:
+                if self._outbox.backed_up:  # the peer does not read our answers: read nothing more meanwhile
+                    await self._outbox.wait_for_room()
                 try:
                     message = await self._stream.read()
                 except (ConnectionError, OSError) as exc:
@@ -247,13 +254,13 @@ class Endpoint:
                 if message is None:
                     break
                 if isinstance(message, RpcError):
-                    await self._send_response(_error(None, message))
+                    self._send_response(_error(None, message))
                 elif isinstance(message, list):
                     await self._dispatch_batch(message)
                 else:
                     response = await self._dispatch(message, batch=None)
                     if response is not None:
-                        await self._send_response(response)
+                        self._send_response(response)
         finally:
             log.debug("%s: end of stream", self.name)
             await self.close()
@@ -330,7 +337,7 @@ class Endpoint:
         """Run a handler in its own task; send its response (*reply*) or return it to a batch collector."""
         response = await self._call(id, method, params, handler)
         if reply:
-            await self._send_response(response)
+            self._send_response(response)
         return response
 
     async def _call(self, id: _Id, method: str, params: Any, handler: Handler) -> dict[str, Any]:
@@ -425,7 +432,7 @@ class Endpoint:
 
     async def _dispatch_batch(self, messages: list[Any]) -> None:
         if not messages:
-            await self._send_response(_error(None, RpcError(INVALID_REQUEST, "empty batch")))
+            self._send_response(_error(None, RpcError(INVALID_REQUEST, "empty batch")))
             return
         immediate: list[dict[str, Any]] = []
         tasks: list[asyncio.Task[Any]] = []
@@ -439,11 +446,11 @@ class Endpoint:
         if tasks:
             self._tasks.spawn(self._collect_batch(immediate, tasks), f"{self.name}:batch")
         elif immediate:
-            await self._send_response(immediate)
+            self._send_response(immediate)
 
     async def _collect_batch(self, immediate: list[dict[str, Any]], tasks: list[asyncio.Task[Any]]) -> None:
         responses = await asyncio.gather(*tasks)
-        await self._send_response([*immediate, *responses])
+        self._send_response([*immediate, *responses])
 
     # -- shutdown ----------------------------------------------------------------------------------------------------
 

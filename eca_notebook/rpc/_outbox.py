@@ -18,8 +18,14 @@ keep it finite:
 * a queue that still grows past ``max_queued`` means the peer is not reading at all: ``on_overflow`` is called
   once and nothing more is queued (the endpoint then disconnects it).
 
-Senders that need to know (``notify``, responses, requests) await their message being handed to the stream; the
-engine's fire-and-forget notifications do not.
+And one rule bounds what a peer's *requests* cost: while more than ``max_queued_responses`` answers wait here,
+the endpoint reads nothing more from that peer (:meth:`Outbox.wait_for_room`), as the byte transports do for their
+own buffers. A peer that sends requests without reading the answers stops being read (its own writes then block)
+instead of making us queue answers without end. Notifications do not count: a reply streaming to a slow reader
+must not stop us from reading that reader's ``chat/promptStop``.
+
+Senders that need to know (``notify``, our requests) await their message being handed to the stream; the engine's
+notifications and the responses do not.
 """
 
 from __future__ import annotations
@@ -33,7 +39,7 @@ from typing import Any
 from ..transports import MessageStream
 from ._messages import replace_unserializable, short, to_json
 
-__all__ = ["DEFAULT_MAX_QUEUED", "DEFAULT_MERGE_BACKLOG", "Merge", "Outbox"]
+__all__ = ["DEFAULT_MAX_QUEUED", "DEFAULT_MAX_QUEUED_RESPONSES", "DEFAULT_MERGE_BACKLOG", "Merge", "Outbox"]
 
 log = logging.getLogger(__name__)
 
@@ -43,6 +49,7 @@ Merge = Callable[[str, Any, Any], Any]
 
 DEFAULT_MAX_QUEUED = 20_000  # messages; a peer this far behind is not reading at all
 DEFAULT_MERGE_BACKLOG = 256  # messages waiting before notifications merge
+DEFAULT_MAX_QUEUED_RESPONSES = 256  # answers waiting for the peer before we stop reading its requests
 
 # kinds of queued messages
 _NOTE = 0  # a notification from (method, params): built, then rewritten by ``outgoing``, when written
@@ -66,6 +73,7 @@ class Outbox:
         merge_backlog: int = DEFAULT_MERGE_BACKLOG,
         max_queued: int | None = DEFAULT_MAX_QUEUED,
         on_overflow: Callable[[], None] | None = None,
+        max_queued_responses: int = DEFAULT_MAX_QUEUED_RESPONSES,
     ) -> None:
         self.name = name
         self._stream = stream
@@ -74,6 +82,10 @@ class Outbox:
         self._merge_backlog = merge_backlog
         self.max_queued = max_queued
         self._on_overflow = on_overflow
+        self.max_queued_responses = max_queued_responses
+        self._responses = 0  # responses queued and not yet taken by the writer
+        self._room = asyncio.Event()  # set while _responses <= max_queued_responses
+        self._room.set()
         self._items: collections.deque[_Item] = collections.deque()
         self._wakeup = asyncio.Event()
         self._idle = asyncio.Event()  # nothing queued and nothing being written
@@ -109,9 +121,12 @@ class Outbox:
         broken); TypeError/ValueError when it cannot be serialized."""
         return await self._send(_NOTE, method, params)
 
-    async def respond(self, response: dict[str, Any] | list[dict[str, Any]]) -> bool:
-        """Queue a response (or a batch's) and wait until it was handed to the stream."""
-        return await self._send(_RESPONSE, None, response)
+    def respond(self, response: dict[str, Any] | list[dict[str, Any]]) -> None:
+        """Queue a response (or a batch's); never waits. It counts towards :attr:`max_queued_responses`."""
+        if self._put((_RESPONSE, None, response, None)):
+            self._responses += 1
+            if self._responses > self.max_queued_responses:
+                self._room.clear()
 
     async def send_raw(self, message: dict[str, Any]) -> bool:
         """Queue a message to be written exactly as given (no ``outgoing`` rewrite) and wait until it was handed
@@ -140,6 +155,15 @@ class Outbox:
                 self._on_overflow()
         return True
 
+    @property
+    def backed_up(self) -> bool:
+        """More answers wait for the peer than :attr:`max_queued_responses`."""
+        return not self._room.is_set()
+
+    async def wait_for_room(self) -> None:
+        """Wait while more answers wait for the peer than :attr:`max_queued_responses` (or until closed)."""
+        await self._room.wait()
+
     async def drain(self) -> None:
         """Wait until everything queued so far was written (or dropped by :meth:`aclose`)."""
         await self._idle.wait()
@@ -155,6 +179,10 @@ class Outbox:
                 await self._wakeup.wait()
                 continue
             kind, method, payload, done = items.popleft()
+            if kind == _RESPONSE:
+                self._responses -= 1
+                if self._responses <= self.max_queued_responses:
+                    self._room.set()
             try:
                 written = await self._deliver(kind, method, payload)
             except asyncio.CancelledError:
@@ -215,4 +243,6 @@ class Outbox:
             done = self._items.popleft()[3]
             if done is not None and not done.done():
                 done.set_result(False)
+        self._responses = 0
+        self._room.set()
         self._idle.set()

@@ -141,3 +141,38 @@ async def test_an_unserializable_fire_and_forget_notification_is_logged_and_the_
     assert await recv(peer) == {"jsonrpc": "2.0", "method": "after"}
     assert any("could not send bad" in r.getMessage() for r in caplog.records)
     await endpoint.close()
+
+
+class UnreadStream(GatedStream):
+    """A peer that writes requests but reads nothing of ours until the gate opens."""
+
+    def __init__(self, messages: list[Any]) -> None:
+        super().__init__()
+        self.inbox: asyncio.Queue[Any] = asyncio.Queue()
+        for message in messages:
+            self.inbox.put_nowait(message)
+
+    async def read(self) -> Any:
+        return await self.inbox.get()
+
+
+async def test_a_peer_that_leaves_our_answers_unread_stops_being_read_and_every_request_is_answered_later():
+    count = 100
+    stream = UnreadStream([{"jsonrpc": "2.0", "id": i, "method": "ping"} for i in range(count)])
+    endpoint = Endpoint(stream, name="server", max_queued_responses=10)
+    endpoint.register("ping", lambda params: "pong")
+    runner = asyncio.create_task(endpoint.run())
+    for _ in range(50):
+        await asyncio.sleep(0)
+    assert stream.inbox.qsize() > count - 20  # it stopped reading: ~10 answers queued, one being written
+    assert endpoint.queued <= 11
+    stream.gate.set()
+    for _ in range(200):
+        if len(stream.written) == count:
+            break
+        await asyncio.sleep(0.01)
+    assert [m["id"] for m in stream.written] == list(range(count))
+    assert all(m["result"] == "pong" for m in stream.written)
+    await endpoint.close()
+    runner.cancel()
+    await asyncio.gather(runner, return_exceptions=True)
