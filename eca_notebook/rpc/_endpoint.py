@@ -56,11 +56,11 @@ from ..protocol.errors import (
 )
 from ..transports import MessageStream
 from ._messages import Id as _Id
+from ._messages import envelope_error as _envelope_error
 from ._messages import error_response as _error
 from ._messages import invalid_params as _invalid_params
 from ._messages import short as _short
 from ._messages import to_json
-from ._messages import valid_id as _valid_id
 from ._outbox import DEFAULT_MAX_QUEUED, DEFAULT_MAX_QUEUED_RESPONSES, DEFAULT_MERGE_BACKLOG, Merge, Outbox
 
 __all__ = ["CANCEL_METHOD", "Endpoint", "Handler", "to_json"]
@@ -271,31 +271,17 @@ class Endpoint:
         A request's handler runs in a task that sends its own response — or, inside a batch, is appended to *batch*
         and returns its response to the batch collector.
         """
-        if not isinstance(message, dict):
-            return _error(None, RpcError(INVALID_REQUEST, "a message must be a JSON object or array"))
-        has_id = "id" in message
-        id = message.get("id")
-        id_ok = _valid_id(id)
-        reply_id = id if id_ok else None
-        if "method" not in message:
-            if "result" in message or "error" in message:
-                self._on_response(message)
-                return None
-            return _error(reply_id, RpcError(INVALID_REQUEST, "a message needs 'method', or 'result'/'error'"))
-        if message.get("jsonrpc") != "2.0":
-            return _error(reply_id, RpcError(INVALID_REQUEST, "'jsonrpc' must be \"2.0\""))
-        method = message["method"]
-        if not isinstance(method, str):
-            return _error(reply_id, RpcError(INVALID_REQUEST, "'method' must be a string"))
-        if not id_ok:
-            return _error(None, RpcError(INVALID_REQUEST, "'id' must be an integer, a string or null"))
-        params = message.get("params")
-        if params is not None and not isinstance(params, (dict, list)):
-            return _error(reply_id, RpcError(INVALID_REQUEST, "'params' must be an object, an array or null"))
-        if not has_id:
+        if isinstance(message, dict) and "method" not in message and ("result" in message or "error" in message):
+            self._on_response(message)
+            return None
+        invalid = _envelope_error(message)
+        if invalid is not None:
+            return invalid
+        method, params = message["method"], message.get("params")
+        if "id" not in message:
             await self._on_notification(method, params)
             return None
-        response = self._on_request(id, method, params, batch)
+        response = self._on_request(message["id"], method, params, batch)
         if response is None:
             # The handler task exists: let its synchronous prefix run before the next message is dispatched.
             await asyncio.sleep(0)

@@ -9,9 +9,10 @@ from typing import Any
 import pydantic
 from pydantic_core import to_jsonable_python
 
-from ..protocol.errors import INTERNAL_ERROR, INVALID_PARAMS, RpcError
+from ..protocol.errors import INTERNAL_ERROR, INVALID_PARAMS, INVALID_REQUEST, RpcError
 
-__all__ = ["Id", "error_response", "invalid_params", "replace_unserializable", "short", "to_json", "valid_id"]
+__all__ = ["Id", "envelope_error", "error_response", "invalid_params", "replace_unserializable", "short", "to_json",
+           "valid_id"]
 
 MAX_ERROR_TEXT = 200
 
@@ -36,6 +37,27 @@ def valid_id(value: Any) -> bool:
 
 def error_response(id: Id, error: RpcError) -> dict[str, Any]:
     return {"jsonrpc": "2.0", "id": id, "error": error.to_dict()}
+
+
+def envelope_error(message: Any) -> dict[str, Any] | None:
+    """The ``-32600`` answer to an incoming message that is not a well-formed request or notification, or None.
+    (A response to one of ours — no ``method``, a ``result`` or ``error`` — is told apart before this.)"""
+    if not isinstance(message, dict):
+        return error_response(None, RpcError(INVALID_REQUEST, "a message must be a JSON object or array"))
+    id = message.get("id")
+    reply_id = id if valid_id(id) else None
+    if "method" not in message:
+        return error_response(reply_id, RpcError(INVALID_REQUEST, "a message needs 'method', or 'result'/'error'"))
+    if message.get("jsonrpc") != "2.0":
+        return error_response(reply_id, RpcError(INVALID_REQUEST, "'jsonrpc' must be \"2.0\""))
+    if not isinstance(message["method"], str):
+        return error_response(reply_id, RpcError(INVALID_REQUEST, "'method' must be a string"))
+    if not valid_id(id):
+        return error_response(None, RpcError(INVALID_REQUEST, "'id' must be an integer, a string or null"))
+    params = message.get("params")
+    if params is not None and not isinstance(params, (dict, list)):
+        return error_response(reply_id, RpcError(INVALID_REQUEST, "'params' must be an object, an array or null"))
+    return None
 
 
 def short(exc: BaseException) -> str:
