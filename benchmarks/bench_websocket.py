@@ -31,9 +31,9 @@ from tornado.httpclient import HTTPRequest
 from tornado.websocket import websocket_connect
 
 from eca_notebook.engine import Engine, EngineOptions
-from eca_notebook.serving import ServerConnection
 from eca_notebook.protocol import ChatPromptParams
 from eca_notebook.rpc import Endpoint
+from eca_notebook.serving import ServerConnection
 from eca_notebook.testing.llm_server import Reply, Text
 from eca_notebook.transports import memory_pair
 
@@ -66,7 +66,7 @@ class ExternalLLM:
         self.proc: asyncio.subprocess.Process | None = None
         self.url = ""
 
-    async def __aenter__(self) -> "ExternalLLM":
+    async def __aenter__(self) -> ExternalLLM:
         self.proc = await asyncio.create_subprocess_exec(
             sys.executable, "-m", "eca_notebook.testing.llm_server", stdout=asyncio.subprocess.PIPE)
         assert self.proc.stdout is not None
@@ -180,7 +180,7 @@ class WsClient:
         self.next_id = 0
 
     @classmethod
-    async def connect(cls, port: int) -> "WsClient":
+    async def connect(cls, port: int) -> WsClient:
         request = HTTPRequest(f"ws://127.0.0.1:{port}/api/eca/v1/ws", headers={"Authorization": f"token {TOKEN}"})
         client = cls(await websocket_connect(request))
         await client.request("initialize", {"capabilities": {}, "workspaceFolders": []})

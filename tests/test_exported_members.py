@@ -18,9 +18,7 @@ import eca_notebook
 
 # Modules whose __all__ is not yet in order, owned by work in progress elsewhere: each entry fails today (strict
 # xfail), so fixing a module makes this test fail until its entry is removed.
-PENDING: dict[str, str] = {
-    "eca_notebook.acp": "issue #13 doors' hubs (acp split)",
-}
+PENDING: dict[str, str] = {}
 
 
 def public_modules() -> list[str]:

@@ -15,7 +15,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-__all__ = ["diff_contents", "reverse_apply", "hunks"]
+__all__ = ["diff_contents", "hunks", "reverse_apply"]
 
 _HUNK = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@")
 _LINES = re.compile(r"[^\n]*\n|[^\n]+")

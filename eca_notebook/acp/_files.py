@@ -10,15 +10,15 @@ every tool call of that turn reads it back here. Outside a session (no context) 
 
 from __future__ import annotations
 
-import asyncio
 import contextvars
 import logging
+from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Any, Awaitable, Callable
+from typing import Any
 
 from ..protocol.errors import RpcError
 
-__all__ = ["CURRENT_SESSION", "ClientFiles", "READ_TIMEOUT", "WRITE_TIMEOUT"]
+__all__ = ["CURRENT_SESSION", "READ_TIMEOUT", "WRITE_TIMEOUT", "ClientFiles"]
 
 log = logging.getLogger(__name__)
 
@@ -69,6 +69,6 @@ class ClientFiles:
                                 WRITE_TIMEOUT)
         except RpcError as exc:
             raise OSError(f"{exc.message} ({exc.code})") from None
-        except asyncio.TimeoutError:
+        except TimeoutError:
             raise OSError(f"no answer within {WRITE_TIMEOUT:.0f} s") from None
         return True

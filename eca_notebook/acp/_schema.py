@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 import os
-from typing import Annotated, Any, Literal, Union
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 from pydantic.alias_generators import to_camel
@@ -21,24 +21,24 @@ from ..protocol.errors import INVALID_PARAMS, RpcError
 from ..protocol.methods import invalid_params
 
 __all__ = [
-    "PROTOCOL_VERSION",
-    "SESSION_NOT_FOUND",
-    "SESSION_LOCKED",
     "FILE_NOT_FOUND",
     "FILE_TOO_LARGE",
+    "PARAMS",
+    "PROTOCOL_VERSION",
+    "SESSION_LOCKED",
+    "SESSION_NOT_FOUND",
     "SIZE_LIMITS",
     "UPDATE_LIMIT",
     "AcpModel",
-    "InitializeParams",
-    "NewSessionParams",
-    "LoadSessionParams",
-    "ListSessionsParams",
-    "PromptParams",
     "CancelParams",
+    "InitializeParams",
+    "ListSessionsParams",
+    "LoadSessionParams",
+    "NewSessionParams",
+    "PromptParams",
+    "SetConfigOptionParams",
     "SetModeParams",
     "SetModelParams",
-    "SetConfigOptionParams",
-    "PARAMS",
     "parse",
 ]
 
@@ -196,7 +196,7 @@ class BlobResource(AcpModel):
 
 class ResourceBlock(AcpModel):
     type: Literal["resource"]
-    resource: Union[TextResource, BlobResource]
+    resource: TextResource | BlobResource
 
 
 class MediaBlock(AcpModel):
@@ -207,7 +207,7 @@ class MediaBlock(AcpModel):
     mime_type: str = ""
 
 
-ContentBlock = Union[TextBlock, ResourceLinkBlock, ResourceBlock, MediaBlock]
+ContentBlock = TextBlock | ResourceLinkBlock | ResourceBlock | MediaBlock
 
 
 class PromptParams(AcpModel):
@@ -237,7 +237,7 @@ class SetModelParams(AcpModel):
 class SetConfigOptionParams(AcpModel):
     session_id: str
     config_id: str
-    value: Union[str, bool]
+    value: str | bool
 
 
 class PermissionOutcome(AcpModel):

@@ -31,7 +31,7 @@ from typing import Any
 from ._diff import diff_contents
 from ._schema import UPDATE_LIMIT
 
-__all__ = ["PermissionAsk", "SessionUpdates", "tool_kind", "TEXT_CHUNK"]
+__all__ = ["TEXT_CHUNK", "PermissionAsk", "SessionUpdates", "tool_kind"]
 
 TEXT_CHUNK = 16 * 1024  # characters per message chunk: at most 64 KB of UTF-8, well under the update limit
 
@@ -226,7 +226,8 @@ class SessionUpdates:
         name = str(content.get("name") or "tool")
         server = str(content.get("server") or "eca")
         kind = tool_kind(name, server)
-        args = content.get("arguments") if isinstance(content.get("arguments"), dict) else {}
+        raw_args = content.get("arguments")
+        args: dict[str, Any] = raw_args if isinstance(raw_args, dict) else {}
         call = _Call(self._new_id(call_id), kind, diff_contents(name, args, content.get("details")))
         self._calls[call_id] = call
         update: dict[str, Any] = {

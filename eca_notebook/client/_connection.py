@@ -14,11 +14,14 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 import uuid
+from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any
 
+from .._tasks import BackgroundTasks
 from ..protocol import ChatContentReceivedParams, server_to_client
 from ..protocol.errors import RpcError
 from ..rpc import Endpoint
@@ -63,7 +66,8 @@ class ClientConnection:
         self._turns: dict[str, TurnCollector] = {}
         self._openers: dict[str, list[ChatContentReceivedParams]] = {}
         self._subscribers: list[Callable[[str, Any], None]] = []
-        self._tasks: set[asyncio.Task[Any]] = set()
+        # (an RpcError ending a task is an outcome the peer already reported, not a failure of ours)
+        self._tasks = BackgroundTasks(client_name, logger=log, ignore=(RpcError,))
         self._config_seen = asyncio.Event()
         self._tools_seen = asyncio.Event()
         self._runner: asyncio.Task[None] | None = None
@@ -73,7 +77,7 @@ class ClientConnection:
         for spec in server_to_client("notification"):
             method = spec.name
             if method != "$/cancelRequest":
-                self._endpoint.register(method, lambda params, _m=method: self._on_notification(_m, params))
+                self._endpoint.register(method, functools.partial(self._on_notification, method))
 
     async def _handshake(self, folders: list[Path], config: dict[str, Any] | None, timeout: float) -> None:
         self._runner = asyncio.create_task(self._endpoint.run(), name=f"{self.client_name}-reader")
@@ -175,19 +179,11 @@ class ClientConnection:
 
         self._spawn(answer(), f"{self.client_name}-approval-{call_id}")
 
-    def _spawn(self, coro: Any, name: str | None = None) -> asyncio.Task[Any] | None:
+    def _spawn(self, coro: Any, name: str) -> asyncio.Task[Any] | None:
         if self._closed:
             coro.close()
             return None
-        task = asyncio.create_task(coro, name=name)
-        self._tasks.add(task)
-        task.add_done_callback(self._task_done)
-        return task
-
-    def _task_done(self, task: asyncio.Task[Any]) -> None:
-        self._tasks.discard(task)
-        if not task.cancelled() and task.exception() is not None and not isinstance(task.exception(), RpcError):
-            log.error("%s: background task %s failed", self.client_name, task.get_name(), exc_info=task.exception())
+        return self._tasks.spawn(coro, name)
 
     def subscribe(self, callback: Callable[[str, Any], None]) -> Callable[[], None]:
         """Call ``callback(method, params)`` for every notification from the engine, as it arrives (on the client's
@@ -317,11 +313,7 @@ class ClientConnection:
         for turn in list(self._turns.values()):
             turn.finish(error="The client was closed")
         self._turns.clear()
-        tasks = [t for t in self._tasks if not t.done()]
-        for task in tasks:
-            task.cancel()
-        if tasks:
-            await asyncio.gather(*tasks, return_exceptions=True)
+        await self._tasks.aclose()
         if self._server_task is not None:
             try:
                 await asyncio.wait_for(asyncio.shield(self._server_task), CLOSE_WAIT)

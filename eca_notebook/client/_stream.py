@@ -40,12 +40,10 @@ class PromptStream:
             self._turn = self.client._open_turn(self.message, self.chat_id, self._approval, streaming=True)
             self._task = asyncio.create_task(self.client._run_turn(self._turn, self._params, self._timeout),
                                              name=f"eca-stream-{self.chat_id}")
-            self.client._tasks.add(self._task)
-            self._task.add_done_callback(self._task_done)
+            self.client._tasks.add(self._task, self._task_done)
         return self._turn
 
     def _task_done(self, task: asyncio.Task[PromptResult]) -> None:
-        self.client._tasks.discard(task)
         if not task.cancelled():
             task.exception()  # retrieved here; __anext__/aclose re-raise or report it
 

@@ -13,10 +13,19 @@ Concurrency model (the engine relies on it):
 * Notifications are handled inline, in arrival order. Their handlers must be quick (or spawn a task): while one
   awaits, nothing else is read.
 * Responses to our own requests resolve futures; ids are ints from 1.
+* Everything we send goes through one ordered queue (:class:`~._outbox.Outbox`): notifications, responses and our
+  own requests, written by one task in the order they were queued. So a response is written after every
+  notification queued before it — a handler that streams notifications and then returns needs no flushing — and
+  a request of ours follows whatever explains it. :meth:`Endpoint.notify_nowait` (the engine's path) and the
+  responses are queued without waiting; :meth:`Endpoint.notify` and :meth:`Endpoint.request` wait until their
+  message was handed to the stream. The queue's memory bounds (merging, the cap that disconnects) are described
+  in :mod:`._outbox`.
 * At most ``max_concurrent_requests`` incoming requests run at once; one more is answered at once with a
-  "server busy" error, so a peer cannot make us hold an unbounded number of handler tasks (together with the
-  transports' backpressure this bounds what one peer costs us in memory). The read loop never pauses for it:
-  a handler may be waiting for a response from the peer that only the read loop can deliver.
+  "server busy" error, so a peer cannot make us hold an unbounded number of handler tasks. The read loop never
+  pauses for it: a handler may be waiting for a response from the peer that only the read loop can deliver. It
+  pauses only while the peer leaves more than ``max_queued_responses`` of our answers unread (then it is not
+  reading anything of ours either): together with the transports' backpressure this bounds what one peer costs
+  us in memory.
 
 No traceback ever reaches the wire (it goes to the log). Logs name methods and ids, never params, because params
 may hold secrets (``initializationOptions`` can carry API keys). The one echo of params is the ``-32602`` data:
@@ -26,27 +35,33 @@ pydantic's error list (with each error's ``input``) goes back to the peer that s
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import inspect
 import itertools
-import json
 import logging
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
 import pydantic
-from pydantic_core import to_jsonable_python
 
 from .._logging import Throttle
+from .._tasks import BackgroundTasks
 from ..protocol.errors import (
     CONNECTION_LOST,
     INTERNAL_ERROR,
-    INVALID_PARAMS,
     INVALID_REQUEST,
     METHOD_NOT_FOUND,
     REQUEST_CANCELLED,
     RpcError,
 )
 from ..transports import MessageStream
+from ._messages import Id as _Id
+from ._messages import envelope_error as _envelope_error
+from ._messages import error_response as _error
+from ._messages import invalid_params as _invalid_params
+from ._messages import short as _short
+from ._messages import to_json
+from ._outbox import DEFAULT_MAX_QUEUED, DEFAULT_MAX_QUEUED_RESPONSES, DEFAULT_MERGE_BACKLOG, Merge, Outbox
 
 __all__ = ["CANCEL_METHOD", "Endpoint", "Handler", "to_json"]
 
@@ -57,35 +72,8 @@ H = TypeVar("H", bound=Handler)
 
 CANCEL_METHOD = "$/cancelRequest"
 _CLOSE_WAIT = 5.0  # seconds close() waits for cancelled handlers to unwind before giving up on them
-_MAX_ERROR_TEXT = 200
+_CLOSE_DRAIN = 2.0  # seconds close() lets the queue reach the stream (never hanging on a peer that stopped reading)
 DEFAULT_MAX_CONCURRENT_REQUESTS = 1000
-
-_Id = int | str | None
-
-
-def to_json(value: Any) -> Any:
-    """What goes on the wire for a result or params value: pydantic models dumped by alias without ``None`` fields,
-    containers walked (a list of models works), everything else as is."""
-    if isinstance(value, pydantic.BaseModel):
-        return value.model_dump(by_alias=True, exclude_none=True, mode="json")
-    if isinstance(value, dict):
-        return {k: to_json(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [to_json(v) for v in value]
-    return value
-
-
-def _valid_id(value: Any) -> bool:
-    return value is None or isinstance(value, str) or (isinstance(value, int) and not isinstance(value, bool))
-
-
-def _error(id: _Id, error: RpcError) -> dict[str, Any]:
-    return {"jsonrpc": "2.0", "id": id, "error": error.to_dict()}
-
-
-def _short(exc: BaseException) -> str:
-    text = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
-    return text if len(text) <= _MAX_ERROR_TEXT else text[: _MAX_ERROR_TEXT - 1] + "…"
 
 
 class Endpoint:
@@ -97,6 +85,11 @@ class Endpoint:
     ``-32602 Invalid params`` with the validation errors as ``data``. ``outgoing(message)`` rewrites every
     notification and response before it is written (the doors pass their secret redaction); the endpoint's own
     requests are left alone, since their params must reach the peer unchanged (a file write's content, say).
+
+    The outgoing queue: ``merge(method, queued_params, new_params)`` folds a notification into the one queued
+    before it once ``merge_backlog`` messages wait; past ``max_queued`` messages the peer is taken as not reading
+    and ``on_overflow()`` is called once (by default the endpoint closes); while more than
+    ``max_queued_responses`` answers wait, nothing more is read from the peer. See :mod:`._outbox`.
     """
 
     def __init__(
@@ -108,10 +101,18 @@ class Endpoint:
         params_parser: Callable[[str, Any], Any] | None = None,
         max_concurrent_requests: int = DEFAULT_MAX_CONCURRENT_REQUESTS,
         outgoing: Callable[[Any], Any] | None = None,
+        merge: Merge | None = None,
+        merge_backlog: int = DEFAULT_MERGE_BACKLOG,
+        max_queued: int | None = DEFAULT_MAX_QUEUED,
+        on_overflow: Callable[[], None] | None = None,
+        max_queued_responses: int = DEFAULT_MAX_QUEUED_RESPONSES,
     ) -> None:
         self.name = name
         self.max_concurrent_requests = max_concurrent_requests
-        self._outgoing = outgoing
+        self._outbox = Outbox(stream, name=name, outgoing=outgoing, merge=merge, merge_backlog=merge_backlog,
+                              max_queued=max_queued, on_overflow=on_overflow or self._not_reading,
+                              max_queued_responses=max_queued_responses)
+        self._closer: asyncio.Task[None] | None = None
         self._throttle = Throttle()  # warnings caused by the peer's bad input
         self._stream = stream
         self._guard = guard
@@ -120,7 +121,7 @@ class Endpoint:
         self._ids = itertools.count(1)
         self._pending: dict[int, asyncio.Future[Any]] = {}  # our outgoing requests, by id
         self._running: dict[int | str, asyncio.Task[Any]] = {}  # incoming requests that can be cancelled, by id
-        self._tasks: set[asyncio.Task[Any]] = set()  # every task we started, for close()
+        self._tasks = BackgroundTasks(name, logger=log)  # every task we started, for close()
         self._closed = False
         self._run_started = False
 
@@ -150,6 +151,11 @@ class Endpoint:
     def closed(self) -> bool:
         return self._closed
 
+    @property
+    def queued(self) -> int:
+        """Outgoing messages waiting to be written."""
+        return len(self._outbox)
+
     # -- outgoing --------------------------------------------------------------------------------------------------
 
     async def request(self, method: str, params: Any = None, *, timeout: float | None = None) -> Any:
@@ -168,7 +174,7 @@ class Endpoint:
         future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
         self._pending[id] = future
         try:
-            if not await self._write(message):
+            if not await self._send_raw(message):
                 raise RpcError(CONNECTION_LOST, f"{self.name}: could not send {method!r}")
             async with asyncio.timeout(timeout):
                 return await future
@@ -188,32 +194,46 @@ class Endpoint:
     async def _send_cancel(self, id: int) -> None:
         self._pending.pop(id, None)
         try:
-            await self._write({"jsonrpc": "2.0", "method": CANCEL_METHOD, "params": {"id": id}})
+            await self._send_raw({"jsonrpc": "2.0", "method": CANCEL_METHOD, "params": {"id": id}})
         except Exception:  # best effort: the caller gets its TimeoutError/CancelledError regardless
             log.debug("%s: could not send %s for %s", self.name, CANCEL_METHOD, id, exc_info=True)
 
     async def notify(self, method: str, params: Any = None) -> None:
-        """Send a notification; dropped silently once the connection is closed."""
-        message: dict[str, Any] = {"jsonrpc": "2.0", "method": method}
-        if params is not None:
-            message["params"] = to_json(params)
-        if self._outgoing is not None:
-            message = self._outgoing(message)
-        await self._write(message)
+        """Send a notification, queued behind everything queued before it, and wait until it was written; dropped
+        silently once the connection is closed. TypeError/ValueError when it cannot be serialized."""
+        if self._closed:
+            log.debug("%s: write after close dropped", self.name)
+            return
+        await self._outbox.notify(method, params)
 
-    async def _write(self, message: Any) -> bool:
-        """Write one message; False when the connection is closed or broken. Serialization errors propagate."""
+    def notify_nowait(self, method: str, params: Any = None) -> None:
+        """Queue a notification behind everything queued before it and return at once (the engine's path: it
+        never waits for a peer). Dropped once the connection is closed; a failure to send it is logged."""
+        if not self._closed:
+            self._outbox.notify_nowait(method, params)
+
+    async def drain(self) -> None:
+        """Wait until every message queued so far has been written (or dropped by :meth:`close`)."""
+        await self._outbox.drain()
+
+    async def _send_raw(self, message: dict[str, Any]) -> bool:
+        """Queue a message of ours as is; False when the connection is closed or broken."""
         if self._closed:
             log.debug("%s: write after close dropped", self.name)
             return False
-        try:
-            await self._stream.write(message)
-        except (TypeError, ValueError):
-            raise
-        except Exception as exc:
-            log.debug("%s: write failed: %r", self.name, exc)
-            return False
-        return True
+        return await self._outbox.send_raw(message)
+
+    def _send_response(self, response: dict[str, Any] | list[dict[str, Any]]) -> None:
+        if self._closed:
+            log.debug("%s: write after close dropped", self.name)
+            return
+        self._outbox.respond(response)
+
+    def _not_reading(self) -> None:
+        if self._closer is None and not self._closed:
+            log.warning("%s: disconnecting: the peer is not reading (more than %s messages queued)", self.name,
+                        self._outbox.max_queued)
+            self._closer = asyncio.get_running_loop().create_task(self.close(), name=f"{self.name}-disconnect")
 
     # -- read loop -------------------------------------------------------------------------------------------------
 
@@ -224,6 +244,8 @@ class Endpoint:
         self._run_started = True
         try:
             while True:
+                if self._outbox.backed_up:  # the peer does not read our answers: read nothing more meanwhile
+                    await self._outbox.wait_for_room()
                 try:
                     message = await self._stream.read()
                 except (ConnectionError, OSError) as exc:
@@ -232,13 +254,13 @@ class Endpoint:
                 if message is None:
                     break
                 if isinstance(message, RpcError):
-                    await self._send_response(_error(None, message))
+                    self._send_response(_error(None, message))
                 elif isinstance(message, list):
                     await self._dispatch_batch(message)
                 else:
                     response = await self._dispatch(message, batch=None)
                     if response is not None:
-                        await self._send_response(response)
+                        self._send_response(response)
         finally:
             log.debug("%s: end of stream", self.name)
             await self.close()
@@ -249,31 +271,17 @@ class Endpoint:
         A request's handler runs in a task that sends its own response — or, inside a batch, is appended to *batch*
         and returns its response to the batch collector.
         """
-        if not isinstance(message, dict):
-            return _error(None, RpcError(INVALID_REQUEST, "a message must be a JSON object or array"))
-        has_id = "id" in message
-        id = message.get("id")
-        id_ok = _valid_id(id)
-        reply_id = id if id_ok else None
-        if "method" not in message:
-            if "result" in message or "error" in message:
-                self._on_response(message)
-                return None
-            return _error(reply_id, RpcError(INVALID_REQUEST, "a message needs 'method', or 'result'/'error'"))
-        if message.get("jsonrpc") != "2.0":
-            return _error(reply_id, RpcError(INVALID_REQUEST, "'jsonrpc' must be \"2.0\""))
-        method = message["method"]
-        if not isinstance(method, str):
-            return _error(reply_id, RpcError(INVALID_REQUEST, "'method' must be a string"))
-        if not id_ok:
-            return _error(None, RpcError(INVALID_REQUEST, "'id' must be an integer, a string or null"))
-        params = message.get("params")
-        if params is not None and not isinstance(params, (dict, list)):
-            return _error(reply_id, RpcError(INVALID_REQUEST, "'params' must be an object, an array or null"))
-        if not has_id:
+        if isinstance(message, dict) and "method" not in message and ("result" in message or "error" in message):
+            self._on_response(message)
+            return None
+        invalid = _envelope_error(message)
+        if invalid is not None:
+            return invalid
+        method, params = message["method"], message.get("params")
+        if "id" not in message:
             await self._on_notification(method, params)
             return None
-        response = self._on_request(id, method, params, batch)
+        response = self._on_request(message["id"], method, params, batch)
         if response is None:
             # The handler task exists: let its synchronous prefix run before the next message is dispatched.
             await asyncio.sleep(0)
@@ -301,11 +309,8 @@ class Endpoint:
             log.warning("%s: %s (id %r) refused: %d requests already running", self.name, method, id, running)
             return _error(id, RpcError(INTERNAL_ERROR, f"server busy: {running} requests already running; "
                                                        "retry when some have finished"))
-        task = asyncio.get_running_loop().create_task(
-            self._execute(id, method, params, handler, reply=batch is None), name=f"{self.name}:{method}#{id}"
-        )
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
+        task = self._tasks.spawn(self._execute(id, method, params, handler, reply=batch is None),
+                                 f"{self.name}:{method}#{id}")
         if id is not None:
             if id in self._running:
                 log.warning("%s: request id %r reused while still running", self.name, id)
@@ -318,7 +323,7 @@ class Endpoint:
         """Run a handler in its own task; send its response (*reply*) or return it to a batch collector."""
         response = await self._call(id, method, params, handler)
         if reply:
-            await self._send_response(response)
+            self._send_response(response)
         return response
 
     async def _call(self, id: _Id, method: str, params: Any, handler: Handler) -> dict[str, Any]:
@@ -413,7 +418,7 @@ class Endpoint:
 
     async def _dispatch_batch(self, messages: list[Any]) -> None:
         if not messages:
-            await self._send_response(_error(None, RpcError(INVALID_REQUEST, "empty batch")))
+            self._send_response(_error(None, RpcError(INVALID_REQUEST, "empty batch")))
             return
         immediate: list[dict[str, Any]] = []
         tasks: list[asyncio.Task[Any]] = []
@@ -425,26 +430,13 @@ class Endpoint:
             if response is not None:
                 immediate.append(response)
         if tasks:
-            collector = asyncio.get_running_loop().create_task(
-                self._collect_batch(immediate, tasks), name=f"{self.name}:batch"
-            )
-            self._tasks.add(collector)
-            collector.add_done_callback(self._tasks.discard)
+            self._tasks.spawn(self._collect_batch(immediate, tasks), f"{self.name}:batch")
         elif immediate:
-            await self._send_response(immediate)
+            self._send_response(immediate)
 
     async def _collect_batch(self, immediate: list[dict[str, Any]], tasks: list[asyncio.Task[Any]]) -> None:
         responses = await asyncio.gather(*tasks)
-        await self._send_response([*immediate, *responses])
-
-    async def _send_response(self, response: dict[str, Any] | list[dict[str, Any]]) -> None:
-        if self._outgoing is not None:
-            response = self._outgoing(response)
-        try:
-            await self._write(response)
-        except (TypeError, ValueError) as exc:
-            log.error("%s: a response is not JSON-serializable: %s", self.name, _short(exc))
-            await self._write(_replace_unserializable(response))
+        self._send_response([*immediate, *responses])
 
     # -- shutdown ----------------------------------------------------------------------------------------------------
 
@@ -462,6 +454,13 @@ class Endpoint:
         for task in tasks:
             task.cancel()
         self._running.clear()
+        # What is queued was answered before the close (a quick handler's response at end of input): let it out,
+        # briefly — unless the peer was found not reading. Then stop writing; the rest is dropped.
+        if not self._outbox.overflowed and current is not self._outbox.writer:
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(_CLOSE_DRAIN):
+                    await self._outbox.drain()
+        await self._outbox.aclose()
         try:
             await self._stream.close()
         except Exception:
@@ -470,21 +469,3 @@ class Endpoint:
             _, stuck = await asyncio.wait(tasks, timeout=_CLOSE_WAIT)
             if stuck:
                 log.warning("%s: %d handler(s) ignored cancellation", self.name, len(stuck))
-
-
-def _invalid_params(exc: pydantic.ValidationError) -> RpcError:
-    errors = to_jsonable_python(exc.errors(include_url=False), fallback=str)
-    return RpcError(INVALID_PARAMS, f"Invalid params: {exc.error_count()} validation error(s)", errors)
-
-
-def _replace_unserializable(response: dict[str, Any] | list[dict[str, Any]]) -> Any:
-    """Swap every response that cannot be encoded for an internal error carrying its id."""
-
-    def fix(item: dict[str, Any]) -> dict[str, Any]:
-        try:
-            json.dumps(item, allow_nan=False)
-            return item
-        except (TypeError, ValueError):
-            return _error(item.get("id"), RpcError(INTERNAL_ERROR, "result is not JSON-serializable"))
-
-    return [fix(r) for r in response] if isinstance(response, list) else fix(response)

@@ -33,16 +33,15 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from jupyter_core.utils import ensure_async
-from tornado import web
-from tornado.websocket import WebSocketClosedError, WebSocketHandler
-
 from jupyter_server.auth.decorator import ws_authenticated
 from jupyter_server.base.handlers import JupyterHandler
 from jupyter_server.base.websocket import WebSocketMixin
+from tornado import web
+from tornado.websocket import WebSocketClosedError, WebSocketHandler
 
-from ..serving import ServerConnection, workspace_paths
 from ..protocol import InitializeParams, InitializeResult
 from ..protocol.errors import INVALID_PARAMS, INVALID_REQUEST, RpcError
+from ..serving import ServerConnection, workspace_paths
 from ..transports import decode_message, dumps
 from ._workspaces import Workspace, WorkspaceError, WorkspaceManager
 
@@ -87,7 +86,7 @@ class ServerState:
 
     manager: WorkspaceManager
     limits: Limits = field(default_factory=Limits)
-    sockets: set["EcaWebSocketHandler"] = field(default_factory=set)
+    sockets: set[EcaWebSocketHandler] = field(default_factory=set)
 
     async def aclose(self) -> None:
         """Server stop: close every socket (1001), wait for their connections to end, then close the engines."""

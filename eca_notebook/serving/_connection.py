@@ -1,4 +1,4 @@
-"""One client connection speaking ECA: lifecycle, the method handlers, and ordered delivery of notifications.
+"""One client connection speaking ECA: lifecycle and the method handlers, mapped onto the engine.
 
 Every door that carries ECA JSON-RPC (stdio, WebSocket, in-memory) wraps its message stream in a
 :class:`ServerConnection`. The connection
@@ -7,31 +7,32 @@ Every door that carries ECA JSON-RPC (stdio, WebSocket, in-memory) wraps its mes
 * creates or attaches to an :class:`~eca_notebook.engine.engine.Engine` on ``initialize``;
 * after ``initialized`` sends ``config/updated`` then ``tool/serverUpdated`` (and any config problems as
   ``$/showMessage``);
-* queues engine notifications and writes them from one task, so a burst of text chunks never interleaves with or
-  overtakes a response: handlers that must answer *after* their notifications (``chat/prompt``, ``chat/open``)
-  wait for the queue to drain first;
+* hands the engine's notifications to its endpoint's one outgoing queue, where responses queue too: a burst of
+  text chunks never interleaves with or overtakes a response, so ``chat/prompt`` and ``chat/open`` answer after
+  the contents they streamed without waiting for anything;
 * accepts a numeric ``chatId`` (a Neovim client sends its tab number) and answers with the same number; see
-  :class:`_ChatAliases`;
-* bounds that queue per client: once a client falls ``MERGE_BACKLOG`` notifications behind, consecutive text (and
-  reasoning) chunks of the same chat and role merge into one queued notification (what the client shows is the
-  same), and a client whose queue still grows past ``MAX_QUEUED_NOTIFICATIONS`` is disconnected.
+  :mod:`._aliases`;
+* bounds that queue per client: once a client falls ``MERGE_BACKLOG`` messages behind, consecutive text (and
+  reasoning) chunks of the same chat and role merge into one queued notification (:mod:`._chunks`; what the client
+  shows is the same), and a client whose queue still grows past ``MAX_QUEUED_NOTIFICATIONS`` is disconnected.
 """
 
 from __future__ import annotations
 
 import asyncio
-import collections
 import contextlib
 import logging
 import os
-import uuid
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 from urllib.parse import unquote, urlparse
 
 from pydantic import ValidationError
 
 from .._redact import redact_json
+from .._tasks import BackgroundTasks
+from ..engine import Engine, EngineOptions
 from ..protocol import (
     METHODS,
     ChatDeleteParams,
@@ -54,131 +55,17 @@ from ..protocol import (
 )
 from ..protocol.errors import INVALID_REQUEST, SERVER_NOT_INITIALIZED, RpcError
 from ..rpc import Endpoint
-from ..engine import Engine, EngineOptions
+from ._aliases import ChatAliases
+from ._chunks import MERGE_BACKLOG, merge_chunks
+
+__all__ = ["MAX_QUEUED_NOTIFICATIONS", "MERGE_BACKLOG", "EngineFactory", "ServerConnection", "default_engine_factory",
+           "serve_stdio", "workspace_paths"]
 
 log = logging.getLogger(__name__)
 
 EngineFactory = Callable[[InitializeParams], Engine]
 PARENT_POLL_SECONDS = 2.0
 MAX_QUEUED_NOTIFICATIONS = 20_000  # after merging; a client this far behind is not reading at all
-# Chunks merge only once this many notifications wait: a client that keeps up sees the chunks as the model sent
-# them (as the reference server does); one that falls behind gets fewer, larger ones.
-MERGE_BACKLOG = 256
-
-
-def _merged(first: dict[str, Any], second: dict[str, Any]) -> dict[str, Any] | None:
-    """One ``chat/contentReceived`` for two consecutive ones when a client would show the same: text chunks of the
-    same chat and (non-user) role, or reasoning chunks of the same reasoning id. Never mutates its inputs (the
-    engine hands the same dict to every listener)."""
-    if first.get("chatId") != second.get("chatId") or first.get("role") != second.get("role"):
-        return None
-    a, b = first.get("content"), second.get("content")
-    if not isinstance(a, dict) or not isinstance(b, dict) or first.get("role") == "user":
-        return None
-    kind = a.get("type")
-    if kind != b.get("type") or not isinstance(a.get("text"), str) or not isinstance(b.get("text"), str):
-        return None
-    if kind == "text" and a.keys() == b.keys() == {"type", "text"}:
-        pass
-    elif kind == "reasonText" and a.keys() == b.keys() == {"type", "id", "text"} and a["id"] == b["id"]:
-        pass
-    else:
-        return None
-    return {**first, "content": {**a, "text": a["text"] + b["text"]}}
-
-
-def _numeric(value: Any) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)
-
-
-class _ChatAliases:
-    """Numeric chat ids, scoped to one connection.
-
-    A client that numbers its chats (tab ``1``, ``2``…) reuses those numbers in every session, while saved chats
-    persist per workspace: mapping ``1`` to a saved chat ``"1"`` would make a new session's first tab continue
-    whatever an old session said there. So a number is this connection's alias of an engine chat with a fresh id
-    (``n1-<uuid>``): ``chat/prompt`` with a number it has not seen starts a new chat, and only ``chat/open`` with a
-    number binds it to the most recent chat created under that number before (an explicit resume). Everything sent
-    back to this client carries the number again, so it keeps the JSON type it sent; other clients of the same
-    engine see the string id.
-    """
-
-    def __init__(self) -> None:
-        self._by_number: dict[int, str] = {}
-        self._by_id: dict[str, int] = {}
-
-    @staticmethod
-    def prefix(number: int) -> str:
-        return f"n{number}-"
-
-    def bind(self, number: int, chat_id: str) -> str:
-        old = self._by_number.get(number)
-        if old is not None:
-            self._by_id.pop(old, None)
-        self._by_number[number] = chat_id
-        self._by_id[chat_id] = number
-        return chat_id
-
-    def internal(self, number: int) -> str:
-        """The engine chat id of *number* (a new one when the number is new to this connection)."""
-        chat_id = self._by_number.get(number)
-        return chat_id if chat_id is not None else self.bind(number, f"{self.prefix(number)}{uuid.uuid4()}")
-
-    def known(self, number: int) -> bool:
-        return number in self._by_number
-
-    def external(self, chat_id: Any) -> Any:
-        return self._by_id.get(chat_id, chat_id) if isinstance(chat_id, str) else chat_id
-
-    def outgoing(self, params: Any) -> Any:
-        """*params* with this client's numbers in place of aliased chat ids (a copy; the engine's dict is shared)."""
-        if not self._by_id or not isinstance(params, dict):
-            return params
-        changed = {k: self._by_id[v] for k in ("chatId", "parentChatId")
-                   if isinstance(v := params.get(k), str) and v in self._by_id}
-        return {**params, **changed} if changed else params
-
-
-class _Outbox:
-    """The notifications waiting for the writer task, in order; merges streaming chunks while they wait."""
-
-    def __init__(self) -> None:
-        self._items: collections.deque[tuple[str, Any]] = collections.deque()
-        self._ready = asyncio.Event()
-        self._idle = asyncio.Event()
-        self._idle.set()
-        self._unfinished = 0
-
-    def __len__(self) -> int:
-        return len(self._items)
-
-    def put(self, method: str, params: Any) -> None:
-        if len(self._items) >= MERGE_BACKLOG and method == "chat/contentReceived" and isinstance(params, dict):
-            last_method, last_params = self._items[-1]
-            if last_method == method and isinstance(last_params, dict):
-                merged = _merged(last_params, params)
-                if merged is not None:  # the writer has not taken the last one yet: it goes out as one
-                    self._items[-1] = (method, merged)
-                    return
-        self._items.append((method, params))
-        self._unfinished += 1
-        self._idle.clear()
-        self._ready.set()
-
-    async def get(self) -> tuple[str, Any]:
-        while not self._items:
-            self._ready.clear()
-            await self._ready.wait()
-        return self._items.popleft()
-
-    def task_done(self) -> None:
-        self._unfinished -= 1
-        if self._unfinished <= 0:
-            self._unfinished = 0
-            self._idle.set()
-
-    async def join(self) -> None:
-        await self._idle.wait()
 
 
 def workspace_paths(params: InitializeParams) -> list[Path]:
@@ -238,59 +125,36 @@ class ServerConnection:
         self.initialized = False
         self.shutdown_requested = False
         self._exit = asyncio.Event()
-        self._outbox = _Outbox()
         self.dropped_reason: str | None = None
-        self.aliases = _ChatAliases()
-        self._tasks: set[asyncio.Task[Any]] = set()
+        self.aliases = ChatAliases()
+        self._tasks = BackgroundTasks("eca-server", logger=log)
         # every notification and response is redacted on its way out, whichever part of the engine produced it
         self.endpoint = Endpoint(stream, name="eca-server", guard=self._guard, params_parser=self._parse_params,
-                                 outgoing=redact_json)
+                                 outgoing=redact_json, merge=merge_chunks, merge_backlog=MERGE_BACKLOG,
+                                 max_queued=MAX_QUEUED_NOTIFICATIONS, on_overflow=self._not_reading)
         self._register()
+
+    def _parse_params(self, method: str, params: Any) -> Any:
+        """Numeric chat ids become this connection's aliases (:mod:`._aliases`), then the method table validates."""
+        params = self.aliases.incoming(method, params, self._chat_ids)
+        return _parse(method, params)
+
+    def _chat_ids(self) -> list[str]:
+        return [c["id"] for c in self.engine.list_chats()] if self.engine is not None else []
 
     # -- Listener protocol: called by the engine ----------------------------------------------------------------
 
-    def _parse_params(self, method: str, params: Any) -> Any:
-        """Numeric chat ids become this connection's aliases (see :class:`_ChatAliases`), then the method table
-        validates. ``chat/open`` with a number new to this connection resumes the latest chat made under it."""
-        if isinstance(params, dict) and method.startswith("chat/"):
-            number = params.get("chatId")
-            if _numeric(number):
-                if method == "chat/open" and not self.aliases.known(number) and self.engine is not None:
-                    prefix = self.aliases.prefix(number)
-                    earlier = next((c["id"] for c in self.engine.list_chats() if c["id"].startswith(prefix)), None)
-                    if earlier is not None:
-                        self.aliases.bind(number, earlier)
-                params = {**params, "chatId": self.aliases.internal(number)}
-        return _parse(method, params)
-
     def send(self, method: str, params: Any) -> None:
-        if self.dropped_reason is not None:
-            return
-        params = self.aliases.outgoing(params)
-        self._outbox.put(method, params)
-        if len(self._outbox) > MAX_QUEUED_NOTIFICATIONS:
-            self.dropped_reason = f"client is not reading: more than {MAX_QUEUED_NOTIFICATIONS} notifications queued"
-            log.warning("disconnecting: %s", self.dropped_reason)
-            self._exit.set()
+        """Queue one of the engine's notifications; never waits for the client."""
+        self.endpoint.notify_nowait(method, self.aliases.outgoing(params))
 
-    async def flush(self) -> None:
-        """Wait until every queued notification has been written."""
-        await self._outbox.join()
+    def _not_reading(self) -> None:
+        self.dropped_reason = f"client is not reading: more than {MAX_QUEUED_NOTIFICATIONS} notifications queued"
+        log.warning("disconnecting: %s", self.dropped_reason)
+        self._exit.set()
 
-    async def _write_loop(self) -> None:
-        while True:
-            method, params = await self._outbox.get()
-            try:
-                await self.endpoint.notify(method, params)
-            except Exception:
-                log.exception("could not send %s", method)
-            finally:
-                self._outbox.task_done()
-
-    def _spawn(self, coro: Any) -> None:
-        task = asyncio.create_task(coro)
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
+    def _spawn(self, coro: Any, name: str = "eca-server-task") -> None:
+        self._tasks.spawn(coro, name)
 
     # -- lifecycle -----------------------------------------------------------------------------------------------
 
@@ -304,17 +168,17 @@ class ServerConnection:
 
     async def run(self) -> int:
         """Serve until ``exit`` or end of input. Returns the process exit code (0 after a clean shutdown)."""
-        writer = asyncio.create_task(self._write_loop(), name="eca-writer")
         reader = asyncio.create_task(self.endpoint.run(), name="eca-reader")
         exit_wait = asyncio.create_task(self._exit.wait())
         try:
             await asyncio.wait({reader, exit_wait}, return_when=asyncio.FIRST_COMPLETED)
             with contextlib.suppress(asyncio.TimeoutError):
-                await asyncio.wait_for(self.flush(), timeout=5)
+                await asyncio.wait_for(self.endpoint.drain(), timeout=5)  # what is queued, briefly
         finally:
-            for task in (reader, exit_wait, writer, *self._tasks):
+            for task in (reader, exit_wait):
                 task.cancel()
-            await asyncio.gather(reader, exit_wait, writer, *self._tasks, return_exceptions=True)
+            await asyncio.gather(reader, exit_wait, return_exceptions=True)
+            await self._tasks.aclose()
             await self._release_engine()
             await self.endpoint.close()
         return 0 if self.shutdown_requested else 1
@@ -363,7 +227,7 @@ class ServerConnection:
         self.engine = engine
         engine.add_listener(self)
         if params.process_id:
-            self._spawn(self._watch_parent(params.process_id))
+            self._spawn(self._watch_parent(params.process_id), "eca-parent-watch")
         default_model = engine.registry.default_model()
         return InitializeResult(
             models=engine.registry.models(),
@@ -377,7 +241,7 @@ class ServerConnection:
         if self.initialized:
             return
         self.initialized = True
-        self._spawn(self._after_initialized())
+        self._spawn(self._after_initialized(), "eca-after-initialized")
 
     async def _after_initialized(self) -> None:
         engine = self.engine
@@ -414,12 +278,13 @@ class ServerConnection:
         return self.engine
 
     async def chat_prompt(self, params: ChatPromptParams) -> dict[str, Any]:
+        # (answered after the contents the engine streamed meanwhile: they were queued first)
         result = (await self._engine().prompt(params)).dump()
-        await self.flush()
-        return self.aliases.outgoing(result)
+        answer: dict[str, Any] = self.aliases.outgoing(result)
+        return answer
 
     def chat_prompt_stop(self, params: ChatPromptStopParams) -> None:
-        self._spawn(self._engine().stop(params.chat_id))
+        self._spawn(self._engine().stop(params.chat_id), "eca-stop")
 
     async def chat_delete(self, params: ChatDeleteParams) -> dict[str, Any]:
         await self._engine().delete(params.chat_id)
@@ -429,10 +294,8 @@ class ServerConnection:
         chats = self._engine().list_chats(params)
         return {"chats": [{**c, "id": self.aliases.external(c["id"])} for c in chats]}
 
-    async def chat_open(self, params: ChatOpenParams) -> dict[str, Any]:
-        result = self._engine().replay(params.chat_id, self)
-        await self.flush()
-        return result
+    def chat_open(self, params: ChatOpenParams) -> dict[str, Any]:
+        return self._engine().replay(params.chat_id, self)  # the replayed contents were queued before this answer
 
     def selected_behavior_changed(self, params: ChatSelectedBehaviorChangedParams) -> None:
         try:
@@ -472,12 +335,12 @@ class ServerConnection:
     def mcp_start_server(self, params: McpStartServerParams) -> None:
         manager = self._mcp(params.name)
         if manager is not None:  # spawned: a slow start must not hold up other notifications
-            self._spawn(manager.start_server(params.name))
+            self._spawn(manager.start_server(params.name), "eca-mcp-start")
 
     def mcp_stop_server(self, params: McpStopServerParams) -> None:
         manager = self._mcp(params.name)
         if manager is not None:
-            self._spawn(manager.stop_server(params.name))
+            self._spawn(manager.stop_server(params.name), "eca-mcp-stop")
 
     # -- server → client requests (used by the engine's tools) ------------------------------------------------
 
@@ -489,7 +352,7 @@ class ServerConnection:
         return bool(getattr(editor, "diagnostics", False))
 
     async def request(self, method: str, params: Any, timeout: float | None = None) -> Any:
-        await self.flush()  # the client sees the toolCallRunning that explains this request first
+        # queued behind the toolCallRunning that explains it, so the client sees that first
         return await self.endpoint.request(method, params, timeout=timeout)
 
 
@@ -497,8 +360,10 @@ async def serve_stdio(*, config_file: Path | None = None, max_frame_size: int | 
     """``eca-notebook server``: ECA over this process's stdin/stdout."""
     from ..transports.stdio import open_stdio
 
-    kwargs = {"max_frame_size": max_frame_size} if max_frame_size else {}
-    stream = await open_stdio(codec="content-length", **kwargs)
+    if max_frame_size:
+        stream = await open_stdio(codec="content-length", max_frame_size=max_frame_size)
+    else:
+        stream = await open_stdio(codec="content-length")
     connection = ServerConnection(stream, default_engine_factory(config_file))
     try:
         return await connection.run()

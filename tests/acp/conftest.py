@@ -14,10 +14,11 @@ from __future__ import annotations
 import json
 import logging
 import sys
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, AsyncIterator
+from typing import Any
 
 import pytest
 from acp import schema as S
@@ -85,7 +86,7 @@ def _compare(raw: Any, dumped: Any, where: str, method: str, problems: list[str]
             if key not in raw:
                 problems.append(f"{method}: {where}.{key} appeared in the round trip")
     elif isinstance(raw, list) and isinstance(dumped, list) and len(raw) == len(dumped):
-        for i, (a, b) in enumerate(zip(raw, dumped)):
+        for i, (a, b) in enumerate(zip(raw, dumped, strict=False)):
             _compare(a, b, f"{where}[{i}]", method, problems)
     elif raw != dumped:
         problems.append(f"{method}: {where or '<root>'} = {raw!r} became {dumped!r} (invalid, salvaged by the client)")

@@ -53,7 +53,7 @@ class Acpx:
         return [str(self.binary), "--agent", AGENT, "--cwd", str(self.cwd), "--format", "json", "--ttl", ttl,
                 "--timeout", "60", *args]
 
-    def run(self, *args: str) -> "Run":
+    def run(self, *args: str) -> Run:
         done = subprocess.run(self.argv(*args), env=self.env, cwd=self.cwd, capture_output=True, text=True,
                               timeout=120)
         return Run(done.returncode, done.stdout, done.stderr)

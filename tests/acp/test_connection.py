@@ -10,8 +10,9 @@ from __future__ import annotations
 import asyncio
 import json
 import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import pytest
 from acp import RequestError, text_block
@@ -92,7 +93,7 @@ class Client:
     def text(self, kind: str = "agent_message_chunk") -> str:
         return "".join(u["content"]["text"] for u in self.of(kind))
 
-    async def wait(self, predicate: Callable[["Client"], bool], timeout: float = 60) -> None:
+    async def wait(self, predicate: Callable[[Client], bool], timeout: float = 60) -> None:
         async def loop() -> None:
             while not predicate(self):
                 self.changed.clear()
@@ -283,7 +284,8 @@ async def test_cancel_while_waiting_for_permission(spawn_agent, llm, workspace, 
 
 async def test_load_replays_a_saved_session_in_a_new_process(spawn_agent, llm, workspace, strict):
     (workspace / "notes.txt").write_text("remember me\n")
-    llm.enqueue(Reply([Text("Reading."), call("read_file", {"path": "notes.txt"})]), Reply.text("It says: remember me."))
+    llm.enqueue(Reply([Text("Reading."), call("read_file", {"path": "notes.txt"})]),
+                Reply.text("It says: remember me."))
     first = Client()
     async with spawn_agent(first) as (conn, _):
         session_id = await start(conn, first, workspace)

@@ -8,6 +8,7 @@ import json
 import random
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -81,12 +82,30 @@ async def test_the_acp_server_survives_fuzzed_lines_and_still_answers(tmp_path: 
         await asyncio.gather(reader, return_exceptions=True)
 
 
-async def test_updates_queued_for_a_client_that_does_not_read_are_bounded():
-    from eca_notebook.acp._connection import MAX_QUEUED_UPDATES, _BoundedOutbox
+class _NotReading:
+    """A MessageStream whose peer reads nothing: every write waits forever."""
 
-    dropped: list[int] = []
-    outbox = _BoundedOutbox(lambda: dropped.append(outbox.qsize()))
+    def __init__(self) -> None:
+        self.closed = asyncio.Event()
+
+    async def read(self) -> Any:
+        await self.closed.wait()
+        return None
+
+    async def write(self, message: Any) -> None:
+        await asyncio.Event().wait()
+
+    async def close(self) -> None:
+        self.closed.set()
+
+
+async def test_updates_queued_for_a_client_that_does_not_read_are_bounded():
+    from eca_notebook.acp._connection import MAX_QUEUED_UPDATES, AcpConnection
+
+    connection = AcpConnection(_NotReading())
     for i in range(MAX_QUEUED_UPDATES + 500):
-        outbox.put_nowait(("raw", "session/update", {"i": i}))
-    assert dropped == [MAX_QUEUED_UPDATES + 1]  # the client is disconnected once, and nothing more is queued
-    assert outbox.qsize() == MAX_QUEUED_UPDATES + 1
+        connection.notify_update("s", {"i": i})
+    # past the cap the client is disconnected, and nothing more is queued
+    assert connection.endpoint.queued == MAX_QUEUED_UPDATES + 1
+    await asyncio.wait_for(connection.run(), GUARD)
+    assert connection.endpoint.closed

@@ -84,7 +84,8 @@ def test_execute_output_is_fenced_and_unfinished_calls_fail_after_replay():
 def test_oversized_diff_is_left_out_of_the_tool_call():
     t = SessionUpdates(WS)
     big = "x" * (UPDATE_LIMIT + 10) + "\n"
-    details = {"type": "fileChange", "path": "/ws/big.txt", "diff": f"--- a/big.txt\n+++ b/big.txt\n@@ -0,0 +1 @@\n+{big}",
+    details = {"type": "fileChange", "path": "/ws/big.txt",
+               "diff": f"--- a/big.txt\n+++ b/big.txt\n@@ -0,0 +1 @@\n+{big}",
                "linesAdded": 1, "linesRemoved": 0}
     [started], _ = t.translate("assistant", run(name="write_file", arguments={"path": "big.txt", "content": big},
                                                 details=details), live=True)

@@ -14,7 +14,6 @@ from eca_notebook.engine import Engine, EngineOptions
 from eca_notebook.testing.llm_server import Reasoning, Reply, ScriptedLLMServer, Stall, Text, ToolCall, Usage
 
 
-
 def types(result: PromptResult) -> list[str]:
     return [item.content.type for item in result.contents]
 
@@ -379,7 +378,8 @@ async def test_secrets_never_reach_the_in_process_client(workspace: Path, env: d
 
     from .conftest import provider_config
 
-    key_a, key_b, header, password = "inproc-key-A-12345", "inproc-key-B-67890", "inproc-hdr-C-24680", "inproc-pw-D-1357"
+    key_a, key_b = "inproc-key-A-12345", "inproc-key-B-67890"
+    header, password = "inproc-hdr-C-24680", "inproc-pw-D-1357"
     config = provider_config(("fake", llm), ("other", llm))
     config["providers"]["fake"].update(key=key_a, headers={"X-Auth": header},
                                        url=llm.url.replace("://", f"://me:{password}@"))
@@ -393,6 +393,7 @@ async def test_secrets_never_reach_the_in_process_client(workspace: Path, env: d
         await eca.aclose()
     assert failed.error is not None and "bad key ***" in failed.error
     assert any("Providers:" in text for text in doctor.system)
-    shown = json.dumps([failed.error, doctor.system, [i.model_dump(mode="json") for i in failed.contents + doctor.contents]])
+    items = [i.model_dump(mode="json") for i in failed.contents + doctor.contents]
+    shown = json.dumps([failed.error, doctor.system, items])
     for secret in (key_a, key_b, header, password):
         assert secret not in shown, secret

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from typing import Any, AsyncIterator
+from collections.abc import AsyncIterator
+from typing import Any
 
 import pytest
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
@@ -205,7 +206,8 @@ async def test_outgoing_ids_are_ints_from_one_and_results_are_matched_by_id(h):
 async def test_error_response_raises_rpc_error_in_the_caller(h):
     task = asyncio.create_task(h.endpoint.request("client/x"))
     request = await recv(h.peer)
-    await h.peer.write({"jsonrpc": "2.0", "id": request["id"], "error": {"code": -31700, "message": "File not found", "data": {"p": 1}}})
+    await h.peer.write({"jsonrpc": "2.0", "id": request["id"],
+                        "error": {"code": -31700, "message": "File not found", "data": {"p": 1}}})
     with pytest.raises(RpcError) as info:
         await asyncio.wait_for(task, GUARD)
     assert (info.value.code, info.value.message, info.value.data) == (-31700, "File not found", {"p": 1})
@@ -220,7 +222,7 @@ async def test_pydantic_params_are_dumped_by_alias_without_none(h):
     assert await asyncio.wait_for(task, GUARD) == {"chatId": "r", "model": None}
 
 
-# -- concurrency --------------------------------------------------------------------------------------------------------
+# -- concurrency -------------------------------------------------------------------------------------------------------
 
 
 async def test_a_slow_request_does_not_block_the_next_one(pair):
@@ -272,7 +274,7 @@ async def test_sync_handlers_work_for_requests(pair):
     assert await client.request("sync", {"a": 1}) == {"got": {"a": 1}}
 
 
-# -- timeouts and cancellation -------------------------------------------------------------------------------------------
+# -- timeouts and cancellation -----------------------------------------------------------------------------------------
 
 
 async def test_outgoing_request_timeout_sends_cancel_and_raises(h):
@@ -398,7 +400,8 @@ async def test_parse_errors_are_answered_with_id_null(h, raw):
 
 async def test_method_not_found_names_the_method(h):
     response = await call(h.peer, 1, "chat/unknown")
-    assert response["error"] == {"code": METHOD_NOT_FOUND, "message": "Method not found: chat/unknown", "data": {"method": "chat/unknown"}}
+    assert response["error"] == {"code": METHOD_NOT_FOUND, "message": "Method not found: chat/unknown",
+                                 "data": {"method": "chat/unknown"}}
 
 
 async def test_handler_rpc_error_is_sent_as_is(h):
@@ -512,7 +515,8 @@ async def test_batch_of_responses_resolves_our_requests(h):
     first = asyncio.create_task(h.endpoint.request("client/a"))
     second = asyncio.create_task(h.endpoint.request("client/b"))
     await recv(h.peer), await recv(h.peer)
-    await h.peer.write([{"jsonrpc": "2.0", "id": 1, "result": "A"}, {"jsonrpc": "2.0", "id": 2, "error": {"code": 1, "message": "no"}}])
+    await h.peer.write([{"jsonrpc": "2.0", "id": 1, "result": "A"},
+                        {"jsonrpc": "2.0", "id": 2, "error": {"code": 1, "message": "no"}}])
     assert await asyncio.wait_for(first, GUARD) == "A"
     with pytest.raises(RpcError):
         await asyncio.wait_for(second, GUARD)
@@ -527,14 +531,15 @@ async def test_a_batch_entry_can_be_cancelled(h):
         await asyncio.Event().wait()
 
     h.endpoint.register("slow", slow)
-    await h.peer.write([{"jsonrpc": "2.0", "id": "a", "method": "slow"}, {"jsonrpc": "2.0", "id": "b", "method": "ping"}])
+    await h.peer.write([{"jsonrpc": "2.0", "id": "a", "method": "slow"},
+                        {"jsonrpc": "2.0", "id": "b", "method": "ping"}])
     await asyncio.wait_for(started.wait(), GUARD)
     await h.peer.write({"jsonrpc": "2.0", "method": "$/cancelRequest", "params": {"id": "a"}})
     responses = await recv(h.peer)
     assert {r["id"]: r.get("error", {}).get("code") for r in responses} == {"a": REQUEST_CANCELLED, "b": None}
 
 
-# -- guard --------------------------------------------------------------------------------------------------------------
+# -- guard -------------------------------------------------------------------------------------------------------------
 
 
 async def test_guard_refuses_requests_with_its_error_and_drops_notifications():
@@ -553,7 +558,8 @@ async def test_guard_refuses_requests_with_its_error_and_drops_notifications():
     runner = asyncio.create_task(endpoint.run())
 
     response = await call(peer, 1, "work")
-    assert response == {"jsonrpc": "2.0", "id": 1, "error": {"code": SERVER_NOT_INITIALIZED, "message": "'work' before 'initialize'"}}
+    assert response == {"jsonrpc": "2.0", "id": 1,
+                        "error": {"code": SERVER_NOT_INITIALIZED, "message": "'work' before 'initialize'"}}
     assert (await call(peer, 2, "unknown-method"))["error"]["code"] == SERVER_NOT_INITIALIZED
     await peer.write({"jsonrpc": "2.0", "method": "note"})
     assert (await call(peer, 3, "initialize"))["result"] == {"ok": True}
@@ -574,7 +580,7 @@ async def test_a_guard_that_crashes_is_an_internal_error():
     await asyncio.wait_for(runner, GUARD)
 
 
-# -- closing ------------------------------------------------------------------------------------------------------------
+# -- closing -----------------------------------------------------------------------------------------------------------
 
 
 async def test_eof_fails_pending_requests_and_cancels_handlers():

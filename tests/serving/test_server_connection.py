@@ -10,9 +10,9 @@ from typing import Any
 import pytest
 
 from eca_notebook.engine import Engine, EngineOptions
-from eca_notebook.serving import ServerConnection
 from eca_notebook.protocol.errors import RpcError
 from eca_notebook.rpc import Endpoint
+from eca_notebook.serving import ServerConnection
 from eca_notebook.testing.llm_server import Reply, ScriptedLLMServer, Stall, Text
 from eca_notebook.transports.memory import memory_pair
 
@@ -109,7 +109,8 @@ async def test_selected_model_and_behavior(connected: Harness, llm):
     llm.enqueue(Reply.text("ok"))
     result = await connected.client.request("chat/prompt", {"message": "which model?"})
     assert result["model"] == "fake/m2"
-    await connected.until(lambda m, p: m == "chat/statusChanged" and p == {"chatId": result["chatId"], "status": "idle"})
+    idle = {"chatId": result["chatId"], "status": "idle"}
+    await connected.until(lambda m, p: m == "chat/statusChanged" and p == idle)
     assert llm.requests[-1].body["model"] == "m2"
     assert "plan mode" in llm.requests[-1].body["messages"][0]["content"]
 
@@ -186,10 +187,10 @@ async def test_text_chunks_queued_for_a_client_that_is_not_reading_are_merged():
 
     stream = GatedStream()
     connection = Connection(stream, lambda params: None)
-    writer = asyncio.create_task(connection._write_loop())
     chunks = [f"chunk {i} " for i in range(2000)]
-    connection.send("chat/contentReceived", {"chatId": "c", "role": "assistant", "content": {"type": "text", "text": "first"}})
-    await asyncio.sleep(0)  # the writer takes the first one and blocks on it
+    connection.send("chat/contentReceived",
+                    {"chatId": "c", "role": "assistant", "content": {"type": "text", "text": "first"}})
+    await asyncio.sleep(0)  # the endpoint's writer takes the first one and blocks on it
     shared = [{"chatId": "c", "role": "assistant", "content": {"type": "text", "text": t}} for t in chunks]
     for params in shared:
         connection.send("chat/contentReceived", params)
@@ -201,14 +202,14 @@ async def test_text_chunks_queued_for_a_client_that_is_not_reading_are_merged():
                                              "content": {"type": "text", "text": "x"}})
     connection.send("chat/contentReceived", {"chatId": "c", "role": "user", "content": {"type": "text", "text": "u1"}})
     connection.send("chat/contentReceived", {"chatId": "c", "role": "user", "content": {"type": "text", "text": "u2"}})
-    from eca_notebook.serving._connection import MERGE_BACKLOG
+    from eca_notebook.serving._chunks import MERGE_BACKLOG
 
     # The first chunks wait as they are (a client that keeps up sees them unchanged); past the backlog bound the
     # rest are one notification.
-    assert len(connection._outbox) == MERGE_BACKLOG + 4
+    assert connection.endpoint.queued == MERGE_BACKLOG + 4
     stream.gate.set()
-    await asyncio.wait_for(connection.flush(), 30)
-    writer.cancel()
+    await asyncio.wait_for(connection.endpoint.drain(), 30)
+    await connection.endpoint.close()
     contents = [(m["params"]["chatId"], m["params"]["role"], m["params"]["content"]) for m in stream.written]
     texts = [c for chat, role, c in contents if chat == "c" and role == "assistant" and c["type"] == "text"]
     assert "".join(c["text"] for c in texts) == "first" + "".join(chunks)

@@ -68,7 +68,7 @@ def test_dumps_escapes_a_lone_surrogate_instead_of_failing():
     assert loads(body) == {"s": "a\ud800b"}
 
 
-# -- loads --------------------------------------------------------------------------------------------------------------
+# -- loads -------------------------------------------------------------------------------------------------------------
 
 
 def test_loads_accepts_a_trailing_newline_and_a_bom():
@@ -113,7 +113,8 @@ def test_content_type_with_a_utf8_charset_is_accepted(content_type):
 
 
 def test_content_type_before_content_length_and_unknown_headers_are_fine():
-    data = frame(BODY, "Content-Type: application/vscode-jsonrpc; charset=utf8", "X-Whatever: 1", f"Content-Length: {len(BODY)}")
+    data = frame(BODY, "Content-Type: application/vscode-jsonrpc; charset=utf8", "X-Whatever: 1",
+                 f"Content-Length: {len(BODY)}")
     assert ContentLengthDecoder().feed(data) == [BODY]
 
 
@@ -153,7 +154,8 @@ def test_a_200kb_frame_split_across_many_reads():
 
 def test_byte_by_byte_feeding():
     bodies = [BODY, dumps({"jsonrpc": "2.0", "id": "x", "result": None}), BODY + b"\n"]
-    data = frame(bodies[0]) + frame(bodies[1], "content-type: application/json; charset=utf8", f"CONTENT-LENGTH: {len(bodies[1])}") + frame(bodies[2])
+    middle = frame(bodies[1], "content-type: application/json; charset=utf8", f"CONTENT-LENGTH: {len(bodies[1])}")
+    data = frame(bodies[0]) + middle + frame(bodies[2])
     decoder = ContentLengthDecoder()
     out = feed_in_pieces(decoder, data, 1)
     assert out == bodies
@@ -207,7 +209,8 @@ def test_an_empty_body_is_delivered_and_fails_to_parse():
 @pytest.mark.parametrize("charset", ["latin1", "ISO-8859-1", "utf-16", '"ascii"'])
 def test_unsupported_charset_is_an_error_its_body_is_skipped_and_the_next_frame_decodes(charset):
     bad_body = "é".encode("latin-1") * 10
-    data = frame(bad_body, f"Content-Type: text/plain; charset={charset}", f"Content-Length: {len(bad_body)}") + frame(BODY)
+    data = (frame(bad_body, f"Content-Type: text/plain; charset={charset}", f"Content-Length: {len(bad_body)}")
+            + frame(BODY))
     for size in (len(data), 3, 1):
         out = feed_in_pieces(ContentLengthDecoder(), data, size)
         assert len(out) == 2, out

@@ -34,7 +34,8 @@ bodies = st.builds(
 def fragments(draw) -> bytes:
     body = draw(bodies)
     kind = draw(st.integers(0, 13))
-    spaces = b" " * draw(st.sampled_from([0, 1, 2, 1023, 1024, 1025, 3000, MAX_HEADER_BLOCK - 20, MAX_HEADER_BLOCK + 5]))
+    spaces = b" " * draw(st.sampled_from([0, 1, 2, 1023, 1024, 1025, 3000, MAX_HEADER_BLOCK - 20,
+                                          MAX_HEADER_BLOCK + 5]))
     if kind == 0:
         return b"Content-Length: %d\r\n\r\n%s" % (len(body), body)
     if kind == 1:  # many spaces after the colon (once split-dependent)

@@ -5,8 +5,9 @@ from __future__ import annotations
 import asyncio
 import os
 import sys
+from collections.abc import AsyncIterator
 from pathlib import Path
-from typing import Any, AsyncIterator
+from typing import Any
 
 import pytest
 
@@ -183,10 +184,12 @@ async def test_what_real_clients_put_on_the_wire():
     raw = RawClient(proc)
     body = dumps({"jsonrpc": "2.0", "id": 1, "method": "echo", "params": {"a": "é"}})
     # Content-Type with both charsets, a trailing \n counted in N, lower-case header names.
-    await raw.send(b"Content-Type: application/vscode-jsonrpc; charset=utf-8\r\nContent-Length: %d\r\n\r\n%s" % (len(body), body))
+    await raw.send(b"Content-Type: application/vscode-jsonrpc; charset=utf-8\r\nContent-Length: %d\r\n\r\n%s"
+                   % (len(body), body))
     assert await raw.recv() == {"jsonrpc": "2.0", "id": 1, "result": {"a": "é"}}
     body = dumps({"jsonrpc": "2.0", "id": "uuid-2", "method": "echo", "params": [2]}) + b"\n"
-    await raw.send(b"content-length: %d\r\ncontent-type: application/vscode-jsonrpc; charset=utf8\r\n\r\n%s" % (len(body), body))
+    await raw.send(b"content-length: %d\r\ncontent-type: application/vscode-jsonrpc; charset=utf8\r\n\r\n%s"
+                   % (len(body), body))
     assert await raw.recv() == {"jsonrpc": "2.0", "id": "uuid-2", "result": [2]}
     # Several frames in one write.
     frames = b"".join(
@@ -307,7 +310,8 @@ async def test_pipe_stream_writes_one_content_length_frame_per_message(pipes):
     stream, _, raw_out = pipes
     await stream.write({"jsonrpc": "2.0", "method": "x", "params": "é"})
     body = dumps({"jsonrpc": "2.0", "method": "x", "params": "é"})
-    assert await asyncio.wait_for(raw_out.readexactly(len(encode_content_length(body))), GUARD) == encode_content_length(body)
+    expected = encode_content_length(body)
+    assert await asyncio.wait_for(raw_out.readexactly(len(expected)), GUARD) == expected
 
 
 async def test_pipe_stream_reads_split_frames_errors_and_eof(pipes):

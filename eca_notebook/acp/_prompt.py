@@ -1,0 +1,104 @@
+"""ACP prompt blocks → the engine's prompt: the message text, the contexts, and the embedded resources' texts.
+
+ECA contents going the other way (engine → ``session/update``) are :mod:`._updates`' job. Here:
+
+* text blocks join into the message (a space between two that would otherwise run together);
+* resource links are cited in the message as ``[name](uri)`` and become ``file`` / ``web`` contexts, so the
+  engine attaches what they point at;
+* embedded resources become ``mcpResource`` contexts of the pseudo-server :data:`RESOURCE_SERVER`, whose texts
+  :class:`EmbeddedResources` (a plug-in of the workspace's engine) serves to the context renderer for the length
+  of the turn: they reach the model like any attached context without being echoed as the user's text;
+* images and audio are refused (the agent advertises ``promptCapabilities`` without them).
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+from urllib.parse import unquote, urlparse
+
+from ..plugins import BasePlugin
+from ..protocol.errors import INVALID_PARAMS, RpcError
+from ._schema import BlobResource, MediaBlock, ResourceBlock, ResourceLinkBlock, TextBlock
+
+__all__ = ["RESOURCE_SERVER", "EmbeddedResources", "PromptInput", "prompt_input"]
+
+RESOURCE_SERVER = "acp:embedded"  # the "server" of embedded-resource contexts; not an MCP server name one picks
+EMPTY_MESSAGE = "See the attached context."
+
+
+class EmbeddedResources(BasePlugin):
+    """Serves the texts of a prompt's embedded resources to the engine's context renderer (``mcpResource``
+    contexts with ``server: "acp:embedded"``), so they are rendered like any attached context."""
+
+    name = "acp-resources"
+
+    def __init__(self) -> None:
+        self._texts: dict[str, str] = {}
+        self._ids = itertools.count(1)
+
+    def put(self, text: str) -> str:
+        token = f"r{next(self._ids)}"
+        self._texts[token] = text
+        return token
+
+    def drop(self, tokens: list[str]) -> None:
+        for token in tokens:
+            self._texts.pop(token, None)
+
+    async def read_context(self, context: Any) -> str | None:
+        if getattr(context, "server", None) != RESOURCE_SERVER:
+            return None
+        token = (getattr(context, "model_extra", None) or {}).get("acpResource")
+        return self._texts.get(token) if isinstance(token, str) else None
+
+
+@dataclass
+class PromptInput:
+    """One ``session/prompt`` as the engine takes it; *tokens* are dropped from the resources after the turn."""
+
+    message: str
+    contexts: list[dict[str, Any]] = field(default_factory=list)
+    tokens: list[str] = field(default_factory=list)
+
+
+def prompt_input(blocks: list[Any], resources: EmbeddedResources) -> PromptInput:
+    """Translate a prompt's content blocks. Raises ``-32602`` for media blocks (their resources already dropped)."""
+    pieces: list[str] = []
+    result = PromptInput(message="")
+    for block in blocks:
+        if isinstance(block, TextBlock):
+            pieces.append(block.text)
+        elif isinstance(block, ResourceLinkBlock):
+            name = block.title or block.name or block.uri
+            pieces.append(f"[{name}]({block.uri})")
+            parsed = urlparse(block.uri)
+            if parsed.scheme == "file":
+                result.contexts.append({"type": "file", "path": unquote(parsed.path)})
+            elif parsed.scheme in ("http", "https"):
+                result.contexts.append({"type": "web", "url": block.uri})
+        elif isinstance(block, ResourceBlock):
+            resource = block.resource
+            if isinstance(resource, BlobResource):
+                text = (f"(binary content, {resource.mime_type or 'unknown type'}, about "
+                        f"{len(resource.blob) * 3 // 4} bytes: not shown)")
+            else:
+                text = resource.text
+            token = resources.put(text)
+            result.tokens.append(token)
+            name = Path(unquote(urlparse(resource.uri).path)).name or resource.uri
+            result.contexts.append({"type": "mcpResource", "uri": resource.uri, "name": name,
+                                    "server": RESOURCE_SERVER, "acpResource": token})
+        elif isinstance(block, MediaBlock):
+            resources.drop(result.tokens)
+            raise RpcError(INVALID_PARAMS, f"{block.type} content is not supported (promptCapabilities."
+                                           f"{block.type} is false)", {"type": block.type})
+    message = ""
+    for piece in pieces:
+        if message and piece and not message[-1].isspace() and not piece[0].isspace():
+            message += " "
+        message += piece
+    result.message = message if message.strip() else EMPTY_MESSAGE
+    return result

@@ -1,0 +1,167 @@
+"""ACP sessions: one per engine chat (same id), with the mode, model and config options ACP shows for it.
+
+A session is an engine chat seen through ACP: its mode is the engine's behavior, its model one of the workspace's
+models, and ``configOptions`` present both as selects. This module answers what a ``session/new`` /
+``session/load`` / ``session/list`` result says about sessions; the connection decides when.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from ..engine.engine import Engine
+from ..protocol.errors import INVALID_PARAMS, RpcError
+from ._updates import SessionUpdates
+from ._workspaces import Workspace
+
+__all__ = ["MODE_DESCRIPTIONS", "SESSION_PAGE", "Session", "Turn", "available_commands", "session_page"]
+
+MODE_DESCRIPTIONS = {
+    "agent": "Reads and changes your files; every change is shown as a diff for your approval.",
+    "plan": "Analyses and proposes a plan; never changes a file.",
+}
+_OTHER_MODE = "A behavior from your configuration."
+SESSION_PAGE = 100
+
+
+@dataclass
+class Turn:
+    """The prompt running in a session."""
+
+    cancelled: bool = False
+
+
+@dataclass
+class Session:
+    id: str
+    workspace: Workspace
+    updates: SessionUpdates
+    mode: str
+    model: str | None
+    turn: Turn | None = None
+    rejected_always: set[tuple[str, str]] = field(default_factory=set)
+
+    @property
+    def engine(self) -> Engine:
+        return self.workspace.engine
+
+    # -- modes and models ----------------------------------------------------------------------------------------
+
+    def current_model(self) -> str | None:
+        engine = self.engine
+        model = self.model or engine.selected_model or engine.registry.default_model()
+        return model if model in engine.registry.models() else None
+
+    def state(self) -> dict[str, Any]:
+        """The modes / models / configOptions block of a session/new or session/load answer."""
+        engine = self.engine
+        modes = [{"id": b, "name": b.capitalize(), "description": MODE_DESCRIPTIONS.get(b, _OTHER_MODE)}
+                 for b in engine.behaviors()]
+        state: dict[str, Any] = {"modes": {"currentModeId": self.mode, "availableModes": modes}}
+        models = engine.registry.models()
+        current = self.current_model()
+        if models and current is not None:
+            state["models"] = {"currentModelId": current,
+                               "availableModels": [{"modelId": m, "name": m} for m in models]}
+        state["configOptions"] = self.config_options()
+        return state
+
+    def config_options(self) -> list[dict[str, Any]]:
+        engine = self.engine
+        options: list[dict[str, Any]] = [{
+            "id": "mode", "name": "Mode", "category": "mode", "type": "select", "currentValue": self.mode,
+            "options": [{"value": b, "name": b.capitalize(), "description": MODE_DESCRIPTIONS.get(b, _OTHER_MODE)}
+                        for b in engine.behaviors()],
+        }]
+        current = self.current_model()
+        if current is not None:
+            options.append({"id": "model", "name": "Model", "category": "model", "type": "select",
+                            "currentValue": current,
+                            "options": [{"value": m, "name": m} for m in engine.registry.models()]})
+        return options
+
+    def apply_mode(self, mode: str) -> None:
+        behaviors = self.engine.behaviors()
+        if mode not in behaviors:
+            raise RpcError(INVALID_PARAMS, f"unknown mode '{mode}'; available: {', '.join(behaviors)}",
+                           {"modeId": mode})
+        self.mode = mode
+
+    def apply_model(self, model: str) -> None:
+        models = self.engine.registry.models()
+        if model not in models:
+            raise RpcError(INVALID_PARAMS, f"unknown model '{model}'; available: {', '.join(models) or 'none'}",
+                           {"modelId": model})
+        self.model = model
+
+    def apply_option(self, config_id: str, value: Any) -> None:
+        if not isinstance(value, str):
+            raise RpcError(INVALID_PARAMS, f"'{config_id}' takes one of its listed values, not a boolean",
+                           {"configId": config_id})
+        if config_id == "mode":
+            self.apply_mode(value)
+        elif config_id == "model":
+            self.apply_model(value)
+        else:
+            raise RpcError(INVALID_PARAMS, f"unknown config option '{config_id}'; available: mode, model",
+                           {"configId": config_id})
+
+    # -- the end of a turn ---------------------------------------------------------------------------------------
+
+    def stop_reason(self, turn: Turn) -> str:
+        if turn.cancelled:
+            return "cancelled"
+        if self.updates.round_cap_hit:
+            return "max_turn_requests"
+        chat = self.engine.chats.get(self.id)
+        # The engine does not record the provider's stop reason yet; when it does (``last_stop_reason``), a
+        # length-limited answer is reported as such.
+        if getattr(chat, "last_stop_reason", None) == "max_tokens":
+            return "max_tokens"
+        return "end_turn"
+
+
+def available_commands(engine: Engine) -> list[dict[str, Any]]:
+    """The engine's commands as an ``available_commands_update`` lists them."""
+    commands = []
+    for command in engine.query_commands(""):
+        entry: dict[str, Any] = {"name": command["name"], "description": command.get("description") or ""}
+        arguments = command.get("arguments") or []
+        if arguments:
+            entry["input"] = {"hint": " ".join(f"<{a['name']}>" if a.get("required") else f"[{a['name']}]"
+                                               for a in arguments)}
+        commands.append(entry)
+    return commands
+
+
+def _iso(ms: Any) -> str | None:
+    if not isinstance(ms, (int, float)):
+        return None
+    return datetime.fromtimestamp(ms / 1000, tz=UTC).isoformat().replace("+00:00", "Z")
+
+
+def session_page(workspaces: Iterable[Workspace], cursor: str | None) -> dict[str, Any]:
+    """A ``session/list`` answer: the saved chats of *workspaces*, most recently updated first, one page from
+    *cursor* (an offset, as we hand them out in ``nextCursor``)."""
+    infos: list[dict[str, Any]] = []
+    for workspace in workspaces:
+        for chat in workspace.engine.list_chats():
+            info: dict[str, Any] = {"sessionId": chat["id"], "cwd": str(workspace.cwd)}
+            if chat.get("title"):
+                info["title"] = chat["title"]
+            updated = _iso(chat.get("updatedAt"))
+            if updated:
+                info["updatedAt"] = updated
+            infos.append(info)
+    infos.sort(key=lambda i: i.get("updatedAt") or "", reverse=True)
+    try:
+        start = int(cursor) if cursor else 0
+    except ValueError:
+        raise RpcError(INVALID_PARAMS, "invalid cursor", {"cursor": cursor}) from None
+    result: dict[str, Any] = {"sessions": infos[start:start + SESSION_PAGE]}
+    if start + SESSION_PAGE < len(infos):
+        result["nextCursor"] = str(start + SESSION_PAGE)
+    return result

@@ -1,0 +1,84 @@
+"""JSON-RPC 2.0 message shapes shared by the endpoint's dispatcher and its outbox: what goes on the wire for a
+value, an error response, a failure's one-line text."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pydantic
+from pydantic_core import to_jsonable_python
+
+from ..protocol.errors import INTERNAL_ERROR, INVALID_PARAMS, INVALID_REQUEST, RpcError
+
+__all__ = ["Id", "envelope_error", "error_response", "invalid_params", "replace_unserializable", "short", "to_json",
+           "valid_id"]
+
+MAX_ERROR_TEXT = 200
+
+Id = int | str | None
+
+
+def to_json(value: Any) -> Any:
+    """What goes on the wire for a result or params value: pydantic models dumped by alias without ``None`` fields,
+    containers walked (a list of models works), everything else as is."""
+    if isinstance(value, pydantic.BaseModel):
+        return value.model_dump(by_alias=True, exclude_none=True, mode="json")
+    if isinstance(value, dict):
+        return {k: to_json(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [to_json(v) for v in value]
+    return value
+
+
+def valid_id(value: Any) -> bool:
+    return value is None or isinstance(value, str) or (isinstance(value, int) and not isinstance(value, bool))
+
+
+def error_response(id: Id, error: RpcError) -> dict[str, Any]:
+    return {"jsonrpc": "2.0", "id": id, "error": error.to_dict()}
+
+
+def envelope_error(message: Any) -> dict[str, Any] | None:
+    """The ``-32600`` answer to an incoming message that is not a well-formed request or notification, or None.
+    (A response to one of ours — no ``method``, a ``result`` or ``error`` — is told apart before this.)"""
+    if not isinstance(message, dict):
+        return error_response(None, RpcError(INVALID_REQUEST, "a message must be a JSON object or array"))
+    id = message.get("id")
+    reply_id = id if valid_id(id) else None
+    if "method" not in message:
+        return error_response(reply_id, RpcError(INVALID_REQUEST, "a message needs 'method', or 'result'/'error'"))
+    if message.get("jsonrpc") != "2.0":
+        return error_response(reply_id, RpcError(INVALID_REQUEST, "'jsonrpc' must be \"2.0\""))
+    if not isinstance(message["method"], str):
+        return error_response(reply_id, RpcError(INVALID_REQUEST, "'method' must be a string"))
+    if not valid_id(id):
+        return error_response(None, RpcError(INVALID_REQUEST, "'id' must be an integer, a string or null"))
+    params = message.get("params")
+    if params is not None and not isinstance(params, (dict, list)):
+        return error_response(reply_id, RpcError(INVALID_REQUEST, "'params' must be an object, an array or null"))
+    return None
+
+
+def short(exc: BaseException) -> str:
+    """An exception as one line for the peer or the log: type and message, truncated."""
+    text = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+    return text if len(text) <= MAX_ERROR_TEXT else text[: MAX_ERROR_TEXT - 1] + "…"
+
+
+def invalid_params(exc: pydantic.ValidationError) -> RpcError:
+    errors = to_jsonable_python(exc.errors(include_url=False), fallback=str)
+    return RpcError(INVALID_PARAMS, f"Invalid params: {exc.error_count()} validation error(s)", errors)
+
+
+def replace_unserializable(response: dict[str, Any] | list[dict[str, Any]]) -> Any:
+    """Swap every response that cannot be encoded for an internal error carrying its id."""
+
+    def fix(item: dict[str, Any]) -> dict[str, Any]:
+        try:
+            json.dumps(item, allow_nan=False)
+            return item
+        except (TypeError, ValueError):
+            return error_response(item.get("id"), RpcError(INTERNAL_ERROR, "result is not JSON-serializable"))
+
+    return [fix(r) for r in response] if isinstance(response, list) else fix(response)
