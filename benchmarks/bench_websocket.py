@@ -91,13 +91,18 @@ def free_port() -> int:
 
 
 class Counter:
+    """Counts the reply's chunks by their text (``t<i> `` each): a connection that falls behind merges consecutive
+    chunks into one notification (ServerConnection's backlog rule), which shows the same text."""
+
     def __init__(self) -> None:
         self.text_chunks = 0
+        self.notifications = 0
         self.idle = asyncio.Event()
 
     def send(self, method: str, params: dict) -> None:
         if method == "chat/contentReceived" and params["role"] == "assistant" and params["content"]["type"] == "text":
-            self.text_chunks += 1
+            self.text_chunks += params["content"]["text"].count(" ")
+            self.notifications += 1
         elif method == "chat/statusChanged" and params["status"] == "idle":
             self.idle.set()
 
