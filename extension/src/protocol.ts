@@ -50,11 +50,13 @@ export interface CancelRequestParams {
   id: number | string;
 }
 
+/** ``chat/cleared``: the server cleared a chat's history (and maybe its rendered messages). */
 export interface ChatClearedParams {
   chatId: string;
   messages: boolean;
 }
 
+/** One command offered by ``chat/queryCommands`` (``/name``), with its arguments. */
 export interface ChatCommand {
   name: string;
   description: string;
@@ -62,12 +64,14 @@ export interface ChatCommand {
   arguments?: Array<ChatCommandArgument>;
 }
 
+/** One argument of a :class:`ChatCommand`. */
 export interface ChatCommandArgument {
   name: string;
   description?: string;
   required: boolean;
 }
 
+/** ``chat/contentReceived``: one content of a chat, streamed by the server. */
 export interface ChatContentReceivedParams {
   chatId: string;
   content: ChatContent;
@@ -75,6 +79,7 @@ export interface ChatContentReceivedParams {
   parentChatId?: string;
 }
 
+/** ``chat/delete``: forget a chat (and its saved history). */
 export interface ChatDeleteParams {
   chatId?: string;
 }
@@ -83,6 +88,7 @@ export interface ChatDeleteParams {
 export interface ChatDeleteResult {
 }
 
+/** ``chat/deleted``: a chat was deleted (by any client of the workspace). */
 export interface ChatDeletedParams {
   chatId: string;
 }
@@ -98,15 +104,18 @@ export interface ChatForkResult {
   chatId?: string;
 }
 
+/** ``chat/list``: the chats of the workspace, newest first, optionally limited. */
 export interface ChatListParams {
   limit?: number;
   sortBy?: "updatedAt" | "createdAt";
 }
 
+/** The answer to ``chat/list``. */
 export interface ChatListResult {
   chats: Array<ChatSummary>;
 }
 
+/** ``chat/open``: replay a saved chat to this client. */
 export interface ChatOpenParams {
   chatId: string;
 }
@@ -117,6 +126,7 @@ export interface ChatOpenResult {
   title?: string;
 }
 
+/** ``chat/opened``: a chat was created or opened; a replay of its contents may follow. */
 export interface ChatOpenedParams {
   chatId: string;
   title?: string;
@@ -133,32 +143,39 @@ export interface ChatPromptParams {
   contexts?: Array<ChatContext>;
 }
 
+/** The answer to ``chat/prompt``: the turn is under way (``prompting``) or could not start. */
 export interface ChatPromptResult {
   chatId: string;
   model?: string;
   status: string;
+  message?: string;
 }
 
+/** ``chat/promptStop``: stop the running prompt of a chat. */
 export interface ChatPromptStopParams {
   chatId: string;
 }
 
+/** ``chat/queryCommands``: the commands matching what the user typed after ``/``. */
 export interface ChatQueryCommandsParams {
   chatId?: string;
   query: string;
 }
 
+/** The answer to ``chat/queryCommands``. */
 export interface ChatQueryCommandsResult {
   chatId?: string;
   commands: Array<ChatCommand>;
 }
 
+/** ``chat/queryContext``: the contexts (files, folders, resources) matching ``@query``. */
 export interface ChatQueryContextParams {
   chatId?: string;
   query: string;
   contexts?: Array<ChatContext>;
 }
 
+/** The answer to ``chat/queryContext``. */
 export interface ChatQueryContextResult {
   chatId?: string;
   contexts: Array<ChatContext>;
@@ -174,21 +191,25 @@ export interface ChatRollbackParams {
 export interface ChatRollbackResult {
 }
 
+/** ``chat/selectedBehaviorChanged``: the user picked another behavior. */
 export interface ChatSelectedBehaviorChangedParams {
   behavior: string;
   chatId?: string;
 }
 
+/** ``chat/selectedModelChanged``: the user picked another model. */
 export interface ChatSelectedModelChangedParams {
   model: string;
   chatId?: string;
 }
 
+/** ``chat/statusChanged``: a chat started or stopped running a prompt. */
 export interface ChatStatusChangedParams {
   chatId: string;
   status: "running" | "idle" | "stopping";
 }
 
+/** One chat as listed by ``chat/list``. */
 export interface ChatSummary {
   id: string;
   title?: string;
@@ -199,26 +220,31 @@ export interface ChatSummary {
   messageCount: number;
 }
 
+/** ``chat/toolCallApprove``: the user approved a tool call waiting for approval. */
 export interface ChatToolCallApproveParams {
   chatId: string;
   toolCallId: string;
   save?: "session";
 }
 
+/** ``chat/toolCallReject``: the user rejected a tool call waiting for approval. */
 export interface ChatToolCallRejectParams {
   chatId: string;
   toolCallId: string;
 }
 
+/** What the client can do: its editor and code-assistant capabilities. */
 export interface ClientCapabilities {
   codeAssistant?: CodeAssistantCapabilities;
 }
 
+/** The client's name and version. */
 export interface ClientInfo {
   name: string;
   version?: string;
 }
 
+/** The code-assistant features the client supports. */
 export interface CodeAssistantCapabilities {
   chat?: boolean;
   editor?: EditorCapabilities;
@@ -227,6 +253,7 @@ export interface CodeAssistantCapabilities {
   fix?: boolean;
 }
 
+/** The chat part of ``config/updated``: models, behaviors and what is selected. */
 export interface ConfigUpdatedChat {
   models?: Array<string>;
   behaviors?: Array<string>;
@@ -235,25 +262,30 @@ export interface ConfigUpdatedChat {
   welcomeMessage?: string;
 }
 
+/** ``config/updated``: the server's config as the client needs it. */
 export interface ConfigUpdatedParams {
   chat?: ConfigUpdatedChat;
 }
 
+/** The editor's cursor or selection in a file. */
 export interface CursorContext {
   type: "cursor";
   path: string;
   position: Range;
 }
 
+/** A folder attached to a prompt. */
 export interface DirectoryContext {
   type: "directory";
   path: string;
 }
 
+/** The editor features the client supports (e.g. answering ``editor/getDiagnostics``). */
 export interface EditorCapabilities {
   diagnostics?: boolean;
 }
 
+/** One diagnostic (error, warning, hint) the editor knows about. */
 export interface EditorDiagnostic {
   uri: string;
   severity: "error" | "warning" | "info" | "hint";
@@ -263,10 +295,12 @@ export interface EditorDiagnostic {
   message: string;
 }
 
+/** ``editor/getDiagnostics`` (server → client): the diagnostics of a file, or of all. */
 export interface EditorGetDiagnosticsParams {
   uri?: string;
 }
 
+/** The client's answer to ``editor/getDiagnostics``. */
 export interface EditorGetDiagnosticsResult {
   diagnostics?: Array<EditorDiagnostic>;
 }
@@ -280,12 +314,14 @@ export interface FileChangeDetails {
   linesRemoved: number;
 }
 
+/** A file attached to a prompt, optionally only some of its lines. */
 export interface FileContext {
   type: "file";
   path: string;
   linesRange?: LinesRange;
 }
 
+/** ``initialize``: the client introduces itself and its workspace folders. */
 export interface InitializeParams {
   processId?: number;
   clientInfo?: ClientInfo;
@@ -304,11 +340,13 @@ export interface InitializeResult {
   chatWelcomeMessage?: string;
 }
 
+/** A range of lines of a file, 1-based and inclusive. */
 export interface LinesRange {
   start: number;
   end: number;
 }
 
+/** A resource of an MCP server attached to a prompt. */
 export interface McpResourceContext {
   type: "mcpResource";
   uri: string;
@@ -318,6 +356,7 @@ export interface McpResourceContext {
   server: string;
 }
 
+/** ``tool/serverUpdated`` for an MCP server: its status and tools. */
 export interface McpServerUpdatedParams {
   type: "mcp";
   name: string;
@@ -328,19 +367,23 @@ export interface McpServerUpdatedParams {
   tools?: Array<ServerTool>;
 }
 
+/** ``mcp/startServer``: start (or restart) an MCP server by name. */
 export interface McpStartServerParams {
   name: string;
 }
 
+/** ``mcp/stopServer``: stop an MCP server by name. */
 export interface McpStopServerParams {
   name: string;
 }
 
+/** The chat's metadata, e.g. the title derived from its first prompt. */
 export interface MetadataContent {
   type: "metadata";
   title: string;
 }
 
+/** ``tool/serverUpdated`` for the built-in tools (``type: "native"``). */
 export interface NativeServerUpdatedParams {
   type: "native";
   name: string;
@@ -348,11 +391,13 @@ export interface NativeServerUpdatedParams {
   tools?: Array<ServerTool>;
 }
 
+/** A position in a text document: 0-based line and character (LSP). */
 export interface Position {
   line: number;
   character: number;
 }
 
+/** What the chat is doing (``running``), or that the prompt is over (``finished``). */
 export interface ProgressContent {
   type: "progress";
   state: "running" | "finished";
@@ -366,22 +411,26 @@ export interface ProgressParams {
   title?: string;
 }
 
+/** A range in a text document, from ``start`` to ``end`` (LSP). */
 export interface Range {
   start: Position;
   end: Position;
 }
 
+/** The end of a reasoning block, with how long the model reasoned. */
 export interface ReasonFinishedContent {
   type: "reasonFinished";
   id: string;
   totalTimeMs: number;
 }
 
+/** The start of a reasoning block (the model's thinking, shown apart from the answer). */
 export interface ReasonStartedContent {
   type: "reasonStarted";
   id: string;
 }
 
+/** A chunk of a reasoning block's text. */
 export interface ReasonTextContent {
   type: "reasonText";
   id: string;
@@ -393,6 +442,7 @@ export interface RepoMapContext {
   type: "repoMap";
 }
 
+/** One tool of a tool server, as listed by ``tool/serverUpdated``. */
 export interface ServerTool {
   name: string;
   description: string;
@@ -400,11 +450,13 @@ export interface ServerTool {
   disabled?: boolean;
 }
 
+/** ``$/showMessage``: a message the client shows to the user (info, warning or error). */
 export interface ShowMessageParams {
   type: "error" | "warning" | "info";
   message: string;
 }
 
+/** Text: a chunk of the assistant's answer, the user's prompt echoed, or a system note. */
 export interface TextContent {
   type: "text";
   text: string;
@@ -431,6 +483,7 @@ export interface ToolCallPrepareContent {
   manualApproval?: boolean;
 }
 
+/** A tool call that was not run: rejected by the user or denied by the configuration. */
 export interface ToolCallRejectedContent {
   type: "toolCallRejected";
   origin: "mcp" | "native";
@@ -456,6 +509,7 @@ export interface ToolCallRunContent {
   details?: FileChangeDetails;
 }
 
+/** A tool call is running (approved, or needing no approval). */
 export interface ToolCallRunningContent {
   type: "toolCallRunning";
   origin: "mcp" | "native";
@@ -467,6 +521,7 @@ export interface ToolCallRunningContent {
   details?: FileChangeDetails;
 }
 
+/** A tool call finished: its outputs, whether it failed, and how long it took. */
 export interface ToolCalledContent {
   type: "toolCalled";
   origin: "mcp" | "native";
@@ -491,12 +546,14 @@ export interface UnknownContext {
   type: string;
 }
 
+/** A link to show in the chat. */
 export interface UrlContent {
   type: "url";
   title: string;
   url: string;
 }
 
+/** Token usage and cost of the chat so far, sent after each model response. */
 export interface UsageContent {
   type: "usage";
   sessionTokens: number;
@@ -508,16 +565,19 @@ export interface UsageContent {
   messageCost?: string;
 }
 
+/** The model's context and output limits, in tokens. */
 export interface UsageLimit {
   context: number;
   output: number;
 }
 
+/** A web page attached to a prompt. */
 export interface WebContext {
   type: "web";
   url: string;
 }
 
+/** A folder of the client's workspace, as a ``file://`` URI. */
 export interface WorkspaceFolder {
   uri: string;
   name: string;

@@ -152,8 +152,13 @@ def test_interrupting_a_blocking_prompt_stops_it(workspace: Path, env, config, l
                 signal.pthread_kill(main, signal.SIGINT)
 
         eca.subscribe(on_message)
-        with pytest.raises(KeyboardInterrupt):
-            eca.prompt("long", chat_id="interrupted")
+        try:
+            result = eca.prompt("long", chat_id="interrupted")
+        except KeyboardInterrupt:
+            pass
+        else:  # say what happened instead (the reply stalls for 60 s: only an interrupt ends it sooner)
+            pytest.fail(f"prompt() returned without KeyboardInterrupt: {result!r}; signal sent: {sent.is_set()}; "
+                        f"statuses {statuses}")
         assert llm.wait_for_disconnect(5.0)  # the model's stream was closed: the prompt was stopped
         assert eca.prompt("again", chat_id="interrupted").text == "after"
         assert "stopping" in statuses
