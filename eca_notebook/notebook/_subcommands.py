@@ -18,6 +18,7 @@ from ._fix import fix
 from ._parse import USAGE, MagicRequest
 
 if TYPE_CHECKING:
+    from ..client import EcaClient
     from ._session import NotebookSession
 
 __all__ = ["describe_config", "describe_mcp", "subcommand"]
@@ -61,30 +62,8 @@ async def subcommand(session: NotebookSession, request: MagicRequest) -> Any:
                          f"{chat.get('messageCount', '')} | {chat.get('model') or ''} |")
         show_markdown("\n".join(lines))
         return None
-    if name == "model":
-        if arg:
-            try:
-                await client.select_model(arg, session.chat_id)
-            except ValueError as exc:
-                print(f"%eca: {exc}", file=sys.stderr)
-                return None
-            print(f"Model: {arg}")
-            return None
-        show_markdown("\n".join(f"- {'**' + m + '** (selected)' if m == client.default_model else m}"
-                                for m in client.models) or "No models available.")
-        return None
-    if name == "behavior":
-        if arg:
-            try:
-                await client.select_behavior(arg, session.chat_id)
-            except ValueError as exc:
-                print(f"%eca: {exc}", file=sys.stderr)
-                return None
-            print(f"Behavior: {arg}")
-            return None
-        show_markdown("\n".join(f"- {'**' + b + '** (selected)' if b == client.default_behavior else b}"
-                                for b in client.behaviors))
-        return None
+    if name in ("model", "behavior"):
+        return await _select(client, session.chat_id, name, arg)
     if name == "config":
         show_markdown(describe_config(session))
         return None
@@ -143,3 +122,21 @@ def describe_mcp(session: NotebookSession) -> str:
 
 def _cell(value: Any) -> str:
     return str(value or "").replace("|", "\\|").replace("\n", " ")
+
+
+async def _select(client: EcaClient, chat_id: str | None, kind: str, arg: str) -> None:
+    """``%eca model [name]`` / ``%eca behavior [name]``: select one for this chat, or list them (the default bold)."""
+    if arg:
+        select = client.select_model if kind == "model" else client.select_behavior
+        try:
+            await select(arg, chat_id)
+        except ValueError as exc:
+            print(f"%eca: {exc}", file=sys.stderr)
+            return None
+        print(f"{kind.capitalize()}: {arg}")
+        return None
+    names, default = ((client.models, client.default_model) if kind == "model"
+                      else (client.behaviors, client.default_behavior))
+    listing = "\n".join(f"- **{n}** (selected)" if n == default else f"- {n}" for n in names)
+    show_markdown(listing or ("No models available." if kind == "model" else "No behaviors available."))
+    return None
