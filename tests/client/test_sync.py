@@ -132,7 +132,8 @@ def test_start_failure_leaves_no_thread(workspace: Path, env):
     assert set(client_threads()) - before == set()
 
 
-def test_interrupting_a_blocking_prompt_stops_it(workspace: Path, env, config, llm: ScriptedLLMServer):
+def test_interrupting_a_blocking_prompt_stops_it(workspace: Path, env, config, llm: ScriptedLLMServer,
+                                                  request: pytest.FixtureRequest):
     """Ctrl-C / "interrupt kernel" while prompt() blocks: KeyboardInterrupt for the caller, the prompt is stopped."""
     import signal
 
@@ -140,6 +141,10 @@ def test_interrupting_a_blocking_prompt_stops_it(workspace: Path, env, config, l
     main = threading.main_thread().ident
     assert main is not None
     llm.enqueue(Reply([Text("x"), Stall(60)]), Reply.text("after"))
+    # Python leaves SIGINT ignored when it starts ignored (a shell's background job, e.g. `make test &`): Ctrl-C is
+    # what is tested here, so give this test the handler an interactive Python has.
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    request.addfinalizer(lambda: signal.signal(signal.SIGINT, previous))
     with SyncEcaClient(workspace=workspace, config=config, env=env) as eca:
         statuses: list[str] = []
         sent = threading.Event()
