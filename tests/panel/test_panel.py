@@ -40,6 +40,15 @@ def send(page, text: str) -> None:
     raise AssertionError(f"the composer kept losing the focus while sending {text!r}")
 
 
+def type_keys(box, text: str) -> None:
+    """Type into `box` a key at a time, as a user would, each key sent to the box itself: ``Locator.press`` focuses
+    it first, so a focus move by JupyterLab meanwhile (a notebook taking the focus once its kernel is up, at its own
+    pace on a busy machine) cannot send the rest of the keys to another widget, where they would be commands."""
+    for char in text:
+        box.press("Space" if char == " " else char)
+    assert box.input_value().endswith(text), box.input_value()
+
+
 def wait_until(predicate, timeout: float = 30.0, interval: float = 0.05, message: str = "condition"):
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
@@ -152,7 +161,7 @@ def test_completions_contexts_and_commands(page, lab, llm, workspace: Path):
 
     box = page.locator(COMPOSER)
     box.click()
-    box.press_sequentially("explain @READ")
+    type_keys(box, "explain @READ")
     item = page.locator(".eca-Completion", has_text="README.md")
     item.wait_for()
     screenshot(page, "06-context-completion")
@@ -168,7 +177,7 @@ def test_completions_contexts_and_commands(page, lab, llm, workspace: Path):
 
     # Commands complete from chat/queryCommands and run without the model.
     box.click()
-    box.press_sequentially("/doc")
+    type_keys(box, "/doc")
     page.locator(".eca-Completion", has_text="/doctor").wait_for()
     box.press("Enter")
     assert box.input_value() == "/doctor "
@@ -180,7 +189,7 @@ def test_completions_contexts_and_commands(page, lab, llm, workspace: Path):
     page.locator(".jp-Notebook .jp-Cell").first.wait_for()
     page.locator(".jp-Notebook-ExecutionIndicator[data-status='idle']").wait_for()  # kernel started: focus settled
     box.click()
-    box.press_sequentially("what is @total")
+    type_keys(box, "what is @total")
     page.locator(".eca-Completion", has_text="analysis.ipynb · cell 1").wait_for()
     box.press("Enter")
     page.locator(".eca-Chip", has_text="analysis.ipynb · cell 1").first.wait_for()
