@@ -42,38 +42,42 @@ async def test_a_stderr_nobody_reads_never_stops_the_server(home, workspace):
     endpoint = Endpoint(PipeStream(proc.stdout, proc.stdin, codec="content-length"), name="e2e-client")
     runner = asyncio.create_task(endpoint.run())
     try:
-        # Each cancel of an unknown request id logs one debug line naming the id: 40 × 16 KB of log output, far
-        # more than the pipe holds, while nobody reads stderr; then more records than the log queue holds.
-        # (Malformed frames, the reproduction, are rate-limited now and can no longer fill the pipe.)
-        big = _frame({"jsonrpc": "2.0", "method": "$/cancelRequest", "params": {"id": "x" * 16_000}}) * 40
-        small = _frame({"jsonrpc": "2.0", "method": "$/cancelRequest", "params": {"id": "y"}}) * (QUEUE_SIZE + 500)
-        proc.stdin.write(big + small)
-        await asyncio.wait_for(proc.stdin.drain(), 60)  # the server keeps reading its input
-        assert len(big) > 8 * PIPE_BUFFER
+        # One ceiling for the whole exchange, below pytest-timeout's: a hang then fails with a traceback that shows
+        # the step it hung in (pytest-timeout's own report shows only the idle event loop).
+        async with asyncio.timeout(100):
+            # Each cancel of an unknown request id logs one debug line naming the id: 40 × 16 KB of log output, far
+            # more than the pipe holds, while nobody reads stderr; then more records than the log queue holds.
+            # (Malformed frames, the reproduction, are rate-limited now and can no longer fill the pipe.)
+            big = _frame({"jsonrpc": "2.0", "method": "$/cancelRequest", "params": {"id": "x" * 16_000}}) * 40
+            small = _frame({"jsonrpc": "2.0", "method": "$/cancelRequest", "params": {"id": "y"}}) * (QUEUE_SIZE + 500)
+            proc.stdin.write(big + small)
+            await asyncio.wait_for(proc.stdin.drain(), 60)  # the server keeps reading its input
+            assert len(big) > 8 * PIPE_BUFFER
 
-        result = await endpoint.request("initialize", _initialize(workspace), timeout=60)
-        assert "models" in result  # answered, with stderr still full
-        assert await endpoint.request("chat/list", {}, timeout=60) == {"chats": []}
+            result = await endpoint.request("initialize", _initialize(workspace), timeout=60)
+            assert "models" in result  # answered, with stderr still full
+            assert await endpoint.request("chat/list", {}, timeout=60) == {"chats": []}
 
-        # Once stderr is read again the writer catches up and says how much it had to drop.
-        seen = bytearray()
+            # Once stderr is read again the writer catches up and says how much it had to drop.
+            seen = bytearray()
 
-        async def drain_until_dropped_is_reported() -> None:
-            while b"log message(s) dropped" not in seen:
-                await endpoint.notify("$/cancelRequest", {"id": "nudge"})  # a record that triggers the report
-                try:
-                    seen.extend(await asyncio.wait_for(proc.stderr.read(1 << 20), 1))
-                except TimeoutError:
-                    pass
+            async def drain_until_dropped_is_reported() -> None:
+                while b"log message(s) dropped" not in seen:
+                    await endpoint.notify("$/cancelRequest", {"id": "nudge"})  # a record that triggers the report
+                    try:
+                        seen.extend(await asyncio.wait_for(proc.stderr.read(1 << 20), 1))
+                    except TimeoutError:
+                        pass
 
-        await asyncio.wait_for(drain_until_dropped_is_reported(), 60)
+            await asyncio.wait_for(drain_until_dropped_is_reported(), 60)
     finally:
-        if proc.returncode is None:
-            proc.kill()
-            await proc.wait()
-        await endpoint.close()
-        runner.cancel()
-        await asyncio.gather(runner, return_exceptions=True)
+        async with asyncio.timeout(15):  # the clean-up is bounded too (and says so if it is not)
+            if proc.returncode is None:
+                proc.kill()
+                await proc.wait()
+            await endpoint.close()
+            runner.cancel()
+            await asyncio.gather(runner, return_exceptions=True)
 
 
 async def test_bad_input_is_one_warning_without_traceback(home, workspace):
