@@ -10,6 +10,7 @@ import time
 from pathlib import Path
 
 import pytest
+from playwright.sync_api import TimeoutError as PlaywrightTimeoutError
 
 from eca_notebook.testing.llm_server import Delay, Reasoning, Reply, Stall, Text, ToolCall, Usage
 
@@ -47,6 +48,25 @@ def type_keys(box, text: str) -> None:
     for char in text:
         box.press("Space" if char == " " else char)
     assert box.input_value().endswith(text), box.input_value()
+
+
+def wait_for_completion(page, box, label: str, timeout: float = 60.0) -> None:
+    """Wait for the completion item `label`. JupyterLab may take the focus away after the last key (a notebook whose
+    kernel just came up focuses its cell), which closes the popup: then focus the composer and retype the last key,
+    as a user would, so the query runs again. Fails when the item never shows."""
+    item = page.locator(".eca-Completion", has_text=label)
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            item.wait_for(timeout=5_000)
+            return
+        except PlaywrightTimeoutError:
+            if not page.evaluate(FOCUSED):
+                last = box.input_value()[-1]
+                box.press("End")
+                box.press("Backspace")
+                box.press("Space" if last == " " else last)
+    raise AssertionError(f"the completion {label!r} never showed")
 
 
 def wait_until(predicate, timeout: float = 30.0, interval: float = 0.05, message: str = "condition"):
@@ -190,7 +210,7 @@ def test_completions_contexts_and_commands(page, lab, llm, workspace: Path):
     page.locator(".jp-Notebook-ExecutionIndicator[data-status='idle']").wait_for()  # kernel started: focus settled
     box.click()
     type_keys(box, "what is @total")
-    page.locator(".eca-Completion", has_text="analysis.ipynb · cell 1").wait_for()
+    wait_for_completion(page, box, "analysis.ipynb · cell 1")
     box.press("Enter")
     page.locator(".eca-Chip", has_text="analysis.ipynb · cell 1").first.wait_for()
     box.press("Enter")
