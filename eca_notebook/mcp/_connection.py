@@ -32,6 +32,7 @@ from typing import Any, Protocol
 import anyio
 
 from .._redact import add_secrets, redact, secret_env_values, secret_header_values, secrets_of_url
+from .._tasks import BackgroundTasks
 from ._convert import dump
 
 
@@ -236,7 +237,7 @@ class McpConnection:
         self._wake = asyncio.Event()
         self._stopping = False
         self._settled = asyncio.Event()
-        self._refresh_tasks: set[asyncio.Task[Any]] = set()
+        self._refresh_tasks = BackgroundTasks(f"MCP server {name}", logger=log)
         self._lock = asyncio.Lock()
         self._scope: anyio.CancelScope | None = None
         self._lost: str | None = None  # why a call saw the connection end (HTTP has no end-of-file to watch)
@@ -301,8 +302,7 @@ class McpConnection:
                     log.warning("MCP server %s did not stop within %s s; cancelling", self.name, STOP_TIMEOUT)
                     task.cancel()
                     await asyncio.gather(task, return_exceptions=True)
-            for refresh in list(self._refresh_tasks):
-                refresh.cancel()
+            await self._refresh_tasks.aclose()
             self._task = None
             self.session = None
             if task is None and self.status == "disabled":
@@ -455,9 +455,7 @@ class McpConnection:
         kind = {"notifications/tools/list_changed": "tools", "notifications/prompts/list_changed": "prompts",
                 "notifications/resources/list_changed": "resources"}.get(method or "")
         if kind is not None:
-            task = asyncio.create_task(self._refresh(kind), name=f"eca-mcp-{self.name}-refresh")
-            self._refresh_tasks.add(task)
-            task.add_done_callback(self._refresh_tasks.discard)
+            self._refresh_tasks.spawn(self._refresh(kind), f"eca-mcp-{self.name}-refresh")
 
     async def _refresh(self, kind: str) -> None:
         session = self.session
