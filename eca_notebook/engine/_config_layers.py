@@ -65,7 +65,7 @@ DEFAULTS: dict[str, Any] = {
         "approval": {
             "byDefault": "ask",
             "allow": {"eca__read_file": {}, "eca__directory_tree": {}, "eca__grep": {},
-                      "eca__editor_diagnostics": {}, "eca__update_plan": {}},
+                      "eca__editor_diagnostics": {}, "eca__update_plan": {}, "eca__notebook_read": {}},
             "ask": {},
             "deny": {},
         },

@@ -166,6 +166,7 @@ class PromptPipeline:
             approval_config=tool_call.approval,
             session=engine.session_approvals,
             pending=engine.pending_approvals,
+            undo_log=engine.undo_log,
             emit=lambda role, content: engine.emit_content(chat, role, content),
             progress=lambda state, text: engine.emit_content(
                 chat, "system", ProgressContent(state="finished" if state == "finished" else "running", text=text)),

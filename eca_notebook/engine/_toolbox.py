@@ -13,10 +13,12 @@ from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
 from ..plugins import Plugin
-from ..protocol import NativeServerUpdatedParams, ServerTool
+from ..protocol import ChatToolCallUndoResult, NativeServerUpdatedParams, ServerTool, TextContent
+from ..providers.base import ToolResultMessage
 from ..tools.base import Tool, ToolContext, llm_name, tool_server
 from . import _small_model
 from ._approval import hidden_tools, selector_matches
+from ._notebooks import listener_notebooks
 from ._rules import load_rules, render_rules
 from ._toolcall import NATIVE_SERVER
 from .commands import BUILTINS
@@ -95,9 +97,13 @@ class Toolbox:
         )
 
     def tool_context(self) -> ToolContext:
-        """What a tool may use: the workspace folders, the client's diagnostics, the door's file access."""
-        return ToolContext(workspace_folders=list(self.engine.workspace_folders),
-                           request_diagnostics=self.diagnostics(), fs=self.engine.file_access)
+        """What a tool may use: the workspace folders, the client's diagnostics, the door's file access, the
+        notebooks' front end."""
+        engine = self.engine
+        return ToolContext(workspace_folders=list(engine.workspace_folders),
+                           request_diagnostics=self.diagnostics(), fs=engine.file_access,
+                           notebooks=engine.notebook_access or listener_notebooks(engine.listeners),
+                           default_notebook=engine.default_notebook, cell_runner=engine.cell_runner)
 
     def diagnostics(self) -> Diagnostics | None:
         """Ask the first listener that can answer ``editor/getDiagnostics``; None when none can."""
@@ -144,6 +150,28 @@ class Toolbox:
             return False
         pending.future.set_result(answer)
         return True
+
+    async def undo_tool_call(self, chat_id: str, call_id: str) -> ChatToolCallUndoResult:
+        """Revert what a finished call changed. The model is told in the call's result, so its next turn does not
+        build on a change that is gone; a refusal (the cell changed since) keeps the undo for a retry."""
+        engine = self.engine
+        undo = engine.undo_log.pop(chat_id, call_id)
+        if undo is None:
+            return ChatToolCallUndoResult(undone=False, message="Nothing to undo for this tool call: it was undone "
+                                                                "already, or changed nothing that can be undone.")
+        try:
+            message = await undo()
+        except (ValueError, OSError) as exc:
+            engine.undo_log.put_back(chat_id, call_id, undo)
+            return ChatToolCallUndoResult(undone=False, message=f"Could not undo: {exc}")
+        chat = engine.chats.get(chat_id)
+        if chat is not None:
+            for item in chat.messages:
+                if isinstance(item, ToolResultMessage) and item.tool_call_id == call_id:
+                    item.output += f"\n[Afterwards the user undid this change. {message}]"
+            engine.emit_content(chat, "system", TextContent(text=message))
+            engine.chat_book.save(chat)
+        return ChatToolCallUndoResult(undone=True, message=message)
 
     # -- system prompts ------------------------------------------------------------------------------------------
 

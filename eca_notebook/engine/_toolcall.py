@@ -41,6 +41,7 @@ from ..protocol import (
 from ..providers.base import ToolCall
 from ..tools.base import Prepared, Tool, ToolContext, ToolResult, llm_name, tool_origin, tool_server
 from ._approval import ApprovalRequest, SessionApprovals, decide
+from ._notebooks import UndoLog
 
 log = logging.getLogger(__name__)
 
@@ -155,7 +156,9 @@ class ToolCallRunner:
         emit: EmitContent,
         progress: Callable[[str, str], None],
         unavailable: dict[str, str] | None = None,
+        undo_log: UndoLog | None = None,
     ) -> None:
+        self.undo_log = undo_log
         self.unavailable = unavailable or {}
         self.chat_id = chat_id
         self.tools = tools
@@ -191,9 +194,11 @@ class ToolCallRunner:
             problem = (problem or self.unavailable.get(name)
                        or f"unknown tool '{call.name}'. Available tools: " + ", ".join(sorted(self.tools)))
         prepared: Prepared | None = None
+        # this call's own context: what it writes can name the chat and the call (provenance, undo)
+        context = dataclasses.replace(self.context, chat_id=self.chat_id, tool_call_id=call.id)
         if problem is None and tool is not None:
             try:
-                prepared = tool.prepare(args, self.context)
+                prepared = tool.prepare(args, context)
                 if inspect.isawaitable(prepared):
                     prepared = await prepared
             except Exception as exc:  # a tool bug must not end the turn
@@ -228,7 +233,7 @@ class ToolCallRunner:
         self.progress("running", "Calling tool")
         started = time.monotonic()
         try:
-            result = await tool.run(prepared, self.context)
+            result = await tool.run(prepared, context)
         except asyncio.CancelledError:
             elapsed = int((time.monotonic() - started) * 1000)
             out.called(shown_args, "Stopped by the user.", error=True, total_time_ms=elapsed, **run_fields)
@@ -237,6 +242,8 @@ class ToolCallRunner:
             log.exception("tool %s failed", name)
             result = ToolResult(output=f"{name} failed: {type(exc).__name__}: {exc}", error=True)
         elapsed = int((time.monotonic() - started) * 1000)
+        if result.undo is not None and self.undo_log is not None:
+            self.undo_log.add(self.chat_id, call.id, result.undo)
         out.called(shown_args, result.output, error=result.error, total_time_ms=elapsed, summary=prepared.summary,
                    details=result.details or prepared.details)
         return result

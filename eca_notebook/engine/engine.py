@@ -19,7 +19,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from pydantic import BaseModel
 
@@ -30,6 +30,7 @@ from ..protocol import (
     ChatListParams,
     ChatPromptParams,
     ChatPromptResult,
+    ChatToolCallUndoResult,
     ConfigUpdatedChat,
     ConfigUpdatedParams,
     NativeServerUpdatedParams,
@@ -42,6 +43,7 @@ from ._chat import Chat
 from ._chatbook import ChatBook
 from ._index import WorkspaceIndex
 from ._models import ModelRegistry
+from ._notebooks import UndoLog
 from ._prompting import PromptPipeline
 from ._toolbox import Toolbox
 from ._toolcall import PendingApproval
@@ -49,6 +51,9 @@ from ._turn import CURRENT_TURN
 from .commands import Command
 from .config import LoadedConfig, ModelInfo, global_config_path, load_config
 from .store import ChatStore, chats_dir_for
+
+if TYPE_CHECKING:
+    from ..tools.notebook import CellRunner, NotebookAccess
 
 __all__ = ["BUILTIN_BEHAVIORS", "DEFAULT_WELCOME", "Engine", "EngineOptions", "Listener"]
 
@@ -130,6 +135,12 @@ class Engine:
             self.mcp = McpManager(self.config.mcp_servers, workspace_folders=self.workspace_folders,
                                   timeout=self.config.mcp_timeout_seconds)
         self.file_access: FileAccess | None = None  # a door may route file tools through its client (ACP fs/*)
+        # The notebook tools' front end, when a door has one of its own (a %eca's comm to its notebook's page);
+        # otherwise the first client that advertised `editor.notebooks`. See _notebooks.py.
+        self.notebook_access: NotebookAccess | None = None
+        self.default_notebook: Path | None = None  # the notebook a %eca session runs in
+        self.cell_runner: CellRunner | None = None  # runs cells of a notebook no front end has open
+        self.undo_log = UndoLog()
         self._started = False
         self.background = BackgroundTasks("engine", logger=log)
         self.session_approvals = SessionApprovals()
@@ -286,6 +297,10 @@ class Engine:
     def tool_context(self) -> ToolContext:
         """What a tool may use (workspace folders, the client's diagnostics, the door's file access)."""
         return self.toolbox.tool_context()
+
+    async def undo_tool_call(self, chat_id: str, tool_call_id: str) -> ChatToolCallUndoResult:
+        """``chat/toolCallUndo``: revert what a finished tool call changed (its details said ``undoable``)."""
+        return await self.toolbox.undo_tool_call(chat_id, tool_call_id)
 
     def add_plugin(self, plugin: Plugin) -> None:
         """Add tools/commands/contexts from outside the core (MCP servers, the notebook kernel)."""

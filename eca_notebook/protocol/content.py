@@ -146,6 +146,10 @@ class FileChangeDetails(EcaModel):
     diff: str
     lines_added: int
     lines_removed: int
+    #: A notebook cell change: the cell's id (``path`` is the notebook).
+    cell_id: str | None = None
+    #: Set on the finished call when ``chat/toolCallUndo`` can revert it.
+    undoable: bool | None = None
 
 
 ToolCallDetails = FileChangeDetails

@@ -42,6 +42,9 @@ class EditorCapabilities(EcaModel):
 
     #: The client answers ``editor/getDiagnostics``.
     diagnostics: bool | None = None
+    #: The client answers ``notebook/getCells``, ``notebook/applyEdit`` and ``notebook/runCells`` for the notebooks
+    #: it has open (so the engine's notebook tools change the live document, not the file).
+    notebooks: bool | None = None
 
 
 class CodeAssistantCapabilities(EcaModel):

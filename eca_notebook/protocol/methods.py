@@ -19,7 +19,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, TypeAdapter, ValidationError
 
-from . import chat, config, editor, general, lifecycle, tools
+from . import chat, config, editor, general, lifecycle, notebook, tools
 from .errors import INVALID_PARAMS, METHOD_NOT_FOUND, RpcError
 
 __all__ = [
@@ -80,6 +80,7 @@ _SPECS = [
     _req("chat/open", chat.ChatOpenParams, chat.ChatOpenResult),
     _req("chat/rollback", chat.ChatRollbackParams, chat.ChatRollbackResult),
     _req("chat/fork", chat.ChatForkParams, chat.ChatForkResult),
+    _req("chat/toolCallUndo", notebook.ChatToolCallUndoParams, notebook.ChatToolCallUndoResult),
     # Chat, server → client.
     _note("chat/contentReceived", chat.ChatContentReceivedParams, _S2C),
     _note("chat/opened", chat.ChatOpenedParams, _S2C),
@@ -88,6 +89,9 @@ _SPECS = [
     _note("chat/statusChanged", chat.ChatStatusChangedParams, _S2C),
     # Editor (the server asks the client).
     _req("editor/getDiagnostics", editor.EditorGetDiagnosticsParams, editor.EditorGetDiagnosticsResult, _S2C),
+    _req("notebook/getCells", notebook.NotebookGetCellsParams, notebook.NotebookGetCellsResult, _S2C),
+    _req("notebook/applyEdit", notebook.NotebookApplyEditParams, notebook.NotebookApplyEditResult, _S2C),
+    _req("notebook/runCells", notebook.NotebookRunCellsParams, notebook.NotebookRunCellsResult, _S2C),
     # Config and tools.
     _note("config/updated", config.ConfigUpdatedParams, _S2C),
     _note("tool/serverUpdated", tools.ToolServerUpdatedParams, _S2C),

@@ -46,6 +46,7 @@ from ..protocol import (
     ChatSelectedModelChangedParams,
     ChatToolCallApproveParams,
     ChatToolCallRejectParams,
+    ChatToolCallUndoParams,
     InitializeParams,
     InitializeResult,
     McpStartServerParams,
@@ -216,6 +217,7 @@ class ServerConnection:
         r("chat/queryCommands", self.query_commands)
         r("chat/toolCallApprove", self.tool_call_approve)
         r("chat/toolCallReject", self.tool_call_reject)
+        r("chat/toolCallUndo", self.tool_call_undo)
         r("mcp/startServer", self.mcp_start_server)
         r("mcp/stopServer", self.mcp_stop_server)
 
@@ -325,6 +327,9 @@ class ServerConnection:
     def tool_call_reject(self, params: ChatToolCallRejectParams) -> None:
         self._engine().reject(params.chat_id, params.tool_call_id)
 
+    async def tool_call_undo(self, params: ChatToolCallUndoParams) -> dict[str, Any]:
+        return (await self._engine().undo_tool_call(params.chat_id, params.tool_call_id)).dump()
+
     def _mcp(self, name: str) -> Any:
         manager = self._engine().mcp
         if manager is None:
@@ -350,6 +355,12 @@ class ServerConnection:
         assistant = getattr(caps, "code_assistant", None)
         editor = getattr(assistant, "editor", None)
         return bool(getattr(editor, "diagnostics", False))
+
+    @property
+    def supports_notebooks(self) -> bool:
+        caps = self.client_capabilities
+        editor = getattr(getattr(caps, "code_assistant", None), "editor", None)
+        return bool(getattr(editor, "notebooks", False))
 
     async def request(self, method: str, params: Any, timeout: float | None = None) -> Any:
         # queued behind the toolCallRunning that explains it, so the client sees that first

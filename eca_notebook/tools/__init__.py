@@ -14,6 +14,7 @@ from .base import Approval, Prepared, Tool, ToolContext, ToolResult
 if TYPE_CHECKING:  # imported on first use (module __getattr__): see _LAZY
     from .editor import EditorDiagnosticsTool
     from .fs import EditFileTool, MoveFileTool, ReadFileTool, WriteFileTool
+    from .notebook import NotebookAccess
     from .plan import UpdatePlanTool
     from .search import DirectoryTreeTool, GrepTool
     from .shell import ShellCommandTool
@@ -26,6 +27,7 @@ _LAZY: dict[str, str] = {
     "MoveFileTool": ".fs",
     "ReadFileTool": ".fs",
     "WriteFileTool": ".fs",
+    "NotebookAccess": ".notebook",
     "UpdatePlanTool": ".plan",
     "DirectoryTreeTool": ".search",
     "GrepTool": ".search",
@@ -53,6 +55,7 @@ __all__ = [
     "EditorDiagnosticsTool",
     "GrepTool",
     "MoveFileTool",
+    "NotebookAccess",
     "Prepared",
     "ReadFileTool",
     "ShellCommandTool",
@@ -68,9 +71,11 @@ __all__ = [
 
 def native_tools() -> list[Tool]:
     """A fresh instance of every native tool. ``editor_diagnostics`` is included; the engine hides it when the
-    client did not advertise ``editor.diagnostics``."""
+    client did not advertise ``editor.diagnostics``. The ``notebook_*`` tools work on any ``.ipynb`` (through the
+    front end that has it open, else on the file)."""
     from .editor import EditorDiagnosticsTool
     from .fs import EditFileTool, MoveFileTool, ReadFileTool, WriteFileTool
+    from .notebook import notebook_tools
     from .plan import UpdatePlanTool
     from .search import DirectoryTreeTool, GrepTool
     from .shell import ShellCommandTool
@@ -85,6 +90,7 @@ def native_tools() -> list[Tool]:
         ShellCommandTool(),
         EditorDiagnosticsTool(),
         UpdatePlanTool(),
+        *notebook_tools(),
     ]
 
 

@@ -53,6 +53,16 @@ class ToolContext:
     max_output_bytes: int = 50 * 1024
     # Optional: the client's view of files (see FileAccess); tools fall back to the disk when None.
     fs: FileAccess | None = None
+    # Optional: the front end that has notebooks open (``tools.notebook.NotebookAccess``); the notebook tools fall
+    # back to the ``.ipynb`` file for a notebook it does not have open.
+    notebooks: Any = None
+    # The notebook the session works in (a ``%eca`` in a notebook): the notebook tools' default ``path``.
+    default_notebook: Path | None = None
+    # Optional: runs a notebook's cells when no front end has it open (``tools.notebook.CellRunner``).
+    cell_runner: Any = None
+    # The call being run (set per call by the engine): provenance for what the tool writes.
+    chat_id: str | None = None
+    tool_call_id: str | None = None
 
     @property
     def root(self) -> Path:
@@ -82,6 +92,9 @@ class ToolResult:
     output: str  # already truncated for the LLM, with a note when it was
     error: bool = False
     details: dict[str, Any] | None = None
+    # Reverts what the call changed (``chat/toolCallUndo``): returns a sentence for the user, raises ``ValueError``
+    # with the reason when it cannot (the change was changed since). The engine keeps it for the chat.
+    undo: Callable[[], Awaitable[str]] | None = None
 
 
 class Tool(Protocol):

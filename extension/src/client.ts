@@ -13,10 +13,17 @@ import type {
   ChatOpenResult,
   ChatPromptParams,
   ChatPromptResult,
+  ChatToolCallUndoResult,
   ClientNotifications,
   ClientRequests,
   ConfigUpdatedParams,
   EditorDiagnostic,
+  NotebookApplyEditParams,
+  NotebookApplyEditResult,
+  NotebookGetCellsParams,
+  NotebookGetCellsResult,
+  NotebookRunCellsParams,
+  NotebookRunCellsResult,
   ShowMessageParams
 } from './protocol';
 import { ChatStore, ChatView, Role, newChat, resetChat } from './model';
@@ -38,6 +45,17 @@ export interface ClientConfig {
   welcomeMessage?: string;
 }
 
+/**
+ * Answers the engine's notebook requests from the notebooks open in this tab (see `notebookAccess.ts`); each answers
+ * `open: false` for a notebook it does not have open, and the engine then works on the file.
+ */
+export interface NotebookProvider {
+  getCells(params: NotebookGetCellsParams): Promise<NotebookGetCellsResult> | NotebookGetCellsResult;
+  applyEdit(params: NotebookApplyEditParams): Promise<NotebookApplyEditResult> | NotebookApplyEditResult;
+  /** `signal` aborts when the server cancels the request: interrupt the kernel and answer with what ran. */
+  runCells(params: NotebookRunCellsParams, signal?: AbortSignal): Promise<NotebookRunCellsResult>;
+}
+
 export interface KeyValueStorage {
   getItem(key: string): string | null;
   setItem(key: string, value: string): void;
@@ -52,6 +70,11 @@ export interface EcaClientOptions {
   store?: ChatStore;
   /** Answers `editor/getDiagnostics`; the capability is advertised only when given. */
   diagnostics?: (uri?: string) => Promise<EditorDiagnostic[]> | EditorDiagnostic[];
+  /**
+   * Answers `notebook/getCells`, `notebook/applyEdit` and `notebook/runCells`; the capability
+   * (`capabilities.codeAssistant.editor.notebooks`) is advertised and the requests are served only when given.
+   */
+  notebooks?: NotebookProvider;
   /** `$/showMessage` and the client's own errors. */
   onMessage?: (message: ShowMessageParams) => void;
   /** Remembers the chat shown last, so a page reload shows it again. */
@@ -139,7 +162,10 @@ export class EcaClient {
         processId: null,
         clientInfo: info,
         capabilities: {
-          codeAssistant: { chat: true, editor: { diagnostics: Boolean(this._options.diagnostics) } }
+          codeAssistant: {
+            chat: true,
+            editor: { diagnostics: Boolean(this._options.diagnostics), notebooks: Boolean(this._options.notebooks) }
+          }
         },
         // The server extension fills in its own workspace (the Jupyter root) when this is empty.
         workspaceFolders: []
@@ -249,6 +275,14 @@ export class EcaClient {
       const diagnostics = provider ? await provider(params?.uri ?? undefined) : [];
       return { diagnostics };
     });
+    const notebooks = this._options.notebooks;
+    if (notebooks) {
+      t.onRequest('notebook/getCells', (params: NotebookGetCellsParams) => notebooks.getCells(params));
+      t.onRequest('notebook/applyEdit', (params: NotebookApplyEditParams) => notebooks.applyEdit(params));
+      t.onRequest('notebook/runCells', (params: NotebookRunCellsParams, signal: AbortSignal) =>
+        notebooks.runCells(params, signal)
+      );
+    }
   }
 
   private _applyConfig(params: ConfigUpdatedParams | null | undefined): void {
@@ -387,6 +421,27 @@ export class EcaClient {
   async reject(chatId: string, toolCallId: string): Promise<void> {
     this._answered(chatId, toolCallId);
     await this.notify('chat/toolCallReject', { chatId, toolCallId });
+  }
+
+  /**
+   * `chat/toolCallUndo`: revert what a finished call changed (its details say `undoable`). On success the card is
+   * marked undone; a refusal (changed since, already undone) is shown to the user as a warning.
+   */
+  async undoToolCall(chatId: string, toolCallId: string): Promise<ChatToolCallUndoResult> {
+    const result = await this.call('chat/toolCallUndo', { chatId, toolCallId });
+    if (result?.undone) {
+      const chat = this.store.chats.get(chatId);
+      const item = chat?._tools.get(toolCallId);
+      if (chat && item) {
+        item.undone = true;
+        item.version += 1;
+        chat.version += 1;
+        this.store.changed();
+      }
+    } else {
+      this._options.onMessage?.({ type: 'warning', message: result?.message || 'The tool call could not be undone.' });
+    }
+    return result;
   }
 
   /** Hide the buttons at once; the server's toolCallRunning / toolCallRejected follows. */

@@ -57,6 +57,8 @@ export interface ToolItem extends ItemBase {
   outputs?: ToolCallOutput[];
   totalTimeMs?: number;
   reason?: string;
+  /** `chat/toolCallUndo` reverted what this call changed (set by the client when the server says `undone`). */
+  undone?: boolean;
 }
 
 export interface UrlItem extends ItemBase {

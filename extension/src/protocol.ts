@@ -233,6 +233,18 @@ export interface ChatToolCallRejectParams {
   toolCallId: string;
 }
 
+/** ``chat/toolCallUndo`` (client → server): undo what a finished tool call changed (its ``toolCalled`` details say ``undoable: true``). */
+export interface ChatToolCallUndoParams {
+  chatId: string;
+  toolCallId: string;
+}
+
+/** ``undone: false`` with a ``message`` saying why (already undone, changed since, unknown call). */
+export interface ChatToolCallUndoResult {
+  undone: boolean;
+  message: string;
+}
+
 /** What the client can do: its editor and code-assistant capabilities. */
 export interface ClientCapabilities {
   codeAssistant?: CodeAssistantCapabilities;
@@ -283,6 +295,7 @@ export interface DirectoryContext {
 /** The editor features the client supports (e.g. answering ``editor/getDiagnostics``). */
 export interface EditorCapabilities {
   diagnostics?: boolean;
+  notebooks?: boolean;
 }
 
 /** One diagnostic (error, warning, hint) the editor knows about. */
@@ -312,6 +325,8 @@ export interface FileChangeDetails {
   diff: string;
   linesAdded: number;
   linesRemoved: number;
+  cellId?: string;
+  undoable?: boolean;
 }
 
 /** A file attached to a prompt, optionally only some of its lines. */
@@ -389,6 +404,81 @@ export interface NativeServerUpdatedParams {
   name: string;
   status: string;
   tools?: Array<ServerTool>;
+}
+
+/** ``notebook/applyEdit`` (server → client): apply ``edits`` to an open notebook, as one undoable change. */
+export interface NotebookApplyEditParams {
+  path: string;
+  edits: Array<NotebookCellEdit>;
+  chatId?: string;
+  toolCallId?: string;
+}
+
+/** ``applied: false`` with ``error`` when refused (a stale cell, an unknown id); ``open: false`` when the client does not have the notebook open. */
+export interface NotebookApplyEditResult {
+  open: boolean;
+  applied: boolean;
+  error?: string;
+  cells?: Array<NotebookCell>;
+}
+
+/** One cell as the client (or the file) has it now. */
+export interface NotebookCell {
+  id: string;
+  index: number;
+  cellType: "code" | "markdown" | "raw";
+  source: string;
+  executionCount?: number;
+  outputs?: Array<{ [key: string]: unknown }>;
+  metadata?: { [key: string]: unknown };
+}
+
+/** One change to a notebook. An edit list is applied in order, all or nothing. - ``replace``: set the source of ``cellId`` (refused when the cell's source is not ``expectedSource``); - ``insert``: a new cell at ``index`` with ``newCellId``, ``cellType``, ``source`` (and, when an undo restores a deleted cell, its ``outputs`` and ``executionCount``); - ``delete``: remove ``cellId`` (refused when its source is not ``expectedSource``); - ``move``: move ``cellId`` to ``index`` (the position it has after the move). ``metadata`` is merged into the cell's metadata (the engine's provenance, under ``eca``). */
+export interface NotebookCellEdit {
+  action: "replace" | "insert" | "delete" | "move";
+  cellId?: string;
+  expectedSource?: string;
+  source?: string;
+  cellType?: "code" | "markdown" | "raw";
+  index?: number;
+  newCellId?: string;
+  outputs?: Array<{ [key: string]: unknown }>;
+  executionCount?: number;
+  metadata?: { [key: string]: unknown };
+}
+
+/** What running one cell gave: its outputs, and how it ended. */
+export interface NotebookCellRun {
+  id: string;
+  index: number;
+  status: "ok" | "error" | "timeout" | "not-run";
+  executionCount?: number;
+  outputs?: Array<{ [key: string]: unknown }>;
+}
+
+/** ``notebook/getCells`` (server → client): every cell of a notebook the client has open. */
+export interface NotebookGetCellsParams {
+  path: string;
+}
+
+/** The client's answer: ``open: false`` when it does not have the notebook open (the engine reads the file). */
+export interface NotebookGetCellsResult {
+  open: boolean;
+  cells?: Array<NotebookCell>;
+}
+
+/** ``notebook/runCells`` (server → client): run cells in the notebook's kernel, in order, stopping at the first error. ``$/cancelRequest`` (or the timeout) interrupts the kernel. */
+export interface NotebookRunCellsParams {
+  path: string;
+  cellIds: Array<string>;
+  timeoutMs?: number;
+}
+
+/** The runs in order; ``error`` when nothing could run (no kernel, unknown cell). */
+export interface NotebookRunCellsResult {
+  open: boolean;
+  runs?: Array<NotebookCellRun>;
+  error?: string;
 }
 
 /** A position in a text document: 0-based line and character (LSP). */
@@ -595,6 +685,7 @@ export interface ClientRequests {
   "chat/open": { params: ChatOpenParams; result: ChatOpenResult };
   "chat/rollback": { params: ChatRollbackParams; result: ChatRollbackResult };
   "chat/fork": { params: ChatForkParams; result: ChatForkResult };
+  "chat/toolCallUndo": { params: ChatToolCallUndoParams; result: ChatToolCallUndoResult };
 }
 
 export interface ClientNotifications {
@@ -612,6 +703,9 @@ export interface ClientNotifications {
 
 export interface ServerRequests {
   "editor/getDiagnostics": { params: EditorGetDiagnosticsParams; result: EditorGetDiagnosticsResult };
+  "notebook/getCells": { params: NotebookGetCellsParams; result: NotebookGetCellsResult };
+  "notebook/applyEdit": { params: NotebookApplyEditParams; result: NotebookApplyEditResult };
+  "notebook/runCells": { params: NotebookRunCellsParams; result: NotebookRunCellsResult };
 }
 
 export interface ServerNotifications {
@@ -645,12 +739,16 @@ export const METHODS = {
   "chat/open": { direction: "client->server", kind: "request" },
   "chat/rollback": { direction: "client->server", kind: "request" },
   "chat/fork": { direction: "client->server", kind: "request" },
+  "chat/toolCallUndo": { direction: "client->server", kind: "request" },
   "chat/contentReceived": { direction: "server->client", kind: "notification" },
   "chat/opened": { direction: "server->client", kind: "notification" },
   "chat/deleted": { direction: "server->client", kind: "notification" },
   "chat/cleared": { direction: "server->client", kind: "notification" },
   "chat/statusChanged": { direction: "server->client", kind: "notification" },
   "editor/getDiagnostics": { direction: "server->client", kind: "request" },
+  "notebook/getCells": { direction: "server->client", kind: "request" },
+  "notebook/applyEdit": { direction: "server->client", kind: "request" },
+  "notebook/runCells": { direction: "server->client", kind: "request" },
   "config/updated": { direction: "server->client", kind: "notification" },
   "tool/serverUpdated": { direction: "server->client", kind: "notification" },
   "mcp/stopServer": { direction: "client->server", kind: "notification" },

@@ -17,6 +17,8 @@ export const CONNECTION_LOST = -32000;
 export const METHOD_NOT_FOUND = -32601;
 export const INTERNAL_ERROR = -32603;
 export const REQUEST_TIMEOUT = -32001;
+/** The notification either peer sends to cancel one of its requests (LSP). */
+export const CANCEL_METHOD = '$/cancelRequest';
 
 /** The part of the browser's WebSocket this module uses (so tests can pass an in-memory socket). */
 export interface SocketLike {
@@ -91,6 +93,13 @@ export interface RequestOptions {
 
 type Handler = (params: any) => unknown;
 
+/**
+ * Answers one server→client request. `signal` aborts when the server sends `$/cancelRequest` for it (e.g. the engine
+ * gave up on `notebook/runCells`): a long handler should stop its work then (interrupt the kernel) and answer with
+ * what it has; the answer is still sent, as LSP asks, and the server ignores it.
+ */
+export type RequestHandler = (params: any, signal: AbortSignal) => unknown;
+
 interface Pending {
   method: string;
   resolve: (value: any) => void;
@@ -111,7 +120,9 @@ export class JsonRpcTransport {
   private _waiting: Deferred[] = [];
   private readonly _notificationHandlers = new Map<string, Set<Handler>>();
   private readonly _anyNotification = new Set<(method: string, params: any) => void>();
-  private readonly _requestHandlers = new Map<string, Handler>();
+  private readonly _requestHandlers = new Map<string, RequestHandler>();
+  /** Server→client requests being answered, by id: aborted by `$/cancelRequest`. */
+  private readonly _running = new Map<number | string, AbortController>();
   private readonly _stateListeners = new Set<(state: ConnectionState) => void>();
   private _attempt = 0;
   private _retryTimer: unknown = null;
@@ -158,8 +169,11 @@ export class JsonRpcTransport {
     return () => this._anyNotification.delete(handler);
   }
 
-  /** Answer server→client requests of `method` (e.g. `editor/getDiagnostics`); the return value is the result. */
-  onRequest(method: string, handler: Handler): void {
+  /**
+   * Answer server→client requests of `method` (e.g. `editor/getDiagnostics`); the return value is the result. The
+   * handler's second argument aborts when the server cancels the request.
+   */
+  onRequest(method: string, handler: RequestHandler): void {
     this._requestHandlers.set(method, handler);
   }
 
@@ -382,6 +396,9 @@ export class JsonRpcTransport {
     this._detach(socket);
     this._socket = null;
     this._failPending(new RpcError(CONNECTION_LOST, `connection lost (${reason})`));
+    // The next connection numbers its requests afresh: a cancel on it must not reach a handler still answering the old
+    // one (that handler keeps running; its answer is dropped with the old socket).
+    this._running.clear();
     if (this._state === 'disposed') {
       return;
     }
@@ -461,6 +478,9 @@ export class JsonRpcTransport {
       if (hasId) {
         void this._answer(message.id, message.method, message.params);
       } else {
+        if (message.method === CANCEL_METHOD) {
+          this._cancelRunning(message.params?.id);
+        }
         this._notifyHandlers(message.method, message.params);
       }
       return;
@@ -502,6 +522,12 @@ export class JsonRpcTransport {
     }
   }
 
+  private _cancelRunning(id: unknown): void {
+    if (typeof id === 'number' || typeof id === 'string') {
+      this._running.get(id)?.abort();
+    }
+  }
+
   private async _answer(id: number | string, method: string, params: unknown): Promise<void> {
     const socket = this._socket;
     const handler = this._requestHandlers.get(method);
@@ -509,12 +535,19 @@ export class JsonRpcTransport {
     if (!handler) {
       reply = { jsonrpc: '2.0', id, error: { code: METHOD_NOT_FOUND, message: `Method not found: ${method}` } };
     } else {
+      const controller = new AbortController();
+      this._running.set(id, controller);
       try {
-        const result = await handler(params);
+        const result = await handler(params, controller.signal);
         reply = { jsonrpc: '2.0', id, result: result === undefined ? null : result };
       } catch (error) {
         const code = error instanceof RpcError ? error.code : INTERNAL_ERROR;
         reply = { jsonrpc: '2.0', id, error: { code, message: String((error as Error)?.message ?? error) } };
+      } finally {
+        // A reconnect may reuse the id for a new request meanwhile: only forget our own entry.
+        if (this._running.get(id) === controller) {
+          this._running.delete(id);
+        }
       }
     }
     if (socket && socket === this._socket) {

@@ -1,7 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 
-import { EcaClient, LAST_CHAT_KEY } from '../src/client';
+import { EcaClient, LAST_CHAT_KEY, NotebookProvider } from '../src/client';
 import { ChatStore } from '../src/model';
 import { FakeSocket, ManualClock, tick } from './fakes';
 
@@ -51,10 +51,11 @@ function memoryStorage(): Storage {
   } as any;
 }
 
-function setup(options: { storage?: Storage; diagnostics?: boolean } = {}) {
+function setup(options: { storage?: Storage; diagnostics?: boolean; notebooks?: NotebookProvider } = {}) {
   const server = new FakeServer();
   const clock = new ManualClock();
   const store = new ChatStore(() => undefined);
+  const messages: { type: string; message: string }[] = [];
   let n = 0;
   const client = new EcaClient({
     url: 'ws://lab/api/eca/v1/ws',
@@ -63,9 +64,11 @@ function setup(options: { storage?: Storage; diagnostics?: boolean } = {}) {
     store,
     storage: options.storage ?? memoryStorage(),
     newId: () => `new-${++n}`,
-    diagnostics: options.diagnostics ? () => [] : undefined
+    diagnostics: options.diagnostics ? () => [] : undefined,
+    notebooks: options.notebooks,
+    onMessage: message => messages.push(message)
   });
-  return { server, clock, client, store };
+  return { server, clock, client, store, messages };
 }
 
 async function connect(server: FakeServer, client: EcaClient): Promise<void> {
@@ -213,4 +216,118 @@ test('completions come from chat/queryContext and chat/queryCommands', async () 
   assert.deepEqual(server.socket.last('chat/queryContext').params, { query: 'hel', contexts: [] });
   const commands = await client.queryCommands('doc');
   assert.equal(commands[0].name, 'doctor');
+});
+
+/** A notebook provider that records its calls; runCells waits until the signal aborts when `hang` is set. */
+function fakeNotebooks(hang = false) {
+  const calls: { method: string; params: any; signal?: AbortSignal }[] = [];
+  const provider: NotebookProvider = {
+    getCells: params => {
+      calls.push({ method: 'getCells', params });
+      return params.path.endsWith('/open.ipynb')
+        ? { open: true, cells: [{ id: 'c1', index: 0, cellType: 'code', source: 'x = 1' }] }
+        : { open: false, cells: [] };
+    },
+    applyEdit: params => {
+      calls.push({ method: 'applyEdit', params });
+      return { open: true, applied: true };
+    },
+    runCells: (params, signal) => {
+      calls.push({ method: 'runCells', params, signal });
+      if (!hang) {
+        return Promise.resolve({ open: true, runs: [{ id: 'c1', index: 0, status: 'ok', outputs: [] }] });
+      }
+      return new Promise(resolve =>
+        signal!.addEventListener('abort', () =>
+          resolve({ open: true, runs: [{ id: 'c1', index: 0, status: 'error', outputs: [] }], error: 'cancelled' })
+        )
+      );
+    }
+  };
+  return { provider, calls };
+}
+
+test('the notebooks capability is advertised only with a provider, and then notebook/* requests are served', async () => {
+  {
+    const { server, client } = setup();
+    await connect(server, client);
+    assert.equal(server.socket.sent[0].params.capabilities.codeAssistant.editor.notebooks, false);
+    server.socket.receive({ jsonrpc: '2.0', id: 'g0', method: 'notebook/getCells', params: { path: '/w/open.ipynb' } });
+    await tick();
+    assert.equal(server.socket.sent.find(m => m.id === 'g0').error.code, -32601);
+  }
+  const { provider, calls } = fakeNotebooks();
+  const { server, client } = setup({ notebooks: provider });
+  await connect(server, client);
+  assert.equal(server.socket.sent[0].params.capabilities.codeAssistant.editor.notebooks, true);
+  server.socket.receive({ jsonrpc: '2.0', id: 'g1', method: 'notebook/getCells', params: { path: '/w/open.ipynb' } });
+  server.socket.receive({ jsonrpc: '2.0', id: 'g2', method: 'notebook/getCells', params: { path: '/w/closed.ipynb' } });
+  const edit = { path: '/w/open.ipynb', edits: [{ action: 'delete', cellId: 'c1', expectedSource: 'x = 1' }] };
+  server.socket.receive({ jsonrpc: '2.0', id: 'e1', method: 'notebook/applyEdit', params: edit });
+  server.socket.receive({
+    jsonrpc: '2.0',
+    id: 'r1',
+    method: 'notebook/runCells',
+    params: { path: '/w/open.ipynb', cellIds: ['c1'], timeoutMs: 1000 }
+  });
+  await tick();
+  const answer = (id: string) => server.socket.sent.find(m => m.id === id);
+  assert.equal(answer('g1').result.cells[0].id, 'c1');
+  assert.deepEqual(answer('g2').result, { open: false, cells: [] });
+  assert.deepEqual(answer('e1').result, { open: true, applied: true });
+  assert.deepEqual(calls[2].params, edit);
+  assert.equal(answer('r1').result.runs[0].status, 'ok');
+  assert.deepEqual(calls[3].params.cellIds, ['c1']);
+});
+
+test('$/cancelRequest of notebook/runCells reaches the provider as an aborted signal', async () => {
+  const { provider, calls } = fakeNotebooks(true);
+  const { server, client } = setup({ notebooks: provider });
+  await connect(server, client);
+  server.socket.receive({ jsonrpc: '2.0', id: 7, method: 'notebook/runCells', params: { path: '/w/open.ipynb', cellIds: ['c1'] } });
+  await tick();
+  assert.equal(calls[0].signal!.aborted, false);
+  assert.equal(server.socket.sent.find(m => m.id === 7), undefined);
+  server.notify('$/cancelRequest', { id: 7 });
+  await tick();
+  assert.equal(calls[0].signal!.aborted, true);
+  assert.equal(server.socket.sent.find(m => m.id === 7).result.error, 'cancelled');
+});
+
+test('undoToolCall sends chat/toolCallUndo and marks the card undone; a refusal is shown as a message', async () => {
+  const { server, client, store, messages } = setup();
+  await connect(server, client);
+  let answer = { undone: true, message: 'Undone.' };
+  server.handlers['chat/toolCallUndo'] = () => answer;
+  const call = { origin: 'native', id: 'call_1', name: 'edit_notebook', server: 'eca' };
+  const details = {
+    type: 'fileChange',
+    path: '/w/analysis.ipynb',
+    diff: '-a\n+b\n',
+    linesAdded: 1,
+    linesRemoved: 1,
+    cellId: 'c1',
+    undoable: true
+  };
+  server.notify('chat/contentReceived', {
+    chatId: 'new-1',
+    role: 'assistant',
+    content: { type: 'toolCalled', ...call, arguments: {}, error: false, outputs: [], details }
+  });
+  const chat = store.chats.get('new-1')!;
+  const card: any = chat.items[0];
+  assert.equal(card.state, 'done');
+  assert.equal(card.details.undoable, true);
+  const version = card.version;
+  const result = await client.undoToolCall('new-1', 'call_1');
+  assert.equal(result.undone, true);
+  assert.deepEqual(server.socket.last('chat/toolCallUndo').params, { chatId: 'new-1', toolCallId: 'call_1' });
+  assert.equal(card.undone, true);
+  assert.ok(card.version > version);
+  assert.deepEqual(messages, []);
+
+  answer = { undone: false, message: 'cell c1 changed since the edit' };
+  const refused = await client.undoToolCall('new-1', 'call_2');
+  assert.equal(refused.undone, false);
+  assert.deepEqual(messages, [{ type: 'warning', message: 'cell c1 changed since the edit' }]);
 });

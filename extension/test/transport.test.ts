@@ -91,6 +91,40 @@ test('server requests are answered; unknown ones get METHOD_NOT_FOUND', async ()
   assert.equal(answers.find(m => m.id === 7).error.code, METHOD_NOT_FOUND);
 });
 
+test('$/cancelRequest aborts the signal of the request it names; the handler still answers', async () => {
+  const { transport, sockets } = setup();
+  const signals = new Map<number, AbortSignal>();
+  const release = new Map<number, () => void>();
+  transport.onRequest('notebook/runCells', (params: any, signal: AbortSignal) => {
+    signals.set(params.n, signal);
+    return new Promise(resolve => {
+      const done = () => resolve({ n: params.n, aborted: signal.aborted });
+      release.set(params.n, done);
+      signal.addEventListener('abort', done);
+    });
+  });
+  transport.connect();
+  const socket = sockets[0];
+  socket.open();
+  await tick();
+  socket.receive({ jsonrpc: '2.0', id: 1, method: 'notebook/runCells', params: { n: 1 } });
+  socket.receive({ jsonrpc: '2.0', id: 2, method: 'notebook/runCells', params: { n: 2 } });
+  await tick();
+  socket.receive({ jsonrpc: '2.0', method: '$/cancelRequest', params: { id: 2 } });
+  await tick();
+  assert.equal(signals.get(1)!.aborted, false);
+  assert.equal(signals.get(2)!.aborted, true);
+  assert.deepEqual(socket.sent.find(m => m.id === 2), { jsonrpc: '2.0', id: 2, result: { n: 2, aborted: true } });
+  release.get(1)!();
+  await tick();
+  assert.deepEqual(socket.sent.find(m => m.id === 1), { jsonrpc: '2.0', id: 1, result: { n: 1, aborted: false } });
+  // A cancel for a request already answered (or never seen) is harmless.
+  socket.receive({ jsonrpc: '2.0', method: '$/cancelRequest', params: { id: 1 } });
+  socket.receive({ jsonrpc: '2.0', method: '$/cancelRequest', params: { id: 99 } });
+  await tick();
+  assert.equal(signals.get(1)!.aborted, false);
+});
+
 test('notifications reach their handlers; non-JSON messages are ignored and the transport keeps working', async () => {
   const { transport, sockets } = setup();
   const seen: any[] = [];

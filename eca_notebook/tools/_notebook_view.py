@@ -1,0 +1,114 @@
+"""A notebook's cells as the model reads them: every source whole, outputs summarised within a budget.
+
+Why summarise: a notebook's JSON is mostly outputs — base64 images, HTML tables, long logs — that cost the model
+tokens and tell it little. Text and errors are what it needs to fix a notebook, so they are kept (long ones cut in
+the middle, where a log is least informative); images and HTML are named by type and size. When the whole notebook
+still does not fit, outputs shrink first and only then are cells left out, with a note saying how to read them.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from typing import Any
+
+from .._text import human_size
+from ..protocol import NotebookCell, NotebookCellRun
+
+__all__ = ["render_cells", "render_outputs", "render_runs"]
+
+_ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
+_TEXT_TYPES = ("text/plain", "text/markdown", "application/json")
+# Per-output character caps tried in turn until the notebook fits the budget; 0 = the output's type only.
+_CAPS = (2000, 600, 160, 0)
+_TRACEBACK_LINES = 20
+
+
+def _text(value: Any) -> str:
+    return "".join(value) if isinstance(value, list) else str(value)
+
+
+def _cut(text: str, cap: int) -> str:
+    if len(text) <= cap:
+        return text
+    head = cap * 2 // 3
+    tail = cap - head
+    return f"{text[:head]}\n… [{len(text) - cap} characters cut] …\n{text[-tail:]}"
+
+
+def _output(output: dict[str, Any], cap: int) -> str:
+    kind = output.get("output_type")
+    if kind == "stream":
+        text = _text(output.get("text", ""))
+        body = _cut(text.rstrip("\n"), cap) if cap else f"{len(text)} characters"
+        return f"[{output.get('name', 'stdout')}] {body}"
+    if kind == "error":
+        head = f"[error] {output.get('ename', 'Error')}: {output.get('evalue', '')}"
+        if not cap:
+            return head
+        lines = [_ANSI.sub("", line) for line in output.get("traceback") or []]
+        trace = "\n".join(lines).splitlines()[-_TRACEBACK_LINES:]
+        return head + ("\n" + _cut("\n".join(trace), cap * 2) if trace else "")
+    data = output.get("data") or {}
+    parts = []
+    for mime, value in data.items():
+        size = len(_text(value)) if not isinstance(value, dict) else len(str(value))
+        if mime in _TEXT_TYPES and cap:
+            parts.append(_cut(_text(value).rstrip("\n"), cap))
+            break
+        parts.append(f"<{mime}, {human_size(size)}>")
+    label = "result" if kind == "execute_result" else "display"
+    return f"[{label}] " + " ".join(parts) if parts else f"[{label}]"
+
+
+def render_outputs(outputs: Sequence[dict[str, Any]], cap: int = _CAPS[0]) -> str:
+    """One block per output: streams and errors as text, rich data by its text form or its type and size."""
+    return "\n".join(_output(o, cap) for o in outputs)
+
+
+def _header(cell: NotebookCell) -> str:
+    count = f" · [{cell.execution_count}]" if cell.execution_count is not None else ""
+    made = (cell.metadata or {}).get("eca")
+    made_by = " · written by the assistant" if isinstance(made, dict) else ""
+    return f"### cell {cell.index} · id {cell.id} · {cell.cell_type}{count}{made_by}"
+
+
+def _cell(cell: NotebookCell, cap: int | None) -> str:
+    block = f"{_header(cell)}\n{cell.source}" if cell.source else f"{_header(cell)}\n(empty)"
+    if cap is not None and cell.outputs:
+        block += "\n--- outputs\n" + render_outputs(cell.outputs, cap)
+    return block
+
+
+def render_cells(title: str, cells: Sequence[NotebookCell], budget: int, *, total: int) -> str:
+    """*title*, then the cells; outputs shrink through the caps until it fits *budget* characters, then cells
+    are dropped from the end with a note naming the first one left out."""
+    for cap in _CAPS:
+        blocks = [_cell(c, cap) for c in cells]
+        text = "\n\n".join([title, *blocks])
+        if len(text) <= budget:
+            return text
+    kept: list[str] = [title]
+    size = len(title)
+    for cell, block in zip(cells, blocks, strict=True):
+        if size + len(block) + 2 > budget - 200:
+            rest = len(cells) - (len(kept) - 1)
+            kept.append(f"[{rest} more cells not shown (of {total}): read them with start={cell.index}]")
+            break
+        kept.append(block)
+        size += len(block) + 2
+    return "\n\n".join(kept)
+
+
+def render_runs(runs: Sequence[NotebookCellRun]) -> str:
+    """What running cells gave, a block per cell: its status, execution count and outputs."""
+    blocks = []
+    for run in runs:
+        count = f" · [{run.execution_count}]" if run.execution_count is not None else ""
+        block = f"### cell {run.index} · id {run.id} · {run.status}{count}"
+        if run.outputs:
+            block += "\n" + render_outputs(run.outputs)
+        elif run.status == "ok":
+            block += "\n(no output)"
+        blocks.append(block)
+    return "\n\n".join(blocks)

@@ -1,0 +1,237 @@
+"""The notebook tools through a door: a client that has the notebook open serves ``notebook/*`` (the live-document
+path), a client without it gets the file path; approvals, stale diffs, undo and provenance end to end."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+from typing import Any
+
+import nbformat
+import pytest
+
+from eca_notebook.engine import Engine, EngineOptions
+from eca_notebook.protocol import NotebookApplyEditParams, NotebookCellEdit, NotebookGetCellsParams
+from eca_notebook.rpc import Endpoint
+from eca_notebook.serving import ServerConnection
+from eca_notebook.testing.llm_server import Reply, ScriptedLLMServer, ToolCall
+from eca_notebook.tools._notebook_doc import EditRefused, apply_edits, cell_views
+from eca_notebook.transports.memory import memory_pair
+
+from ..serving.test_server_connection import Harness
+
+
+def make_notebook(path: Path) -> list[str]:
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_markdown_cell("# Analysis"), nbformat.v4.new_code_cell("x = 10\nprint(x)"),
+                nbformat.v4.new_code_cell("y = x / 0")]
+    nb.cells[2].outputs = [nbformat.v4.new_output("error", ename="ZeroDivisionError", evalue="division by zero",
+                                                  traceback=["ZeroDivisionError: division by zero"])]
+    nbformat.write(nb, path)
+    return [c.id for c in nb.cells]
+
+
+class FrontEnd:
+    """A client that has notebooks open: their documents live here, edited as JupyterLab's panel edits them."""
+
+    def __init__(self) -> None:
+        self.docs: dict[str, dict[str, Any]] = {}
+        self.requests: list[tuple[str, dict[str, Any]]] = []
+
+    def get_cells(self, raw: dict[str, Any]) -> dict[str, Any]:
+        params = NotebookGetCellsParams.model_validate(raw)
+        self.requests.append(("notebook/getCells", params.dump()))
+        doc = self.docs.get(params.path)
+        if doc is None:
+            return {"open": False}
+        return {"open": True, "cells": [c.dump() for c in cell_views(doc)]}
+
+    def apply_edit(self, raw: dict[str, Any]) -> dict[str, Any]:
+        params = NotebookApplyEditParams.model_validate(raw)
+        self.requests.append(("notebook/applyEdit", params.dump()))
+        doc = self.docs.get(params.path)
+        if doc is None:
+            return {"open": False}
+        try:
+            self.docs[params.path] = apply_edits(doc, list(params.edits))
+        except EditRefused as exc:
+            return {"open": True, "applied": False, "error": str(exc), "cells": [c.dump() for c in exc.cells]}
+        return {"open": True, "applied": True}
+
+    def sources(self, path: Path) -> list[str]:
+        return [c.source for c in cell_views(self.docs[str(path)])]
+
+
+@pytest.fixture
+async def door(tmp_path: Path, llm: ScriptedLLMServer):
+    env = {"HOME": str(tmp_path), "XDG_CONFIG_HOME": str(tmp_path / "config"),
+           "XDG_CACHE_HOME": str(tmp_path / "cache"), "OLLAMA_API_URL": "http://127.0.0.1:9"}
+    options = {"providers": {"fake": {"api": "openai-chat", "url": llm.url, "models": {"m1": {}}}}}
+    server_side, client_side = memory_pair()
+    connection = ServerConnection(server_side, lambda params: Engine(EngineOptions(
+        workspace_folders=[tmp_path], initialization_options=options, env=env)))
+    client = Endpoint(client_side, name="test-client")
+    harness = Harness(client)
+    front = FrontEnd()
+    for method in ("chat/contentReceived", "tool/serverUpdated", "config/updated"):
+        client.register(method, lambda params, _m=method: harness.record(_m, params))
+    client.register("notebook/getCells", front.get_cells)
+    client.register("notebook/applyEdit", front.apply_edit)
+    tasks = [asyncio.create_task(connection.run()), asyncio.create_task(client.run())]
+    await client.request("initialize", {"capabilities": {"codeAssistant": {"editor": {"notebooks": True}}},
+                                        "workspaceFolders": [{"uri": tmp_path.as_uri(), "name": "w"}]})
+    await client.notify("initialized")
+    await harness.until(lambda m, p: m == "tool/serverUpdated")
+    harness.front = front
+    yield harness
+    await client.close()
+    await asyncio.wait_for(tasks[0], 30)
+    tasks[1].cancel()
+    await asyncio.gather(tasks[1], return_exceptions=True)
+
+
+def called(harness: Harness, chat_id: str, call_id: str) -> dict[str, Any] | None:
+    return next((c for c in harness.contents(chat_id) if c["type"] == "toolCalled" and c["id"] == call_id), None)
+
+
+async def finished(harness: Harness, prompt: asyncio.Task[Any], chat_id: str = "c") -> None:
+    """``chat/prompt`` answers at once; the turn ends with a ``finished`` progress."""
+    await asyncio.wait_for(prompt, 60)
+    await harness.until(lambda m, p: m == "chat/contentReceived" and p["chatId"] == chat_id
+                        and p["content"]["type"] == "progress" and p["content"]["state"] == "finished", timeout=60)
+
+
+async def approve_when_asked(harness: Harness, chat_id: str, call_id: str) -> dict[str, Any]:
+    await harness.until(lambda m, p: m == "chat/contentReceived" and p["content"]["type"] == "toolCallRun"
+                        and p["content"]["id"] == call_id and p["content"]["manualApproval"])
+    run = next(c for c in harness.contents(chat_id) if c["type"] == "toolCallRun" and c["id"] == call_id)
+    await harness.client.notify("chat/toolCallApprove", {"chatId": chat_id, "toolCallId": call_id})
+    return run
+
+
+async def test_an_edit_of_an_open_notebook_goes_to_the_front_end_and_can_be_undone(door, llm, tmp_path):
+    path = tmp_path / "analysis.ipynb"
+    ids = make_notebook(path)
+    on_disk = path.read_bytes()
+    door.front.docs[str(path)] = json.loads(on_disk)
+    llm.enqueue(
+        Reply([ToolCall("r1", "eca__notebook_read", json.dumps({"path": "analysis.ipynb"}))]),
+        Reply([ToolCall("e1", "eca__notebook_edit_cell",
+                        json.dumps({"path": "analysis.ipynb", "cell_id": ids[2], "source": "y = x / 2"}))]),
+        Reply.text("Fixed the division."),
+    )
+    prompt = asyncio.create_task(door.client.request("chat/prompt", {"chatId": "c", "message": "fix it"}))
+    run = await approve_when_asked(door, "c", "e1")
+    details = run["details"]
+    assert details["type"] == "fileChange" and details["path"] == str(path) and details["cellId"] == ids[2]
+    assert "-y = x / 0\n+y = x / 2\n" in details["diff"]
+    await finished(door, prompt)
+
+    # the model read the cells with the error output, from the live document
+    read_result = llm.requests[1].body["messages"][-1]["content"]
+    assert "read from the notebook open in JupyterLab" in read_result
+    assert "ZeroDivisionError: division by zero" in read_result and f"id {ids[2]}" in read_result
+    done = called(door, "c", "e1")
+    assert done is not None and not done["error"] and done["details"]["undoable"] is True
+    assert "applied to the notebook open in JupyterLab" in done["outputs"][0]["text"]
+    assert door.front.sources(path)[2] == "y = x / 2"
+    assert path.read_bytes() == on_disk  # the file was not touched: the front end owns the open document
+    edit = next(p for m, p in door.front.requests if m == "notebook/applyEdit")
+    assert edit["chatId"] == "c" and edit["toolCallId"] == "e1"
+    assert edit["edits"][0]["expectedSource"] == "y = x / 0"
+    assert edit["edits"][0]["metadata"]["eca"]["toolCallId"] == "e1"
+
+    undone = await door.client.request("chat/toolCallUndo", {"chatId": "c", "toolCallId": "e1"})
+    assert undone["undone"] is True, undone
+    assert door.front.sources(path)[2] == "y = x / 0"
+    cell = cell_views(door.front.docs[str(path)])[2]
+    assert "eca" not in (cell.metadata or {})  # the provenance of an undone edit goes with it
+    again = await door.client.request("chat/toolCallUndo", {"chatId": "c", "toolCallId": "e1"})
+    assert again["undone"] is False and "Nothing to undo" in again["message"]
+
+
+async def test_a_cell_changed_after_the_diff_is_not_overwritten(door, llm, tmp_path):
+    path = tmp_path / "analysis.ipynb"
+    ids = make_notebook(path)
+    door.front.docs[str(path)] = json.loads(path.read_text())
+    llm.enqueue(
+        Reply([ToolCall("e1", "eca__notebook_edit_cell",
+                        json.dumps({"path": str(path), "cell_id": ids[1], "source": "x = 11"}))]),
+        Reply.text("ok"),
+    )
+    prompt = asyncio.create_task(door.client.request("chat/prompt", {"chatId": "c", "message": "change x"}))
+    await door.until(lambda m, p: m == "chat/contentReceived" and p["content"]["type"] == "toolCallRun")
+    # the user types in the cell while the diff waits for approval
+    door.front.docs[str(path)] = apply_edits(door.front.docs[str(path)], [
+        NotebookCellEdit(action="replace", cell_id=ids[1], source="x = 99  # mine")])
+    await door.client.notify("chat/toolCallApprove", {"chatId": "c", "toolCallId": "e1"})
+    await finished(door, prompt)
+    done = called(door, "c", "e1")
+    assert done is not None and done["error"]
+    assert "changed since the diff was made" in done["outputs"][0]["text"]
+    assert door.front.sources(path)[1] == "x = 99  # mine"
+    tool_message = llm.requests[1].body["messages"][-1]["content"]
+    assert "x = 99  # mine" in tool_message  # the model sees the cell as it is now
+
+
+async def test_a_notebook_not_open_in_the_front_end_is_edited_on_disk_validated(door, llm, tmp_path):
+    path = tmp_path / "closed.ipynb"
+    ids = make_notebook(path)
+    llm.enqueue(
+        Reply([ToolCall("i1", "eca__notebook_insert_cell",
+                        json.dumps({"path": "closed.ipynb", "after_cell_id": ids[0], "cell_type": "markdown",
+                                    "source": "Loads the data."}))]),
+        Reply.text("ok"),
+    )
+    prompt = asyncio.create_task(door.client.request("chat/prompt", {"chatId": "c", "message": "document it"}))
+    await approve_when_asked(door, "c", "i1")
+    await finished(door, prompt)
+    done = called(door, "c", "i1")
+    assert done is not None and not done["error"], done
+    assert "written to the .ipynb file" in done["outputs"][0]["text"]
+    nb = nbformat.read(path, as_version=4)
+    nbformat.validate(nb)
+    assert [c.source for c in nb.cells][:2] == ["# Analysis", "Loads the data."]
+    assert nb.cells[1].metadata["eca"]["chatId"] == "c" and nb.cells[1].metadata["eca"]["tool"] == \
+        "notebook_insert_cell"
+    undone = await door.client.request("chat/toolCallUndo", {"chatId": "c", "toolCallId": "i1"})
+    assert undone["undone"] is True
+    assert [c.id for c in nbformat.read(path, as_version=4).cells] == ids
+
+
+async def test_a_rejected_edit_changes_nothing_and_the_next_call_still_runs(door, llm, tmp_path):
+    path = tmp_path / "analysis.ipynb"
+    ids = make_notebook(path)
+    before = path.read_bytes()
+    llm.enqueue(
+        Reply([ToolCall("d1", "eca__notebook_delete_cell", json.dumps({"path": str(path), "cell_id": ids[1]}))]),
+        Reply([ToolCall("m1", "eca__notebook_move_cell",
+                        json.dumps({"path": str(path), "cell_id": ids[0], "index": 2}))]),
+        Reply.text("ok"),
+    )
+    prompt = asyncio.create_task(door.client.request("chat/prompt", {"chatId": "c", "message": "tidy"}))
+    await door.until(lambda m, p: m == "chat/contentReceived" and p["content"]["type"] == "toolCallRun"
+                     and p["content"]["id"] == "d1")
+    await door.client.notify("chat/toolCallReject", {"chatId": "c", "toolCallId": "d1"})
+    run = await approve_when_asked(door, "c", "m1")
+    assert "(cell order)" in run["details"]["diff"]
+    await finished(door, prompt)
+    assert path.read_bytes() != before
+    assert [c.id for c in nbformat.read(path, as_version=4).cells] == [ids[1], ids[2], ids[0]]
+
+
+async def test_reading_is_allowed_without_asking_and_changes_ask(door, llm, tmp_path):
+    tools = {t["name"]: t for t in next(p for m, p in door.log if m == "tool/serverUpdated")["tools"]}
+    for name in ("notebook_read", "notebook_edit_cell", "notebook_insert_cell", "notebook_delete_cell",
+                 "notebook_move_cell", "notebook_run_cells"):
+        assert name in tools and not tools[name].get("disabled")
+    path = tmp_path / "analysis.ipynb"
+    make_notebook(path)
+    llm.enqueue(Reply([ToolCall("r1", "eca__notebook_read", json.dumps({"path": str(path), "start": 1}))]),
+                Reply.text("ok"))
+    await finished(door, asyncio.create_task(door.client.request("chat/prompt", {"chatId": "c", "message": "read"})))
+    run = next(c for c in door.contents("c") if c["type"] == "toolCallRun")
+    assert run["manualApproval"] is False
+    text = called(door, "c", "r1")["outputs"][0]["text"]
+    assert "# Analysis" not in text and "x = 10" in text  # start=1 skips the first cell
