@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .._tasks import BackgroundTasks
-from ..protocol import ChatContentReceivedParams, server_to_client
+from ..protocol import ChatContentReceivedParams, ChatToolCallUndoResult, server_to_client
 from ..protocol.errors import RpcError
 from ..rpc import Endpoint
 from ._approval import DEFAULT_UNATTENDED_POLICY, MANUAL, ApprovalPolicy, decide
@@ -205,7 +205,14 @@ class ClientConnection:
         await self._endpoint.notify("chat/toolCallApprove", params)
 
     async def reject(self, chat_id: str, tool_call_id: str) -> None:
+        """Refuse a tool call waiting for approval (the model is told the user rejected it)."""
         await self._endpoint.notify("chat/toolCallReject", {"chatId": chat_id, "toolCallId": tool_call_id})
+
+    async def undo_tool_call(self, chat_id: str, tool_call_id: str) -> ChatToolCallUndoResult:
+        """Revert what a finished tool call changed (its details said ``undoable``); ``undone`` is False with the
+        reason when it cannot be (undone already, or the cell changed since)."""
+        raw = await self._endpoint.request("chat/toolCallUndo", {"chatId": chat_id, "toolCallId": tool_call_id})
+        return ChatToolCallUndoResult.model_validate(raw or {})
 
     # -- prompts -------------------------------------------------------------------------------------------------
 

@@ -19,7 +19,7 @@ from collections.abc import Callable, Coroutine, Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from ..protocol import ChatContentReceivedParams
+from ..protocol import ChatContentReceivedParams, ChatToolCallUndoResult
 from ._approval import ApprovalPolicy
 from ._async import START_TIMEOUT, STOP_WAIT, EcaClient, PromptStream
 from ._result import PromptResult
@@ -249,6 +249,11 @@ class SyncEcaClient:
     def reject(self, chat_id: str, tool_call_id: str) -> None:
         """Blocking :meth:`EcaClient.reject`: refuse a tool call waiting for approval."""
         self._call(self._client.reject(chat_id, tool_call_id))
+
+    def undo_tool_call(self, chat_id: str, tool_call_id: str) -> ChatToolCallUndoResult:
+        """Blocking :meth:`EcaClient.undo_tool_call`: revert what a finished tool call changed."""
+        result: ChatToolCallUndoResult = self._call(self._client.undo_tool_call(chat_id, tool_call_id))
+        return result
 
     def select_model(self, model: str, chat_id: str | None = None) -> None:
         """Blocking :meth:`EcaClient.select_model`."""

@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from . import _subcommands
+from ._bridge import CommNotebookAccess, KernelCellRunner, notebook_path
 from ._display import display_mode_for, ipykernel_major, show
 from ._kernel_tools import CellWriter, KernelToolsPlugin, approval_config
 from ._loops import LoopHost, running_loop
@@ -130,7 +131,12 @@ class NotebookSession:
         self._unsubscribe = client.subscribe(self._on_notification)
         client.add_plugin(self.plugin)
         assert client.engine is not None  # an in-process client always has its engine
-        client.engine.tools_changed()  # the kernel's tools join the native list clients were sent
+        engine = client.engine
+        # the notebook tools: this kernel's notebook by default, changed through its page when one answers
+        engine.default_notebook = notebook_path(self.shell)
+        engine.notebook_access = CommNotebookAccess(waiting=lambda: self._waiting > 0)
+        engine.cell_runner = KernelCellRunner(self.shell, lambda: notebook_path(self.shell))
+        engine.tools_changed()  # the kernel's tools join the native list clients were sent
         self.client = client
         return client
 
@@ -331,6 +337,22 @@ class NotebookSession:
     def reject(self, view: Any, call: ToolCallState) -> None:
         if self.client is not None and view.chat_id:
             self.submit(self.client.reject(view.chat_id, call.id))
+
+    def undo(self, view: Any, call: ToolCallState, done: Callable[[bool, str], None]) -> None:
+        """The card's Undo: ``done(undone, message)`` is called with the engine's answer."""
+        if self.client is None or not view.chat_id:
+            done(False, "No session to undo in.")
+            return
+
+        async def undo() -> None:
+            try:
+                result = await self.client.undo_tool_call(view.chat_id, call.id)
+            except Exception as exc:  # noqa: BLE001 - shown on the card
+                done(False, f"Could not undo: {exc}")
+            else:
+                done(result.undone, result.message)
+
+        self.submit(undo())
 
     def stop(self, view: Any) -> None:
         if self.client is not None and view.chat_id:

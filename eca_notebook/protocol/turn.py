@@ -63,6 +63,8 @@ class ToolCallState:
     total_time_ms: int | None = None
     #: The user (or an approval policy) answered the approval: a late ``toolCallRun`` must not ask again.
     decided: bool = False
+    #: The change was undone (``chat/toolCallUndo``); a card offers Undo while ``details.undoable`` and not this.
+    undone: bool = False
 
     @property
     def reject_reason(self) -> str | None:

@@ -497,8 +497,12 @@ class NotebookRunCellsTool(_NotebookTool):
             if ctx.cell_runner is None:
                 raise self.fail("no kernel to run this notebook in: open it in JupyterLab (or run %eca in it)")
             nb = await _open(path, ctx)
-            runs = ctx.cell_runner.run(path, nb.cells, ids, timeout)
-            result = NotebookRunCellsResult(open=False, runs=await runs if inspect.isawaitable(runs) else runs)
+            try:
+                runs = ctx.cell_runner.run(path, nb.cells, ids, timeout)
+                runs = await runs if inspect.isawaitable(runs) else runs
+            except ValueError as exc:  # the runner cannot run this notebook: its reason, for the model
+                raise self.fail(str(exc)) from None
+            result = NotebookRunCellsResult(open=False, runs=runs)
             where = "in a kernel of its own (outputs saved to the .ipynb file)"
         if result.error:
             raise self.fail(result.error)

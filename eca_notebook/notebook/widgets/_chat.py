@@ -15,6 +15,7 @@ on any client.
 from __future__ import annotations
 
 import html
+from collections.abc import Callable
 from typing import Any, Protocol
 
 from .._transcript import Block, ToolCallState, Transcript
@@ -33,6 +34,8 @@ class ViewController(Protocol):
     def reject(self, view: ChatView, call: ToolCallState) -> None: ...
 
     def stop(self, view: ChatView) -> None: ...
+
+    def undo(self, view: ChatView, call: ToolCallState, done: Callable[[bool, str], None]) -> None: ...
 
     def send(self, view: ChatView, text: str) -> None: ...
 
@@ -156,6 +159,12 @@ class ChatView:
         else:
             self.controller.reject(self, call)
 
+    def _on_undo(self, card: ToolCard) -> None:
+        if self.controller is None:
+            card.undo_finished(False, "No session to undo in.")
+            return
+        self.controller.undo(self, card.state, card.undo_finished)
+
     # -- drawing -------------------------------------------------------------------------------------------------
 
     def _flush(self) -> None:
@@ -193,7 +202,7 @@ class ChatView:
             accordion.selected_index = None
             return accordion
         if block.kind == "tool" and block.tool is not None:
-            card = ToolCard(block.tool, on_decision=self._on_decision)
+            card = ToolCard(block.tool, on_decision=self._on_decision, on_undo=self._on_undo)
             self.cards[block.tool.id] = card
             return card
         return widgets.HTML()

@@ -42,11 +42,18 @@ class ToolCard:
     """``widget`` is the box to display; ``state`` the call it draws."""
 
     def __init__(self, state: ToolCallState,
-                 on_decision: Callable[[ToolCallState, bool, str | None], None] | None = None) -> None:
+                 on_decision: Callable[[ToolCallState, bool, str | None], None] | None = None,
+                 on_undo: Callable[[ToolCard], None] | None = None) -> None:
         import ipywidgets as widgets
 
         self.state = state
         self.on_decision = on_decision
+        self.on_undo = on_undo
+        self.undo_button = widgets.Button(description="Undo", icon="undo", layout=widgets.Layout(
+            width="auto", display="none"), tooltip="Restore what this call changed")
+        self.undo_button.add_class("eca-undo")
+        self.undo_button.on_click(lambda _b: self.undo())
+        self.undo_note = widgets.HTML()
         self.header = widgets.HTML()
         self.args_view = widgets.HTML()
         self.diff_view = widgets.HTML(layout=widgets.Layout(display="none"))
@@ -66,7 +73,8 @@ class ToolCard:
         self.output_box = widgets.Accordion(children=[self.output_html], titles=("Output",),
                                             layout=widgets.Layout(display="none"))
         self.output_box.selected_index = None
-        self.widget = widgets.VBox([self.header, self.args_view, self.diff_view, self.buttons, self.output_box])
+        self.widget = widgets.VBox([self.header, self.args_view, self.diff_view, self.buttons, self.output_box,
+                                    widgets.HBox([self.undo_button, self.undo_note])])
         self.widget.add_class("eca-card")
         self.render()
 
@@ -95,6 +103,25 @@ class ToolCard:
             self.on_decision(self.state, approved, save)
         return True
 
+    def undo(self) -> bool:
+        """Ask to undo the call's change (what the Undo button does); False when there is nothing to undo."""
+        if self.on_undo is None or self.state.undone or self.undo_button.disabled or not self._undoable():
+            return False
+        self.undo_button.disabled = True
+        self.on_undo(self)
+        return True
+
+    def undo_finished(self, undone: bool, message: str) -> None:
+        """The engine's answer: the card says undone, or why not (and Undo can be tried again)."""
+        self.state.undone = self.state.undone or undone
+        self.undo_button.disabled = False
+        self.undo_note.value = f'<span class="eca-undo-note">{html.escape(message)}</span>'
+        self.render()
+
+    def _undoable(self) -> bool:
+        details = self.state.details or {}
+        return self.state.status == "done" and bool(details.get("undoable"))
+
     def render(self) -> None:
         state = self.state
         label = STATUS_LABELS.get(state.status, state.status)
@@ -102,6 +129,8 @@ class ToolCard:
             label = "denied by configuration"
         if state.total_time_ms is not None and state.status in ("done", "failed"):
             label += f" · {state.total_time_ms} ms"
+        if state.undone:
+            label += " · undone"
         summary = f' <span class="eca-card-summary">{html.escape(state.summary)}</span>' if state.summary else ""
         header = (f'<span class="eca-card-kind">tool</span> '
                   f'<span class="eca-card-title">{html.escape(state.name)}</span>{summary} '
@@ -118,6 +147,9 @@ class ToolCard:
             if self.diff_view.value != diff_html:
                 self.diff_view.value = diff_html
             self.diff_view.layout.display = None
+        undo_display = None if self._undoable() and not state.undone else "none"
+        if self.undo_button.layout.display != undo_display:
+            self.undo_button.layout.display = undo_display
         pending = state.status == "pending" and not state.decided
         display = None if pending else "none"
         if self.buttons.layout.display != display:
