@@ -87,8 +87,9 @@ _WORD = re.compile(r"[\w.-]{3,}")
 _PHRASE_END = re.compile(r"[.!?;:\n]|\b(?:that|which|who|whose|where|when|to|so|for|using|if)\b", re.IGNORECASE)
 _FENCED = re.compile(r"```.*?(?:```|\Z)", re.DOTALL)
 
-_READ_TOOLS = ("read_file", "directory_tree", "grep", "list_variables", "inspect_variable")
-_CHANGE_TOOLS = ("read_file", "write_file", "edit_file", "move_file", "insert_cell", "replace_cell")
+_READ_TOOLS = ("read_file", "directory_tree", "grep", "list_variables", "inspect_variable", "notebook_read")
+_CHANGE_TOOLS = ("read_file", "write_file", "edit_file", "move_file", "insert_cell", "replace_cell", "notebook_read",
+                 "notebook_edit_cell", "notebook_insert_cell")
 _RUN_TOOLS = ("read_file", "shell_command", "run_python")
 _TOOLS_BY_INTENT = {"read": _READ_TOOLS, "change": _CHANGE_TOOLS, "run": _RUN_TOOLS}
 

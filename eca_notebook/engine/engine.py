@@ -37,6 +37,7 @@ from ..protocol import (
     WireContent,
 )
 from ..tools.base import FileAccess, Tool, ToolContext, llm_name
+from ..tools.notebook_kernel import OwnKernelRunner
 from . import _builtins
 from ._approval import SessionApprovals
 from ._chat import Chat
@@ -139,7 +140,8 @@ class Engine:
         # otherwise the first client that advertised `editor.notebooks`. See _notebooks.py.
         self.notebook_access: NotebookAccess | None = None
         self.default_notebook: Path | None = None  # the notebook a %eca session runs in
-        self.cell_runner: CellRunner | None = None  # runs cells of a notebook no front end has open
+        # runs cells of a notebook no front end has open (default: a kernel of its own per notebook)
+        self.cell_runner: CellRunner | None = OwnKernelRunner()
         self.undo_log = UndoLog()
         self._started = False
         self.background = BackgroundTasks("engine", logger=log)
@@ -432,6 +434,12 @@ class Engine:
             task.cancel()
         if running:
             await asyncio.gather(*running, return_exceptions=True)
+        close_runner = getattr(self.cell_runner, "aclose", None)
+        if close_runner is not None:
+            try:
+                await close_runner()
+            except Exception:
+                log.exception("closing the notebook kernels failed")
         await self.registry.aclose()
         await self.http.aclose()
         if self.store is not None:  # the last saves of every chat are on disk before the engine is gone

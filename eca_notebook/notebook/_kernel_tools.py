@@ -448,5 +448,11 @@ class KernelToolsPlugin(BasePlugin):
             ReplaceCellTool(shell, self.writer),
         ]
 
+    #: Offer ``insert_cell``/``replace_cell`` (``set_next_input``). The session turns them off when it knows the
+    #: kernel's notebook: the ``notebook_*`` tools then put cells exactly where asked, as per-cell diffs.
+    cell_writers = True
+
     def tools(self) -> Sequence[Any]:
-        return self._tools
+        if self.cell_writers:
+            return self._tools
+        return [t for t in self._tools if not isinstance(t, (InsertCellTool, ReplaceCellTool))]

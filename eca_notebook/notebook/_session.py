@@ -136,6 +136,7 @@ class NotebookSession:
         engine.default_notebook = notebook_path(self.shell)
         engine.notebook_access = CommNotebookAccess(waiting=lambda: self._waiting > 0)
         engine.cell_runner = KernelCellRunner(self.shell, lambda: notebook_path(self.shell))
+        self.plugin.cell_writers = engine.default_notebook is None
         engine.tools_changed()  # the kernel's tools join the native list clients were sent
         self.client = client
         return client
