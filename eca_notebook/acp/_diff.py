@@ -7,6 +7,7 @@ diff from the two texts, so we rebuild them without touching the file (which may
   applied in reverse — exact, and independent of when we look at the disk.
 * ``edit_file``: the replaced and replacement snippets (``original_content`` / ``new_content``), the same shape
   other ACP agents send for their edit tools.
+* ``notebook_edit_cell``: the cell's whole old and new source (``path`` is the notebook), rebuilt the same way.
 * anything else with a diff: the hunks' old and new sides.
 """
 
@@ -105,6 +106,12 @@ def diff_contents(tool: str, arguments: dict[str, Any], details: dict[str, Any] 
         old = reverse_apply(new, diff)
         if old is not None:
             return [_diff(path, old, new)]
+    if tool == "notebook_edit_cell" and isinstance(arguments.get("source"), str):
+        # a notebook cell: its whole old and new source (the cell diff compares them newline-terminated)
+        new = arguments["source"]
+        old = reverse_apply(new if not new or new.endswith("\n") else new + "\n", diff)
+        if old is not None:
+            return [_diff(path, old if new.endswith("\n") else old.removesuffix("\n"), new)]
     if tool == "edit_file" and isinstance(arguments.get("new_content"), str):
         original = arguments.get("original_content")
         old = original if isinstance(original, str) and original else None

@@ -76,3 +76,19 @@ def test_no_details_or_no_hunks_means_no_diff():
     move = {"type": "fileChange", "path": PATH, "diff": "--- a/x\n+++ b/y\n", "linesAdded": 0, "linesRemoved": 0}
     assert diff_contents("move_file", {}, move) == []
     assert Path(PATH).is_absolute()
+
+
+async def test_a_notebook_cell_edit_gets_the_whole_cell_sources(tmp_path):
+    import nbformat
+
+    from eca_notebook.tools.base import ToolContext
+    from eca_notebook.tools.notebook import NotebookEditCellTool
+
+    old = "import pandas as pd\ndf = pd.read_csv('a.csv')\nshare = total / parts"
+    new = "import pandas as pd\ndf = pd.read_csv('a.csv')\nshare = total / max(parts, 1)"
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(old)])
+    nbformat.write(nb, tmp_path / "report.ipynb")
+    args = {"path": "report.ipynb", "cell_id": nb.cells[0].id, "source": new}
+    prepared = await NotebookEditCellTool().prepare(args, ToolContext(workspace_folders=[tmp_path]))
+    got = diff_contents("notebook_edit_cell", args, prepared.details)
+    assert got == [{"type": "diff", "path": str(tmp_path / "report.ipynb"), "oldText": old, "newText": new}]
