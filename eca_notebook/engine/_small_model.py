@@ -87,11 +87,15 @@ _WORD = re.compile(r"[\w.-]{3,}")
 _PHRASE_END = re.compile(r"[.!?;:\n]|\b(?:that|which|who|whose|where|when|to|so|for|using|if)\b", re.IGNORECASE)
 _FENCED = re.compile(r"```.*?(?:```|\Z)", re.DOTALL)
 
-_READ_TOOLS = ("read_file", "directory_tree", "grep", "list_variables", "inspect_variable", "notebook_read")
-_CHANGE_TOOLS = ("read_file", "write_file", "edit_file", "move_file", "insert_cell", "replace_cell", "notebook_read",
-                 "notebook_edit_cell", "notebook_insert_cell")
+_READ_TOOLS = ("read_file", "directory_tree", "grep", "list_variables", "inspect_variable")
+_CHANGE_TOOLS = ("read_file", "write_file", "edit_file", "move_file", "insert_cell", "replace_cell")
 _RUN_TOOLS = ("read_file", "shell_command", "run_python")
 _TOOLS_BY_INTENT = {"read": _READ_TOOLS, "change": _CHANGE_TOOLS, "run": _RUN_TOOLS}
+# only when the request is about a notebook: a small model given them for "create hello.py" would use them
+_NOTEBOOK_TOOLS_BY_INTENT = {"read": ("notebook_read",), "change": ("notebook_read", "notebook_edit_cell",
+                                                                  "notebook_insert_cell"),
+                             "run": ("notebook_read", "notebook_run_cells")}
+_NOTEBOOK_WORDS = re.compile(r"(?i)\bnotebooks?\b|\.ipynb\b|\bcells?\b")
 
 
 def prompt_intents(message: str, *, has_contexts: bool = False, folders: Sequence[Path] = ()) -> set[str]:
@@ -154,8 +158,11 @@ def tools_for_prompt(
     if mode == "never":
         return {}
     wanted: set[str] = set()
+    about_notebook = bool(_NOTEBOOK_WORDS.search(message))
     for intent in prompt_intents(message, has_contexts=has_contexts, folders=folders):
         wanted.update(_TOOLS_BY_INTENT[intent])
+        if about_notebook:
+            wanted.update(_NOTEBOOK_TOOLS_BY_INTENT[intent])
     # a tool the user names ("use read_file to …") is offered whatever the wording
     named = {key for key, name in names.items()
              if any(re.search(rf"\b{re.escape(word)}\b", message) for word in (key, name))}

@@ -64,9 +64,10 @@ def notebook_path(shell: Any) -> Path | None:
 class CommNotebookAccess:
     """:class:`~eca_notebook.tools.notebook.NotebookAccess` through a comm to the page showing the notebook."""
 
-    def __init__(self, *, waiting: Callable[[], bool] = lambda: False,
+    def __init__(self, *, waiting: Callable[[], bool] = lambda: False, enabled: Callable[[], bool] = lambda: True,
                  create_comm: Callable[..., Any] | None = None) -> None:
         self.waiting = waiting
+        self.enabled = enabled  # False in headless runs (nbclient): no page, don't wait for one
         self._create_comm = create_comm
         self._comm: Any = None
         self._ready: asyncio.Future[None] | None = None
@@ -79,7 +80,7 @@ class CommNotebookAccess:
     async def _connect(self) -> bool:
         if self._comm is not None and self._ready is not None and self._ready.done():
             return True
-        if time.monotonic() < self._unavailable_until:
+        if time.monotonic() < self._unavailable_until or not self.enabled():
             return False
         loop = asyncio.get_running_loop()
         if self._ready is None or self._ready.done():
@@ -100,6 +101,8 @@ class CommNotebookAccess:
             self._comm = comm
         try:
             await asyncio.wait_for(asyncio.shield(self._ready), READY_TIMEOUT)
+        except OSError:
+            return False
         except TimeoutError:
             log.info("the notebook's page did not answer the %s comm: using the file", COMM_TARGET)
             self._drop()
@@ -124,7 +127,11 @@ class CommNotebookAccess:
             future.set_result(data.get("result"))
 
     def _closed(self) -> None:
+        """The page closed the comm (JupyterLab closes one whose target nobody registered: no panel extension)."""
         self._comm = None
+        if self._ready is not None and not self._ready.done():
+            self._ready.set_exception(OSError("the notebook's page has no eca-notebook handler"))
+            self._unavailable_until = time.monotonic() + RETRY_AFTER
         for future in self._pending.values():
             if not future.done():
                 future.set_exception(OSError("the notebook's page closed the connection"))
@@ -193,20 +200,30 @@ class CommNotebookAccess:
 class KernelCellRunner:
     """Runs this kernel's own notebook's cells in its namespace, when no page answers (outputs are returned to
     the model, not saved: the file belongs to whatever front end shows it). The code runs on the kernel's thread
-    like ``run_python``, so the timeout is not enforced here: the kernel's Interrupt stops a runaway cell."""
+    like ``run_python``, so the timeout is not enforced here: the kernel's Interrupt stops a runaway cell.
 
-    def __init__(self, shell: Any, notebook: Callable[[], Path | None]) -> None:
+    Another notebook's cells never run in this namespace: they go to *fallback* (a kernel of their own)."""
+
+    def __init__(self, shell: Any, notebook: Callable[[], Path | None], fallback: Any = None) -> None:
         self.shell = shell
         self.notebook = notebook
+        self.fallback = fallback
+
+    async def aclose(self) -> None:
+        if self.fallback is not None:
+            await self.fallback.aclose()
 
     async def run(self, path: Path, cells: list[NotebookCell], cell_ids: list[str], timeout: float
                   ) -> list[NotebookCellRun]:
         own = self.notebook()
         if own is None or own.resolve() != path.resolve():
-            raise ValueError(f"this kernel runs {own.name if own else 'no notebook'}, not {path.name}: open "
-                             f"{path.name} in JupyterLab to run its cells")
+            if self.fallback is None:
+                raise ValueError(f"this kernel runs {own.name if own else 'no notebook'}, not {path.name}: open "
+                                 f"{path.name} in JupyterLab to run its cells")
+            runs: list[NotebookCellRun] = await self.fallback.run(path, cells, cell_ids, timeout)
+            return runs
         by_id = {cell.id: cell for cell in cells}
-        runs: list[NotebookCellRun] = []
+        runs = []
         failed = False
         for cell_id in cell_ids:
             cell = by_id[cell_id]

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 __all__ = ["FORMATS", "SUBCOMMANDS", "USAGE", "MagicRequest", "UsageError", "parse_magic"]
 
 FORMATS = ("markdown", "code", "text")
-SUBCOMMANDS = ("new", "chats", "model", "behavior", "stop", "config", "mcp", "fix", "help")
+SUBCOMMANDS = ("new", "chats", "model", "behavior", "stop", "undo", "config", "mcp", "fix", "help")
 
 USAGE = """\
 %eca [options] <prompt>          ask in the current chat (streams into a widget; the kernel stays free)
@@ -30,7 +30,7 @@ USAGE = """\
   -y, --yes                      approve every tool call of this prompt without asking
 In the prompt: {expr} inserts a value (name, attribute, In[n], Out[n]); @name attaches a kernel variable
 (type, shape, dtypes, head); @In[n] / @Out[n] attach a cell's source / result; /command args runs an ECA command.
-Subcommands: %eca new | chats | model [id] | behavior [agent|plan] | stop | config | mcp | fix [note] | help"""
+Subcommands: %eca new | chats | model [id] | behavior [agent|plan] | stop | undo | config | mcp | fix [note] | help"""
 
 
 class UsageError(ValueError):
@@ -117,7 +117,7 @@ def _subcommand(text: str) -> tuple[str, str] | None:
     if not words or words[0] not in SUBCOMMANDS:
         return None
     name, rest = words[0], words[1:]
-    if name in ("new", "chats", "stop", "config", "mcp", "help") and not rest:
+    if name in ("new", "chats", "stop", "undo", "config", "mcp", "help") and not rest:
         return name, ""
     if name in ("model", "behavior") and len(rest) <= 1:
         return name, rest[0] if rest else ""

@@ -83,6 +83,7 @@ class NotebookSession:
         self.mcp_servers: dict[str, dict[str, Any]] = {}
         self.views: dict[str, list[Any]] = {}  # chat id → views currently showing a turn of it
         self.plans: list[Plan] = []  # every prompt started (the latest last)
+        self.undone: set[str] = set()  # tool calls whose change was undone (Undo on a card, %eca undo)
         self._locks: dict[str, asyncio.Lock] = {}
         self._pending: dict[str, int] = {}  # prompts planned and not finished, per chat
         self._waiting = 0  # > 0 while a cell waits for a turn: cell edits can target it
@@ -134,8 +135,9 @@ class NotebookSession:
         engine = client.engine
         # the notebook tools: this kernel's notebook by default, changed through its page when one answers
         engine.default_notebook = notebook_path(self.shell)
-        engine.notebook_access = CommNotebookAccess(waiting=lambda: self._waiting > 0)
-        engine.cell_runner = KernelCellRunner(self.shell, lambda: notebook_path(self.shell))
+        engine.notebook_access = CommNotebookAccess(waiting=lambda: self._waiting > 0,
+                                                    enabled=lambda: self.mode() == "widget")
+        engine.cell_runner = KernelCellRunner(self.shell, lambda: notebook_path(self.shell), engine.cell_runner)
         self.plugin.cell_writers = engine.default_notebook is None
         engine.tools_changed()  # the kernel's tools join the native list clients were sent
         self.client = client
@@ -351,6 +353,8 @@ class NotebookSession:
             except Exception as exc:  # noqa: BLE001 - shown on the card
                 done(False, f"Could not undo: {exc}")
             else:
+                if result.undone:
+                    self.undone.add(call.id)
                 done(result.undone, result.message)
 
         self.submit(undo())

@@ -26,6 +26,24 @@ __all__ = ["describe_config", "describe_mcp", "subcommand"]
 log = logging.getLogger(__name__)
 
 
+async def _undo_last(session: NotebookSession, client: Any) -> None:
+    """``%eca undo``: revert the latest change a prompt of this session made that is not undone yet."""
+    for plan in reversed(session.plans):
+        calls = getattr(plan.result, "tool_calls", None) or []
+        for call in reversed(calls):
+            card = getattr(plan.view, "cards", {}).get(call.id)
+            if not (call.details or {}).get("undoable") or call.id in session.undone:
+                continue
+            result = await client.undo_tool_call(plan.chat_id, call.id)
+            if result.undone:
+                session.undone.add(call.id)
+            if card is not None:
+                card.undo_finished(result.undone, result.message)
+            print(result.message if result.undone else f"{call.summary or call.name}: {result.message}")
+            return
+    print("Nothing to undo: no change made in this session is left to undo.")
+
+
 async def subcommand(session: NotebookSession, request: MagicRequest) -> Any:
     """Run one subcommand (``request.command`` is not ``prompt``)."""
     name, arg = request.command, request.argument
@@ -49,6 +67,9 @@ async def subcommand(session: NotebookSession, request: MagicRequest) -> Any:
         for chat_id in chats:
             await client.stop(chat_id)
         print(f"Stopped {len(chats)} running prompt(s)." if chats else "Nothing is running.")
+        return None
+    if name == "undo":
+        await _undo_last(session, client)
         return None
     if name == "chats":
         chats = await client.list_chats()

@@ -53,6 +53,8 @@ class NotebookCell(EcaModel):
     outputs: list[dict[str, Any]] | None = None
     #: The cell's metadata (nbformat ``metadata``); the engine's provenance is under ``eca``.
     metadata: dict[str, Any] | None = None
+    #: nbformat ``attachments`` of a markdown or raw cell (pasted images), kept so an undone delete restores them.
+    attachments: dict[str, Any] | None = None
 
 
 class NotebookGetCellsParams(EcaModel):
@@ -73,7 +75,7 @@ class NotebookCellEdit(EcaModel):
 
     - ``replace``: set the source of ``cellId`` (refused when the cell's source is not ``expectedSource``);
     - ``insert``: a new cell at ``index`` with ``newCellId``, ``cellType``, ``source`` (and, when an undo restores a
-      deleted cell, its ``outputs`` and ``executionCount``);
+      deleted cell, its ``outputs``, ``executionCount`` and ``attachments``);
     - ``delete``: remove ``cellId`` (refused when its source is not ``expectedSource``);
     - ``move``: move ``cellId`` to ``index`` (the position it has after the move).
 
@@ -91,6 +93,7 @@ class NotebookCellEdit(EcaModel):
     outputs: list[dict[str, Any]] | None = None
     execution_count: int | None = None
     metadata: dict[str, Any] | None = None
+    attachments: dict[str, Any] | None = None
 
 
 class NotebookApplyEditParams(EcaModel):

@@ -39,12 +39,19 @@ def _source(cell: dict[str, Any]) -> str:
 
 
 def ensure_ids(nb: dict[str, Any]) -> bool:
-    """Give every cell an id (``idx<N>`` by position when missing); True when any was missing."""
+    """Give every cell an id — ``idx<N>`` by position when missing, ``<id>-<N>`` for a repeated one — the same on
+    every read, so the ids the model saw still name the cells on its next call; True when any was changed."""
     missing = False
+    seen: set[str] = set()
     for index, cell in enumerate(nb.get("cells", [])):
-        if not cell.get("id"):
+        given = cell.get("id")
+        if not isinstance(given, str) or not given:
             cell["id"] = f"idx{index}"
             missing = True
+        elif given in seen:
+            cell["id"] = f"{given[:56]}-{index}"
+            missing = True
+        seen.add(cell["id"])
     if missing:
         nb["nbformat"], nb["nbformat_minor"] = 4, max(5, int(nb.get("nbformat_minor", 5)))
     return missing
@@ -59,6 +66,7 @@ def cell_views(nb: dict[str, Any]) -> list[NotebookCell]:
             id=str(cell.get("id") or f"idx{index}"), index=index, cell_type=cell.get("cell_type", "code"),
             source=_source(cell), execution_count=cell.get("execution_count") if code else None,
             outputs=list(cell.get("outputs") or []) if code else None, metadata=dict(cell.get("metadata") or {}),
+            attachments=copy.deepcopy(cell["attachments"]) if not code and cell.get("attachments") else None,
         ))
     return views
 
@@ -86,6 +94,8 @@ def _new_cell(edit: NotebookCellEdit) -> dict[str, Any]:
     if kind == "code":
         cell["execution_count"] = edit.execution_count
         cell["outputs"] = copy.deepcopy(edit.outputs or [])
+    elif edit.attachments:
+        cell["attachments"] = copy.deepcopy(edit.attachments)
     return cell
 
 
@@ -147,7 +157,7 @@ def inverse_edits(before: list[NotebookCell], edits: list[NotebookCellEdit]) -> 
             old = cells.pop(index)
             undo.append(NotebookCellEdit(action="insert", new_cell_id=old.id, index=index, cell_type=old.cell_type,
                                          source=old.source, outputs=old.outputs, execution_count=old.execution_count,
-                                         metadata=old.metadata))
+                                         metadata=old.metadata, attachments=old.attachments))
         elif edit.action == "move":
             index = next(i for i, c in enumerate(cells) if c.id == edit.cell_id)
             cell = cells.pop(index)

@@ -53,6 +53,8 @@ def _output(output: dict[str, Any], cap: int) -> str:
     parts = []
     for mime, value in data.items():
         size = len(_text(value)) if not isinstance(value, dict) else len(str(value))
+        if mime.startswith(("image/", "application/pdf")) and not mime.endswith("svg+xml"):
+            size = size * 3 // 4  # base64 in the notebook: the size of the image itself
         if mime in _TEXT_TYPES and cap:
             parts.append(_cut(_text(value).rstrip("\n"), cap))
             break
@@ -80,23 +82,32 @@ def _cell(cell: NotebookCell, cap: int | None) -> str:
     return block
 
 
-def render_cells(title: str, cells: Sequence[NotebookCell], budget: int, *, total: int) -> str:
-    """*title*, then the cells; outputs shrink through the caps until it fits *budget* characters, then cells
-    are dropped from the end with a note naming the first one left out."""
+def _size(text: str) -> tuple[int, int]:
+    """What the output caps count: UTF-8 bytes and lines."""
+    return len(text.encode("utf-8")), text.count("\n") + 1
+
+
+def render_cells(title: str, cells: Sequence[NotebookCell], budget: int, *, total: int,
+                 max_lines: int = 2000) -> str:
+    """*title*, then the cells; outputs shrink through the caps until it fits *budget* UTF-8 bytes and *max_lines*
+    lines, then cells are dropped from the end with a note naming the first one left out (so the tool's own cut,
+    which knows nothing of cells, never has to happen)."""
+    blocks: list[str] = []
     for cap in _CAPS:
         blocks = [_cell(c, cap) for c in cells]
-        text = "\n\n".join([title, *blocks])
-        if len(text) <= budget:
-            return text
+        size, lines = _size("\n\n".join([title, *blocks]))
+        if size <= budget and lines <= max_lines:
+            return "\n\n".join([title, *blocks])
     kept: list[str] = [title]
-    size = len(title)
+    size, lines = _size(title)
     for cell, block in zip(cells, blocks, strict=True):
-        if size + len(block) + 2 > budget - 200:
+        block_size, block_lines = _size(block)
+        if size + block_size + 2 > budget - 200 or lines + block_lines + 1 > max_lines - 2:
             rest = len(cells) - (len(kept) - 1)
             kept.append(f"[{rest} more cells not shown (of {total}): read them with start={cell.index}]")
             break
         kept.append(block)
-        size += len(block) + 2
+        size, lines = size + block_size + 2, lines + block_lines + 1
     return "\n\n".join(kept)
 
 

@@ -34,7 +34,7 @@ from ..protocol import (
 )
 from ._args import ToolArgs, json_schema, parse_args
 from ._diff import diff_label, unified_diff
-from ._files import fingerprint, guarded_write
+from ._files import FileChanged, TargetMoved, fingerprint, guarded_write
 from ._notebook_doc import EditRefused, apply_edits, cell_views, ensure_ids, inverse_edits, new_cell_id
 from ._notebook_view import render_cells, render_runs
 from ._output import truncate_for_llm
@@ -45,11 +45,17 @@ from .base import Approval, Prepared, ToolContext, ToolResult
 __all__ = [
     "CellRunner",
     "NotebookAccess",
+    "NotebookDeleteCellArgs",
     "NotebookDeleteCellTool",
+    "NotebookEditCellArgs",
     "NotebookEditCellTool",
+    "NotebookInsertCellArgs",
     "NotebookInsertCellTool",
+    "NotebookMoveCellArgs",
     "NotebookMoveCellTool",
+    "NotebookReadArgs",
     "NotebookReadTool",
+    "NotebookRunCellsArgs",
     "NotebookRunCellsTool",
     "notebook_tools",
 ]
@@ -104,12 +110,17 @@ def _nbformat() -> Any:
 
 
 def _read_file(path: Path) -> dict[str, Any]:
-    nbformat = _nbformat()
-
+    """The notebook as v4 JSON, its ids as in the file (``nbformat.read`` would replace missing or duplicate ids
+    with random ones on every read, so the ids the model saw would be gone on its next call: see ``ensure_ids``)."""
     try:
         with path.open(encoding="utf-8") as f:
-            doc: dict[str, Any] = json.loads(json.dumps(nbformat.read(f, as_version=4)))
-    except (ValueError, nbformat.reader.NotJSONError) as exc:
+            doc: dict[str, Any] = json.load(f)
+        if not isinstance(doc, dict) or not isinstance(doc.get("cells", []), list):
+            raise ValueError("not a notebook object")
+        if doc.get("nbformat") != 4:  # an old notebook: converted, as Jupyter opens it
+            nbformat = _nbformat()
+            doc = json.loads(json.dumps(nbformat.convert(nbformat.from_dict(doc), 4)))
+    except (ValueError, KeyError, TypeError, AttributeError) as exc:
         raise ToolError(f"{path.name} is not a valid notebook: {exc}") from None
     ensure_ids(doc)
     return doc
@@ -123,8 +134,8 @@ def _write_file(path: Path, doc: dict[str, Any], ctx: ToolContext, expected: str
     try:
         nbformat.validate(node)
     except nbformat.ValidationError as exc:
-        raise ToolError(f"the edit would make {path.name} an invalid notebook ({exc.message}); nothing was written"
-                        ) from None
+        raise ToolError(f"{path.name} would not be a valid notebook after this edit ({exc.message}); nothing was "
+                        "written") from None
     guarded_write(path, nbformat.writes(node) + "\n", ctx.workspace_folders, expected)
 
 
@@ -139,7 +150,7 @@ async def _open(path: Path, ctx: ToolContext) -> _Notebook:
     return _Notebook(path, cell_views(doc), live=False, where="the .ipynb file", doc=doc)
 
 
-async def apply(path: Path, edits: list[NotebookCellEdit], ctx: ToolContext) -> tuple[str, list[NotebookCellEdit]]:
+async def _apply(path: Path, edits: list[NotebookCellEdit], ctx: ToolContext) -> tuple[str, list[NotebookCellEdit]]:
     """Apply *edits* where the notebook is now; returns where, and the edits that undo them. Raises
     :class:`ToolError` (nothing applied) when refused — with the current source of a cell changed since."""
     if ctx.notebooks is not None:
@@ -161,7 +172,14 @@ async def apply(path: Path, edits: list[NotebookCellEdit], ctx: ToolContext) -> 
             new = apply_edits(doc, edits)
         except EditRefused as exc:
             raise ToolError(_refusal(str(exc), exc.cells)) from None
-        _write_file(path, new, ctx, stamp)
+        try:
+            _write_file(path, new, ctx, stamp)
+        except FileChanged:  # saved by someone else between our read and our write: read again, never clobber
+            raise ToolError(f"{path.name} changed while the edit was being written; nothing was written — read "
+                            "the notebook again") from None
+        except TargetMoved as exc:
+            where = f" to {exc.target}" if exc.target is not None else ""
+            raise ToolError(f"refused to write {path.name}: {exc.link} has become a symbolic link{where}") from None
         return inverse_edits(cell_views(doc), edits)
 
     undo = await asyncio.to_thread(write)
@@ -287,7 +305,7 @@ class _ChangeTool(_NotebookTool):
     async def _run(self, prepared: Prepared, ctx: ToolContext) -> ToolResult:
         path: Path = prepared.state["path"]
         edits: list[NotebookCellEdit] = prepared.state["edits"]
-        where, inverse = await apply(path, edits, ctx)
+        where, inverse = await _apply(path, edits, ctx)
         details = dict(prepared.details or {}, undoable=True)
         return ToolResult(output=f"{prepared.state['done']} — {where}.", details=details,
                           undo=_undoer(path, inverse, ctx))
@@ -296,8 +314,8 @@ class _ChangeTool(_NotebookTool):
 def _undoer(path: Path, inverse: list[NotebookCellEdit], ctx: ToolContext) -> Callable[[], Awaitable[str]]:
     async def undo() -> str:
         try:
-            where, _ = await apply(path, inverse, ctx)
-        except ToolError as exc:
+            where, _ = await _apply(path, inverse, ctx)
+        except (ToolError, OSError) as exc:
             raise ValueError(str(exc)) from None
         return f"Undone: {path.name} is back as it was before this change ({where.split(' (')[0]})."
 
@@ -332,7 +350,7 @@ class NotebookReadTool(_NotebookTool):
         cells = cells[args.start or 0: args.end]
         shown = display(nb.path, ctx)
         title = f"Notebook {shown}: {len(nb.cells)} cells (read from {nb.where})"
-        text = render_cells(title, cells, ctx.max_output_bytes, total=len(nb.cells))
+        text = render_cells(title, cells, ctx.max_output_bytes, total=len(nb.cells), max_lines=ctx.max_output_lines)
         return Prepared(args=args.model_dump(), summary=f'Reading notebook "{shown}"', state={"text": text})
 
     async def _run(self, prepared: Prepared, ctx: ToolContext) -> ToolResult:

@@ -49,8 +49,10 @@ class OwnKernelRunner:
         nb: Any = nbformat.read(path, as_version=4)  # type: ignore[no-untyped-call]
         name = ((nb.metadata.get("kernelspec") or {}).get("name")) or "python3"
         manager = AsyncKernelManager(kernel_name=name)
-        # stdout not inherited: in the stdio door our stdout is the ECA stream, which a kernel must never write to
-        await manager.start_kernel(cwd=str(path.parent), stdout=subprocess.DEVNULL, stdin=subprocess.DEVNULL)
+        # nothing inherited: in the stdio door our stdout is the ECA stream, which a kernel must never write to, and
+        # in a notebook the kernel's start-up warnings would land in the user's cell
+        await manager.start_kernel(cwd=str(path.parent), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                   stderr=subprocess.DEVNULL)
         client = manager.client()
         client.start_channels()
         try:

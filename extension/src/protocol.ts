@@ -431,9 +431,10 @@ export interface NotebookCell {
   executionCount?: number;
   outputs?: Array<{ [key: string]: unknown }>;
   metadata?: { [key: string]: unknown };
+  attachments?: { [key: string]: unknown };
 }
 
-/** One change to a notebook. An edit list is applied in order, all or nothing. - ``replace``: set the source of ``cellId`` (refused when the cell's source is not ``expectedSource``); - ``insert``: a new cell at ``index`` with ``newCellId``, ``cellType``, ``source`` (and, when an undo restores a deleted cell, its ``outputs`` and ``executionCount``); - ``delete``: remove ``cellId`` (refused when its source is not ``expectedSource``); - ``move``: move ``cellId`` to ``index`` (the position it has after the move). ``metadata`` is merged into the cell's metadata (the engine's provenance, under ``eca``). */
+/** One change to a notebook. An edit list is applied in order, all or nothing. - ``replace``: set the source of ``cellId`` (refused when the cell's source is not ``expectedSource``); - ``insert``: a new cell at ``index`` with ``newCellId``, ``cellType``, ``source`` (and, when an undo restores a deleted cell, its ``outputs``, ``executionCount`` and ``attachments``); - ``delete``: remove ``cellId`` (refused when its source is not ``expectedSource``); - ``move``: move ``cellId`` to ``index`` (the position it has after the move). ``metadata`` is merged into the cell's metadata (the engine's provenance, under ``eca``). */
 export interface NotebookCellEdit {
   action: "replace" | "insert" | "delete" | "move";
   cellId?: string;
@@ -445,6 +446,7 @@ export interface NotebookCellEdit {
   outputs?: Array<{ [key: string]: unknown }>;
   executionCount?: number;
   metadata?: { [key: string]: unknown };
+  attachments?: { [key: string]: unknown };
 }
 
 /** What running one cell gave: its outputs, and how it ended. */

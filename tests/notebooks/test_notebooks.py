@@ -144,7 +144,27 @@ def check_configuring_a_provider(nb) -> None:
     assert "key sk-…cdef from config" in doctor and "sk-demo-0123456789abcdef" not in outputs_text(nb)
 
 
+def check_fix_a_notebook(nb) -> None:
+    """Notebook 07: %eca in one notebook reads, runs, fixes and re-runs another notebook on disk; it stays valid;
+    %eca undo restores it."""
+    fixed = cell_text(nb, "%eca -y Make analysis.ipynb")
+    assert "**Tool `notebook_read`** — Reading notebook \"analysis.ipynb\" · *done*" in fixed
+    assert "**Tool `notebook_run_cells`** — Running cells 0, 1, 2 of \"analysis.ipynb\" · *failed*" in fixed
+    assert "[error] KeyError: 'west'" in fixed
+    assert "-share = {region: sales[region] / sales[\"west\"] for region in sales}" in fixed
+    assert "+share = {region: round(sales[region] / total, 2) for region in sales}" in fixed
+    assert "written to the .ipynb file (validated with nbformat, replaced atomically)" in fixed
+    assert "[stdout] {'north': 0.48, 'south': 0.32, 'east': 0.2}" in fixed
+    assert "WARNING" not in fixed  # the kernel of its own does not talk into the user's cell
+    saved = cell_text(nb, "saved = nbformat.read")
+    assert "outputs: {'north': 0.48, 'south': 0.32, 'east': 0.2}" in saved
+    assert "written by: notebook_edit_cell in tool call edit-1" in saved
+    assert "Undone: analysis.ipynb is back as it was before this change" in cell_text(nb, "%eca undo", exact=True)
+    assert 'sales["west"]' in cell_text(nb, 'print(nbformat.read("analysis.ipynb"')
+
+
 MAGIC_NOTEBOOK_CHECKS = {
+    "07-fix-a-notebook.ipynb": check_fix_a_notebook,
     "02-quickstart.ipynb": check_quickstart,
     "03-tools-and-approvals.ipynb": check_tools_and_approvals,
     "05-data-analysis.ipynb": check_data_analysis,

@@ -48,7 +48,11 @@ EXPECTED: dict[str, tuple[str, str]] = {
     "chat/statusChanged": (S2C, "notification"),
     "chat/rollback": (C2S, "request"),
     "chat/fork": (C2S, "request"),
+    "chat/toolCallUndo": (C2S, "request"),
     "editor/getDiagnostics": (S2C, "request"),
+    "notebook/getCells": (S2C, "request"),
+    "notebook/applyEdit": (S2C, "request"),
+    "notebook/runCells": (S2C, "request"),
     "config/updated": (S2C, "notification"),
     "tool/serverUpdated": (S2C, "notification"),
     "mcp/stopServer": (C2S, "notification"),
@@ -82,6 +86,10 @@ SAMPLES: dict[str, dict[str, Any]] = {
     "chat/rollback": {"chatId": "c", "contentId": "k"},
     "chat/fork": {"chatId": "c", "contentId": "k"},
     "editor/getDiagnostics": {"uri": "file:///w/a.py"},
+    "chat/toolCallUndo": {"chatId": "c", "toolCallId": "t1"},
+    "notebook/getCells": {"path": "/w/a.ipynb"},
+    "notebook/applyEdit": {"path": "/w/a.ipynb", "edits": [{"action": "replace", "cellId": "x", "source": "1"}]},
+    "notebook/runCells": {"path": "/w/a.ipynb", "cellIds": ["x"], "timeoutMs": 1000},
     "config/updated": {"chat": {"models": ["m"]}},
     "tool/serverUpdated": {"type": "mcp", "name": "gh", "args": [], "status": "starting"},
     "mcp/stopServer": {"name": "gh"},
@@ -137,7 +145,8 @@ def test_direction_helpers() -> None:
     s2c = {s.name for s in server_to_client()}
     assert c2s == {n for n, (d, _) in EXPECTED.items() if d in (C2S, "both")}
     assert s2c == {n for n, (d, _) in EXPECTED.items() if d in (S2C, "both")}
-    assert {s.name for s in server_to_client("request")} == {"editor/getDiagnostics"}
+    assert {s.name for s in server_to_client("request")} == {"editor/getDiagnostics", "notebook/getCells",
+                                                             "notebook/applyEdit", "notebook/runCells"}
     assert "chat/prompt" in {s.name for s in client_to_server("request")}
     assert "chat/prompt" not in {s.name for s in client_to_server("notification")}
     assert all(s.kind == "notification" for s in server_to_client("notification"))
