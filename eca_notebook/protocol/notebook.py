@@ -89,6 +89,10 @@ class NotebookCellEdit(EcaModel):
     source: str | None = None
     cell_type: CellType | None = None
     index: int | None = None
+    #: ``insert`` next to a cell: right ``after`` / ``before`` it wherever it is when applied (cells added above it
+    #: meanwhile do not shift the new cell away); ``index`` when that cell is gone.
+    anchor_cell_id: str | None = None
+    anchor: Literal["before", "after"] | None = None
     new_cell_id: str | None = None
     outputs: list[dict[str, Any]] | None = None
     execution_count: int | None = None

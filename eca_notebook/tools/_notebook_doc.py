@@ -123,6 +123,9 @@ def apply_edits(nb: dict[str, Any], edits: list[NotebookCellEdit]) -> dict[str, 
                 _merge_metadata(cell, edit.metadata)
         elif edit.action == "insert":
             index = len(cells) if edit.index is None else max(0, min(edit.index, len(cells)))
+            anchored = [i for i, c in enumerate(cells) if edit.anchor_cell_id and c.get("id") == edit.anchor_cell_id]
+            if anchored:
+                index = anchored[0] + (1 if edit.anchor == "after" else 0)
             cells.insert(index, _new_cell(edit))
         elif edit.action == "delete":
             del cells[_find(cells, edit.cell_id)]
@@ -148,6 +151,9 @@ def inverse_edits(before: list[NotebookCell], edits: list[NotebookCellEdit]) -> 
             cells = [c.model_copy(update={"source": edit.source or ""}) if c.id == old.id else c for c in cells]
         elif edit.action == "insert":
             index = len(cells) if edit.index is None else max(0, min(edit.index, len(cells)))
+            anchored = [i for i, c in enumerate(cells) if edit.anchor_cell_id and c.id == edit.anchor_cell_id]
+            if anchored:
+                index = anchored[0] + (1 if edit.anchor == "after" else 0)
             new = NotebookCell(id=edit.new_cell_id or "", index=index, cell_type=edit.cell_type or "code",
                                source=edit.source or "")
             undo.append(NotebookCellEdit(action="delete", cell_id=new.id, expected_source=new.source))

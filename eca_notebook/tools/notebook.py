@@ -405,15 +405,20 @@ class NotebookInsertCellTool(_ChangeTool):
     def _prepare(self, args: NotebookInsertCellArgs, nb: _Notebook, ctx: ToolContext) -> Prepared:
         if sum(x is not None for x in (args.after_cell_id, args.before_cell_id, args.index)) > 1:
             raise self.fail("give one of after_cell_id, before_cell_id or index")
+        anchor: Literal["before", "after"] | None = None
         if args.after_cell_id is not None:
-            index = nb.cell(args.after_cell_id).index + 1
+            anchor, anchor_id = "after", args.after_cell_id
+            index = nb.cell(anchor_id).index + 1
         elif args.before_cell_id is not None:
-            index = nb.cell(args.before_cell_id).index
+            anchor, anchor_id = "before", args.before_cell_id
+            index = nb.cell(anchor_id).index
         else:
+            anchor_id = None
             index = len(nb.cells) if args.index is None else min(args.index, len(nb.cells))
         cell_id = new_cell_id()
         edit = NotebookCellEdit(action="insert", new_cell_id=cell_id, index=index, cell_type=args.cell_type,
-                                source=args.source, metadata=_provenance(ctx, self.name, "inserted"))
+                                source=args.source, anchor_cell_id=anchor_id, anchor=anchor,
+                                metadata=_provenance(ctx, self.name, "inserted"))
         where = f"new {args.cell_type} cell at {index}, id {cell_id}"
         return Prepared(
             args=args.model_dump(), summary=f'Inserting a {args.cell_type} cell at {index} in '

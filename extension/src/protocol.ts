@@ -442,6 +442,8 @@ export interface NotebookCellEdit {
   source?: string;
   cellType?: "code" | "markdown" | "raw";
   index?: number;
+  anchorCellId?: string;
+  anchor?: "before" | "after";
   newCellId?: string;
   outputs?: Array<{ [key: string]: unknown }>;
   executionCount?: number;

@@ -391,3 +391,18 @@ def test_property_applying_the_inverse_restores_the_original(case: tuple[dict[st
     assert nb == before
     assert cells_of(back) == cells_of(nb)
     assert_valid(back)
+
+
+@pytest.mark.parametrize(("anchor", "expected"), [("after", ["new", "b", "x", "n", "c"]),
+                                                  ("before", ["new", "b", "n", "x", "c"])])
+def test_an_insert_next_to_a_cell_follows_it_when_cells_are_added_above(anchor: str, expected: list[str]) -> None:
+    nb = notebook(code("b", "1"), code("x", "2"), code("c", "3"))
+    # the user adds a cell at the top after the diff was made for "after x" (index 2) / "before x" (index 1)
+    moved = apply_edits(nb, [edit("insert", new_cell_id="new", index=0, source="")])
+    index = 2 if anchor == "after" else 1
+    got = apply_edits(moved, [edit("insert", new_cell_id="n", index=index, anchor_cell_id="x", anchor=anchor,
+                                   source="y")])
+    assert ids(got) == expected
+    undo = inverse_edits(cell_views(moved), [edit("insert", new_cell_id="n", index=index, anchor_cell_id="x",
+                                                  anchor=anchor, source="y")])
+    assert ids(apply_edits(got, undo)) == ids(moved)
