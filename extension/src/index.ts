@@ -5,7 +5,7 @@
  * page's token when JupyterLab appends one, otherwise the login cookie — the same as kernel WebSockets) and speaks
  * ECA JSON-RPC over it: `initialize` with no workspace folders (the server uses its root), `initialized`, then
  * chats. `$/showMessage` becomes a JupyterLab notification; `editor/getDiagnostics` is answered from the open
- * notebooks' error outputs.
+ * notebooks' error outputs, and the engine's `notebook/*` requests (read, edit, run cells) from the open notebooks.
  */
 
 import {
@@ -24,6 +24,7 @@ import { LabIcon } from '@jupyterlab/ui-components';
 
 import { EcaClient } from './client';
 import { JupyterEditorContext } from './jupyterContext';
+import { JupyterNotebookAccess } from './notebookAccess';
 import { renderStats, resetRenderStats } from './stats';
 import { IEcaChat } from './tokens';
 import { RpcError } from './transport';
@@ -84,12 +85,14 @@ const plugin: JupyterFrontEndPlugin<IEcaChat> = {
   ): IEcaChat => {
     const settings = ServerConnection.makeSettings();
     const editorContext = new JupyterEditorContext(app, notebooks, editors);
+    const notebookAccess = notebooks ? new JupyterNotebookAccess(notebooks) : undefined;
     const client = new EcaClient({
       url: () => socketUrl(settings),
       createSocket: url => new settings.WebSocket(url) as any,
       clientInfo: { name: 'jupyterlab-eca-panel', version: '0.1.0' },
       storage: safeStorage(),
       diagnostics: notebooks ? uri => editorContext.diagnostics(uri) : undefined,
+      notebooks: notebookAccess,
       onMessage: message => {
         Notification.emit(message.message, message.type, {
           autoClose: message.type === 'error' ? false : 8000

@@ -61,6 +61,16 @@ export function ChatApp(props: ChatAppProps): JSX.Element {
     (id: string) => chat && guard(client.reject(chat.id, id)),
     [client, chat, guard]
   );
+  const onUndo = React.useCallback(
+    (id: string) => {
+      if (chat) {
+        const action = client.undoToolCall(chat.id, id);
+        guard(action);
+        return action;
+      }
+    },
+    [client, chat, guard]
+  );
 
   return (
     <div className="eca-ChatApp" data-connection={connection}>
@@ -108,6 +118,7 @@ export function ChatApp(props: ChatAppProps): JSX.Element {
           welcome={client.config.welcomeMessage}
           onApprove={onApprove}
           onReject={onReject}
+          onUndo={onUndo}
         />
       ) : (
         <div className="eca-MessageList" />

@@ -19,6 +19,7 @@ interface ItemProps {
   rendermime: IRenderMimeRegistry | null;
   onApprove: (id: string, save?: 'session') => void;
   onReject: (id: string) => void;
+  onUndo: (id: string) => Promise<unknown> | void;
 }
 
 function ItemViewImpl(props: ItemProps): JSX.Element {
@@ -56,7 +57,13 @@ function ItemViewImpl(props: ItemProps): JSX.Element {
       );
     case 'tool':
       return (
-        <ToolCard item={item} version={props.version} onApprove={props.onApprove} onReject={props.onReject} />
+        <ToolCard
+          item={item}
+          version={props.version}
+          onApprove={props.onApprove}
+          onReject={props.onReject}
+          onUndo={props.onUndo}
+        />
       );
     case 'url':
       return (
@@ -77,7 +84,8 @@ const ItemView = React.memo(
     a.streaming === b.streaming &&
     a.rendermime === b.rendermime &&
     a.onApprove === b.onApprove &&
-    a.onReject === b.onReject
+    a.onReject === b.onReject &&
+    a.onUndo === b.onUndo
 );
 
 export interface MessageListProps {
@@ -87,6 +95,7 @@ export interface MessageListProps {
   welcome?: string;
   onApprove: (id: string, save?: 'session') => void;
   onReject: (id: string) => void;
+  onUndo: (id: string) => Promise<unknown> | void;
 }
 
 function MessageListImpl(props: MessageListProps): JSX.Element {
@@ -129,6 +138,7 @@ function MessageListImpl(props: MessageListProps): JSX.Element {
           rendermime={props.rendermime}
           onApprove={props.onApprove}
           onReject={props.onReject}
+          onUndo={props.onUndo}
         />
       ))}
       {chat.progress && (
@@ -149,5 +159,6 @@ export const MessageList = React.memo(
     a.rendermime === b.rendermime &&
     a.welcome === b.welcome &&
     a.onApprove === b.onApprove &&
-    a.onReject === b.onReject
+    a.onReject === b.onReject &&
+    a.onUndo === b.onUndo
 );

@@ -1,6 +1,7 @@
 /**
  * One tool call: what the model wants to run, the diff of a file change, and — while it waits for the user —
- * Approve / Approve for session / Reject. Then its state (running, done, failed, rejected) and output.
+ * Approve / Approve for session / Reject. Then its state (running, done, failed, rejected) and output, and Undo on a
+ * finished call the server can revert (`details.undoable`), until it is undone.
  */
 
 import * as React from 'react';
@@ -23,6 +24,13 @@ export interface ToolCardProps {
   version: number;
   onApprove: (id: string, save?: 'session') => void;
   onReject: (id: string) => void;
+  /** `chat/toolCallUndo`; the promise settles when the server answered (the card then shows "undone" or stays). */
+  onUndo: (id: string) => Promise<unknown> | void;
+}
+
+/** The diff's title: a notebook cell change names the notebook and the cell. */
+function diffTitle(path: string, cellId: string | undefined): string {
+  return cellId ? `${path} · cell ${cellId}` : path;
 }
 
 function prettyArguments(item: ToolItem): string {
@@ -37,17 +45,29 @@ function prettyArguments(item: ToolItem): string {
 }
 
 export function ToolCard(props: ToolCardProps): JSX.Element {
-  const { item } = props;
+  const { item, onUndo } = props;
+  const [undoing, setUndoing] = React.useState(false);
   const output = (item.outputs ?? []).map(o => o.text ?? (o as any).content ?? '').join('\n');
   const fileChange = item.details && item.details.type === 'fileChange' ? item.details : undefined;
+  const canUndo = item.state === 'done' && Boolean(item.details?.undoable) && !item.undone;
+  const undo = React.useCallback(() => {
+    setUndoing(true);
+    // A failure is reported by the panel (onError); here the button only comes back.
+    const done = () => setUndoing(false);
+    Promise.resolve(onUndo(item.id)).then(done, done);
+  }, [onUndo, item.id]);
   return (
-    <div className={`eca-ToolCard eca-mod-${item.state}`} data-tool-call-id={item.id} data-tool-state={item.state}>
+    <div
+      className={`eca-ToolCard eca-mod-${item.state}${item.undone ? ' eca-mod-undone' : ''}`}
+      data-tool-call-id={item.id}
+      data-tool-state={item.state}
+    >
       <div className="eca-ToolCard-header">
         <span className="eca-ToolCard-name" title={`${item.server}__${item.name}`}>
           {item.summary || item.name}
         </span>
         <span className="eca-ToolCard-state">
-          {STATE_LABEL[item.state]}
+          {item.undone ? 'undone' : STATE_LABEL[item.state]}
           {item.totalTimeMs !== undefined && (item.state === 'done' || item.state === 'failed')
             ? ` · ${(item.totalTimeMs / 1000).toFixed(1)} s`
             : ''}
@@ -56,10 +76,22 @@ export function ToolCard(props: ToolCardProps): JSX.Element {
       {fileChange && (
         <DiffView
           diff={fileChange.diff}
-          path={fileChange.path}
+          path={diffTitle(fileChange.path, fileChange.cellId)}
           linesAdded={fileChange.linesAdded}
           linesRemoved={fileChange.linesRemoved}
         />
+      )}
+      {canUndo && (
+        <div className="eca-ToolCard-actions">
+          <button
+            className="jp-mod-styled eca-undo"
+            title="Revert what this tool call changed"
+            disabled={undoing}
+            onClick={undo}
+          >
+            {undoing ? 'Undoing…' : 'Undo'}
+          </button>
+        </div>
       )}
       {item.state === 'waiting' && (
         <div className="eca-ToolCard-actions">
