@@ -169,6 +169,11 @@ class Toolbox:
             for item in chat.messages:
                 if isinstance(item, ToolResultMessage) and item.tool_call_id == call_id:
                     item.output += f"\n[Afterwards the user undid this change. {message}]"
+            for record in chat.contents:  # a replayed chat shows the call as undone, with no Undo to offer
+                content = record.get("content") or {}
+                details = content.get("details")
+                if content.get("type") == "toolCalled" and content.get("id") == call_id and isinstance(details, dict):
+                    details["undoable"] = False
             engine.emit_content(chat, "system", TextContent(text=message))
             engine.chat_book.save(chat)
         return ChatToolCallUndoResult(undone=True, message=message)

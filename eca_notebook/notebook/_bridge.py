@@ -10,6 +10,9 @@ Where no such page answers (the classic notebook, VS Code, nbclient/papermill), 
 "not open" and the tools use the ``.ipynb`` file; :class:`KernelCellRunner` then runs the kernel's *own* notebook's
 cells in its namespace.
 
+Two pages may show one kernel (two browser tabs): each answers the comm's opening, the first one is kept, and
+requests name it (``page``) so no edit is applied twice.
+
 Comm messages from the page reach the kernel between cells (or during an async cell), like the widget's approval
 clicks: a ``%eca --wait`` cell keeps them queued, so runs are refused while a cell waits rather than deadlocking.
 """
@@ -74,6 +77,7 @@ class CommNotebookAccess:
         self._pending: dict[int, asyncio.Future[Any]] = {}
         self._ids = itertools.count(1)
         self._unavailable_until = 0.0
+        self._page: str | None = None  # the page that answered first: every request is addressed to it
 
     # -- the comm ----------------------------------------------------------------------------------------------
 
@@ -116,6 +120,7 @@ class CommNotebookAccess:
     def _dispatch(self, data: dict[str, Any]) -> None:
         if data.get("type") == "ready":
             if self._ready is not None and not self._ready.done():
+                self._page = str(data.get("page") or "")
                 self._ready.set_result(None)
             return
         future = self._pending.pop(data.get("id", -1), None)
@@ -151,8 +156,12 @@ class CommNotebookAccess:
         future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
         self._pending[id] = future
         try:
-            self._comm.send({"id": id, "method": method, "params": params})
+            self._comm.send({"id": id, "method": method, "params": params, "page": self._page})
             return await asyncio.wait_for(future, timeout)
+        except (TimeoutError, asyncio.CancelledError):
+            if self._comm is not None:  # the page interrupts a run it was asked for
+                self._comm.send({"type": "cancel", "id": id, "page": self._page})
+            raise
         finally:
             self._pending.pop(id, None)
 

@@ -25,6 +25,7 @@ import { LabIcon } from '@jupyterlab/ui-components';
 import { EcaClient } from './client';
 import { JupyterEditorContext } from './jupyterContext';
 import { JupyterNotebookAccess } from './notebookAccess';
+import { serveNotebookComms } from './notebookComm';
 import { renderStats, resetRenderStats } from './stats';
 import { IEcaChat } from './tokens';
 import { RpcError } from './transport';
@@ -86,6 +87,9 @@ const plugin: JupyterFrontEndPlugin<IEcaChat> = {
     const settings = ServerConnection.makeSettings();
     const editorContext = new JupyterEditorContext(app, notebooks, editors);
     const notebookAccess = notebooks ? new JupyterNotebookAccess(notebooks) : undefined;
+    if (notebooks && notebookAccess) {
+      serveNotebookComms(notebooks, notebookAccess); // a %eca in a notebook reaches its page the same way
+    }
     const client = new EcaClient({
       url: () => socketUrl(settings),
       createSocket: url => new settings.WebSocket(url) as any,

@@ -84,6 +84,7 @@ async def door(tmp_path: Path, llm: ScriptedLLMServer):
     await client.notify("initialized")
     await harness.until(lambda m, p: m == "tool/serverUpdated")
     harness.front = front
+    harness.engine = connection.engine
     yield harness
     await client.close()
     await asyncio.wait_for(tasks[0], 30)
@@ -149,6 +150,13 @@ async def test_an_edit_of_an_open_notebook_goes_to_the_front_end_and_can_be_undo
     assert "eca" not in (cell.metadata or {})  # the provenance of an undone edit goes with it
     again = await door.client.request("chat/toolCallUndo", {"chatId": "c", "toolCallId": "e1"})
     assert again["undone"] is False and "Nothing to undo" in again["message"]
+    # the model is told on its next turn, and a replay of the chat offers no Undo any more
+    engine = door.engine
+    tool_result = next(m for m in engine.chats["c"].messages if getattr(m, "tool_call_id", None) == "e1")
+    assert "Afterwards the user undid this change" in tool_result.output
+    replayed = next(r["content"] for r in engine.chats["c"].contents
+                    if r["content"].get("type") == "toolCalled" and r["content"]["id"] == "e1")
+    assert replayed["details"]["undoable"] is False
 
 
 async def test_a_cell_changed_after_the_diff_is_not_overwritten(door, llm, tmp_path):
