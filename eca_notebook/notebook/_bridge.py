@@ -105,11 +105,11 @@ class CommNotebookAccess:
             self._comm = comm
         try:
             await asyncio.wait_for(asyncio.shield(self._ready), READY_TIMEOUT)
-        except OSError:
-            return False
-        except TimeoutError:
+        except TimeoutError:  # (before OSError: TimeoutError is one)
             log.info("the notebook's page did not answer the %s comm: using the file", COMM_TARGET)
             self._drop()
+            return False
+        except OSError:  # the page closed the comm: no handler there
             return False
         return True
 
