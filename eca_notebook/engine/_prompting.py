@@ -66,6 +66,11 @@ class PromptPipeline:
                 return ChatPromptResult(chat_id=chat_id, model=params.model or engine.selected_model, status="error",
                                         message=reason)
         chat = engine.chat_book.open_for_prompt(chat_id)
+        if chat.running and any(key[0] == chat.id for key in engine.pending_approvals):
+            # the turn only waits for the user, who wrote something new instead of answering: the unanswered
+            # calls are rejected (the model is told) and the new prompt goes on — a forgotten diff never blocks
+            await engine.chat_book.stop(chat.id)
+            self._note(chat, "The tool call waiting for approval was rejected: you sent a new prompt instead.")
         if chat.running:
             self._note(chat, "A prompt is already running in this chat: stop it before sending another.")
             return ChatPromptResult(chat_id=chat.id, model=chat.model, status="error")

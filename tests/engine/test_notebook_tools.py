@@ -243,3 +243,29 @@ async def test_reading_is_allowed_without_asking_and_changes_ask(door, llm, tmp_
     assert run["manualApproval"] is False
     text = called(door, "c", "r1")["outputs"][0]["text"]
     assert "# Analysis" not in text and "x = 10" in text  # start=1 skips the first cell
+
+
+async def test_a_diff_left_unanswered_does_not_block_the_next_prompt(door, llm, tmp_path):
+    path = tmp_path / "analysis.ipynb"
+    ids = make_notebook(path)
+    before = path.read_bytes()
+    llm.enqueue(
+        Reply([ToolCall("e1", "eca__notebook_edit_cell",
+                        json.dumps({"path": str(path), "cell_id": ids[1], "source": "x = 11"}))]),
+        Reply.text("Here is the answer to the new question."),
+    )
+    first = asyncio.create_task(door.client.request("chat/prompt", {"chatId": "c", "message": "change x"}))
+    await door.until(lambda m, p: m == "chat/contentReceived" and p["content"]["type"] == "toolCallRun")
+    # the user ignores the diff and asks something else in the same chat
+    second = await door.client.request("chat/prompt", {"chatId": "c", "message": "what does cell 2 do?"})
+    assert second.get("status") != "error", second
+    await asyncio.wait_for(first, 60)
+    await door.until(lambda m, p: m == "chat/contentReceived" and p["content"].get("text", "").startswith(
+        "Here is the answer"), timeout=60)
+    rejected = [c for c in door.contents("c") if c["type"] == "toolCallRejected" and c["id"] == "e1"]
+    assert rejected, "the unanswered call ends as rejected"
+    assert path.read_bytes() == before
+    texts = [c.get("text", "") for c in door.contents("c") if c["type"] == "text"]
+    assert any("you sent a new prompt instead" in t for t in texts)
+    sent = llm.requests[-1].body["messages"]
+    assert any(m["role"] == "tool" and "Not run" in m["content"] for m in sent), "the model is told"
