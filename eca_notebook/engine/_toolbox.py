@@ -40,6 +40,10 @@ TOOLS_SYSTEM_PROMPT = (
     " Use the tools to read and change the workspace; paths are relative to the first workspace folder. Every change"
     " you propose is shown to the user as a diff and may be rejected: if so, do not retry it unless asked."
 )
+NOTEBOOK_SYSTEM_PROMPT = (
+    " Work on Jupyter notebooks (.ipynb) with the notebook_* tools, cell by cell, using the cell ids notebook_read"
+    " shows; to check a fix, run the cells and read their outputs."
+)
 DIAGNOSTICS_TIMEOUT = 30.0
 
 Diagnostics = Callable[[str | None], Awaitable[list[dict[str, Any]]]]
@@ -192,8 +196,11 @@ class Toolbox:
         custom = engine.config.behavior.get(behavior)
         if custom is not None and custom.system_prompt:
             prompt = custom.system_prompt
-        if self.offered_tools(behavior):
+        offered = self.offered_tools(behavior)
+        if offered:
             prompt += TOOLS_SYSTEM_PROMPT
+        if any(t.name == "notebook_read" for t in offered.values()):
+            prompt += NOTEBOOK_SYSTEM_PROMPT
         rules = render_rules(load_rules(engine.workspace_folders, engine.global_config_dir))
         if rules:
             prompt += "\n\n" + rules

@@ -280,6 +280,26 @@ def _old_text(path: Path, tool: NativeTool[Any], ctx: ToolContext) -> str:
     return text
 
 
+_NOTEBOOK_HINT = ("notebooks are changed cell by cell: use notebook_read, then notebook_edit_cell, notebook_insert_cell "
+                 "or notebook_delete_cell (editing the .ipynb JSON directly can corrupt it, and bypasses the open "
+                 "notebook)")
+
+
+def _guard_notebook(tool: NativeTool[Any], path: Path, ctx: ToolContext, new_content: str | None = None) -> None:
+    """The file tools never rewrite an existing notebook's JSON; a new ``.ipynb`` must be a valid notebook."""
+    if path.suffix != ".ipynb":
+        return
+    if new_content is None or path.exists():
+        raise tool.fail(f"{display(path, ctx)}: {_NOTEBOOK_HINT}")
+    try:
+        import nbformat
+
+        nbformat.validate(nbformat.reads(new_content, as_version=4))  # type: ignore[no-untyped-call]
+    except Exception as exc:  # noqa: BLE001 - any parse or schema failure
+        raise tool.fail(f"{display(path, ctx)} would not be a valid notebook: {str(exc).splitlines()[0][:200]}"
+                        ) from None
+
+
 def _check_unchanged(tool: NativeTool[Any], path: Path, expected: str | None, ctx: ToolContext) -> None:
     if fingerprint(path) != expected:
         raise tool.fail(f"{display(path, ctx)}: file changed since the diff was shown; re-read it and try again")
@@ -345,6 +365,7 @@ class WriteFileTool(_ClientView, NativeTool[WriteFileArgs]):
         path = resolve(args.path, ctx)
         if path.is_dir():
             raise self.fail(f"{display(path, ctx)} is a directory")
+        _guard_notebook(self, path, ctx, args.content)
         exists = path.exists()
         old = _old_text(path, self, ctx) if exists else ""
         verb = "Overwriting" if exists else "Creating"
@@ -358,6 +379,7 @@ class WriteFileTool(_ClientView, NativeTool[WriteFileArgs]):
         )
 
     def _prepare_text(self, args: WriteFileArgs, ctx: ToolContext, path: Path, old: str) -> Prepared:
+        _guard_notebook(self, path, ctx)  # the client has it: it exists
         _check_client_text(self, path, old, ctx)
         return Prepared(
             args=args.model_dump(),
@@ -418,6 +440,7 @@ class EditFileTool(_ClientView, NativeTool[EditFileArgs]):
         shown = display(path, ctx)
         if path.is_dir():
             raise self.fail(f"{shown} is a directory, not a file")
+        _guard_notebook(self, path, ctx, args.new_content if args.original_content == "" else None)
         summary = f'Editing file "{shown}"'
         if not path.exists():
             if args.original_content != "":
@@ -437,6 +460,7 @@ class EditFileTool(_ClientView, NativeTool[EditFileArgs]):
         )
 
     def _prepare_text(self, args: EditFileArgs, ctx: ToolContext, path: Path, old: str) -> Prepared:
+        _guard_notebook(self, path, ctx)
         shown = display(path, ctx)
         _check_client_text(self, path, old, ctx)
         new, count = self._replace(old, args, shown)

@@ -381,3 +381,24 @@ async def test_move_file_moves_a_symlink_not_its_target(ws: Path, ctx: ToolConte
     assert not prepared.outside_workspace
     assert not result.error, result.output
     assert (ws / "link2").is_symlink() and target.exists()
+
+
+async def test_the_file_tools_never_rewrite_a_notebook_s_json(ws, ctx) -> None:
+    import nbformat
+
+    from eca_notebook.tools.fs import EditFileTool, WriteFileTool
+
+    path = ws / "analysis.ipynb"
+    nbformat.write(nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("x = 1")]), path)
+    before = path.read_bytes()
+    edit = EditFileTool().prepare({"path": "analysis.ipynb", "original_content": "x = 1", "new_content": "x = 2"},
+                                  ctx)
+    write = WriteFileTool().prepare({"path": "analysis.ipynb", "content": "{}"}, ctx)
+    for prepared in (edit, write):
+        assert prepared.error and "notebook_edit_cell" in prepared.error, prepared.error
+    assert path.read_bytes() == before
+    # a new notebook may be written whole, if it is one
+    bad = WriteFileTool().prepare({"path": "new.ipynb", "content": '{"cells": "no"}'}, ctx)
+    assert bad.error and "would not be a valid notebook" in bad.error
+    good = nbformat.writes(nbformat.v4.new_notebook(cells=[nbformat.v4.new_markdown_cell("# New")]))
+    assert WriteFileTool().prepare({"path": "new.ipynb", "content": good}, ctx).error is None

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 import json
 
 import pytest
@@ -10,15 +11,17 @@ from eca_notebook.tools import get_native_tool, native_tools
 from eca_notebook.tools.base import ToolContext
 
 NAMES = ["read_file", "write_file", "edit_file", "move_file", "grep", "directory_tree", "shell_command",
-         "editor_diagnostics", "update_plan"]  # fmt: skip
+         "editor_diagnostics", "update_plan", "notebook_read", "notebook_edit_cell", "notebook_insert_cell",
+         "notebook_delete_cell", "notebook_move_cell", "notebook_run_cells"]  # fmt: skip
+NOTEBOOK_CHANGES = {"notebook_edit_cell", "notebook_insert_cell", "notebook_delete_cell", "notebook_move_cell"}
 
 
 def test_registry_names_and_flags() -> None:
     tools = {t.name: t for t in native_tools()}
     assert sorted(tools) == sorted(NAMES)
-    assert {n for n, t in tools.items() if t.mutates} == {"write_file", "edit_file", "move_file"}
+    assert {n for n, t in tools.items() if t.mutates} == {"write_file", "edit_file", "move_file", *NOTEBOOK_CHANGES}
     assert {n for n, t in tools.items() if t.default_approval == "ask"} == {
-        "write_file", "edit_file", "move_file", "shell_command",
+        "write_file", "edit_file", "move_file", "shell_command", "notebook_run_cells", *NOTEBOOK_CHANGES,
     }  # fmt: skip
 
 
@@ -65,6 +68,8 @@ async def test_invalid_arguments_never_raise(tmp_path) -> None:  # type: ignore[
     for tool in native_tools():
         for bad in (None, "not json", 42, {"path": {"nested": 1}}, {"command": ["ls"]}):
             prepared = tool.prepare(bad, ctx)  # type: ignore[arg-type]
+            if inspect.isawaitable(prepared):  # the notebook tools ask the front end: async
+                prepared = await prepared
             if prepared.error is None:  # e.g. editor_diagnostics' only argument is optional
                 continue
             assert prepared.error.startswith(f"{tool.name}: ")

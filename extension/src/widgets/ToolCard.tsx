@@ -4,6 +4,7 @@
  * finished call the server can revert (`details.undoable`), until it is undone.
  */
 
+import { PageConfig } from '@jupyterlab/coreutils';
 import * as React from 'react';
 
 import type { ToolItem, ToolState } from '../model';
@@ -29,8 +30,15 @@ export interface ToolCardProps {
 }
 
 /** The diff's title: a notebook cell change names the notebook and the cell. */
+/** The path as the user knows it in JupyterLab: relative to the server's root when it is inside it. */
+function shownPath(path: string): string {
+  const root = (PageConfig.getOption('serverRoot') || '').replace(/\/+$/, '');
+  return root && path.startsWith(root + '/') ? path.slice(root.length + 1) : path;
+}
+
 function diffTitle(path: string, cellId: string | undefined): string {
-  return cellId ? `${path} · cell ${cellId}` : path;
+  const shown = shownPath(path);
+  return cellId ? `${shown} · cell ${cellId}` : shown;
 }
 
 function prettyArguments(item: ToolItem): string {
