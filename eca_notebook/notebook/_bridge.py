@@ -39,6 +39,7 @@ from ..protocol import (
     NotebookRunCellsParams,
     NotebookRunCellsResult,
 )
+from ..tools.notebook import run_in_order
 from ._kernel_tools import run_in_namespace
 
 __all__ = ["COMM_TARGET", "CommNotebookAccess", "KernelCellRunner", "notebook_path"]
@@ -231,20 +232,13 @@ class KernelCellRunner:
                                  f"{path.name} in JupyterLab to run its cells")
             runs: list[NotebookCellRun] = await self.fallback.run(path, cells, cell_ids, timeout)
             return runs
-        by_id = {cell.id: cell for cell in cells}
-        runs = []
-        failed = False
-        for cell_id in cell_ids:
-            cell = by_id[cell_id]
-            if failed or cell.cell_type != "code":
-                runs.append(NotebookCellRun(id=cell.id, index=cell.index, status="not-run" if failed else "ok"))
-                continue
-            output, failed = run_in_namespace(self.shell, cell.source)
-            kind: dict[str, Any] = {"output_type": "stream", "name": "stdout", "text": output}
-            if failed:
-                last = output.strip().splitlines()[-1] if output.strip() else "Error"
-                name, _, value = last.partition(": ")
-                kind = {"output_type": "error", "ename": name, "evalue": value, "traceback": output.splitlines()}
-            runs.append(NotebookCellRun(id=cell.id, index=cell.index, status="error" if failed else "ok",
-                                        outputs=[kind]))
-        return runs
+        return await run_in_order(cells, cell_ids, self._run_one)
+
+    async def _run_one(self, cell: NotebookCell) -> NotebookCellRun:
+        output, failed = run_in_namespace(self.shell, cell.source)
+        kind: dict[str, Any] = {"output_type": "stream", "name": "stdout", "text": output}
+        if failed:
+            last = output.strip().splitlines()[-1] if output.strip() else "Error"
+            name, _, value = last.partition(": ")
+            kind = {"output_type": "error", "ename": name, "evalue": value, "traceback": output.splitlines()}
+        return NotebookCellRun(id=cell.id, index=cell.index, status="error" if failed else "ok", outputs=[kind])

@@ -10,7 +10,7 @@ from ._args import ToolArgs, json_schema, parse_args
 from ._output import truncate_for_llm
 from .base import Approval, Prepared, ToolContext, ToolResult
 
-__all__ = ["NativeTool", "ToolError"]
+__all__ = ["AsyncNativeTool", "NativeTool", "ToolBase", "ToolError"]
 
 log = logging.getLogger(__name__)
 
@@ -21,7 +21,9 @@ class ToolError(Exception):
     """An expected failure: its message goes to the LLM as is (already prefixed with the tool name)."""
 
 
-class NativeTool(Generic[A]):
+class ToolBase(Generic[A]):
+    """What every native tool shares: its declaration, its failures as messages for the LLM, a capped run."""
+
     name: ClassVar[str]
     description: ClassVar[str]
     Args: ClassVar[type[ToolArgs]]
@@ -38,39 +40,62 @@ class NativeTool(Generic[A]):
     def fail(self, message: str) -> ToolError:
         return ToolError(f"{self.name}: {message}")
 
-    # -- the Tool protocol -----------------------------------------------------------------------------------------
+    def _message(self, exc: Exception) -> str:
+        """An expected failure as the LLM reads it: prefixed with the tool's name (once)."""
+        if isinstance(exc, OSError) and not isinstance(exc, ToolError):
+            return f"{self.name}: {exc.strerror or exc}" + (f": {exc.filename}" if exc.filename else "")
+        text = str(exc)
+        return text if text.startswith(f"{self.name}: ") else f"{self.name}: {text}"
 
-    def prepare(self, args: dict[str, Any], ctx: ToolContext) -> Prepared:
-        parsed, error = parse_args(self.name, self.Args, args)
-        if parsed is None:
-            raw = args if isinstance(args, dict) else {}
-            return Prepared(args=dict(raw), summary=self.generic_summary or self.name, error=error)
-        try:
-            return self._prepare(parsed, ctx)  # type: ignore[arg-type]
-        except ToolError as exc:
-            return Prepared(args=parsed.model_dump(), summary=self.generic_summary or self.name, error=str(exc))
-        except OSError as exc:
-            msg = f"{self.name}: {exc.strerror or exc}" + (f": {exc.filename}" if exc.filename else "")
-            return Prepared(args=parsed.model_dump(), summary=self.generic_summary or self.name, error=msg)
+    def _invalid(self, args: Any, error: str | None) -> Prepared:
+        raw = args if isinstance(args, dict) else {}
+        return Prepared(args=dict(raw), summary=self.generic_summary or self.name, error=error)
+
+    def _failed(self, parsed: ToolArgs, exc: Exception) -> Prepared:
+        return Prepared(args=parsed.model_dump(), summary=self.generic_summary or self.name, error=self._message(exc))
 
     async def run(self, prepared: Prepared, ctx: ToolContext) -> ToolResult:
         if prepared.error:
             return ToolResult(output=prepared.error, error=True, details=prepared.details)
         try:
             result = await self._run(prepared, ctx)
-        except ToolError as exc:
-            return ToolResult(output=str(exc), error=True, details=prepared.details)
-        except OSError as exc:
-            msg = f"{self.name}: {exc.strerror or exc}" + (f": {exc.filename}" if exc.filename else "")
-            return ToolResult(output=msg, error=True, details=prepared.details)
+        except (ToolError, OSError) as exc:
+            return ToolResult(output=self._message(exc), error=True, details=prepared.details)
         # Safety net; tools cut their own output with a specific hint, leaving room for their note.
         result.output = truncate_for_llm(result.output, ctx.max_output_lines + 4, ctx.max_output_bytes + 1024)
         return result
 
-    # -- per tool --------------------------------------------------------------------------------------------------
+    async def _run(self, prepared: Prepared, ctx: ToolContext) -> ToolResult:
+        raise NotImplementedError
+
+
+class NativeTool(ToolBase[A]):
+    """A tool whose ``prepare`` needs nothing but the arguments and the disk."""
+
+    def prepare(self, args: dict[str, Any], ctx: ToolContext) -> Prepared:
+        parsed, error = parse_args(self.name, self.Args, args)
+        if parsed is None:
+            return self._invalid(args, error)
+        try:
+            return self._prepare(parsed, ctx)  # type: ignore[arg-type]
+        except (ToolError, OSError) as exc:
+            return self._failed(parsed, exc)
 
     def _prepare(self, args: A, ctx: ToolContext) -> Prepared:
         raise NotImplementedError
 
-    async def _run(self, prepared: Prepared, ctx: ToolContext) -> ToolResult:
+
+class AsyncNativeTool(ToolBase[A]):
+    """A tool whose ``prepare`` must ask a client (the notebook tools read the cells from the front end)."""
+
+    async def prepare(self, args: dict[str, Any], ctx: ToolContext) -> Prepared:
+        parsed, error = parse_args(self.name, self.Args, args)
+        if parsed is None:
+            return self._invalid(args, error)
+        try:
+            return await self._prepare(parsed, ctx)  # type: ignore[arg-type]
+        except (ToolError, OSError) as exc:
+            return self._failed(parsed, exc)
+
+    async def _prepare(self, args: A, ctx: ToolContext) -> Prepared:
         raise NotImplementedError

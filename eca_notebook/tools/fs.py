@@ -280,9 +280,9 @@ def _old_text(path: Path, tool: NativeTool[Any], ctx: ToolContext) -> str:
     return text
 
 
-_NOTEBOOK_HINT = ("notebooks are changed cell by cell: use notebook_read, then notebook_edit_cell, notebook_insert_cell "
-                 "or notebook_delete_cell (editing the .ipynb JSON directly can corrupt it, and bypasses the open "
-                 "notebook)")
+_NOTEBOOK_HINT = ("notebooks are changed cell by cell: use notebook_read, then notebook_edit_cell, "
+                  "notebook_insert_cell or notebook_delete_cell (editing the .ipynb JSON directly can corrupt it, and "
+                  "bypasses the open notebook)")
 
 
 def _guard_notebook(tool: NativeTool[Any], path: Path, ctx: ToolContext, new_content: str | None = None) -> None:

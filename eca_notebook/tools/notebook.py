@@ -32,14 +32,13 @@ from ..protocol import (
     NotebookCellRun,
     NotebookRunCellsResult,
 )
-from ._args import ToolArgs, json_schema, parse_args
+from ._args import ToolArgs
 from ._diff import diff_label, unified_diff
 from ._files import FileChanged, TargetMoved, fingerprint, guarded_write
 from ._notebook_doc import EditRefused, apply_edits, cell_views, ensure_ids, inverse_edits, new_cell_id
 from ._notebook_view import render_cells, render_runs
-from ._output import truncate_for_llm
 from ._paths import display, is_inside, resolve
-from ._tool import ToolError
+from ._tool import AsyncNativeTool, ToolError
 from .base import Approval, Prepared, ToolContext, ToolResult
 
 __all__ = [
@@ -58,6 +57,7 @@ __all__ = [
     "NotebookRunCellsArgs",
     "NotebookRunCellsTool",
     "notebook_tools",
+    "run_in_order",
 ]
 
 DEFAULT_RUN_TIMEOUT = 120.0
@@ -81,6 +81,24 @@ class CellRunner(Protocol):
 
     async def run(self, path: Path, cells: list[NotebookCell], cell_ids: list[str], timeout: float
                   ) -> list[NotebookCellRun]: ...
+
+
+async def run_in_order(cells: list[NotebookCell], cell_ids: list[str],
+                       run_one: Callable[[NotebookCell], Awaitable[NotebookCellRun]]) -> list[NotebookCellRun]:
+    """The cells named, in order, through *run_one*, as Jupyter's "run" does: markdown and raw cells are ``ok``
+    without running, and after the first cell that does not end ``ok`` the rest are ``not-run``."""
+    by_id = {cell.id: cell for cell in cells}
+    runs: list[NotebookCellRun] = []
+    stopped = False
+    for cell_id in cell_ids:
+        cell = by_id[cell_id]
+        if stopped or cell.cell_type != "code":
+            runs.append(NotebookCellRun(id=cell.id, index=cell.index, status="not-run" if stopped else "ok"))
+            continue
+        run = await run_one(cell)
+        runs.append(run)
+        stopped = run.status != "ok"
+    return runs
 
 
 # -- where the notebook is ----------------------------------------------------------------------------------------
@@ -228,24 +246,13 @@ class _PathArgs(ToolArgs):
                                                "it for the notebook you are working in.")
 
 
-class _NotebookTool:
-    """Like ``NativeTool``, with an async ``prepare``: the cells come from the front end or the file."""
+class _NotebookTool(AsyncNativeTool[Any]):
+    """A notebook tool: its ``prepare`` reads the cells (from the front end or the file), then the tool's
+    ``_prepare_cells`` works on them."""
 
-    name: ClassVar[str]
-    description: ClassVar[str]
     Args: ClassVar[type[_PathArgs]]
     mutates: ClassVar[bool] = True
     default_approval: ClassVar[Approval] = "ask"
-    generic_summary: ClassVar[str] = ""
-
-    def __init__(self) -> None:
-        self.parameters: dict[str, Any] = json_schema(self.Args)
-
-    def __repr__(self) -> str:
-        return f"<{type(self).__name__} {self.name}>"
-
-    def fail(self, message: str) -> ToolError:
-        return ToolError(f"{self.name}: {message}")
 
     def _path(self, args: _PathArgs, ctx: ToolContext) -> Path:
         if args.path is None or not args.path.strip():
@@ -257,43 +264,14 @@ class _NotebookTool:
             raise self.fail(f"{display(path, ctx)} is not a notebook (.ipynb); use the file tools for other files")
         return path
 
-    async def prepare(self, args: dict[str, Any], ctx: ToolContext) -> Prepared:
-        parsed, error = parse_args(self.name, self.Args, args)
-        if parsed is None:
-            return Prepared(args=dict(args) if isinstance(args, dict) else {}, summary=self.generic_summary,
-                            error=error)
-        assert isinstance(parsed, _PathArgs)
-        try:
-            path = self._path(parsed, ctx)
-            nb = await _open(path, ctx)
-            prepared = self._prepare(parsed, nb, ctx)
-        except ToolError as exc:
-            message = str(exc) if str(exc).startswith(self.name) else f"{self.name}: {exc}"
-            return Prepared(args=parsed.model_dump(), summary=self.generic_summary, error=message)
-        except OSError as exc:
-            return Prepared(args=parsed.model_dump(), summary=self.generic_summary,
-                            error=f"{self.name}: {exc.strerror or exc}")
+    async def _prepare(self, args: Any, ctx: ToolContext) -> Prepared:
+        path = self._path(args, ctx)
+        prepared = self._prepare_cells(args, await _open(path, ctx), ctx)
         prepared.paths = [path]
         prepared.outside_workspace = not is_inside(path, ctx.workspace_folders)
         return prepared
 
-    async def run(self, prepared: Prepared, ctx: ToolContext) -> ToolResult:
-        if prepared.error:
-            return ToolResult(output=prepared.error, error=True, details=prepared.details)
-        try:
-            result = await self._run(prepared, ctx)
-        except ToolError as exc:
-            message = str(exc) if str(exc).startswith(self.name) else f"{self.name}: {exc}"
-            return ToolResult(output=message, error=True, details=prepared.details)
-        except OSError as exc:
-            return ToolResult(output=f"{self.name}: {exc.strerror or exc}", error=True, details=prepared.details)
-        result.output = truncate_for_llm(result.output, ctx.max_output_lines + 4, ctx.max_output_bytes + 1024)
-        return result
-
-    def _prepare(self, args: Any, nb: _Notebook, ctx: ToolContext) -> Prepared:
-        raise NotImplementedError
-
-    async def _run(self, prepared: Prepared, ctx: ToolContext) -> ToolResult:
+    def _prepare_cells(self, args: Any, nb: _Notebook, ctx: ToolContext) -> Prepared:
         raise NotImplementedError
 
 
@@ -341,7 +319,7 @@ class NotebookReadTool(_NotebookTool):
     default_approval = "allow"
     generic_summary = "Reading notebook"
 
-    def _prepare(self, args: NotebookReadArgs, nb: _Notebook, ctx: ToolContext) -> Prepared:
+    def _prepare_cells(self, args: NotebookReadArgs, nb: _Notebook, ctx: ToolContext) -> Prepared:
         cells = nb.cells
         if args.cell_ids:
             for cell_id in args.cell_ids:
@@ -371,7 +349,7 @@ class NotebookEditCellTool(_ChangeTool):
     Args = NotebookEditCellArgs
     generic_summary = "Editing notebook cell"
 
-    def _prepare(self, args: NotebookEditCellArgs, nb: _Notebook, ctx: ToolContext) -> Prepared:
+    def _prepare_cells(self, args: NotebookEditCellArgs, nb: _Notebook, ctx: ToolContext) -> Prepared:
         cell = nb.cell(args.cell_id)
         if cell.source == args.source:
             raise self.fail(f"cell {cell.id} already has this source; nothing to change")
@@ -402,7 +380,7 @@ class NotebookInsertCellTool(_ChangeTool):
     Args = NotebookInsertCellArgs
     generic_summary = "Inserting notebook cell"
 
-    def _prepare(self, args: NotebookInsertCellArgs, nb: _Notebook, ctx: ToolContext) -> Prepared:
+    def _prepare_cells(self, args: NotebookInsertCellArgs, nb: _Notebook, ctx: ToolContext) -> Prepared:
         if sum(x is not None for x in (args.after_cell_id, args.before_cell_id, args.index)) > 1:
             raise self.fail("give one of after_cell_id, before_cell_id or index")
         anchor: Literal["before", "after"] | None = None
@@ -439,7 +417,7 @@ class NotebookDeleteCellTool(_ChangeTool):
     Args = NotebookDeleteCellArgs
     generic_summary = "Deleting notebook cell"
 
-    def _prepare(self, args: NotebookDeleteCellArgs, nb: _Notebook, ctx: ToolContext) -> Prepared:
+    def _prepare_cells(self, args: NotebookDeleteCellArgs, nb: _Notebook, ctx: ToolContext) -> Prepared:
         cell = nb.cell(args.cell_id)
         edit = NotebookCellEdit(action="delete", cell_id=cell.id, expected_source=cell.source)
         where = f"cell {cell.index}, id {cell.id}, deleted"
@@ -461,7 +439,7 @@ class NotebookMoveCellTool(_ChangeTool):
     Args = NotebookMoveCellArgs
     generic_summary = "Moving notebook cell"
 
-    def _prepare(self, args: NotebookMoveCellArgs, nb: _Notebook, ctx: ToolContext) -> Prepared:
+    def _prepare_cells(self, args: NotebookMoveCellArgs, nb: _Notebook, ctx: ToolContext) -> Prepared:
         cell = nb.cell(args.cell_id)
         index = min(args.index, len(nb.cells) - 1)
         if index == cell.index:
@@ -496,7 +474,7 @@ class NotebookRunCellsTool(_NotebookTool):
     mutates = False  # runs code, like shell_command: asks by default, not a file edit
     generic_summary = "Running notebook cells"
 
-    def _prepare(self, args: NotebookRunCellsArgs, nb: _Notebook, ctx: ToolContext) -> Prepared:
+    def _prepare_cells(self, args: NotebookRunCellsArgs, nb: _Notebook, ctx: ToolContext) -> Prepared:
         cells = [nb.cell(cell_id) for cell_id in args.cell_ids]
         names = ", ".join(str(c.index) for c in cells)
         return Prepared(

@@ -19,6 +19,7 @@ from typing import Any
 
 from .._fileio import atomic_write
 from ..protocol import NotebookCell, NotebookCellRun
+from .notebook import run_in_order
 
 __all__ = ["OwnKernelRunner"]
 
@@ -70,17 +71,7 @@ class OwnKernelRunner:
         lock = self._locks.setdefault(path, asyncio.Lock())
         async with lock:  # one run at a time per notebook, as in Jupyter
             manager, client = await self._kernel(path)
-            by_id = {cell.id: cell for cell in cells}
-            runs: list[NotebookCellRun] = []
-            stopped = False
-            for cell_id in cell_ids:
-                cell = by_id[cell_id]
-                if stopped or cell.cell_type != "code":
-                    runs.append(NotebookCellRun(id=cell.id, index=cell.index, status="not-run" if stopped else "ok"))
-                    continue
-                run = await self._run_one(manager, client, cell, timeout)
-                runs.append(run)
-                stopped = run.status != "ok"
+            runs = await run_in_order(cells, cell_ids, lambda cell: self._run_one(manager, client, cell, timeout))
             await asyncio.to_thread(_save_outputs, path, runs)
             return runs
 

@@ -11,15 +11,11 @@ from typing import Any
 import nbformat
 import pytest
 
-from eca_notebook.engine import Engine, EngineOptions
 from eca_notebook.protocol import NotebookApplyEditParams, NotebookCellEdit, NotebookGetCellsParams
-from eca_notebook.rpc import Endpoint
-from eca_notebook.serving import ServerConnection
 from eca_notebook.testing.llm_server import Reply, ScriptedLLMServer, ToolCall
 from eca_notebook.tools._notebook_doc import EditRefused, apply_edits, cell_views
-from eca_notebook.transports.memory import memory_pair
 
-from ..serving.test_server_connection import Harness
+from ..serving.test_server_connection import Harness, session
 
 
 def make_notebook(path: Path) -> list[str]:
@@ -65,31 +61,15 @@ class FrontEnd:
 
 @pytest.fixture
 async def door(tmp_path: Path, llm: ScriptedLLMServer):
-    env = {"HOME": str(tmp_path), "XDG_CONFIG_HOME": str(tmp_path / "config"),
-           "XDG_CACHE_HOME": str(tmp_path / "cache"), "OLLAMA_API_URL": "http://127.0.0.1:9"}
-    options = {"providers": {"fake": {"api": "openai-chat", "url": llm.url, "models": {"m1": {}}}}}
-    server_side, client_side = memory_pair()
-    connection = ServerConnection(server_side, lambda params: Engine(EngineOptions(
-        workspace_folders=[tmp_path], initialization_options=options, env=env)))
-    client = Endpoint(client_side, name="test-client")
-    harness = Harness(client)
+    """A client that has notebooks open (it advertises them and answers notebook/*), over a real connection."""
     front = FrontEnd()
-    for method in ("chat/contentReceived", "tool/serverUpdated", "config/updated"):
-        client.register(method, lambda params, _m=method: harness.record(_m, params))
-    client.register("notebook/getCells", front.get_cells)
-    client.register("notebook/applyEdit", front.apply_edit)
-    tasks = [asyncio.create_task(connection.run()), asyncio.create_task(client.run())]
-    await client.request("initialize", {"capabilities": {"codeAssistant": {"editor": {"notebooks": True}}},
-                                        "workspaceFolders": [{"uri": tmp_path.as_uri(), "name": "w"}]})
-    await client.notify("initialized")
-    await harness.until(lambda m, p: m == "tool/serverUpdated")
-    harness.front = front
-    harness.engine = connection.engine
-    yield harness
-    await client.close()
-    await asyncio.wait_for(tasks[0], 30)
-    tasks[1].cancel()
-    await asyncio.gather(tasks[1], return_exceptions=True)
+    async with session(tmp_path, llm, capabilities={"codeAssistant": {"editor": {"notebooks": True}}},
+                       requests={"notebook/getCells": front.get_cells, "notebook/applyEdit": front.apply_edit},
+                       methods=("chat/contentReceived", "tool/serverUpdated", "config/updated")) as harness:
+        await harness.client.notify("initialized")
+        await harness.until(lambda m, p: m == "tool/serverUpdated")
+        harness.front = front
+        yield harness
 
 
 def called(harness: Harness, chat_id: str, call_id: str) -> dict[str, Any] | None:

@@ -226,9 +226,14 @@ async def test_text_chunks_queued_for_a_client_that_is_not_reading_are_merged():
 # -- numeric chat ids (a Neovim client sends its tab number) ----------------------------------------------------------
 
 
+SESSION_METHODS = ("chat/contentReceived", "chat/opened", "chat/statusChanged", "chat/deleted")
+
+
 @contextlib.asynccontextmanager
-async def session(tmp_path: Path, llm: ScriptedLLMServer):
-    """One client session: a fresh engine (as after a server restart) on the same workspace and saved chats."""
+async def session(tmp_path: Path, llm: ScriptedLLMServer, *, capabilities: dict[str, Any] | None = None,
+                  requests: dict[str, Any] | None = None, methods: tuple[str, ...] = SESSION_METHODS):
+    """One client session: a fresh engine (as after a server restart) on the same workspace and saved chats. The
+    client advertises *capabilities*, answers the server's *requests* (method → handler) and records *methods*."""
     env = {"HOME": str(tmp_path), "XDG_CONFIG_HOME": str(tmp_path / "config"),
            "XDG_CACHE_HOME": str(tmp_path / "cache"), "OLLAMA_API_URL": "http://127.0.0.1:9"}
     options = {"providers": {"fake": {"api": "openai-chat", "url": llm.url, "models": {"m1": {}}}}}
@@ -237,11 +242,14 @@ async def session(tmp_path: Path, llm: ScriptedLLMServer):
         workspace_folders=[tmp_path], initialization_options=options, env=env)))
     client = Endpoint(client_side, name="test-client")
     harness = Harness(client)
-    for method in ("chat/contentReceived", "chat/opened", "chat/statusChanged", "chat/deleted"):
+    for method in methods:
         client.register(method, lambda params, _m=method: harness.record(_m, params))
+    for method, handler in (requests or {}).items():
+        client.register(method, handler)
     tasks = [asyncio.create_task(connection.run()), asyncio.create_task(client.run())]
-    await client.request("initialize", {"processId": None, "capabilities": {},
+    await client.request("initialize", {"processId": None, "capabilities": capabilities or {},
                                         "workspaceFolders": [{"uri": tmp_path.as_uri(), "name": "w"}]})
+    harness.engine = connection.engine
     try:
         yield harness
     finally:
