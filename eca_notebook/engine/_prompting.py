@@ -8,12 +8,22 @@ the turn itself streams as notifications.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
+import re
 from collections.abc import Callable
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..plugins import Plugin
-from ..protocol import ChatPromptParams, ChatPromptResult, MetadataContent, ProgressContent, TextContent
+from ..protocol import (
+    ChatPromptParams,
+    ChatPromptResult,
+    FileContext,
+    MetadataContent,
+    ProgressContent,
+    TextContent,
+)
 from ..providers.base import Message, Provider, ToolSpec, UserMessage
 from . import _builtins, _small_model
 from ._chat import Chat, invalid_chat_id, title_from
@@ -37,6 +47,8 @@ if TYPE_CHECKING:
     from .engine import Engine
 
 log = logging.getLogger(__name__)
+
+_NOTEBOOK_NAME = re.compile(r"[\w./-]+\.ipynb\b")
 
 COMPACT_PROMPT = (
     "Summarize our conversation so far for your own future reference: the goal, decisions made, files and code "
@@ -125,8 +137,22 @@ class PromptPipeline:
             if rendered.text:
                 message = f"{message}\n\n{rendered.text}"
         self._start_turn(chat, provider, info, behavior, UserMessage(text=message), request=request,
-                         has_contexts=bool(params.contexts))
+                         has_contexts=bool(params.contexts), notebook=self._notebook_in_play(params, request))
         return ChatPromptResult(chat_id=chat.id, model=info.id, status="prompting")
+
+    def _notebook_in_play(self, params: ChatPromptParams, request: str) -> Path | None:
+        """The notebook tools' default ``path`` for this prompt: the one notebook attached (the panel attaches the
+        active one) or, failing that, the one existing notebook the message names; else the session's (``%eca``)."""
+        engine = self.engine
+        root = engine.workspace_folders[0] if engine.workspace_folders else Path.cwd()
+        attached = {Path(c.path) for c in params.contexts if isinstance(c, FileContext) and c.path.endswith(".ipynb")}
+        named = {root / m for m in _NOTEBOOK_NAME.findall(request) if (root / m).is_file()}
+        for found in (attached, named):
+            if len(found) == 1:
+                path: Path = next(iter(found))
+                return path if path.is_absolute() else root / path
+        default: Path | None = engine.default_notebook
+        return default
 
     def _resolve_model(self, chat: Chat, model_id: str | None) -> tuple[Provider, ModelInfo] | ChatPromptResult:
         """The provider and model to prompt, or the answer saying why there is none (no key: ``login``)."""
@@ -154,7 +180,7 @@ class PromptPipeline:
     def _start_turn(self, chat: Chat, provider: Provider, info: ModelInfo, behavior: str, user: Message | None,
                     *, system: str | None = None, with_tools: bool = True,
                     on_success: Callable[[], None] | None = None, request: str | None = None,
-                    has_contexts: bool = False) -> None:
+                    has_contexts: bool = False, notebook: Path | None = None) -> None:
         engine = self.engine
         toolbox = engine.toolbox
         if user is not None:
@@ -167,7 +193,7 @@ class PromptPipeline:
         runner = ToolCallRunner(
             chat_id=chat.id,
             tools=offered,
-            context=toolbox.tool_context(),
+            context=dataclasses.replace(toolbox.tool_context(), default_notebook=notebook or engine.default_notebook),
             approval_config=tool_call.approval,
             session=engine.session_approvals,
             pending=engine.pending_approvals,

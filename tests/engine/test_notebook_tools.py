@@ -249,3 +249,25 @@ async def test_a_diff_left_unanswered_does_not_block_the_next_prompt(door, llm, 
     assert any("you sent a new prompt instead" in t for t in texts)
     sent = llm.requests[-1].body["messages"]
     assert any(m["role"] == "tool" and "Not run" in m["content"] for m in sent), "the model is told"
+
+
+async def test_the_attached_or_named_notebook_is_the_default_path(door, llm, tmp_path):
+    path = tmp_path / "analysis.ipynb"
+    make_notebook(path)
+    make_notebook(tmp_path / "other.ipynb")
+    llm.enqueue(Reply([ToolCall("r1", "eca__notebook_read", "{}")]), Reply.text("ok"),
+                Reply([ToolCall("r2", "eca__notebook_read", "{}")]), Reply.text("ok"),
+                Reply([ToolCall("r3", "eca__notebook_read", "{}")]), Reply.text("ok"))
+    # the panel attaches the active notebook as a file context
+    prompt = asyncio.create_task(door.client.request("chat/prompt", {
+        "chatId": "a", "message": "what does it do?", "contexts": [{"type": "file", "path": str(path)}]}))
+    await finished(door, prompt, "a")
+    assert "Notebook analysis.ipynb: 3 cells" in called(door, "a", "r1")["outputs"][0]["text"]
+    # or the message names one notebook of the workspace
+    prompt = asyncio.create_task(door.client.request("chat/prompt", {"chatId": "b", "message": "explain other.ipynb"}))
+    await finished(door, prompt, "b")
+    assert "Notebook other.ipynb: 3 cells" in called(door, "b", "r2")["outputs"][0]["text"]
+    # nothing in play: the model is asked to say which
+    prompt = asyncio.create_task(door.client.request("chat/prompt", {"chatId": "c", "message": "explain"}))
+    await finished(door, prompt, "c")
+    assert "which notebook? pass `path`" in called(door, "c", "r3")["outputs"][0]["text"]
