@@ -116,6 +116,9 @@ class _Notebook:
         for cell in self.cells:
             if cell.id == cell_id:
                 return cell
+        # models often pass the index notebook_read shows ("cell 2") instead of the id: accept it when no id matches
+        if cell_id.strip().isdigit() and int(cell_id) < len(self.cells):
+            return self.cells[int(cell_id)]
         ids = ", ".join(c.id for c in self.cells[:40])
         raise ToolError(f"no cell with id {cell_id!r} in {self.path.name}; its cells are: {ids or '(none)'} "
                         "(read the notebook to see them)")

@@ -719,3 +719,14 @@ async def test_a_duplicated_cell_id_gets_an_id_that_lasts_from_read_to_edit(ws, 
     assert second != "same"
     _, edited = await call(NotebookEditCellTool(), {"path": "dup.ipynb", "cell_id": second, "source": "b = 3"}, ctx)
     assert not edited.error, edited.output
+
+
+async def test_a_cell_index_given_as_the_id_names_that_cell(ws, ctx) -> None:
+    v4 = nbformat.v4
+    nbformat.write(v4.new_notebook(cells=[v4.new_code_cell("a = 1"), v4.new_code_cell("b = 2")]), ws / "ix.ipynb")
+    prepared, result = await call(NotebookEditCellTool(), {"path": "ix.ipynb", "cell_id": "1", "source": "b = 3"},
+                                  ctx)
+    assert not result.error, result.output
+    assert [c.source for c in nbformat.read(ws / "ix.ipynb", as_version=4).cells] == ["a = 1", "b = 3"]
+    _, missing = await call(NotebookEditCellTool(), {"path": "ix.ipynb", "cell_id": "7", "source": "x"}, ctx)
+    assert missing.error and "no cell with id '7'" in missing.output
