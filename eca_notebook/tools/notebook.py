@@ -297,7 +297,9 @@ def _undoer(path: Path, inverse: list[NotebookCellEdit], ctx: ToolContext) -> Ca
         try:
             where, _ = await _apply(path, inverse, ctx)
         except (ToolError, OSError) as exc:
-            raise ValueError(str(exc)) from None
+            # the refusal speaks of "the diff": here it is the state this change left that is gone
+            raise ValueError(str(exc).replace("changed since the diff was made", "was changed after this edit")
+                             ) from None
         return f"Undone: {path.name} is back as it was before this change ({where.split(' (')[0]})."
 
     return undo

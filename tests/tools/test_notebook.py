@@ -508,7 +508,7 @@ async def test_undo_after_the_cell_changed_again_is_refused(nb_path, ids, ctx) -
     assert result.undo is not None
     edit_on_disk(nb_path, 2, "y = x / 4  # the user's")
     on_disk = nb_path.read_bytes()
-    with pytest.raises(ValueError, match=f"cell {ids[2]} changed since the diff was made") as refused:
+    with pytest.raises(ValueError, match=f"cell {ids[2]} was changed after this edit") as refused:
         await result.undo()
     assert "y = x / 4  # the user's" in str(refused.value)
     assert nb_path.read_bytes() == on_disk
