@@ -7,6 +7,7 @@ JupyterLab, Notebook 7 and a static export, and follow the theme through the CSS
 from __future__ import annotations
 
 import html
+from pathlib import Path
 from typing import Any
 
 __all__ = ["DiffView", "diff_counts", "render_diff_html"]
@@ -39,6 +40,16 @@ def _line_class(line: str) -> str:
     return "eca-diff-line"
 
 
+def _shown_path(path: str) -> str:
+    """Relative to the kernel's working directory (the notebook's folder) when inside it, as the user knows it."""
+    if not path:
+        return path
+    try:
+        return str(Path(path).relative_to(Path.cwd()))
+    except ValueError:
+        return path
+
+
 def render_diff_html(details: dict[str, Any]) -> str:
     """``details`` is a ``fileChange`` object: ``{path, diff, linesAdded, linesRemoved}``."""
     diff = str(details.get("diff") or "")
@@ -46,7 +57,9 @@ def render_diff_html(details: dict[str, Any]) -> str:
     removed = details.get("linesRemoved")
     if added is None or removed is None:
         added, removed = diff_counts(diff)
-    path = html.escape(str(details.get("path") or ""))
+    path = html.escape(_shown_path(str(details.get("path") or "")))
+    if details.get("cellId"):
+        path += f" · cell {html.escape(str(details['cellId']))}"
     lines = diff.splitlines()
     shown = lines[:MAX_DIFF_LINES]
     body = "".join(f'<div class="{_line_class(line)}">{html.escape(line) or "&nbsp;"}</div>' for line in shown)
