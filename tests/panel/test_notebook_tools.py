@@ -222,3 +222,23 @@ def test_eca_in_the_notebook_reaches_its_page(page, lab, llm, workspace: Path):
     wait_until(lambda: "print(x + 1)" not in cells(page), timeout=60, message="Undo on the widget's card")
     assert cells(page)[0] == "x = 41"
     assert not page.eca_errors, page.eca_errors
+
+
+def test_stop_interrupts_a_running_cell(page, lab, llm, workspace: Path):
+    path = workspace / "slow.ipynb"
+    ids = write_notebook(path, "import time", "time.sleep(600)\nprint('never')")
+    llm.enqueue(Reply([ToolCall("run-1", "eca__notebook_run_cells",
+                                json.dumps({"path": "slow.ipynb", "cell_ids": ids}))]))
+    open_panel(page, lab, workspace="stop-run")
+    open_notebook(page, "slow.ipynb")
+    send(page, "Run slow.ipynb")
+    approve(page, "run-1")
+    page.locator('.eca-ToolCard[data-tool-call-id="run-1"][data-tool-state="running"]').wait_for()
+    wait_until(lambda: "*" in page.locator(".jp-NotebookPanel:not(.lm-mod-hidden) .jp-Cell .jp-InputPrompt")
+               .nth(1).inner_text(), message="the slow cell to be running")
+    page.locator(".eca-stop").click()
+    page.locator('.eca-ToolCard[data-tool-call-id="run-1"][data-tool-state="failed"]').wait_for()
+    wait_until(lambda: "KeyboardInterrupt" in page.evaluate(OUTPUTS_JS)[1], timeout=60,
+               message="Stop to interrupt the kernel")
+    page.locator(".eca-send").wait_for()  # the chat is idle again
+    assert not page.eca_errors, page.eca_errors
