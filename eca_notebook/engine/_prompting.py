@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -28,6 +27,7 @@ from ..providers.base import Message, Provider, ToolSpec, UserMessage
 from . import _builtins, _small_model
 from ._chat import Chat, invalid_chat_id, title_from
 from ._models import UnknownModel
+from ._notebooks import named_notebooks
 from ._toolcall import ToolCallRunner, llm_tool_name
 from ._turn import Turn
 from .commands import (
@@ -47,8 +47,6 @@ if TYPE_CHECKING:
     from .engine import Engine
 
 log = logging.getLogger(__name__)
-
-_NOTEBOOK_NAME = re.compile(r"[\w./-]+\.ipynb\b")
 
 COMPACT_PROMPT = (
     "Summarize our conversation so far for your own future reference: the goal, decisions made, files and code "
@@ -146,7 +144,7 @@ class PromptPipeline:
         engine = self.engine
         root = engine.workspace_folders[0] if engine.workspace_folders else Path.cwd()
         attached = {Path(c.path) for c in params.contexts if isinstance(c, FileContext) and c.path.endswith(".ipynb")}
-        named = {root / m for m in _NOTEBOOK_NAME.findall(request) if (root / m).is_file()}
+        named = {root / m for m in named_notebooks(request) if (root / m).is_file()}
         for found in (attached, named):
             if len(found) == 1:
                 path: Path = next(iter(found))

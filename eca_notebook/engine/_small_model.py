@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Literal, TypeVar
 
 from ..providers.local import PROVIDER_ID as LOCAL_PROVIDER_ID
+from ._notebooks import named_notebooks
 
 __all__ = [
     "CONTEXT_BYTES",
@@ -96,7 +97,6 @@ _NOTEBOOK_TOOLS_BY_INTENT = {"read": ("notebook_read",), "change": ("notebook_re
                                                                   "notebook_insert_cell"),
                              "run": ("notebook_read", "notebook_run_cells")}
 _NOTEBOOK_WORDS = re.compile(r"(?i)\bnotebooks?\b|\.ipynb\b|\bcells?\b")
-_NOTEBOOK_PATH = re.compile(r"(?i)[\w./-]+\.ipynb\b")
 
 
 def prompt_intents(message: str, *, has_contexts: bool = False, folders: Sequence[Path] = ()) -> set[str]:
@@ -162,7 +162,7 @@ def tools_for_prompt(
     about_notebook = bool(_NOTEBOOK_WORDS.search(message))
     # a request that names a notebook gets only the notebook tools: given read_file too, the 135M model reads
     # README.md instead (measured in `make lab`: "Read fixme.ipynb and fix the cell that raises")
-    only_notebook = bool(_NOTEBOOK_PATH.search(message))
+    only_notebook = bool(named_notebooks(message))
     for intent in prompt_intents(message, has_contexts=has_contexts, folders=folders):
         if not only_notebook:
             wanted.update(_TOOLS_BY_INTENT[intent])

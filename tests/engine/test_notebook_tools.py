@@ -271,3 +271,12 @@ async def test_the_attached_or_named_notebook_is_the_default_path(door, llm, tmp
     prompt = asyncio.create_task(door.client.request("chat/prompt", {"chatId": "c", "message": "explain"}))
     await finished(door, prompt, "c")
     assert "which notebook? pass `path`" in called(door, "c", "r3")["outputs"][0]["text"]
+
+
+def test_named_notebooks() -> None:
+    from eca_notebook.engine._notebooks import named_notebooks
+
+    assert named_notebooks("fix data/analysis.ipynb, then B.IPYNB; not .ipynb alone") == ["data/analysis.ipynb",
+                                                                                          "B.IPYNB"]
+    assert named_notebooks("x" * 300_000 + " é ✓") == []  # (a single pattern over this backtracks for minutes)
+    assert named_notebooks("x" * 300_000 + ".ipynb") == ["x" * 255 + ".ipynb"]
