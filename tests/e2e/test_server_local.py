@@ -148,18 +148,31 @@ async def test_asking_to_read_a_named_file_calls_read_file(spawn, home, workspac
 
 
 async def test_asking_to_read_waits_for_approval_when_configured(spawn, home, workspace):
+    # the sampled model sometimes writes "Notes.txt": both exist, so the call is valid and must ask
     (workspace / "notes.txt").write_text("The secret number is 7.\n")
+    (workspace / "Notes.txt").write_text("The secret number is 7.\n")
     # every tool a read request is offered asks: the sampled model may pick directory_tree or grep over read_file
-    # (then, with only read_file asking, the turn ended without a question and the wait ran out — a busy CI run)
     ask = {"eca__read_file": {}, "eca__directory_tree": {}, "eca__grep": {}}
     env = server_env(home, None, OLLAMA_API_URL="http://127.0.0.1:9",
                      ECA_CONFIG=json.dumps({"toolCall": {"approval": {"ask": ask}}}))
     eca = await spawn(env=env)
     await eca.initialize(workspace)
     chat_id = (await eca.request("chat/prompt", {"message": "Read the file notes.txt."}))["chatId"]
-    waiting = await eca.wait_for(lambda m: m.method == "chat/contentReceived"
-                                 and m.params["content"].get("type") == "toolCallRun"
-                                 and m.params["content"].get("manualApproval"), timeout=360)
+
+    def asked_or_done(m) -> bool:
+        params = m.params or {}
+        content = (params.get("content") or {}) if m.method == "chat/contentReceived" else {}
+        return (content.get("type") == "toolCallRun" and bool(content.get("manualApproval"))) or (
+            m.method == "chat/statusChanged" and params.get("status") == "idle")
+
+    waiting = await eca.wait_for(asked_or_done, timeout=360)
+    if waiting.method == "chat/statusChanged":
+        # the model named a file that does not exist either: an invalid call fails before asking, and nothing
+        # was read without approval
+        called = [c for _, c in eca.contents(chat_id) if c["type"] == "toolCalled"]
+        assert called and all(c["error"] and c["totalTimeMs"] == 0 for c in called), called
+        await eca.shutdown()
+        return
     assert waiting.params["content"]["name"] in ("read_file", "directory_tree", "grep")
     await eca.request("chat/toolCallReject", {"chatId": chat_id, "toolCallId": waiting.params["content"]["id"]})
     await eca.wait_idle(chat_id, timeout=360)
