@@ -19,7 +19,7 @@ import datetime
 import inspect
 import json
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar, Literal, Protocol
 
@@ -108,9 +108,7 @@ async def run_in_order(cells: list[NotebookCell], cell_ids: list[str],
 class _Notebook:
     path: Path
     cells: list[NotebookCell]
-    live: bool  # open in a front end: changes go through it
-    where: str = ""
-    doc: dict[str, Any] = field(default_factory=dict)  # the file's JSON (file notebooks only)
+    where: str  # "the notebook open in JupyterLab" or "the .ipynb file": what the model is told it read
 
     def cell(self, cell_id: str) -> NotebookCell:
         for cell in self.cells:
@@ -164,11 +162,11 @@ async def _open(path: Path, ctx: ToolContext) -> _Notebook:
     if ctx.notebooks is not None:
         cells = await ctx.notebooks.get_cells(path)
         if cells is not None:
-            return _Notebook(path, list(cells), live=True, where="the notebook open in JupyterLab")
+            return _Notebook(path, list(cells), where="the notebook open in JupyterLab")
     if not path.is_file():
         raise ToolError(f"notebook not found: {path}")
     doc = await asyncio.to_thread(_read_file, path)
-    return _Notebook(path, cell_views(doc), live=False, where="the .ipynb file", doc=doc)
+    return _Notebook(path, cell_views(doc), where="the .ipynb file")
 
 
 async def _apply(path: Path, edits: list[NotebookCellEdit], ctx: ToolContext) -> tuple[str, list[NotebookCellEdit]]:
@@ -485,7 +483,7 @@ class NotebookRunCellsTool(_NotebookTool):
         return Prepared(
             args=args.model_dump(),
             summary=f'Running cell{"s" if len(cells) > 1 else ""} {names} of "{display(nb.path, ctx)}"',
-            state={"path": nb.path, "ids": [c.id for c in cells], "live": nb.live, "cells": nb.cells},
+            state={"path": nb.path, "ids": [c.id for c in cells]},
         )
 
     async def _run(self, prepared: Prepared, ctx: ToolContext) -> ToolResult:
