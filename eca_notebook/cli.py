@@ -46,6 +46,9 @@ def _parser() -> argparse.ArgumentParser:
     _add_server_options(server)
     acp = sub.add_parser("acp", help="speak ACP, the Agent Client Protocol (JSON-RPC, NDJSON) over stdin/stdout")
     _add_server_options(acp)
+    acp.add_argument("--prompt-timeout", type=float, default=None, metavar="SECONDS",
+                     help="stop a session/prompt after this many seconds of work, answering ACP's Timeout (-32001); "
+                     "time waiting for your permission does not count (default 300, as the ACP spec says; 0: never)")
     return parser
 
 
@@ -75,7 +78,8 @@ def main(argv: list[str] | None = None) -> int:
         from .acp import serve_acp_stdio
 
         try:
-            return asyncio.run(serve_acp_stdio(config_file=args.config_file, max_frame_size=args.max_frame_size))
+            return asyncio.run(serve_acp_stdio(config_file=args.config_file, max_frame_size=args.max_frame_size,
+                                               prompt_timeout=args.prompt_timeout))
         except KeyboardInterrupt:
             return 130
     return 2

@@ -41,9 +41,11 @@ from ._files import CURRENT_SESSION, ClientFiles
 from ._permissions import ask_permission
 from ._prompt import prompt_input
 from ._schema import (
+    PROMPT_TIMEOUT,
     PROTOCOL_VERSION,
     SESSION_LOCKED,
     SESSION_NOT_FOUND,
+    TIMEOUT,
     CancelParams,
     InitializeParams,
     ListSessionsParams,
@@ -65,6 +67,7 @@ log = logging.getLogger(__name__)
 
 DEFAULT_MAX_FRAME = 16 * 1024 * 1024  # above the largest fs/* message the spec allows (10 MB)
 MAX_QUEUED_UPDATES = 20_000  # messages waiting for a client that does not read: then it is disconnected
+TIMEOUT_SLICE = 1.0  # seconds: how often a running prompt's clock checks whether it only waits for the user
 
 
 class _Replay:
@@ -82,7 +85,9 @@ class _Replay:
 class AcpConnection:
     """Serve one ACP client over a message stream (NDJSON stdio in production, an in-memory pair in tests)."""
 
-    def __init__(self, stream: Any, engine_factory: EngineFactory | None = None) -> None:
+    def __init__(self, stream: Any, engine_factory: EngineFactory | None = None, *,
+                 prompt_timeout: float | None = PROMPT_TIMEOUT) -> None:
+        self.prompt_timeout = prompt_timeout  # None or 0: a prompt may run as long as it needs
         self.endpoint = Endpoint(stream, name="acp", guard=self._guard, params_parser=parse, outgoing=redact_json,
                                  max_queued=MAX_QUEUED_UPDATES)
         self.client_capabilities: Any = None
@@ -306,7 +311,7 @@ class AcpConnection:
                 if turn.cancelled:
                     await engine.stop(session.id)
                 else:
-                    await asyncio.wait({task})  # never cancels the turn itself
+                    await self._wait_for_turn(session, task)  # never cancels the turn itself (stops it)
         except asyncio.CancelledError:
             if not self.endpoint.closed:  # the client withdrew the request: stop the turn it started
                 with contextlib.suppress(Exception):
@@ -318,6 +323,27 @@ class AcpConnection:
         # (the turn's updates were queued as the engine sent them: this answer follows them)
         return {"stopReason": session.stop_reason(turn)}
 
+    async def _wait_for_turn(self, session: Session, task: asyncio.Task[Any]) -> None:
+        """Until the turn ends, or its work took longer than :attr:`prompt_timeout`: then it is stopped and the
+        prompt answers ACP's ``TIMEOUT``. Time a tool call waits for the user's permission is not counted — the
+        user is in control, and the client answering ``session/request_permission`` is the one waiting."""
+        limit = self.prompt_timeout
+        if not limit:
+            await asyncio.wait({task})
+            return
+        engine, loop, used = session.engine, asyncio.get_running_loop(), 0.0
+        while used < limit:
+            started = loop.time()
+            done, _ = await asyncio.wait({task}, timeout=min(limit - used, TIMEOUT_SLICE))
+            if done:
+                return
+            if not any(key[0] == session.id for key in engine.pending_approvals):
+                used += loop.time() - started
+        log.warning("session %s: prompt stopped after %g s (the ACP prompt timeout)", session.id, limit)
+        await engine.stop(session.id)
+        raise RpcError(TIMEOUT, f"Timeout: the prompt ran for more than {limit:g} s and was stopped",
+                       {"sessionId": session.id, "timeoutSeconds": limit})
+
     def cancel(self, params: CancelParams) -> None:
         session = self.sessions.get(params.session_id)
         if session is None or session.turn is None:
@@ -328,12 +354,15 @@ class AcpConnection:
             self._tasks.spawn(session.engine.stop(session.id), f"acp-stop-{session.id}")
 
 
-async def serve_acp_stdio(*, config_file: Path | None = None, max_frame_size: int | None = None) -> int:
-    """``eca-notebook acp``: ACP (JSON-RPC over NDJSON) on this process's stdin/stdout."""
+async def serve_acp_stdio(*, config_file: Path | None = None, max_frame_size: int | None = None,
+                          prompt_timeout: float | None = None) -> int:
+    """``eca-notebook acp``: ACP (JSON-RPC over NDJSON) on this process's stdin/stdout (*prompt_timeout*: seconds,
+    default :data:`~._schema.PROMPT_TIMEOUT`; 0 for none)."""
     from ..transports.stdio import open_stdio
 
     stream = await open_stdio(codec="ndjson", max_frame_size=max_frame_size or DEFAULT_MAX_FRAME)
-    connection = AcpConnection(stream, default_engine_factory(config_file))
+    timeout = PROMPT_TIMEOUT if prompt_timeout is None else prompt_timeout
+    connection = AcpConnection(stream, default_engine_factory(config_file), prompt_timeout=timeout)
     try:
         return await connection.run()
     finally:

@@ -14,7 +14,7 @@ import json
 import os
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 from pydantic.alias_generators import to_camel
 
 from ..protocol.errors import INVALID_PARAMS, RpcError
@@ -24,10 +24,12 @@ __all__ = [
     "FILE_NOT_FOUND",
     "FILE_TOO_LARGE",
     "PARAMS",
+    "PROMPT_TIMEOUT",
     "PROTOCOL_VERSION",
     "SESSION_LOCKED",
     "SESSION_NOT_FOUND",
     "SIZE_LIMITS",
+    "TIMEOUT",
     "UPDATE_LIMIT",
     "AcpModel",
     "CancelParams",
@@ -44,11 +46,17 @@ __all__ = [
 
 PROTOCOL_VERSION = 1
 
-# ACP-specific error codes (acp-messages.md "ACP-Specific Errors").
+# ACP-specific error codes (acp-messages.md "ACP-Specific Errors"). ``TIMEOUT`` is ACP's -32001, which on the ECA
+# wire means "Unknown error" (eca_notebook.protocol.errors): the two protocols' codes are kept apart.
+TIMEOUT = -32001
 SESSION_NOT_FOUND = -31900
 SESSION_LOCKED = -31902
 FILE_NOT_FOUND = -31700
 FILE_TOO_LARGE = -31702
+
+#: How long a ``session/prompt`` may run (acp-messages.md "Timeout Specifications": 300 s), not counting the time a
+#: tool call waits for the user's permission. Past it the turn is stopped and the request answers ``TIMEOUT``.
+PROMPT_TIMEOUT = 300.0
 
 # Largest params (serialized JSON bytes) accepted per method; the transport's frame cap is the backstop for the rest.
 SIZE_LIMITS = {
@@ -110,7 +118,12 @@ class NameValue(AcpModel):
 
 
 class McpServer(AcpModel):
-    """Stdio (``command``/``args``/``env``, no ``type``), or ``type: "http"`` / ``"sse"`` with ``url``/``headers``."""
+    """Stdio (``command``/``args``/``env``, no ``type``), or ``type: "http"`` / ``"sse"`` with ``url``/``headers``.
+
+    Also the shape acp-messages.md's own ``session/new`` example uses (opencode's config): ``type: "local"`` with
+    ``command`` as an array (program then arguments), ``"remote"`` with ``url``, and ``env``/``headers`` as
+    objects. They are read as the stdio / http forms: refusing them would fail the whole session.
+    """
 
     name: str = Field(min_length=1)
     type: str | None = None
@@ -119,6 +132,27 @@ class McpServer(AcpModel):
     env: list[NameValue] = Field(default_factory=list)
     url: str | None = None
     headers: list[NameValue] = Field(default_factory=list)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _other_spellings(cls, data: Any) -> Any:
+        if not isinstance(data, dict):
+            return data
+        data = dict(data)
+        command = data.get("command")
+        if isinstance(command, list):
+            if not command or not all(isinstance(part, str) for part in command):
+                raise ValueError("command: an array must hold the program and its arguments as strings")
+            extra = data.get("args")
+            data["command"] = command[0]
+            data["args"] = [*command[1:], *(extra if isinstance(extra, list) else [])]
+        for key in ("env", "environment", "headers"):
+            value = data.get(key)
+            if isinstance(value, dict):
+                data[key] = [{"name": str(k), "value": v} for k, v in value.items()]
+        if "environment" in data and "env" not in data:
+            data["env"] = data.pop("environment")
+        return data
 
 
 class _SessionSetup(AcpModel):

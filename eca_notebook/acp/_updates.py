@@ -9,11 +9,15 @@ Mapping (what a person sees in an ACP client):
 * user text → ``user_message_chunk`` (only when replaying: a live prompt is already on the client's screen);
 * assistant text and system texts (errors, command output, "context skipped") → ``agent_message_chunk``;
 * ``reasonText`` → ``agent_thought_chunk``;
-* ``toolCallRun`` → ``tool_call`` (pending; kind, title, locations, raw input, a ``diff`` for file changes);
+* ``toolCallRun`` → ``tool_call`` (pending; kind, title, locations, raw input, a ``diff`` for file changes, the
+  engine's risk level in ``_meta.eca.risk``; the ``session/request_permission`` title ends with it too, e.g.
+  "… (high risk: deletes recursively: build)");
   ``toolCallRunning`` → ``tool_call_update`` in_progress; ``toolCalled`` → completed / failed with the output;
   ``toolCallRejected`` → failed;
 * ``usage`` → ``usage_update`` when the model's context size is known (the schema requires it);
-* the chat title (``metadata``) → ``session_info_update``.
+* the chat title (``metadata``) → ``session_info_update``;
+* the agent's plan (``plan``, published by ``update_plan``) → ``plan`` (each step an entry; its files, when it
+  names some, follow the description).
 
 Progress and reasoning start/finish markers have no ACP counterpart and are dropped. Every update is kept under
 :data:`~._schema.UPDATE_LIMIT`: long texts are split into several chunks and oversized diffs are left out (the
@@ -57,6 +61,8 @@ _NAME_HINTS = (
     (("exec", "run", "shell", "command", "bash", "python", "eval"), "execute"),
     (("think", "plan", "reason"), "think"),
 )
+_PLAN_STATUSES = ("pending", "in_progress", "completed")
+_PRIORITIES = ("high", "medium", "low")
 _PATH_ARGS = ("path", "file_path", "filepath", "file", "source", "destination", "target", "working_directory")
 
 
@@ -137,7 +143,9 @@ class SessionUpdates:
         if kind == "toolCallRunning":
             return self._progress(content, "in_progress"), None
         if kind == "toolCalled":
-            return self._called(content) + self._plan(content), None
+            return self._called(content), None
+        if kind == "plan":
+            return self._plan(content), None
         if kind == "toolCallRejected":
             return self._rejected(content), None
         return [], None
@@ -159,16 +167,25 @@ class SessionUpdates:
     # -- pieces --------------------------------------------------------------------------------------------------
 
     def _plan(self, content: dict[str, Any]) -> list[dict[str, Any]]:
-        """A successful ``update_plan`` call is the agent's plan: send it as ACP's ``plan`` update too."""
-        if content.get("name") != "update_plan" or content.get("server") != "eca" or content.get("error"):
+        """The agent's plan as ACP's ``plan`` update: the whole list each time, which the client shows in place of
+        the previous one — as the ``plan`` content means. ACP entries have no files: they follow the description."""
+        steps = content.get("steps")
+        if not isinstance(steps, list):
             return []
-        arguments = content.get("arguments")
-        entries = arguments.get("entries") if isinstance(arguments, dict) else None
-        if not isinstance(entries, list):
-            return []
-        return [{"sessionUpdate": "plan", "entries": [
-            {"content": str(e.get("content", "")), "priority": e.get("priority", "medium"),
-             "status": e.get("status", "pending")} for e in entries if isinstance(e, dict)]}]
+        entries = []
+        for step in steps:
+            if not isinstance(step, dict):
+                continue
+            text = str(step.get("description") or "")
+            files = [str(f) for f in step.get("files") or [] if f]
+            if files:
+                text += f" ({', '.join(files)})"
+            status = step.get("status")
+            priority = step.get("priority")
+            entries.append({"content": text,
+                            "priority": priority if priority in _PRIORITIES else "medium",
+                            "status": status if status in _PLAN_STATUSES else "pending"})
+        return [{"sessionUpdate": "plan", "entries": entries}]
 
     def _chunks(self, update: str, text: str) -> list[dict[str, Any]]:
         if not text:
@@ -241,10 +258,15 @@ class SessionUpdates:
         }
         if call.diffs:
             update["content"] = list(call.diffs)
+        risk = _risk(content)
+        if risk is not None:
+            update["_meta"] = {"eca": {"risk": risk}}
         update = self._fit(update, content)
         ask = None
         if live and content.get("manualApproval"):
             request = {k: v for k, v in update.items() if k != "sessionUpdate"}
+            if risk is not None:  # ACP clients show the title with the buttons: the level belongs there
+                request["title"] = f"{request['title']} ({risk['level']} risk: {risk['reason']})"
             ask = PermissionAsk(call_id=call_id, tool_call=request, tool=name, server=server)
         return [update], ask
 
@@ -299,6 +321,14 @@ class SessionUpdates:
         why = "Denied by the configuration (toolCall.approval)." if reason == "user-config" else "Rejected."
         return [{"sessionUpdate": "tool_call_update", "toolCallId": call.acp_id, "status": "failed",
                  "content": [_text(why)]}]
+
+
+def _risk(content: dict[str, Any]) -> dict[str, str] | None:
+    """The engine's risk assessment of a call (``{"level", "reason"}``), when the content carries a valid one."""
+    risk = content.get("risk")
+    if not isinstance(risk, dict) or risk.get("level") not in ("low", "medium", "high"):
+        return None
+    return {"level": str(risk["level"]), "reason": str(risk.get("reason") or "")}
 
 
 def _system_text(text: str) -> str:

@@ -67,10 +67,10 @@ def mcp_available() -> bool:
 def _mcp_config(server: McpServer) -> McpServerConfig | None:
     """An ACP ``McpServer`` as the engine's ``mcpServers.<name>`` entry; None for a transport we cannot serve."""
     try:
-        if server.type in (None, "stdio") and server.command:
+        if server.type in (None, "stdio", "local") and server.command:  # "local": acp-messages.md's example
             return McpServerConfig(command=server.command, args=list(server.args),
                                    env={e.name: e.value for e in server.env})
-        if server.type == "http" and server.url:
+        if server.type in ("http", "remote") and server.url:
             return McpServerConfig(url=server.url, headers={h.name: h.value for h in server.headers})
     except ValueError:
         return None

@@ -244,6 +244,26 @@ class EcaClient(ClientConnection):
             self._openers.pop(chat_id, None)
         return collected if result.get("found") else []
 
+    async def rollback(self, chat_id: str, content_id: str, *, revert_files: bool = True) -> None:
+        """Rewind a chat: remove the user message ``content_id`` (:attr:`PromptResult.content_id`) and everything
+        after it, from the history the model sees and from what clients show; ``revert_files`` also reverts the file
+        changes those turns made (a change that cannot be, is said in the chat). Raises
+        :class:`~eca_notebook.protocol.errors.RpcError` for an unknown chat or message, or a chat still running."""
+        include = ["messages", "tools"] if revert_files else ["messages"]
+        await self._endpoint.request("chat/rollback", {"chatId": chat_id, "contentId": content_id,
+                                                       "include": include})
+
+    async def fork(self, chat_id: str, content_id: str) -> str:
+        """Copy a chat up to and including a message — a user message's ``content_id`` (with its answer) or a tool
+        call's id (with its result) — into a new chat, and return the new chat's id; prompting it continues from
+        there, the original is untouched. Raises :class:`~eca_notebook.protocol.errors.RpcError` like
+        :meth:`rollback`."""
+        result = await self._endpoint.request("chat/fork", {"chatId": chat_id, "contentId": content_id}) or {}
+        new_id = result.get("chatId")
+        if not isinstance(new_id, str):
+            raise RuntimeError(f"the server did not name the forked chat (answer: {result!r})")
+        return new_id
+
     async def select_model(self, model: str, chat_id: str | None = None) -> None:
         """Make ``model`` the default for new prompts (and the model of ``chat_id``'s next ones); ValueError for a
         model the engine does not offer."""

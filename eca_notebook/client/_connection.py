@@ -22,7 +22,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .._tasks import BackgroundTasks
-from ..protocol import ChatContentReceivedParams, ChatToolCallUndoResult, server_to_client
+from ..protocol import (
+    ChatContentReceivedParams,
+    ChatToolCallApproveParams,
+    ChatToolCallUndoResult,
+    server_to_client,
+)
 from ..protocol.errors import RpcError
 from ..rpc import Endpoint
 from ._approval import DEFAULT_UNATTENDED_POLICY, MANUAL, ApprovalPolicy, decide
@@ -196,13 +201,13 @@ class ClientConnection:
 
         return unsubscribe
 
-    async def approve(self, chat_id: str, tool_call_id: str, *, save: str | None = None) -> None:
+    async def approve(self, chat_id: str, tool_call_id: str, *, save: str | None = None,
+                      hunks: list[str] | None = None) -> None:
         """Approve a tool call waiting for approval; ``save="session"`` also approves similar calls for the rest of
-        the session."""
-        params: dict[str, Any] = {"chatId": chat_id, "toolCallId": tool_call_id}
-        if save is not None:
-            params["save"] = save
-        await self._endpoint.notify("chat/toolCallApprove", params)
+        the session; ``hunks`` applies only those hunks of its file change (ids from ``details.hunks``)."""
+        params = ChatToolCallApproveParams(chat_id=chat_id, tool_call_id=tool_call_id,
+                                           save="session" if save == "session" else None, hunks=hunks)
+        await self._endpoint.notify("chat/toolCallApprove", params.dump())
 
     async def reject(self, chat_id: str, tool_call_id: str) -> None:
         """Refuse a tool call waiting for approval (the model is told the user rejected it)."""

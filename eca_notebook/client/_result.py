@@ -78,6 +78,16 @@ class PromptResult:
         """The turn finished: no error and not stopped."""
         return self.error is None and not self.stopped
 
+    @property
+    def content_id(self) -> str | None:
+        """The ``contentId`` of this prompt's user message: the point ``rollback`` and ``fork`` take (None from a
+        server that does not send one)."""
+        for item in self.contents:
+            if item.role == "user" and item.content.type == "text":
+                value = getattr(item.content, "content_id", None)
+                return value if isinstance(value, str) else None
+        return None
+
     def _repr_markdown_(self) -> str:
         parts = [self.text or ""]
         if self.system:

@@ -242,9 +242,10 @@ class SyncEcaClient:
         """Blocking :meth:`EcaClient.open_chat`: a saved chat's contents, as the server replays them."""
         return self._call(self._client.open_chat(chat_id))
 
-    def approve(self, chat_id: str, tool_call_id: str, *, save: str | None = None) -> None:
-        """Blocking :meth:`EcaClient.approve`: run a tool call waiting for approval."""
-        self._call(self._client.approve(chat_id, tool_call_id, save=save))
+    def approve(self, chat_id: str, tool_call_id: str, *, save: str | None = None,
+                hunks: list[str] | None = None) -> None:
+        """Blocking :meth:`EcaClient.approve`: run a tool call waiting for approval (``hunks``: only those)."""
+        self._call(self._client.approve(chat_id, tool_call_id, save=save, hunks=hunks))
 
     def reject(self, chat_id: str, tool_call_id: str) -> None:
         """Blocking :meth:`EcaClient.reject`: refuse a tool call waiting for approval."""
@@ -254,6 +255,15 @@ class SyncEcaClient:
         """Blocking :meth:`EcaClient.undo_tool_call`: revert what a finished tool call changed."""
         result: ChatToolCallUndoResult = self._call(self._client.undo_tool_call(chat_id, tool_call_id))
         return result
+
+    def rollback(self, chat_id: str, content_id: str, *, revert_files: bool = True) -> None:
+        """Blocking :meth:`EcaClient.rollback`: remove a user message and everything after it (files reverted)."""
+        self._call(self._client.rollback(chat_id, content_id, revert_files=revert_files))
+
+    def fork(self, chat_id: str, content_id: str) -> str:
+        """Blocking :meth:`EcaClient.fork`: copy the chat up to a message into a new chat; returns its id."""
+        new_id: str = self._call(self._client.fork(chat_id, content_id))
+        return new_id
 
     def select_model(self, model: str, chat_id: str | None = None) -> None:
         """Blocking :meth:`EcaClient.select_model`."""

@@ -1,18 +1,29 @@
 """Tool-call approval: decide allow / ask / deny from ``toolCall.approval`` and what the user approved this session.
 
-Precedence, first match wins (as the reference server documents it):
+Precedence, first match wins (as the reference server documents it, plus our ``risk`` map):
 
 1. a ``deny`` rule matches → deny (nothing overrides a deny, not even an approval remembered this session);
-2. the call is covered by an approval remembered this session → allow — *unless* the call touches a path outside
-   the workspace (step 3 is checked first for such calls, see below);
-3. the call touches a path outside every workspace folder → ask, even if an ``allow`` rule or ``byDefault: "allow"``
-   would apply (for ``shell_command``: a path named in the command line, or a ``cd`` out of the workspace);
-4. the tool says the call must be asked (``must_ask``: a shell command whose paths cannot be known before it
-   runs) → ask, even under an ``allow`` rule or ``byDefault: "allow"`` — but after step 2, so the exact command
+2. ``risk`` says ``deny`` for the call's risk level → deny;
+3. the call touches a path outside every workspace folder → ask, even if an ``allow`` rule, ``byDefault: "allow"``
+   or ``risk: {level: "allow"}`` would apply (for ``shell_command``: a path named in the command line, or a ``cd``
+   out of the workspace);
+4. the call is covered by an approval remembered this session → allow; when ``risk`` says ``ask`` for its level,
+   only an approval of this very call counts (the exact command line; for other tools, the tool) — so approving
+   ``git push`` for the session does not let ``git push --force`` through by prefix;
+5. the tool says the call must be asked (``must_ask``: a shell command whose paths cannot be known before it
+   runs) → ask, even under an ``allow`` rule or ``byDefault: "allow"`` — but after step 4, so the exact command
    approved for the session still runs;
-5. an ``ask`` rule matches → ask;
-6. an ``allow`` rule matches → allow;
-7. ``byDefault``.
+6. ``risk`` says ``ask`` for the call's level → ask, even where an ``allow`` rule or ``byDefault: "allow"`` would
+   let it run ("always ask for high risk");
+7. an ``ask`` rule matches → ask;
+8. an ``allow`` rule matches → allow;
+9. ``risk`` says ``allow`` for the call's level → allow ("auto-allow low risk": below every rule the user wrote, so
+   an ``ask`` rule still asks);
+10. ``byDefault``.
+
+``risk`` is our key (``toolCall.approval.risk``, e.g. ``{"low": "allow", "high": "ask"}``); a level it leaves out,
+and a call without a level, go through the other steps unchanged — by default it is empty and the level only
+informs (engine/_risk.py computes it).
 
 Deliberately more conservative than the reference in two places:
 
@@ -35,6 +46,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any, Literal
 
+from ..protocol import ToolCallRisk
 from .config import ApprovalConfig, ArgsRule
 
 __all__ = [
@@ -65,6 +77,7 @@ class ApprovalRequest:
     args: dict[str, Any]
     outside_workspace: bool = False
     must_ask: str | None = None  # the tool's reason this call must be asked (see Prepared.must_ask)
+    risk: ToolCallRisk | None = None  # the engine's assessment (engine/_risk.py); None: not assessed
 
 
 @dataclass
@@ -240,7 +253,9 @@ class SessionApprovals:
         if prefix is not None:
             self.shell_prefixes.add(prefix)
 
-    def covers(self, request: ApprovalRequest) -> bool:
+    def covers(self, request: ApprovalRequest, *, exactly: bool = False) -> bool:
+        """Whether an approval remembered this session covers `request`; `exactly`: only the same command line for
+        ``shell_command`` (no prefix), for calls the ``risk`` config wants asked."""
         if not self._is_shell(request):
             return (request.server, request.tool) in self.tools
         command = request.args.get("command")
@@ -249,6 +264,8 @@ class SessionApprovals:
         command = command.strip()
         if command in self.shell_commands:
             return True
+        if exactly:
+            return False
         prefix = _shell_prefix(command)
         return prefix is not None and prefix in self.shell_prefixes
 
@@ -280,18 +297,27 @@ def _decide(request: ApprovalRequest, approval: ApprovalConfig, session: Session
     hit = _first_match(approval.deny, request, fail_closed=True)
     if hit is not None:
         return Verdict("deny", _rule_reason("deny", *hit))
+    by_risk = approval.risk.get(request.risk.level) if request.risk is not None else None
+    risk_reason = f'risk "{request.risk.level}" is set to {by_risk} ({request.risk.reason})' \
+        if request.risk is not None else ""
+    if by_risk == "deny":
+        return Verdict("deny", risk_reason)
     if request.outside_workspace:
         return Verdict("ask", "the call touches a path outside the workspace")
-    if session.covers(request):
+    if session.covers(request, exactly=by_risk == "ask"):
         return Verdict("allow", "approved earlier in this session")
     if request.must_ask:
         return Verdict("ask", request.must_ask)
+    if by_risk == "ask":
+        return Verdict("ask", risk_reason)
     hit = _first_match(approval.ask, request, fail_closed=True)
     if hit is not None:
         return Verdict("ask", _rule_reason("ask", *hit))
     hit = _first_match(approval.allow, request, fail_closed=False)
     if hit is not None:
         return Verdict("allow", _rule_reason("allow", *hit))
+    if by_risk == "allow":
+        return Verdict("allow", risk_reason)
     return Verdict(approval.by_default, f'byDefault "{approval.by_default}"')
 
 

@@ -6,6 +6,10 @@ A chat keeps two parallel records:
 * ``contents`` — what clients were shown (``chat/contentReceived`` params), replayed by ``chat/open``. Consecutive
   text chunks of one role are merged as they are recorded, so a 20,000-chunk answer is saved as one text.
 
+A prompt's user echo in ``contents`` carries a ``contentId``, and the :class:`UserMessage` it put in ``messages`` the
+same ``content_id``: that pairs the two records, so ``chat/rollback`` and ``chat/fork`` cut both at one point
+(``_rewind.py``). Chats saved before ids existed have none and simply offer no such point.
+
 Both are plain data so a chat round-trips through JSON; nothing here talks to a provider or a client.
 """
 
@@ -81,6 +85,8 @@ class Chat:
     task: asyncio.Task[None] | None = field(default=None, repr=False, compare=False)
     status: str = "idle"
     last_stop_reason: str | None = field(default=None, repr=False, compare=False)  # of the last provider response
+    # what the chat learned about its model's context window (token estimate calibration, _context_window.py)
+    context_window: Any = field(default=None, repr=False, compare=False)
 
     @property
     def running(self) -> bool:
@@ -140,13 +146,17 @@ class Chat:
 
 
 def _message_to_dict(message: Message) -> dict[str, Any]:
-    return dataclasses.asdict(message)
+    data = dataclasses.asdict(message)
+    if data.get("content_id", "") is None:  # only prompts carry one; older readers never see the key
+        del data["content_id"]
+    return data
 
 
 def _message_from_dict(data: dict[str, Any]) -> Message | None:
     role = data.get("role")
     if role == "user":
-        return UserMessage(text=str(data.get("text", "")))
+        content_id = data.get("content_id")  # absent in chats saved before rollback/fork existed
+        return UserMessage(text=str(data.get("text", "")), content_id=str(content_id) if content_id else None)
     if role == "assistant":
         return AssistantMessage(
             text=str(data.get("text", "")),

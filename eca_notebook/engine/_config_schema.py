@@ -25,12 +25,14 @@ __all__ = [
     "ApprovalConfig",
     "ArgsRule",
     "BehaviorConfig",
+    "CompletionConfig",
     "Config",
     "LocalModelConfig",
     "McpServerConfig",
     "ModelConfig",
     "ProviderApi",
     "ProviderConfig",
+    "RewriteConfig",
     "ToolCallConfig",
 ]
 
@@ -198,15 +200,19 @@ class ArgsRule(_ConfigModel):
 
 
 class ApprovalConfig(_ConfigModel):
-    """``toolCall.approval``. Precedence (applied by the tools layer): deny → session approvals → tool checks → ask
-    → allow → byDefault. ``byDefault: "deny"`` is accepted because the reference's schema allows it."""
+    """``toolCall.approval``. Precedence (applied by engine/_approval.py): deny → risk deny → outside the workspace
+    → session approvals → tool checks → risk ask → ask → allow → risk allow → byDefault. ``byDefault: "deny"`` is
+    accepted because the reference's schema allows it."""
 
     by_default: Literal["ask", "allow", "deny"] = "ask"
     allow: dict[str, ArgsRule] = Field(default_factory=dict)
     ask: dict[str, ArgsRule] = Field(default_factory=dict)
     deny: dict[str, ArgsRule] = Field(default_factory=dict)
+    #: Ours: what to do with a call by its risk level (``{"low": "allow", "high": "ask"}``); a level left out only
+    #: informs. Where it sits in the precedence: engine/_approval.py.
+    risk: dict[Literal["low", "medium", "high"], Literal["allow", "ask", "deny"]] = Field(default_factory=dict)
 
-    @field_validator("allow", "ask", "deny", mode="before")
+    @field_validator("allow", "ask", "deny", "risk", mode="before")
     @classmethod
     def _rules(cls, value: Any) -> Any:
         return _drop_null_entries(value)
@@ -257,6 +263,41 @@ class LocalModelConfig(_ConfigModel):
     tools: Literal["auto", "always", "never"] = "auto"
 
 
+class CompletionConfig(_ConfigModel):
+    """``completion``: inline completion (``completion/inline``). ``model`` as in the reference; the rest is ours.
+
+    ``model`` unset: a fast model of the chat's provider (``openai/gpt-4.1-mini``, ``anthropic/claude-haiku-4-5``),
+    else the chat's default model (Ollama, an OpenAI-compatible server), else the embedded model (offline).
+    ``fim`` — fill-in-the-middle: ``auto`` (default) uses it where the API surely has it (Ollama ``/api/generate``,
+    the embedded model's raw continuation) and a chat prompt elsewhere; ``true`` also sends OpenAI-compatible
+    servers' ``/v1/completions`` with a ``suffix`` (llama.cpp, vLLM, DeepSeek); ``false`` always asks by chat.
+    Budgets (``null``: the model's default — smaller for the embedded model): the text before the cursor
+    (``prefixChars``/``prefixLines``), after it (``suffixChars``/``suffixLines``), the client's extra ``context``
+    (``contextChars``) and the tokens generated (``maxTokens``). ``timeoutSeconds``: a slower suggestion is dropped.
+    """
+
+    model: str | None = None
+    fim: Literal["auto"] | bool = "auto"
+    max_tokens: int | None = Field(default=None, gt=0)
+    prefix_chars: int | None = Field(default=None, ge=0)
+    prefix_lines: int | None = Field(default=None, ge=0)
+    suffix_chars: int | None = Field(default=None, ge=0)
+    suffix_lines: int | None = Field(default=None, ge=0)
+    context_chars: int | None = Field(default=None, ge=0)
+    temperature: float | None = Field(default=None, ge=0)
+    timeout_seconds: float = Field(default=20, gt=0)
+
+
+class RewriteConfig(_ConfigModel):
+    """``rewrite``: ``rewrite/prompt``. ``model`` (default: the chat's default model) and ``fullFileMaxLines`` (the
+    lines of the file around the selection shown to the model; 0: none) as in the reference; ``timeoutSeconds``
+    (ours) ends a rewrite that runs longer."""
+
+    model: str | None = None
+    full_file_max_lines: int = Field(default=400, ge=0)
+    timeout_seconds: float = Field(default=300, gt=0)
+
+
 class Config(_ConfigModel):
     """The merged, validated configuration. Unknown keys stay available as extras (``config.model_extra``)."""
 
@@ -276,6 +317,8 @@ class Config(_ConfigModel):
     # ours: the embedded offline model (local/smollm2-135m), offered when installed; ``false`` turns it off
     local_model: LocalModelConfig = Field(default_factory=LocalModelConfig)
     log_level: str | None = None
+    completion: CompletionConfig = Field(default_factory=CompletionConfig)
+    rewrite: RewriteConfig = Field(default_factory=RewriteConfig)
 
     @field_validator("providers", "behavior", "mcp_servers", mode="before")
     @classmethod

@@ -14,7 +14,15 @@ from typing import Any
 
 from pydantic import TypeAdapter
 
-from ..protocol.context import ChatContext, CursorContext, DirectoryContext, FileContext, McpResourceContext, WebContext
+from ..protocol.context import (
+    ChatContext,
+    CursorContext,
+    DirectoryContext,
+    FileContext,
+    GitContext,
+    McpResourceContext,
+    WebContext,
+)
 
 __all__ = [
     "CONTEXT",
@@ -114,4 +122,6 @@ def describe(ctx: Any) -> str:
         return f"web page {ctx.url}"
     if isinstance(ctx, McpResourceContext):
         return f"MCP resource {ctx.uri}"
+    if isinstance(ctx, GitContext):
+        return f"git {ctx.part}" if ctx.part else "git"
     return str(getattr(ctx, "type", "context"))

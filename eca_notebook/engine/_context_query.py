@@ -1,7 +1,8 @@
 """What the user may attach (``chat/queryContext``, the ``@`` completion): matching contexts, best first.
 
-The repo map when the query looks like it, then files and directories from the workspace index (or, for a path
-outside the workspace, that directory's entries), then other contexts (MCP resources) that fuzzily match. What is
+The repo map when the query looks like it, the git contexts (``@git``, ``@git:diff`` …) when it looks like "git"
+(or is blank, inside a repository), then files and directories from the workspace index (or, for a path outside the
+workspace, that directory's entries), then other contexts (MCP resources) that fuzzily match. What is
 already attached is left out, so the list only offers something new.
 """
 
@@ -20,11 +21,13 @@ from ..protocol.context import (
     ChatContext,
     DirectoryContext,
     FileContext,
+    GitContext,
     McpResourceContext,
     RepoMapContext,
     WebContext,
 )
 from ._context_blocks import CONTEXT
+from ._context_git import git_offers
 from ._index import WorkspaceIndex, _fold
 
 __all__ = ["query_context"]
@@ -40,7 +43,8 @@ async def query_context(
 ) -> list[dict[str, Any]]:
     """Contexts the user may attach for `query`, as wire dicts, best first, at most `limit`.
 
-    ``{"type": "repoMap"}`` comes first for a blank query or one that looks like "repo"; then files and directories
+    ``{"type": "repoMap"}`` comes first for a blank query or one that looks like "repo"; then the git contexts
+    (see :func:`~._context_git.git_offers`, each with a one-line ``description``); then files and directories
     from the index (or, for an absolute / ``~`` / ``../`` path outside the workspace, that directory's entries);
     then the `extra` contexts (e.g. MCP resources) whose name, uri, path or url fuzzily match. Contexts already
     attached (``already``) are left out.
@@ -60,6 +64,8 @@ async def query_context(
 
     if _wants_repo_map(q):
         offer(RepoMapContext())
+    for git in await git_offers(q, index.folders):
+        offer(git)
     outside = _outside_path_query(q, index.folders)
     if outside is not None:
         for path, is_dir in _list_matching(*outside, limit):
@@ -105,6 +111,8 @@ def _key(ctx: Any, base: Path) -> tuple[str, ...] | None:
         return ("web", ctx.url)
     if isinstance(ctx, McpResourceContext):
         return ("mcpResource", ctx.server, ctx.uri)
+    if isinstance(ctx, GitContext):
+        return ("git", ctx.part or "")  # the description is only a label
     return None
 
 

@@ -44,6 +44,18 @@ class ModelRegistry:
         # set by the engine: async callback for "Loading local model…"
         self.local_progress: Callable[[Any], Awaitable[None]] | None = None
 
+    def adopt(self, previous: ModelRegistry) -> None:
+        """Take over what *previous* (the registry of the config before a reload) knows and still holds: the
+        Ollama models discovered for a provider at the same URL, and the embedded model's provider, so the
+        runtime it started is still stopped when the engine closes."""
+        for provider_id, names in previous._discovered.items():
+            old, new = previous.providers.get(provider_id), self.providers.get(provider_id)
+            if old is not None and new is not None and old.url == new.url:
+                self._discovered[provider_id] = names
+        local = previous._instances.get(_local.PROVIDER_ID)
+        if local is not None:
+            self._instances[_local.PROVIDER_ID] = local
+
     # -- discovery -----------------------------------------------------------------------------------------------
 
     async def discover(self) -> None:

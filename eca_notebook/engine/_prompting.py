@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import uuid
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -26,8 +27,11 @@ from ..protocol import (
 from ..providers.base import Message, Provider, ToolSpec, UserMessage
 from . import _builtins, _small_model
 from ._chat import Chat, invalid_chat_id, title_from
+from ._context_window import COMPACT_PREFIX as COMPACT_PREFIX  # re-exported: _rewind reads it here
+from ._context_window import COMPACT_PROMPT as COMPACT_PROMPT
 from ._models import UnknownModel
 from ._notebooks import named_notebooks
+from ._rewind import last_prompt_id
 from ._toolcall import ToolCallRunner, llm_tool_name
 from ._turn import Turn
 from .commands import (
@@ -47,13 +51,6 @@ if TYPE_CHECKING:
     from .engine import Engine
 
 log = logging.getLogger(__name__)
-
-COMPACT_PROMPT = (
-    "Summarize our conversation so far for your own future reference: the goal, decisions made, files and code "
-    "involved, what is done and what remains. Be complete but concise; this summary will replace the history."
-)
-COMPACT_PREFIX = "Summary of the conversation so far (the earlier messages were compacted):"
-
 
 class PromptPipeline:
     """Turns a ``chat/prompt`` into a running turn (or an immediate answer)."""
@@ -82,15 +79,17 @@ class PromptPipeline:
             await engine.chat_book.stop(chat.id)
             self._note(chat, "The tool call waiting for approval was rejected: you sent a new prompt instead.")
         if chat.running:
-            self._note(chat, "A prompt is already running in this chat: stop it before sending another.")
-            return ChatPromptResult(chat_id=chat.id, model=chat.model, status="error")
+            busy = "A prompt is already running in this chat: stop it before sending another."
+            self._note(chat, busy)
+            return ChatPromptResult(chat_id=chat.id, model=chat.model, status="error", message=busy)
 
         behavior = params.behavior or params.agent or chat.behavior or engine.selected_behavior
         if behavior not in engine.behaviors():
             behavior = engine.selected_behavior
         chat.behavior = behavior
 
-        engine.emit_content(chat, "user", TextContent(text=params.message + "\n"))
+        content_id = str(uuid.uuid4())  # names this prompt in both records, for chat/rollback and chat/fork
+        engine.emit_content(chat, "user", TextContent(text=params.message + "\n", content_id=content_id))
         if chat.title is None:
             chat.title = title_from(params.message)
             engine.emit_content(chat, "system", MetadataContent(title=chat.title))
@@ -134,8 +133,9 @@ class PromptPipeline:
                 self._note(chat, f"Context skipped: {problem}")
             if rendered.text:
                 message = f"{message}\n\n{rendered.text}"
-        self._start_turn(chat, provider, info, behavior, UserMessage(text=message), request=request,
-                         has_contexts=bool(params.contexts), notebook=self._notebook_in_play(params, request))
+        self._start_turn(chat, provider, info, behavior, UserMessage(text=message, content_id=content_id),
+                         request=request, has_contexts=bool(params.contexts),
+                         notebook=self._notebook_in_play(params, request))
         return ChatPromptResult(chat_id=chat.id, model=info.id, status="prompting")
 
     def _notebook_in_play(self, params: ChatPromptParams, request: str) -> Path | None:
@@ -165,7 +165,8 @@ class PromptPipeline:
             )
             self.engine.broadcast("$/showMessage", {"type": "warning", "message": hint})
             answer = self.answer(chat, hint)
-            return answer.model_copy(update={"model": model_id, "status": "login" if model_id is None else "error"})
+            return answer.model_copy(update={"model": model_id, "status": "login" if model_id is None else "error",
+                                             "message": hint})
 
     def answer(self, chat: Chat, text: str) -> ChatPromptResult:
         """Finish a prompt that needs no model: a system text, then progress finished."""
@@ -178,7 +179,7 @@ class PromptPipeline:
     def _start_turn(self, chat: Chat, provider: Provider, info: ModelInfo, behavior: str, user: Message | None,
                     *, system: str | None = None, with_tools: bool = True,
                     on_success: Callable[[], None] | None = None, request: str | None = None,
-                    has_contexts: bool = False, notebook: Path | None = None) -> None:
+                    has_contexts: bool = False, notebook: Path | None = None, compacting: bool = False) -> None:
         engine = self.engine
         toolbox = engine.toolbox
         if user is not None:
@@ -207,7 +208,7 @@ class PromptPipeline:
                     runner=runner, max_rounds=tool_call.max_rounds, on_success=on_success,
                     tool_rounds=_small_model.tool_rounds([t.name for t in offered.values()]) if info.compact else None,
                     first_round_extra=_small_model.first_round_extra(info.provider, bool(offered)) if info.compact
-                    else None, stop_loops=info.compact)
+                    else None, stop_loops=info.compact, compacting=compacting)
         engine.chat_book.start(chat, turn)
 
     # -- built-in commands ---------------------------------------------------------------------------------------
@@ -239,16 +240,18 @@ class PromptPipeline:
         provider, info = resolved
         request = COMPACT_PROMPT + (f"\nAlso: {instruction.strip()}" if instruction.strip() else "")
         before = len(chat.messages)
+        content_id = last_prompt_id(chat)  # the "/compact" echo: summary and request belong to that prompt
 
         def replace_history() -> None:
             summary = chat.messages[-1] if len(chat.messages) > before + 1 else None
             text = getattr(summary, "text", "") if summary is not None else ""
             if text:
-                chat.messages = [UserMessage(text=f"{COMPACT_PREFIX}\n\n{text}")]
+                chat.messages = [UserMessage(text=f"{COMPACT_PREFIX}\n\n{text}", content_id=content_id)]
                 self._note(chat, "Chat compacted: the summary above replaces the earlier history.")
 
-        self._start_turn(chat, provider, info, chat.behavior or engine.selected_behavior, UserMessage(text=request),
-                         with_tools=False, on_success=replace_history)
+        self._start_turn(chat, provider, info, chat.behavior or engine.selected_behavior,
+                         UserMessage(text=request, content_id=content_id), with_tools=False,
+                         on_success=replace_history, compacting=True)
         return ChatPromptResult(chat_id=chat.id, model=info.id, status="prompting")
 
     # -- commands and contexts -----------------------------------------------------------------------------------

@@ -20,7 +20,7 @@ from . import _small_model
 from ._approval import hidden_tools, selector_matches
 from ._notebooks import listener_notebooks
 from ._rules import load_rules, render_rules
-from ._toolcall import NATIVE_SERVER
+from ._toolcall import NATIVE_SERVER, Answer
 from .commands import BUILTINS
 from .config import ModelInfo
 
@@ -145,11 +145,11 @@ class Toolbox:
 
     # -- approvals -----------------------------------------------------------------------------------------------
 
-    def answer_approval(self, chat_id: str, call_id: str, answer: tuple[bool, str | None]) -> bool:
+    def answer_approval(self, chat_id: str, call_id: str, answer: Answer) -> bool:
         """Resolve a waiting call; an unknown or already answered id is ignored (logged), never an error."""
         pending = self.engine.pending_approvals.get((chat_id, call_id))
         if pending is None or pending.future.done():
-            log.info("%s for unknown tool call %s in chat %s ignored", "approval" if answer[0] else "rejection",
+            log.info("%s for unknown tool call %s in chat %s ignored", "approval" if answer.approved else "rejection",
                      call_id, chat_id)
             return False
         pending.future.set_result(answer)

@@ -34,6 +34,7 @@ from ..protocol import (
     ToolCallOutput,
     ToolCallPrepareChunk,
     ToolCallRejectedContent,
+    ToolCallRisk,
     ToolCallRunContent,
     ToolCallRunningContent,
     WireContent,
@@ -42,6 +43,7 @@ from ..providers.base import ToolCall
 from ..tools.base import Prepared, Tool, ToolContext, ToolResult, llm_name, tool_origin, tool_server
 from ._approval import ApprovalRequest, SessionApprovals, decide
 from ._notebooks import UndoLog
+from ._risk import assess_risk
 
 log = logging.getLogger(__name__)
 
@@ -83,40 +85,55 @@ class ToolCallContents:
         self.name = strip_prefix(called)
         self.origin: Literal["mcp", "native"] = "mcp" if tool is not None and tool_origin(tool) == "mcp" else "native"
         self.server = tool_server(tool) if tool is not None else NATIVE_SERVER
+        #: The early revision's ``manualApproval`` on ``toolCallPrepare`` (eca-protocol-early.md): whether a call of
+        #: this tool will ask, judged from the tool alone — its arguments are still streaming. The runner sets it;
+        #: ``toolCallRun`` carries the real decision. Sent to every client (newer ones ignore it), as the specs'
+        #: README asks for fields only the early revision has.
+        self.manual_approval = False
         self._emit = emit
 
     def prepare(self, arguments_text: str) -> None:
         """A chunk of the arguments as the model streams them (the hot path: a plain dict, no model)."""
         chunk: ToolCallPrepareChunk = {"type": "toolCallPrepare", "origin": self.origin, "id": self.id,
-                                       "name": self.name, "server": self.server, "argumentsText": arguments_text}
+                                       "name": self.name, "server": self.server, "argumentsText": arguments_text,
+                                       "manualApproval": self.manual_approval}
         self._emit("assistant", chunk)
 
     def _ids(self) -> dict[str, Any]:
         return {"origin": self.origin, "id": self.id, "name": self.name, "server": self.server}
 
     def run(self, arguments: dict[str, Any], *, manual: bool, summary: str | None = None,
-            details: Any = None) -> None:
-        """The call is about to run (``manual``: the user is asked first)."""
+            details: Any = None, risk: ToolCallRisk | None = None) -> None:
+        """The call is about to run (``manual``: the user is asked first; ``risk``: the engine's assessment, carried
+        by every content of the call so a replayed chat still shows it)."""
         self._emit("assistant", ToolCallRunContent(**self._ids(), arguments=arguments, manual_approval=manual,
-                                                   summary=summary, details=_details(details)))
+                                                   summary=summary, details=_details(details), risk=risk))
 
-    def running(self, arguments: dict[str, Any], *, summary: str | None = None, details: Any = None) -> None:
+    def running(self, arguments: dict[str, Any], *, summary: str | None = None, details: Any = None,
+                risk: ToolCallRisk | None = None) -> None:
         """The call is running."""
         self._emit("assistant", ToolCallRunningContent(**self._ids(), arguments=arguments, summary=summary,
-                                                       details=_details(details)))
+                                                       details=_details(details), risk=risk))
 
     def called(self, arguments: dict[str, Any], output: str, *, error: bool, total_time_ms: int,
-               summary: str | None = None, details: Any = None) -> None:
+               summary: str | None = None, details: Any = None, risk: ToolCallRisk | None = None) -> None:
         """The call finished: its output (both the newer ``text`` and the early ``content`` are sent)."""
         self._emit("assistant", ToolCalledContent(
             **self._ids(), arguments=arguments, error=error, total_time_ms=total_time_ms,
-            outputs=[ToolCallOutput(text=output, content=output)], summary=summary, details=_details(details)))
+            outputs=[ToolCallOutput(text=output, content=output)], summary=summary, details=_details(details),
+            risk=risk))
+
+    def published(self, contents: list[Any]) -> None:
+        """What a finished call publishes besides its result (``update_plan``'s ``plan``), sent once, after
+        ``toolCalled``: recorded with the chat like every content, so ``chat/open`` replays it."""
+        for content in contents:
+            self._emit("assistant", content)
 
     def rejected(self, arguments: dict[str, Any], reason: str, *, summary: str | None = None,
-                 details: Any = None) -> None:
+                 details: Any = None, risk: ToolCallRisk | None = None) -> None:
         """The call was not run: ``user-choice`` (the user) or ``user-config`` (a deny rule)."""
         self._emit("assistant", ToolCallRejectedContent(**self._ids(), arguments=arguments, reason=reason,
-                                                        summary=summary, details=_details(details)))
+                                                        summary=summary, details=_details(details), risk=risk))
 
 
 def _details(details: Any) -> FileChangeDetails | None:
@@ -130,6 +147,16 @@ def _details(details: Any) -> FileChangeDetails | None:
         return None
 
 
+@dataclass(frozen=True)
+class Answer:
+    """The user's answer to a waiting call: approved or not, remembered for the session (``save="session"``), and
+    — for a change split into hunks — which hunks to apply (None: all of them)."""
+
+    approved: bool
+    save: str | None = None
+    hunks: list[str] | None = None
+
+
 @dataclass
 class PendingApproval:
     """A call waiting for the user. Lives as long as the user needs: there is no timeout on purpose."""
@@ -137,8 +164,7 @@ class PendingApproval:
     chat_id: str
     call_id: str
     request: ApprovalRequest
-    future: asyncio.Future[tuple[bool, str | None]] = field(
-        default_factory=lambda: asyncio.get_running_loop().create_future())
+    future: asyncio.Future[Answer] = field(default_factory=lambda: asyncio.get_running_loop().create_future())
 
 
 class ToolCallRunner:
@@ -174,8 +200,11 @@ class ToolCallRunner:
         """The one writer of every content of this call (the turn writes its prepare chunks through it too)."""
         writer = self._contents.get(call_id)
         if writer is None:
-            writer = self._contents[call_id] = ToolCallContents(call_id, called, find_tool(self.tools, called),
-                                                                self.emit)
+            tool = find_tool(self.tools, called)
+            writer = self._contents[call_id] = ToolCallContents(call_id, called, tool, self.emit)
+            if tool is not None:  # what the tool's calls get before their arguments are known (early revision)
+                request = ApprovalRequest(tool=tool.name, server=tool_server(tool), args={})
+                writer.manual_approval = decide(request, self.approval_config, self.session).decision == "ask"
         return writer
 
     async def run(self, call: ToolCall) -> ToolResult:
@@ -210,10 +239,11 @@ class ToolCallRunner:
             return self._fail_early(out, args, problem or "invalid tool call")
 
         shown_args = prepared.args
-        run_fields: dict[str, Any] = {"summary": prepared.summary, "details": prepared.details}
+        risk = assess_risk(tool, prepared, context)
+        run_fields: dict[str, Any] = {"summary": prepared.summary, "details": prepared.details, "risk": risk}
         request = ApprovalRequest(tool=tool.name, server=tool_server(tool), args=prepared.args,
                                   outside_workspace=prepared.outside_workspace,
-                                  must_ask=getattr(prepared, "must_ask", None))
+                                  must_ask=getattr(prepared, "must_ask", None), risk=risk)
         verdict = decide(request, self.approval_config, self.session)
         if verdict.decision == "deny":
             out.run(shown_args, manual=False, **run_fields)
@@ -224,10 +254,13 @@ class ToolCallRunner:
         manual = verdict.decision == "ask"
         out.run(shown_args, manual=manual, **run_fields)
         if manual:
-            approved = await self._wait_for_user(call, request, out, shown_args, run_fields)
-            if not approved:
+            answer = await self._wait_for_user(call, request, out, shown_args, run_fields)
+            if not answer.approved:
                 return ToolResult(output="The user rejected this tool call. Do not retry it unless the user asks.",
                                   error=True)
+            if answer.hunks is not None:
+                prepared = _select_hunks(tool, prepared, answer.hunks, context)
+                run_fields = {"summary": prepared.summary, "details": prepared.details, "risk": risk}
 
         out.running(shown_args, **run_fields)
         self.progress("running", "Calling tool")
@@ -245,7 +278,9 @@ class ToolCallRunner:
         if result.undo is not None and self.undo_log is not None:
             self.undo_log.add(self.chat_id, call.id, result.undo)
         out.called(shown_args, result.output, error=result.error, total_time_ms=elapsed, summary=prepared.summary,
-                   details=result.details or prepared.details)
+                   details=result.details or prepared.details, risk=risk)
+        if not result.error:
+            out.published(result.contents)
         return result
 
     def _fail_early(self, out: ToolCallContents, args: Any, problem: str) -> ToolResult:
@@ -255,25 +290,38 @@ class ToolCallRunner:
         return ToolResult(output=problem, error=True)
 
     async def _wait_for_user(self, call: ToolCall, request: ApprovalRequest, out: ToolCallContents, args: Any,
-                             run_fields: dict[str, Any]) -> bool:
+                             run_fields: dict[str, Any]) -> Answer:
         waiting = PendingApproval(self.chat_id, call.id, request)
         key = (self.chat_id, call.id)
         self.pending[key] = waiting
         self.progress("running", "Waiting for tool call approval")
         try:
-            approved, save = await waiting.future
+            answer = await waiting.future
         except asyncio.CancelledError:
             # chat/promptStop while waiting: the call is rejected and the turn ends cleanly
             out.rejected(args, "user-choice", **run_fields)
             raise
         finally:
             self.pending.pop(key, None)
-        if not approved:
+        if answer.hunks is not None and not answer.hunks:
+            answer = Answer(False)  # no hunk chosen: nothing to apply, which is a rejection
+        if not answer.approved:
             out.rejected(args, "user-choice", **run_fields)
-            return False
-        if save == "session":
+            return answer
+        if answer.save == "session":
             self.session.remember(request)
-        return True
+        return answer
+
+
+def _select_hunks(tool: Tool, prepared: Prepared, hunks: list[str], context: ToolContext) -> Prepared:
+    """The prepared call narrowed to the hunks the user chose, when the tool can do that (it offered
+    ``details.hunks``); otherwise the call as it was (a client sent hunk ids the change never had)."""
+    select = getattr(tool, "select_hunks", None)
+    offered = (prepared.details or {}).get("hunks")
+    if select is None or not offered or {h["id"] for h in offered} <= set(hunks):
+        return prepared
+    narrowed: Prepared = select(prepared, hunks, context)
+    return narrowed
 
 
 def _parse_arguments(text: str) -> tuple[dict[str, Any], str | None]:

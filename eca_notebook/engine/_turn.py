@@ -36,6 +36,7 @@ from ..protocol import (
 from ..providers.base import (
     AssistantMessage,
     Finished,
+    Message,
     Provider,
     ProviderError,
     ProviderRequest,
@@ -54,6 +55,7 @@ from ..providers.base import (
     Usage,
 )
 from ._chat import Chat
+from ._context_window import ContextFull, ContextKeeper, ContextWindow, is_overflow
 from ._repetition import RepetitionGuard
 from ._toolcall import ToolCallContents, ToolCallRunner, strip_prefix
 from .config import ModelInfo
@@ -138,6 +140,7 @@ class Turn:
         first_round_extra: dict[str, Any] | None = None,
         stop_loops: bool = False,
         on_success: Callable[[], None] | None = None,
+        compacting: bool = False,
     ) -> None:
         self.on_success = on_success  # runs after a normal finish, before "progress finished" (e.g. /compact)
         self.chat = chat
@@ -157,6 +160,12 @@ class Turn:
         # Stop a reply that degenerates into a loop (small models): see _repetition.py. Off for other models, whose
         # long repetitive output (a generated fixture, a column of zeros) is more likely meant.
         self.stop_loops = stop_loops
+        # Each request is made to fit the model's context window (trimmed, compacted, shortened; _context_window.py).
+        # ``compacting``: this turn is /compact itself, whose request is only shortened.
+        self.context = ContextKeeper(chat, ContextWindow(model, self.max_tokens, chat), self._summarise, self._note,
+                                     lambda text: self.progress("running", text), compacting=compacting,
+                                     reasoning=model.reasoning)
+        self._sent_estimate = 0  # the uncalibrated estimate of the request being streamed (see ContextWindow)
         self._assistant: AssistantMessage | None = None
         self._text_parts: list[str] = []  # the current round's text chunks, see _join_text
         self._outcomes: dict[tuple[str, str], tuple[int, str]] = {}  # (tool, arguments) → (times in a row, output)
@@ -202,6 +211,11 @@ class Turn:
             self._keep_partial()
             self.progress("finished", "")
             raise
+        except ContextFull as exc:  # said plainly: the provider's own error (often raw JSON) helps nobody here
+            self._keep_partial()
+            self._note(str(exc))
+            self.progress("finished", "")
+            return False
         except ProviderError as exc:
             self._keep_partial()
             self._note(f"Error: {exc.message}")
@@ -268,19 +282,77 @@ class Turn:
             raise
 
     async def _round(self) -> list[ToolCall]:
+        """One provider call, its request first made to fit the context window. A provider that still finds it
+        too long is answered by compacting (or trimming harder) and retrying once; then the turn ends plainly."""
+        request = await self.context.fit(self._request())
+        try:
+            return await self._stream(request)
+        except ProviderError as exc:
+            if not self._overflowed(exc):
+                raise
+            log.info("chat %s: the request did not fit the context window (%s)", self.chat.id, exc.message)
+            smaller = await self.context.recover(request, exc)
+            if smaller is None:
+                raise ContextFull(self.context.window.context) from None
+        try:
+            return await self._stream(smaller)
+        except ProviderError as exc:
+            if self._overflowed(exc):
+                log.info("chat %s: still too long after compacting (%s)", self.chat.id, exc.message)
+                raise ContextFull(self.context.window.context) from None
+            raise
+
+    def _overflowed(self, exc: ProviderError) -> bool:
+        """An overflow error before the model said anything (so nothing shown has to be taken back)."""
+        answer = self._assistant
+        return (is_overflow(exc) and not self._text_parts
+                and (answer is None or not (answer.text or answer.tool_calls or answer.reasoning)))
+
+    def _request(self) -> ProviderRequest:
         extra = dict(self.model.extra_payload)
         if self._rounds_with_calls == 0:  # the first round: every later one follows a round with tool calls
             extra.update(self.first_round_extra)
-        request = ProviderRequest(
+        return ProviderRequest(
             model=self.model.name,
             messages=list(self.chat.messages),
             system=self.system,
             tools=list(self.tools) if self.tool_rounds is None or self._rounds_with_calls < self.tool_rounds else [],
-            max_tokens=self.max_tokens,
+            max_tokens=self.context.window.output_tokens,  # self.max_tokens, unless a learned window is smaller
             reasoning=self.model.reasoning,
             extra=extra,
             extra_headers=dict(self.model.extra_headers),
         )
+
+    async def _summarise(self, messages: list[Message], max_tokens: int) -> str:
+        """The model's summary of ``messages`` (the last asks for it): no tools, the text only. Its tokens count in
+        the chat's usage like any other request's."""
+        request = ProviderRequest(
+            model=self.model.name,
+            messages=messages,
+            system=self.system,
+            max_tokens=max_tokens,
+            reasoning=self.model.reasoning,
+            reasoning_budget=1024 if self.model.reasoning else None,  # little thinking: the output is the summary
+            extra=dict(self.model.extra_payload),
+            extra_headers=dict(self.model.extra_headers),
+        )
+        estimate = self.context.window.raw(request)
+        parts: list[str] = []
+        stream = self.provider.stream(request)
+        closing = (contextlib.aclosing(cast(Any, stream)) if hasattr(stream, "aclose")
+                   else contextlib.nullcontext(stream))
+        async with closing:
+            async for event in stream:
+                if isinstance(event, TextDelta):
+                    parts.append(event.text)
+                elif isinstance(event, Usage):
+                    self._add_usage(event)
+                    self.context.window.measured(
+                        estimate, event.input_tokens + event.cache_read_tokens + event.cache_write_tokens)
+        return "".join(parts)
+
+    async def _stream(self, request: ProviderRequest) -> list[ToolCall]:
+        self._sent_estimate = self.context.window.raw(request)
         self.progress("running", "Waiting model")
         self._assistant = AssistantMessage()
         self._text_parts.clear()
@@ -288,6 +360,10 @@ class Turn:
         reasoning_started: dict[str, float] = {}
         reasoning_text: dict[str, list[str]] = {}
         tool_names: dict[str, str] = {}
+        # Argument fragments of a call whose name is not known yet (some OpenAI-compatible servers name the tool in a
+        # later chunk than its id): written once the call finishes with its name, so every toolCallPrepare names
+        # the real tool, origin and server rather than an unknown native one.
+        unnamed: dict[str, list[str]] = {}
         usage_seen = False
         guard = RepetitionGuard() if self.stop_loops else None
 
@@ -330,12 +406,20 @@ class Turn:
                 elif isinstance(event, ToolCallStarted):
                     tool_names[event.id] = event.name
                 elif isinstance(event, ToolCallDelta):
-                    self._tool_call(event.id, tool_names.get(event.id, "")).prepare(event.arguments_delta)
+                    if tool_names.get(event.id):
+                        self._tool_call(event.id, tool_names[event.id]).prepare(event.arguments_delta)
+                    else:
+                        unnamed.setdefault(event.id, []).append(event.arguments_delta)
                 elif isinstance(event, ToolCallFinished):
+                    held = unnamed.pop(event.id, None)
+                    if held:
+                        self._tool_call(event.id, event.name).prepare("".join(held))
                     self._assistant.tool_calls.append(ToolCall(event.id, event.name, event.arguments))
                 elif isinstance(event, Usage):
                     usage_seen = True
                     self._add_usage(event)
+                    self.context.window.measured(  # calibrates the next requests' estimates
+                        self._sent_estimate, event.input_tokens + event.cache_read_tokens + event.cache_write_tokens)
                 elif isinstance(event, Finished):
                     self.chat.last_stop_reason = event.stop_reason
                     break

@@ -2,7 +2,8 @@
 offering what can be attached (``chat/queryContext``).
 
 Rendering follows the reference server's shape — one XML-ish element per context inside a ``<contexts>`` block
-(``<file path="…">…</file>``, ``<directory>``, ``<web url="…">``, ``<repoMap>``, ``<cursor …>``, ``<resource …>``) —
+(``<file path="…">…</file>``, ``<directory>``, ``<web url="…">``, ``<repoMap>``, ``<cursor …>``, ``<resource …>``,
+``<git …>``) —
 because models are used to it and clients' ``/prompt-show`` output then looks familiar.
 
 A context that cannot be rendered (missing file, binary file, 404, timeout …) never fails the turn: it becomes a
@@ -11,7 +12,8 @@ note saying so inside the element, because a single attached log file must not b
 
 Where the parts live: this module runs the rendering (each context concurrently, then fitted into the budget in
 order); ``_context_files`` reads files, directories, notebooks and the cursor's lines, ``_context_web`` fetches pages,
-``_context_blocks`` holds the element shape, the limits and the fitting, and ``_context_query`` answers
+``_context_git`` summarises the repository (``@git``), ``_context_blocks`` holds the element shape, the limits and
+the fitting, and ``_context_query`` answers
 ``chat/queryContext``.
 """
 
@@ -32,6 +34,7 @@ from ..protocol.context import (
     CursorContext,
     DirectoryContext,
     FileContext,
+    GitContext,
     McpResourceContext,
     RepoMapContext,
     UnknownContext,
@@ -50,6 +53,7 @@ from ._context_blocks import (
     fit,
 )
 from ._context_files import render_cursor, render_directory, render_file, resolve_path
+from ._context_git import render_git
 from ._context_query import query_context
 from ._context_web import html_to_text, render_web
 from ._index import WorkspaceIndex
@@ -166,6 +170,8 @@ async def _render_one(ctx: Any, folders: list[Path], http: httpx.AsyncClient, in
         except Exception as exc:  # noqa: BLE001 - any failure of an MCP server is a problem, not a crash
             raise ContextProblem(f"could not read MCP resource {ctx.uri}: {exc}") from None
         return Block("resource", {"uri": ctx.uri, "name": ctx.name, "server": ctx.server}, content)
+    if isinstance(ctx, GitContext):
+        return await render_git(ctx.part, folders[0] if folders else None, cap)
     if isinstance(ctx, UnknownContext):
         log.debug("ignoring context of unknown type %r", ctx.type)
     return None

@@ -16,7 +16,7 @@ import asyncio
 import logging
 import os
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
@@ -31,23 +31,30 @@ from ..protocol import (
     ChatPromptParams,
     ChatPromptResult,
     ChatToolCallUndoResult,
+    CompletionInlineParams,
+    CompletionInlineResult,
     ConfigUpdatedChat,
     ConfigUpdatedParams,
     NativeServerUpdatedParams,
+    RewritePromptParams,
+    RewritePromptResult,
     WireContent,
 )
 from ..tools.base import FileAccess, Tool, ToolContext, llm_name
 from ..tools.notebook_kernel import OwnKernelRunner
-from . import _builtins
+from . import _builtins, _rewind
 from ._approval import SessionApprovals
 from ._chat import Chat
 from ._chatbook import ChatBook
+from ._config_watch import ConfigWatcher, reload_config, watch_config
 from ._index import WorkspaceIndex
+from ._inline import InlineCompleter
 from ._models import ModelRegistry
 from ._notebooks import UndoLog
 from ._prompting import PromptPipeline
+from ._rewrite import Rewriter
 from ._toolbox import Toolbox
-from ._toolcall import PendingApproval
+from ._toolcall import Answer, PendingApproval
 from ._turn import CURRENT_TURN
 from .commands import Command
 from .config import LoadedConfig, ModelInfo, global_config_path, load_config
@@ -123,7 +130,9 @@ class Engine:
         add_secrets(self._config_secrets())
         self.store: ChatStore | None = None
         if not self.config.pure_config:
-            self.store = ChatStore(chats_dir_for(self.workspace_folders, self.env), secrets=self.registry.secrets)
+            # (through the engine: a config reload replaces the registry)
+            self.store = ChatStore(chats_dir_for(self.workspace_folders, self.env),
+                                   secrets=lambda: self.registry.secrets())
         self.chats: dict[str, Chat] = {}
         from ..tools import native_tools
 
@@ -155,9 +164,12 @@ class Engine:
         self._listeners: list[Listener] = []
         self._closed = False
         self._index_task: asyncio.Task[None] | None = None
+        self.config_watcher: ConfigWatcher | None = None  # watches the config files once started
         self.toolbox = Toolbox(self)
         self.chat_book = ChatBook(self)
         self.pipeline = PromptPipeline(self)
+        self.inline = InlineCompleter(self)  # completion/inline (_inline.py)
+        self.rewriter = Rewriter(self)  # rewrite/prompt (_rewrite.py)
         if self.mcp is not None:
             self.add_plugin(self.mcp)
 
@@ -197,6 +209,7 @@ class Engine:
         """Stop sending to this client (unknown listeners are ignored)."""
         if listener in self._listeners:
             self._listeners.remove(listener)
+        self.rewriter.forget(listener)  # its rewrites stream to nobody now
 
     def broadcast(self, method: str, params: dict[str, Any]) -> None:
         """Send to every listener — redacted: this is the choke point for everything the engine tells clients."""
@@ -228,6 +241,7 @@ class Engine:
         self._started = True
         for plugin in self.plugins:
             self.background.spawn(plugin.start(), f"eca-plugin-{plugin.name}")
+        self.config_watcher = watch_config(self)  # an edited config file applies without a restart
         if self.index is not None:
             self._index_task = asyncio.create_task(self._build_index(), name="eca-index")
         await self.registry.discover()
@@ -250,6 +264,11 @@ class Engine:
     def started(self) -> bool:
         """Whether :meth:`start` ran (plug-ins added later are started at once)."""
         return self._started
+
+    async def reload_config(self) -> bool:
+        """Read the config files again and apply them, telling the clients (``config/updated``); False when nothing
+        changed or a file is broken (then the current config stays, and the clients are shown why)."""
+        return await reload_config(self)
 
     @property
     def problems(self) -> list[str]:
@@ -316,13 +335,14 @@ class Engine:
         """Plug-ins call this when their tool list changes."""
         self.toolbox.tools_changed()
 
-    def approve(self, chat_id: str, call_id: str, save: str | None = None) -> bool:
-        """Approve a waiting tool call (``save="session"``: and the same call for the rest of the session)."""
-        return self.toolbox.answer_approval(chat_id, call_id, (True, save))
+    def approve(self, chat_id: str, call_id: str, save: str | None = None, hunks: list[str] | None = None) -> bool:
+        """Approve a waiting tool call (``save="session"``: and the same call for the rest of the session; ``hunks``:
+        apply only these hunks of its file change)."""
+        return self.toolbox.answer_approval(chat_id, call_id, Answer(True, save, hunks))
 
     def reject(self, chat_id: str, call_id: str) -> bool:
         """Reject a waiting tool call."""
-        return self.toolbox.answer_approval(chat_id, call_id, (False, None))
+        return self.toolbox.answer_approval(chat_id, call_id, Answer(False))
 
     def system_prompt(self, behavior: str) -> str:
         """The system prompt of a behavior, rules included."""
@@ -354,6 +374,32 @@ class Engine:
         """``chat/queryContext``: the contexts matching ``query``."""
         return await self.pipeline.query_context(query, already)
 
+    # -- inline completion and rewrite (_inline.py, _rewrite.py) -------------------------------------------------
+
+    async def complete_inline(self, params: CompletionInlineParams,
+                              origin: object | None = None) -> CompletionInlineResult:
+        """``completion/inline``: one suggestion at the cursor, or why there is none. A newer request for the same
+        document (same ``path``; same ``origin`` — the connection — without one) supersedes this one."""
+        return await self.inline.complete(params, origin)
+
+    def rewrite(self, params: RewritePromptParams, listener: Listener) -> RewritePromptResult:
+        """``rewrite/prompt``: start the rewrite; it streams ``rewrite/contentReceived`` to ``listener`` only."""
+        return self.rewriter.start(params, listener)
+
+    def stop_rewrite(self, rewrite_id: str, listener: Listener | None = None) -> bool:
+        """``rewrite/stop``: stop a running rewrite (it ends with ``finished``); False when none was running."""
+        return self.rewriter.stop(rewrite_id, listener)
+
+    async def rewrite_text(self, params: RewritePromptParams) -> tuple[str, str]:
+        """A whole rewrite at once: (model id, text). ProviderError when the model fails."""
+        return await self.rewriter.rewrite_text(params)
+
+    def propose_tool_call(self, chat_id: str | None, tool: str, arguments: dict[str, Any], message: str,
+                          answer: bool | None = None) -> tuple[str, asyncio.Task[None]]:
+        """Propose a tool call the user asked for (``%eca rewrite``'s ``notebook_edit_cell``) in a chat, with the
+        same diff and approval as a model's call; see :meth:`Rewriter.propose`."""
+        return self.rewriter.propose(chat_id, tool, arguments, message, answer)
+
     # -- the chat book (_chatbook.py) ----------------------------------------------------------------------------
 
     def get_chat(self, chat_id: str) -> Chat | None:
@@ -383,6 +429,15 @@ class Engine:
     def replay(self, chat_id: str, listener: Listener) -> dict[str, Any]:
         """``chat/open``: send one client the chat as it was shown, then answer whether it was found."""
         return self.chat_book.replay(chat_id, listener)
+
+    async def rollback(self, chat_id: str, content_id: str, include: Iterable[str] | None = None) -> None:
+        """``chat/rollback``: remove a user message and all after it, reverting their file changes (``_rewind.py``);
+        RpcError for an unknown chat or message, or a chat running a prompt."""
+        await _rewind.rollback(self, chat_id, content_id, include)
+
+    def fork(self, chat_id: str, content_id: str) -> str:
+        """``chat/fork``: copy the chat up to a message (or tool call) into a new chat; returns its id."""
+        return _rewind.fork(self, chat_id, content_id).id
 
     def select_behavior(self, behavior: str, chat_id: str | None = None) -> None:
         """Select the behavior of new prompts (and of the chat, when given); ValueError for an unknown one."""

@@ -3,7 +3,8 @@
 ``{name}`` puts a value's text into the prompt itself (``{In[3]}``, ``{cfg.path}``); ``@name`` attaches a *description*
 of a kernel variable as context — type, shape, dtypes and a head for DataFrames and arrays, a size-capped repr
 otherwise — so the model sees the data the user is looking at without the user pasting it. ``@In[3]`` / ``@Out[3]``
-attach a cell's source or result.
+attach a cell's source or result. ``@git`` (``@git:status``, ``@git:diff``, ``@git:log``) is not a kernel value: it
+asks the engine to attach the workspace's git state as a context (:func:`git_mentions`), so ``git`` is reserved here.
 
 Why no pandas/numpy import here: the description is duck-typed (``shape``, ``dtypes``, ``head``), so mentioning a
 DataFrame works without this module pulling pandas into every kernel, and polars/xarray-like objects get the same
@@ -26,6 +27,7 @@ __all__ = [
     "attach_mentions",
     "describe_value",
     "find_mentions",
+    "git_mentions",
     "interpolate",
     "type_name",
 ]
@@ -44,6 +46,8 @@ _EXPR = rf"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*|{_SUBSCRIPT})*"
 _INTERPOLATION = re.compile(r"\{\{|\}\}|\{(" + _EXPR + r")\}")
 # `@df`, `@results.best`, `@In[3]`, `@Out[4]` — not inside a word or an e-mail address (`me@example.com`).
 _MENTION = re.compile(r"(?<![\w@.])@(In\[\d+\]|Out\[\d+\]|[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*)")
+# `@git`, `@git:diff`: the git context (a trailing full stop is punctuation; `@git.Repo` is a kernel value)
+_GIT_MENTION = re.compile(r"(?<![\w@.])@git(?::([A-Za-z]\w*))?(?![\w\[]|\.\w)")
 
 
 def _lookup(expr: str, namespace: Mapping[str, Any]) -> Any:
@@ -93,11 +97,22 @@ def find_mentions(text: str, namespace: Mapping[str, Any]) -> list[str]:
     found: list[str] = []
     for match in _MENTION.finditer(text):
         name = match.group(1)
-        if name in found:
+        if name in found or name == "git":  # `@git` is the git context (git_mentions), never a kernel value
             continue
         if _resolve_mention(name, namespace) is not _NOT_FOUND:
             found.append(name)
     return found
+
+
+def git_mentions(text: str) -> list[str | None]:
+    """The git context parts ``text`` mentions, in order, without duplicates: None for ``@git`` (everything),
+    ``"diff"`` for ``@git:diff`` and so on (an unknown part is the engine's to explain)."""
+    parts: list[str | None] = []
+    for match in _GIT_MENTION.finditer(text):
+        part = match.group(1).lower() if match.group(1) else None
+        if part not in parts:
+            parts.append(part)
+    return parts
 
 
 def _resolve_mention(name: str, namespace: Mapping[str, Any]) -> Any:

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 __all__ = ["FORMATS", "SUBCOMMANDS", "USAGE", "MagicRequest", "UsageError", "parse_magic"]
 
 FORMATS = ("markdown", "code", "text")
-SUBCOMMANDS = ("new", "chats", "model", "behavior", "stop", "undo", "config", "mcp", "fix", "help")
+SUBCOMMANDS = ("new", "chats", "model", "behavior", "stop", "undo", "config", "mcp", "fix", "rewrite", "help")
 
 USAGE = """\
 %eca [options] <prompt>          ask in the current chat (streams into a widget; the kernel stays free)
@@ -30,7 +30,8 @@ USAGE = """\
   -y, --yes                      approve every tool call of this prompt without asking
 In the prompt: {expr} inserts a value (name, attribute, In[n], Out[n]); @name attaches a kernel variable
 (type, shape, dtypes, head); @In[n] / @Out[n] attach a cell's source / result; /command args runs an ECA command.
-Subcommands: %eca new | chats | model [id] | behavior [agent|plan] | stop | undo | config | mcp | fix [note] | help"""
+Subcommands: %eca new | chats | model [id] | behavior [agent|plan] | stop | undo | config | mcp | fix [note] | help
+%eca rewrite <cell> <instruction>  rewrite a cell (In[n] | prev | #<cell-id>) and propose it as a diff"""
 
 
 class UsageError(ValueError):
@@ -59,6 +60,7 @@ _VALUE_OPTIONS = {"-m": "model", "--model": "model", "-b": "behavior", "--behavi
 _FLAG_OPTIONS = {"-n": "new", "--new": "new", "-w": "wait", "--wait": "wait", "-y": "yes", "--yes": "yes"}
 _LOOKS_LIKE_OPTION = re.compile(r"--?[A-Za-z][\w-]*(=|\s|$)")
 _TOKEN = re.compile(r"\"((?:[^\"\\]|\\.)*)\"|'([^']*)'|(\S+)")
+_REWRITE_TARGET = re.compile(r"In\[\d+\]|prev|previous|#[A-Za-z0-9_-]{1,64}")  # %eca rewrite's cell (_rewrite.py)
 
 
 def _read_value(text: str, pos: int, option: str) -> tuple[str, int]:
@@ -123,6 +125,8 @@ def _subcommand(text: str) -> tuple[str, str] | None:
         return name, rest[0] if rest else ""
     if name == "fix":
         return name, text.strip()[len("fix"):].strip()
+    if name == "rewrite" and rest and _REWRITE_TARGET.fullmatch(rest[0]):  # else a prompt starting "rewrite …"
+        return name, text.strip()[len("rewrite"):].strip()
     return None
 
 
@@ -139,6 +143,10 @@ def parse_magic(line: str, cell: str | None = None) -> MagicRequest:
     elif rest.strip().split()[:1] == ["fix"]:  # %%eca fix + a note in the body
         request.command = "fix"
         request.argument = (rest.strip()[3:].strip() + "\n" + body).strip()
+        return request
+    elif rest.strip().split()[:1] == ["rewrite"] and _subcommand(rest.strip().split("\n")[0]) is not None:
+        request.command = "rewrite"  # %%eca rewrite In[3] + the instruction in the body
+        request.argument = (rest.strip()[len("rewrite"):].strip() + "\n" + body).strip()
         return request
     prompt = rest.strip()
     if body.strip():

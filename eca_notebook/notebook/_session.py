@@ -38,7 +38,7 @@ from ._bridge import CommNotebookAccess, KernelCellRunner, notebook_path
 from ._display import display_mode_for, ipykernel_major, show
 from ._kernel_tools import CellWriter, KernelToolsPlugin, approval_config
 from ._loops import LoopHost, running_loop
-from ._mentions import attach_mentions, interpolate
+from ._mentions import attach_mentions, git_mentions, interpolate
 from ._parse import USAGE, MagicRequest
 from ._transcript import ToolCallState, code_blocks
 
@@ -238,10 +238,14 @@ class NotebookSession:
         message, _ = attach_mentions(text, ns)
         return message
 
-    def _contexts(self, request: MagicRequest) -> list[dict[str, Any]]:
+    def _contexts(self, request: MagicRequest, mentions: bool = True) -> list[dict[str, Any]]:
         base = Path(self.workspace or Path.cwd())
         contexts = [{"type": "file", "path": str((base / Path(f).expanduser()).resolve())} for f in request.files]
         contexts += [{"type": "directory", "path": str((base / Path(d).expanduser()).resolve())} for d in request.dirs]
+        if mentions and not request.prompt.lstrip().startswith("/"):  # `@git`, `@git:diff`: the engine gathers it
+            from ..protocol import GitContext
+
+            contexts += [GitContext(part=part).dump() for part in git_mentions(request.prompt)]
         return contexts
 
     def plan(self, request: MagicRequest, *, can_wait: bool, force_wait: bool = False, view: Any = None,
@@ -276,7 +280,8 @@ class NotebookSession:
             from ..client import DEFAULT_UNATTENDED_POLICY
 
             approval = self.approval or DEFAULT_UNATTENDED_POLICY  # nobody can click: a policy answers
-        plan = Plan(request, chat_id, message, shown or text.strip(), view, self._contexts(request), wait, approval)
+        plan = Plan(request, chat_id, message, shown or text.strip(), view, self._contexts(request, not raw), wait,
+                    approval)
         view.begin_turn(chat_id, plan.shown)
         if self._pending.get(chat_id):
             view.queued()
@@ -333,9 +338,9 @@ class NotebookSession:
 
     # -- the views' controller -----------------------------------------------------------------------------------
 
-    def approve(self, view: Any, call: ToolCallState, save: str | None) -> None:
+    def approve(self, view: Any, call: ToolCallState, save: str | None, hunks: list[str] | None = None) -> None:
         if self.client is not None and view.chat_id:
-            self.submit(self.client.approve(view.chat_id, call.id, save=save))
+            self.submit(self.client.approve(view.chat_id, call.id, save=save, hunks=hunks))
 
     def reject(self, view: Any, call: ToolCallState) -> None:
         if self.client is not None and view.chat_id:

@@ -1,5 +1,5 @@
 """The ``%eca`` subcommands that are not prompts: help, new, stop, chats, model, behavior, config, mcp (and fix,
-handed to ``_fix.py``).
+handed to ``_fix.py``; rewrite, to ``_rewrite.py``).
 
 Each completes before the cell ends and prints or displays its answer (markdown tables in a notebook, the same
 text in a terminal); errors a user can fix (an unknown model, the assistant failing to start) are printed to
@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 from ._display import show_markdown
 from ._fix import fix
 from ._parse import USAGE, MagicRequest
+from ._rewrite import rewrite
 
 if TYPE_CHECKING:
     from ..client import EcaClient
@@ -56,6 +57,8 @@ async def subcommand(session: NotebookSession, request: MagicRequest) -> Any:
         return None
     if name == "fix":
         return await fix(session, request)
+    if name == "rewrite":
+        return await rewrite(session, request)
     try:
         client = await session.ensure_client()
     except Exception as exc:

@@ -85,6 +85,11 @@ class Transcript(TurnFold):
                 parts.append(f"<details><summary>Reasoning</summary>\n\n{block.text.strip()}\n\n</details>")
             elif block.kind == "tool" and block.tool is not None:
                 parts.append(_tool_markdown(block.tool))
+        # the plan as this turn left it (a turn's own plan comes after its prompt's block, at ``start``)
+        if self.plan_content is not None and (all_turns or self.plan_at > start):
+            from .widgets import plan_markdown
+
+            parts.append(plan_markdown(self.plan_content))
         if self.usage:
             parts.append(f"*{self.usage}*")
         return "\n\n".join(p for p in parts if p)

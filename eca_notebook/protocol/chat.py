@@ -82,9 +82,10 @@ class ChatPromptResult(EcaModel):
 
     chat_id: ChatId
     model: str | None = None
-    #: ``"prompting"``, ``"login"`` or ``"error"`` (invalid chat id, reported in the result by the reference server).
+    #: ``"prompting"``, ``"login"`` or ``"error"`` (invalid chat id, reported in the result by the reference server;
+    #: also a chat that is still running a prompt, or an unknown model).
     status: str
-    #: Why the prompt was refused (an invalid chat id).
+    #: Why the prompt was refused (an invalid chat id, a busy chat, an unknown model, no model at all).
     message: str | None = None
 
     def dump(self) -> dict[str, Any]:
@@ -110,6 +111,9 @@ class ChatToolCallApproveParams(EcaModel):
     tool_call_id: str
     #: ``"session"``: remember this approval for the rest of the session.
     save: Literal["session"] | None = None
+    #: Apply only these hunks of the call's file change (ids from ``details.hunks``; an eca-notebook extension).
+    #: Absent: the whole change. Empty: nothing is applied — the same as a rejection.
+    hunks: list[str] | None = None
 
 
 class ChatToolCallRejectParams(EcaModel):
@@ -265,10 +269,15 @@ class ChatStatusChangedParams(EcaModel):
 
 
 class ChatRollbackParams(EcaModel):
-    """Drop everything from the message with ``contentId`` on (see :attr:`TextContent.content_id`)."""
+    """``chat/rollback``: drop the user message with ``contentId`` (see :attr:`TextContent.content_id`) and
+    everything after it. The server then sends ``chat/cleared {messages: true}`` and the kept contents again. A chat
+    running a prompt is refused (stop it first); an unknown chat or ``contentId`` is a JSON-RPC error."""
 
     chat_id: ChatId
     content_id: str
+    #: What to roll back: ``messages`` (the history and what clients show) and/or ``tools`` (revert the file
+    #: changes of the removed turns, newest first). Absent or empty: both, as the reference server does.
+    include: list[Literal["messages", "tools"]] | None = None
 
 
 class ChatRollbackResult(EcaModel):
@@ -276,13 +285,15 @@ class ChatRollbackResult(EcaModel):
 
 
 class ChatForkParams(EcaModel):
-    """Start a new chat holding the history up to the message with ``contentId``."""
+    """``chat/fork``: a new chat holding the chat up to and including the message ``contentId`` names — a user
+    message's ``contentId`` (its answer included) or a tool call's ``id`` (its result included). The server sends
+    ``chat/opened`` for it and its contents, and a "Chat forked to: …" text in the original chat."""
 
     chat_id: ChatId
     content_id: str
 
 
 class ChatForkResult(EcaModel):
-    """The reference server answers with the new chat's id."""
+    """The new chat's id (an eca-notebook addition: the reference server answers ``{}``)."""
 
     chat_id: ChatId | None = None

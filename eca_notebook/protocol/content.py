@@ -16,7 +16,7 @@ cost more than everything else the engine does for it (``benchmarks/bench_stream
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal, TypedDict
+from typing import Annotated, Any, Literal, NotRequired, TypedDict
 
 from pydantic import BaseModel, Discriminator, Tag, model_validator
 
@@ -27,7 +27,11 @@ __all__ = [
     "ChatContent",
     "ContentModel",
     "FileChangeDetails",
+    "FileChangeHunk",
     "MetadataContent",
+    "PlanContent",
+    "PlanStep",
+    "PlanStepStatus",
     "ProgressContent",
     "ReasonFinishedContent",
     "ReasonStartedContent",
@@ -41,6 +45,7 @@ __all__ = [
     "ToolCallPrepareChunk",
     "ToolCallPrepareContent",
     "ToolCallRejectedContent",
+    "ToolCallRisk",
     "ToolCallRunContent",
     "ToolCallRunningContent",
     "ToolCalledContent",
@@ -138,6 +143,27 @@ class ReasonFinishedContent(EcaModel):
     total_time_ms: int = 0
 
 
+class FileChangeHunk(EcaModel):
+    """One ``@@`` block of a :class:`FileChangeDetails` diff, so a client can offer it on its own (an eca-notebook
+    extension: clients that ignore it approve the whole change, as before). ``chat/toolCallApprove`` names the ids
+    of the hunks to apply."""
+
+    #: Stable for the life of the call: ``h1``, ``h2``… in the order of the diff.
+    id: str
+    #: 1-based start and length in the old and new file, as in the ``@@ -oldStart,oldLines +newStart,newLines @@``
+    #: header.
+    old_start: int
+    old_lines: int
+    new_start: int
+    new_lines: int
+    #: The hunk as it appears in ``diff``: its header line and body.
+    text: str
+    lines_added: int
+    lines_removed: int
+    #: Set on the finished call: whether this hunk was written (False: the user left it out).
+    applied: bool | None = None
+
+
 class FileChangeDetails(EcaModel):
     """Attached to file-changing tool calls so a client can show the diff *before* approving."""
 
@@ -150,9 +176,22 @@ class FileChangeDetails(EcaModel):
     cell_id: str | None = None
     #: Set on the finished call when ``chat/toolCallUndo`` can revert it.
     undoable: bool | None = None
+    #: The diff's hunks, when the tool can apply a subset of them (see :class:`FileChangeHunk`). On the finished
+    #: call ``diff`` is what was written and each hunk says whether it was ``applied``.
+    hunks: list[FileChangeHunk] | None = None
 
 
 ToolCallDetails = FileChangeDetails
+
+
+class ToolCallRisk(EcaModel):
+    """How much harm a call could do, computed by the engine before it runs (an eca-notebook extension: clients that
+    ignore it ask as before). ``reason`` is one line naming the decisive thing ("deletes recursively: build"), so
+    the user sees *why* without reading the whole command. Config may act on ``level``
+    (``toolCall.approval.risk``)."""
+
+    level: Literal["low", "medium", "high"]
+    reason: str
 
 
 class ToolCallPrepareContent(EcaModel):
@@ -178,6 +217,7 @@ class ToolCallPrepareChunk(TypedDict):
     name: str
     server: str
     argumentsText: str
+    manualApproval: NotRequired[bool]  # early revision only
 
 
 class ToolCallRunContent(EcaModel):
@@ -192,6 +232,8 @@ class ToolCallRunContent(EcaModel):
     manual_approval: bool
     summary: str | None = None
     details: ToolCallDetails | None = None
+    #: The engine's risk assessment of the call (see :class:`ToolCallRisk`); kept on every content of the call.
+    risk: ToolCallRisk | None = None
 
 
 class ToolCallRunningContent(EcaModel):
@@ -205,6 +247,8 @@ class ToolCallRunningContent(EcaModel):
     arguments: dict[str, Any]
     summary: str | None = None
     details: ToolCallDetails | None = None
+    #: The engine's risk assessment of the call (see :class:`ToolCallRisk`); kept on every content of the call.
+    risk: ToolCallRisk | None = None
 
 
 class ToolCallOutput(EcaModel):
@@ -241,6 +285,8 @@ class ToolCalledContent(EcaModel):
     total_time_ms: int = 0
     summary: str | None = None
     details: ToolCallDetails | None = None
+    #: The engine's risk assessment of the call (see :class:`ToolCallRisk`); kept on every content of the call.
+    risk: ToolCallRisk | None = None
 
 
 class ToolCallRejectedContent(EcaModel):
@@ -257,6 +303,8 @@ class ToolCallRejectedContent(EcaModel):
     reason: str
     summary: str | None = None
     details: ToolCallDetails | None = None
+    #: The engine's risk assessment of the call (see :class:`ToolCallRisk`); kept on every content of the call.
+    risk: ToolCallRisk | None = None
 
 
 class MetadataContent(EcaModel):
@@ -264,6 +312,31 @@ class MetadataContent(EcaModel):
 
     type: Literal["metadata"] = "metadata"
     title: str
+
+
+PlanStepStatus = Literal["pending", "in_progress", "completed"]
+
+
+class PlanStep(EcaModel):
+    """One step of a :class:`PlanContent`: what it does, how far it is, and the files it involves."""
+
+    description: str
+    status: PlanStepStatus = "pending"
+    #: The files the step reads or changes, as the model named them (workspace-relative when it could).
+    files: list[str] | None = None
+    #: ``high`` / ``medium`` / ``low`` (ACP's plan entries carry it).
+    priority: Literal["high", "medium", "low"] | None = None
+
+
+class PlanContent(EcaModel):
+    """The agent's plan (an eca-notebook extension, from the ``update_plan`` tool): the whole list of steps each
+    time, so a client replaces the plan it shows with the latest one. Clients that do not know the type ignore it;
+    they read the same plan as the ``update_plan`` call's output, a Markdown checklist."""
+
+    type: Literal["plan"] = "plan"
+    steps: list[PlanStep]
+    #: Why the plan is what it is, or what changed since the last one.
+    explanation: str | None = None
 
 
 class UnknownContent(EcaModel):
@@ -286,13 +359,14 @@ _CONTENT_MODELS: dict[str, type[EcaModel]] = {
     "toolCalled": ToolCalledContent,
     "toolCallRejected": ToolCallRejectedContent,
     "metadata": MetadataContent,
+    "plan": PlanContent,
 }
 
 #: A content built by a server: one of the models above (the engine dumps it to the wire form).
 ContentModel = (
     TextContent | UrlContent | ProgressContent | UsageContent | ReasonStartedContent | ReasonTextContent
     | ReasonFinishedContent | ToolCallPrepareContent | ToolCallRunContent | ToolCallRunningContent
-    | ToolCalledContent | ToolCallRejectedContent | MetadataContent
+    | ToolCalledContent | ToolCallRejectedContent | MetadataContent | PlanContent
 )
 
 #: A content as sent: a model, or the wire form of a streamed chunk.
@@ -325,6 +399,7 @@ ChatContent = Annotated[
     | Annotated[ToolCalledContent, Tag("toolCalled")]
     | Annotated[ToolCallRejectedContent, Tag("toolCallRejected")]
     | Annotated[MetadataContent, Tag("metadata")]
+    | Annotated[PlanContent, Tag("plan")]
     | Annotated[UnknownContent, Tag("unknown")],
     Discriminator(_content_tag),
 ]

@@ -1,4 +1,4 @@
-"""Chat contexts: what a client attaches to ``chat/prompt`` (files, directories, URLs, cursor, MCP resources).
+"""Chat contexts: what a client attaches to ``chat/prompt`` (files, directories, URLs, cursor, MCP resources, git).
 
 ``ChatContext`` is discriminated on ``type``. A context type we don't know (a newer client, an editor-specific
 extension) becomes :class:`UnknownContext` instead of failing validation: one exotic attachment must not make the
@@ -19,6 +19,7 @@ __all__ = [
     "CursorContext",
     "DirectoryContext",
     "FileContext",
+    "GitContext",
     "LinesRange",
     "McpResourceContext",
     "Position",
@@ -97,6 +98,21 @@ class McpResourceContext(EcaModel):
     server: str = ""
 
 
+class GitContext(EcaModel):
+    """The workspace's git state (an extension of the spec's context types, ``@git`` in the composer): the branch,
+    staged, modified and untracked files, recent commits and the working diff, gathered when the prompt is sent.
+
+    ``part`` narrows it to one of ``"status"`` (branch and changed files), ``"diff"`` (staged and unstaged changes)
+    or ``"log"`` (recent commits); None is all of them. A plain string rather than a closed set so a newer client's
+    part is a user-facing problem at render time, not an invalid prompt. ``description`` is only a label: the server
+    fills it in ``chat/queryContext`` answers (e.g. "main · 2 staged, 1 modified") and ignores it when rendering.
+    """
+
+    type: Literal["git"] = "git"
+    part: str | None = None
+    description: str | None = None
+
+
 class UnknownContext(EcaModel):
     """Any context whose ``type`` is not one of :data:`CONTEXT_TYPES`; its other keys are kept as extras."""
 
@@ -104,7 +120,7 @@ class UnknownContext(EcaModel):
 
 
 #: The context tags this revision of the protocol defines.
-CONTEXT_TYPES: frozenset[str] = frozenset({"file", "directory", "web", "repoMap", "cursor", "mcpResource"})
+CONTEXT_TYPES: frozenset[str] = frozenset({"file", "directory", "web", "repoMap", "cursor", "mcpResource", "git"})
 
 
 def _context_tag(value: Any) -> str | None:
@@ -125,6 +141,7 @@ ChatContext = Annotated[
     | Annotated[RepoMapContext, Tag("repoMap")]
     | Annotated[CursorContext, Tag("cursor")]
     | Annotated[McpResourceContext, Tag("mcpResource")]
+    | Annotated[GitContext, Tag("git")]
     | Annotated[UnknownContext, Tag("unknown")],
     Discriminator(_context_tag),
 ]

@@ -30,13 +30,16 @@ METHOD_NOT_FOUND = -32601
 INVALID_PARAMS = -32602
 INTERNAL_ERROR = -32603
 SERVER_NOT_INITIALIZED = -32002
+#: The reference ECA server's meaning of -32001 (its JSON-RPC library's LSP ``UnknownErrorCode``).
 UNKNOWN_ERROR = -32001
 REQUEST_CANCELLED = -32800
 CONTENT_MODIFIED = -32801
 
-# The ACP spec's own codes (shared/specs/acp-messages.md); also used by our transports for size limits.
+# Used by our transports: the ACP spec's -32000 (shared/specs/acp-messages.md) for a connection that ended.
 CONNECTION_LOST = -32000
-TIMEOUT = -32001
+#: A request of ours got no answer in time. Not -32001: on the ECA wire that is the reference's "Unknown error"
+#: (the ACP door answers its own timeouts with the ACP spec's -32001, ``eca_notebook.acp._schema.TIMEOUT``).
+TIMEOUT = -32003
 
 _MESSAGES = {
     PARSE_ERROR: "Parse error",
@@ -45,7 +48,11 @@ _MESSAGES = {
     INVALID_PARAMS: "Invalid params",
     INTERNAL_ERROR: "Internal error",
     SERVER_NOT_INITIALIZED: "Server not initialized",
+    UNKNOWN_ERROR: "Unknown error",
     REQUEST_CANCELLED: "Request cancelled",
+    CONTENT_MODIFIED: "Content modified",
+    CONNECTION_LOST: "Connection lost",
+    TIMEOUT: "Request timed out",
 }
 
 

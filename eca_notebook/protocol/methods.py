@@ -19,7 +19,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, TypeAdapter, ValidationError
 
-from . import chat, config, editor, general, lifecycle, notebook, tools
+from . import chat, completion, config, editor, general, lifecycle, notebook, tools
 from .errors import INVALID_PARAMS, METHOD_NOT_FOUND, RpcError
 
 __all__ = [
@@ -93,6 +93,10 @@ _SPECS = [
     _req("notebook/applyEdit", notebook.NotebookApplyEditParams, notebook.NotebookApplyEditResult, _S2C),
     _req("notebook/runCells", notebook.NotebookRunCellsParams, notebook.NotebookRunCellsResult, _S2C),
     # Config and tools.
+    _req("completion/inline", completion.CompletionInlineParams, completion.CompletionInlineResult, _C2S),
+    _req("rewrite/prompt", completion.RewritePromptParams, completion.RewritePromptResult, _C2S),
+    _note("rewrite/contentReceived", completion.RewriteContentReceivedParams, _S2C),
+    _note("rewrite/stop", completion.RewriteStopParams, _C2S),
     _note("config/updated", config.ConfigUpdatedParams, _S2C),
     _note("tool/serverUpdated", tools.ToolServerUpdatedParams, _S2C),
     _note("mcp/stopServer", tools.McpStopServerParams, _C2S),

@@ -65,6 +65,8 @@ class ToolCallState:
     decided: bool = False
     #: The change was undone (``chat/toolCallUndo``); a card offers Undo while ``details.undoable`` and not this.
     undone: bool = False
+    #: The engine's risk assessment (wire form ``{"level", "reason"}``), from the first content that carries it.
+    risk: dict[str, Any] | None = None
 
     @property
     def reject_reason(self) -> str | None:
@@ -82,6 +84,8 @@ class ToolCallState:
             self.details = dict(content["details"])
         if content.get("server"):
             self.server = content["server"]
+        if isinstance(content.get("risk"), dict):
+            self.risk = dict(content["risk"])
         if kind == "toolCallPrepare":
             self.arguments_text += content.get("argumentsText") or ""
             return
@@ -173,6 +177,10 @@ class TurnFold:
         self.title: str | None = None
         #: The last ``usage`` content (wire form).
         self.usage_content: dict[str, Any] | None = None
+        #: The chat's latest plan (a ``plan`` content, wire form): each one replaces the one before.
+        self.plan_content: dict[str, Any] | None = None
+        #: How many blocks there were when the latest plan arrived (tells which turn it belongs to).
+        self.plan_at = -1
 
     def add(self, role: str | None, content: Mapping[str, Any]) -> list[Block]:
         """Fold one content of the chat; returns the blocks it changed."""
@@ -200,6 +208,10 @@ class TurnFold:
             return []
         if kind == "metadata":
             self.title = content.get("title") or self.title
+            return []
+        if kind == "plan":
+            self.plan_content = dict(content)
+            self.plan_at = len(self.blocks)
             return []
         if kind in ("reasonStarted", "reasonText", "reasonFinished"):
             block = self._reasoning(content.get("id") or "")

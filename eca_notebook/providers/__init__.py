@@ -16,6 +16,7 @@ if TYPE_CHECKING:  # the names below are imported on first use (module __getattr
     from .anthropic import AnthropicProvider
     from .base import (
         AssistantMessage,
+        CompletionRequest,
         Finished,
         Message,
         Provider,
@@ -26,6 +27,7 @@ if TYPE_CHECKING:  # the names below are imported on first use (module __getattr
         ReasoningFinished,
         ReasoningStarted,
         StreamEvent,
+        TextCompleter,
         TextDelta,
         ToolCall,
         ToolCallDelta,
@@ -54,6 +56,7 @@ _LAZY: dict[str, str] = {
     **dict.fromkeys(
         [
             "AssistantMessage",
+            "CompletionRequest",
             "Finished",
             "Message",
             "Provider",
@@ -64,6 +67,7 @@ _LAZY: dict[str, str] = {
             "ReasoningFinished",
             "ReasoningStarted",
             "StreamEvent",
+            "TextCompleter",
             "TextDelta",
             "ToolCall",
             "ToolCallDelta",
@@ -118,6 +122,7 @@ __all__ = [
     "API_KINDS",
     "AnthropicProvider",
     "AssistantMessage",
+    "CompletionRequest",
     "Finished",
     "Message",
     "OllamaProvider",
@@ -132,6 +137,7 @@ __all__ = [
     "ReasoningFinished",
     "ReasoningStarted",
     "StreamEvent",
+    "TextCompleter",
     "TextDelta",
     "Timeouts",
     "ToolCall",

@@ -240,8 +240,9 @@ class HttpProvider:
         secret-shaped fragments (the password in ``http://user:pw@host``)."""
         return redact(text, self._secrets)
 
-    def error(self, message: str, *, status: int | None = None, retryable: bool = False) -> ProviderError:
-        return ProviderError(self.redact(message), status=status, retryable=retryable)
+    def error(self, message: str, *, status: int | None = None, retryable: bool = False,
+              code: str | None = None) -> ProviderError:
+        return ProviderError(self.redact(message), status=status, retryable=retryable, code=code)
 
     def ended_unexpectedly(self, detail: str | None = None) -> ProviderError:
         extra = f", {detail}" if detail else ""
@@ -251,8 +252,9 @@ class HttpProvider:
             retryable=True,
         )
 
-    def stream_error(self, message: str, *, status: int | None = None, retryable: bool = False) -> ProviderError:
-        return self.error(f"{self.id} reported an error: {message}", status=status, retryable=retryable)
+    def stream_error(self, message: str, *, status: int | None = None, retryable: bool = False,
+                     code: str | None = None) -> ProviderError:
+        return self.error(f"{self.id} reported an error: {message}", status=status, retryable=retryable, code=code)
 
     def _idle_timeout(self) -> ProviderError:
         seconds = self.settings.timeouts.read
@@ -282,6 +284,7 @@ class HttpProvider:
         status = response.status_code
         message, code = error_details(raw)
         error = self._status_error(status, message)
+        error.code = code  # e.g. context_length_exceeded: the engine compacts the chat and retries
         if code == "insufficient_quota":  # OpenAI's 429 for an exhausted account: waiting won't help
             return self.error(error.message, status=status, retryable=False), None
         if not is_retryable_status(status):

@@ -243,7 +243,7 @@ class AnthropicProvider(HttpProvider):
                 error = ev.get("error") or {}
                 status, retryable = _ERRORS.get(error.get("type") or "", (None, False))
                 raise self.stream_error(str(error.get("message") or error.get("type") or ev), status=status,
-                                        retryable=retryable)
+                                        retryable=retryable, code=error.get("type") or None)
 
         if not done:
             raise self.ended_unexpectedly()

@@ -17,6 +17,7 @@ from typing import Any, Literal, Protocol
 
 __all__ = [
     "AssistantMessage",
+    "CompletionRequest",
     "Finished",
     "Message",
     "Provider",
@@ -27,6 +28,7 @@ __all__ = [
     "ReasoningFinished",
     "ReasoningStarted",
     "StreamEvent",
+    "TextCompleter",
     "TextDelta",
     "ToolCall",
     "ToolCallDelta",
@@ -70,6 +72,10 @@ class Reasoning:
 class UserMessage:
     text: str
     role: Literal["user"] = "user"
+    # The ``contentId`` of the prompt this message came from (the user echo clients were shown): lets
+    # ``chat/rollback`` / ``chat/fork`` cut the history where the client points. Providers never send it; not part
+    # of equality, so a message compares by what the model sees.
+    content_id: str | None = field(default=None, compare=False)
 
 
 @dataclass
@@ -224,14 +230,18 @@ class ProviderError(Exception):
     """A provider failure the user should see in the chat.
 
     ``status`` is the HTTP status when there was one; ``retryable`` says whether retrying later may help
-    (429, 5xx, dropped or stalled stream). The message never contains the API key.
+    (429, 5xx, dropped or stalled stream). ``code`` is the API's own error code or type when it gave one
+    (``context_length_exceeded``…): the engine recognises a request too long for the model's window by it. The
+    message never contains the API key.
     """
 
-    def __init__(self, message: str, *, status: int | None = None, retryable: bool = False) -> None:
+    def __init__(self, message: str, *, status: int | None = None, retryable: bool = False,
+                 code: str | None = None) -> None:
         super().__init__(message)
         self.message = message
         self.status = status
         self.retryable = retryable
+        self.code = code
 
 
 class Provider(Protocol):
@@ -245,4 +255,29 @@ class Provider(Protocol):
 
     async def aclose(self) -> None:
         """Release connections (the shared httpx client is owned by the engine; providers close only their own)."""
+        ...
+
+
+@dataclass
+class CompletionRequest:
+    """A raw text completion — what inline completion in an editor needs, not a chat turn: the text that follows
+    ``prefix`` (and, where the API has fill-in-the-middle, precedes ``suffix``; an empty suffix is a plain
+    continuation). Streamed as text pieces by :meth:`TextCompleter.complete`."""
+
+    model: str
+    prefix: str
+    suffix: str = ""
+    max_tokens: int | None = None
+    temperature: float | None = None
+    stop: list[str] = field(default_factory=list)
+    extra_headers: dict[str, str] = field(default_factory=dict)
+
+
+class TextCompleter(Protocol):
+    """A provider that can also complete raw text (OpenAI-compatible ``/v1/completions``, Ollama ``/api/generate``,
+    the embedded model). Optional: providers without it are asked through a chat prompt instead."""
+
+    def complete(self, request: CompletionRequest) -> AsyncIterator[str]:
+        """Yield the completion's text pieces; raise :class:`ProviderError` on failure (no retries: an editor's
+        suggestion is worth nothing late)."""
         ...

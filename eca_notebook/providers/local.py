@@ -33,6 +33,7 @@ from . import _local_json as lj
 from ._http import ProviderSettings, Timeouts
 from ._local_runtime import LoadProgress, LocalRuntime, LocalRuntimeError, ProgressCallback
 from .base import (
+    CompletionRequest,
     Finished,
     Provider,
     ProviderError,
@@ -299,6 +300,13 @@ class LocalProvider:
                 loose = True
                 prepared, offered = self.prepare(request, loose=True)
                 assert offered is not None
+
+    async def complete(self, request: CompletionRequest) -> AsyncIterator[str]:
+        """A plain continuation of ``request.prefix`` by the runtime's ``/v1/completions`` (SmolLM2 has no
+        fill-in-the-middle tokens, so the suffix is not sent; the caller keeps the suggestion from repeating it)."""
+        chat = await self._chat_provider()
+        async for piece in chat.complete(replace(request, model=MODEL_NAME, suffix="")):
+            yield piece
 
     def prepare(
         self, request: ProviderRequest, *, loose: bool = False

@@ -15,9 +15,11 @@ from typing import Any
 import httpx
 
 from ._blocks import ReasoningBlocks, new_id
+from ._complete import ollama_generate_pieces, post_completion
 from ._http import HttpProvider, parse_json
 from .base import (
     AssistantMessage,
+    CompletionRequest,
     Finished,
     ProviderRequest,
     StreamEvent,
@@ -90,6 +92,28 @@ class OllamaProvider(HttpProvider):
         if options:
             body["options"] = options
         return body
+
+    def complete(self, request: CompletionRequest) -> AsyncIterator[str]:
+        """Raw completion through ``/api/generate``: with ``suffix`` the model's template does fill-in-the-middle
+        (Ollama refuses models whose template cannot); without one, ``raw`` continues the text as it is."""
+        body: dict[str, Any] = {"model": request.model, "prompt": request.prefix, "stream": True}
+        if request.suffix:
+            body["suffix"] = request.suffix
+        else:
+            body["raw"] = True
+        options: dict[str, Any] = {}
+        if request.temperature is not None:
+            options["temperature"] = request.temperature
+        if request.max_tokens is not None:
+            options["num_predict"] = request.max_tokens
+        if request.stop:
+            options["stop"] = list(request.stop)
+        if options:
+            body["options"] = options
+        headers = self.request_headers(ProviderRequest(request.model, [], extra_headers=request.extra_headers))
+        url = self.endpoint[: -len("/api/chat")] + "/api/generate" if self.endpoint.endswith("/api/chat") else (
+            self.settings.url.rstrip("/").removesuffix("/v1") + "/api/generate")
+        return post_completion(self, url, body, headers, ollama_generate_pieces)
 
     async def parse(self, response: httpx.Response) -> AsyncIterator[StreamEvent]:
         reasoning = ReasoningBlocks()

@@ -16,11 +16,13 @@ from urllib.parse import urlsplit
 import httpx
 
 from ._blocks import ReasoningBlocks, new_id
+from ._complete import completions_url, openai_completion_pieces, post_completion
 from ._http import HttpProvider, parse_json
 from ._sse import SSEDecoder
 from ._think import ThinkTagSplitter
 from .base import (
     AssistantMessage,
+    CompletionRequest,
     Finished,
     ProviderRequest,
     StreamEvent,
@@ -96,6 +98,21 @@ class OpenAIChatProvider(HttpProvider):
         if request.temperature is not None:
             body["temperature"] = request.temperature
         return body
+
+    def complete(self, request: CompletionRequest) -> AsyncIterator[str]:
+        """Raw completion through the OpenAI-compatible legacy ``/v1/completions`` (next to the chat URL), with
+        ``suffix`` when there is one (fill-in-the-middle); see :mod:`._complete`."""
+        body: dict[str, Any] = {"model": request.model, "prompt": request.prefix, "stream": True}
+        if request.suffix:
+            body["suffix"] = request.suffix
+        if request.max_tokens is not None:
+            body["max_tokens"] = request.max_tokens
+        if request.temperature is not None:
+            body["temperature"] = request.temperature
+        if request.stop:
+            body["stop"] = request.stop[:4]  # OpenAI's limit
+        headers = self.request_headers(ProviderRequest(request.model, [], extra_headers=request.extra_headers))
+        return post_completion(self, completions_url(self.endpoint), body, headers, openai_completion_pieces)
 
     def limit_key(self) -> str:
         """OpenAI's own service deprecated ``max_tokens`` and rejects it for reasoning models; every compatible
@@ -220,7 +237,9 @@ class OpenAIChatProvider(HttpProvider):
             message, code = str(error), None
         status = code if isinstance(code, int) else None
         retryable = status in (429, 500, 502, 503, 504) or "overload" in message.lower()
-        return self.stream_error(message, status=status, retryable=retryable)
+        kind = error.get("type") if isinstance(error, dict) else None
+        name = code if isinstance(code, str) else kind if isinstance(kind, str) else None
+        return self.stream_error(message, status=status, retryable=retryable, code=name)
 
 
 def _usage(usage: dict[str, Any]) -> Usage:

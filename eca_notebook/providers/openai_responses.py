@@ -211,7 +211,7 @@ class OpenAIResponsesProvider(HttpProvider):
     def _error_event(self, error: dict[str, Any]) -> Exception:
         message = str(error.get("message") or error.get("code") or "unknown error")
         code = str(error.get("code") or error.get("type") or "")
-        return self.stream_error(message, retryable=code in _RETRYABLE_CODES)
+        return self.stream_error(message, retryable=code in _RETRYABLE_CODES, code=code or None)
 
 
 def _usage(usage: dict[str, Any]) -> Usage:

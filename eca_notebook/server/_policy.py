@@ -21,7 +21,8 @@ from ..engine.config import load_config, parse_jsonc
 
 __all__ = ["PolicyFileError", "persist_approval", "policy_file"]
 
-RULE_KINDS = ("allow", "ask", "deny")
+# The maps a PUT replaces key by key (``risk``: level → allow/ask/deny, replaced the same way as the rule maps).
+RULE_KINDS = ("allow", "ask", "deny", "risk")
 
 
 class PolicyFileError(Exception):
@@ -69,7 +70,7 @@ def layer_for(approval: dict[str, Any], below: dict[str, set[str]]) -> dict[str,
     layer: dict[str, Any] = {"byDefault": approval["byDefault"]}
     for kind in RULE_KINDS:
         new = approval.get(kind) or {}
-        layer[kind] = {**{key: None for key in sorted(below[kind]) if key not in new}, **new}
+        layer[kind] = {**{key: None for key in sorted(below.get(kind, ())) if key not in new}, **new}
     return layer
 
 

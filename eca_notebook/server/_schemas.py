@@ -124,12 +124,15 @@ class ApprovalRule(_Request):
 
 class ApprovalPolicy(_Request):
     """Exactly the ``toolCall.approval`` config object. Tool keys are ``<server>__<tool>`` (``eca__shell_command``)
-    or a bare tool name. Precedence: deny → session approvals → ask → allow → byDefault."""
+    or a bare tool name. Precedence: deny → session approvals → ask → allow → byDefault; ``risk`` acts on the
+    engine's risk level of a call (README "Risk levels")."""
 
     byDefault: Literal["ask", "allow", "deny"] = "ask"  # noqa: N815
     allow: dict[str, ApprovalRule] = Field(default_factory=dict)
     ask: dict[str, ApprovalRule] = Field(default_factory=dict)
     deny: dict[str, ApprovalRule] = Field(default_factory=dict)
+    risk: dict[Literal["low", "medium", "high"], Literal["allow", "ask", "deny"]] = Field(
+        default_factory=dict, description="What to do with a call by its risk level, e.g. {\"low\": \"allow\"}.")
 
 
 class PolicyUpdate(_Request):

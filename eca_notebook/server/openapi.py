@@ -34,8 +34,8 @@ The jupyter-server extension of eca-notebook. It follows the editor-side HTTP + 
 - **Sessions** are the ECA chats of a workspace: `session_id` is the ECA `chatId`; a session's `history` is what
   `chat/open` replays.
 - **Workspace policy** is the workspace engine's `toolCall.approval` config (`byDefault`, `allow`, `ask`, `deny`,
-  each rule with `argsMatchers`). PUT replaces it in the running engine and merges it into
-  `<workspace>/.eca/config.json` (atomic write).
+  each rule with `argsMatchers`, and `risk`: what to do by a call's risk level). PUT replaces it in the running
+  engine and merges it into `<workspace>/.eca/config.json` (atomic write).
 - **Index** rebuild / refresh / incremental / status drive the workspace file index behind `chat/queryContext` and
   `@`-completion (`.gitignore`-aware file and directory names). `incremental` takes file-watcher events and
   rescans what changed.

@@ -36,21 +36,28 @@ from ..engine import Engine, EngineOptions
 from ..protocol import (
     METHODS,
     ChatDeleteParams,
+    ChatForkParams,
+    ChatForkResult,
     ChatListParams,
     ChatOpenParams,
     ChatPromptParams,
     ChatPromptStopParams,
     ChatQueryCommandsParams,
     ChatQueryContextParams,
+    ChatRollbackParams,
+    ChatRollbackResult,
     ChatSelectedBehaviorChangedParams,
     ChatSelectedModelChangedParams,
     ChatToolCallApproveParams,
     ChatToolCallRejectParams,
     ChatToolCallUndoParams,
+    CompletionInlineParams,
     InitializeParams,
     InitializeResult,
     McpStartServerParams,
     McpStopServerParams,
+    RewritePromptParams,
+    RewriteStopParams,
     invalid_params,
     parse_params,
 )
@@ -211,6 +218,8 @@ class ServerConnection:
         r("chat/delete", self.chat_delete)
         r("chat/list", self.chat_list)
         r("chat/open", self.chat_open)
+        r("chat/rollback", self.chat_rollback)
+        r("chat/fork", self.chat_fork)
         r("chat/selectedBehaviorChanged", self.selected_behavior_changed)
         r("chat/selectedModelChanged", self.selected_model_changed)
         r("chat/queryContext", self.query_context)
@@ -220,6 +229,9 @@ class ServerConnection:
         r("chat/toolCallUndo", self.tool_call_undo)
         r("mcp/startServer", self.mcp_start_server)
         r("mcp/stopServer", self.mcp_stop_server)
+        r("completion/inline", self.completion_inline)
+        r("rewrite/prompt", self.rewrite_prompt)
+        r("rewrite/stop", self.rewrite_stop)
 
     async def initialize(self, params: InitializeParams) -> InitializeResult:
         if self.engine is not None:
@@ -299,6 +311,15 @@ class ServerConnection:
     def chat_open(self, params: ChatOpenParams) -> dict[str, Any]:
         return self._engine().replay(params.chat_id, self)  # the replayed contents were queued before this answer
 
+    async def chat_rollback(self, params: ChatRollbackParams) -> dict[str, Any]:
+        # chat/cleared and the replay were queued before this answer; refusals are RpcErrors (the chat is unchanged)
+        await self._engine().rollback(params.chat_id, params.content_id, params.include)
+        return ChatRollbackResult().dump()
+
+    def chat_fork(self, params: ChatForkParams) -> dict[str, Any]:
+        new_id = self._engine().fork(params.chat_id, params.content_id)
+        return ChatForkResult(chat_id=new_id).dump()
+
     def selected_behavior_changed(self, params: ChatSelectedBehaviorChangedParams) -> None:
         try:
             self._engine().select_behavior(params.behavior, params.chat_id)
@@ -322,7 +343,7 @@ class ServerConnection:
         return {"chatId": chat_id, "commands": commands} if params.chat_id else {"commands": commands}
 
     def tool_call_approve(self, params: ChatToolCallApproveParams) -> None:
-        self._engine().approve(params.chat_id, params.tool_call_id, params.save)
+        self._engine().approve(params.chat_id, params.tool_call_id, params.save, params.hunks)
 
     def tool_call_reject(self, params: ChatToolCallRejectParams) -> None:
         self._engine().reject(params.chat_id, params.tool_call_id)
@@ -346,6 +367,17 @@ class ServerConnection:
         manager = self._mcp(params.name)
         if manager is not None:
             self._spawn(manager.stop_server(params.name), "eca-mcp-stop")
+
+    async def completion_inline(self, params: CompletionInlineParams) -> dict[str, Any]:
+        # a newer request of this connection without a path supersedes this one (engine/_inline.py)
+        return (await self._engine().complete_inline(params, origin=self)).dump()
+
+    def rewrite_prompt(self, params: RewritePromptParams) -> dict[str, Any]:
+        # synchronous: this answer is queued before the rewrite's first rewrite/contentReceived
+        return self._engine().rewrite(params, self).dump()
+
+    def rewrite_stop(self, params: RewriteStopParams) -> None:
+        self._engine().stop_rewrite(params.id, self)
 
     # -- server → client requests (used by the engine's tools) ------------------------------------------------
 

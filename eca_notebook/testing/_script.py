@@ -36,6 +36,9 @@ class ToolCall:
     name: str
     arguments: str
     chunks: int = 3
+    #: OpenAI Chat only: the first chunk carries the id but not the name, which comes after the first fragment of
+    #: the arguments (as some OpenAI-compatible servers stream it).
+    name_late: bool = False
     type: ClassVar[str] = "tool_call"
 
 

@@ -277,11 +277,14 @@ class ChatRenderer(Renderer):
         elif isinstance(step, ToolCall):
             i = self.tool_index
             self.tool_index += 1
-            first = {"index": i, "id": step.id, "type": "function", "function": {"name": step.name, "arguments": ""}}
+            function = {"arguments": ""} if step.name_late else {"name": step.name, "arguments": ""}
+            first = {"index": i, "id": step.id, "type": "function", "function": function}
             self.chunk(out, _dumps({"tool_calls": [first]}))
-            for piece in split_text(step.arguments, step.chunks):
+            for n, piece in enumerate(split_text(step.arguments, step.chunks)):
                 if piece:
                     self.chunk(out, _dumps({"tool_calls": [{"index": i, "function": {"arguments": piece}}]}))
+                if n == 0 and step.name_late:
+                    self.chunk(out, _dumps({"tool_calls": [{"index": i, "function": {"name": step.name}}]}))
 
     def stream_error(self, out: Out, step: StreamError) -> None:
         err = {"message": step.message, "type": step.code or "server_error", "param": None, "code": step.code}
@@ -453,6 +456,91 @@ class OllamaRenderer(Renderer):
         out.add(_dumps(final) + "\n")
 
 
+class CompletionsRenderer(Renderer):
+    """OpenAI legacy completions (``/v1/completions``, what llama.cpp, vLLM and DeepSeek serve for raw and
+    fill-in-the-middle completion): ``data: {"object": "text_completion", "choices": [{"text": …}]}`` chunks, then
+    ``data: [DONE]``; one ``text_completion`` object when the request says ``"stream": false``. Text steps only."""
+
+    _FINISH = {"end_turn": "stop", "tool_calls": "stop", "max_tokens": "length"}
+
+    def __init__(self, *args: Any) -> None:
+        super().__init__(*args)
+        self.streaming = self.request.get("stream") is not False
+        if not self.streaming:
+            self.content_type = "application/json"
+        self.id = _rid("cmpl")
+        self.parts: list[str] = []
+
+    def _object(self, text: str, finish: str | None) -> dict[str, Any]:
+        return {"id": self.id, "object": "text_completion", "created": self.created, "model": self.model,
+                "choices": [{"index": 0, "text": text, "logprobs": None, "finish_reason": finish}]}
+
+    def step(self, out: Out, step: Step) -> None:
+        if isinstance(step, Text):
+            if self.streaming:
+                out.add(f"data: {_dumps(self._object(step.text, None))}\n\n")
+            else:
+                self.parts.append(step.text)
+
+    def stream_error(self, out: Out, step: StreamError) -> None:
+        err = {"message": step.message, "type": step.code or "server_error", "param": None, "code": step.code}
+        out.add(f"data: {_dumps({'error': err})}\n\n")
+
+    def finish(self, out: Out) -> None:
+        reason = self._FINISH.get(self.stop, self.stop)
+        u = self.usage
+        usage = {"prompt_tokens": u.input_tokens, "completion_tokens": u.output_tokens,
+                 "total_tokens": u.input_tokens + u.output_tokens}
+        if self.streaming:
+            out.add(f"data: {_dumps({**self._object('', reason), 'usage': usage})}\n\n")
+            out.add("data: [DONE]\n\n")
+        else:
+            out.add(_dumps({**self._object("".join(self.parts), reason), "usage": usage}))
+
+
+class OllamaGenerateRenderer(Renderer):
+    """Ollama ``/api/generate`` (raw and ``suffix`` completion) NDJSON: ``{"response": …, "done": false}`` lines, the
+    last with ``done: true``; one object when the request says ``"stream": false``. Text steps only."""
+
+    content_type = "application/x-ndjson"
+
+    def __init__(self, *args: Any) -> None:
+        super().__init__(*args)
+        self.streaming = self.request.get("stream") is not False
+        if not self.streaming:
+            self.content_type = "application/json"
+        self.stamp = datetime.now(UTC).isoformat().replace("+00:00", "Z")
+        self.parts: list[str] = []
+
+    @staticmethod
+    def error_body(status: int, message: str, code: str | None = None) -> dict[str, Any]:
+        return {"error": message}
+
+    def step(self, out: Out, step: Step) -> None:
+        if isinstance(step, Text):
+            if self.streaming:
+                chunk = {"model": self.model, "created_at": self.stamp, "response": step.text, "done": False}
+                out.add(_dumps(chunk) + "\n")
+            else:
+                self.parts.append(step.text)
+
+    def stream_error(self, out: Out, step: StreamError) -> None:
+        out.add(_dumps({"error": step.message}) + "\n")
+
+    def finish(self, out: Out) -> None:
+        final = {
+            "model": self.model,
+            "created_at": self.stamp,
+            "response": "" if self.streaming else "".join(self.parts),
+            "done": True,
+            "done_reason": "length" if self.stop == "max_tokens" else "stop",
+            "total_duration": 1_000_000,
+            "prompt_eval_count": self.usage.input_tokens,
+            "eval_count": self.usage.output_tokens,
+        }
+        out.add(_dumps(final) + ("\n" if self.streaming else ""))
+
+
 ROUTES: dict[str, type[Renderer]] = {
     "/v1/responses": ResponsesRenderer,
     "/responses": ResponsesRenderer,
@@ -460,4 +548,7 @@ ROUTES: dict[str, type[Renderer]] = {
     "/chat/completions": ChatRenderer,
     "/v1/messages": AnthropicRenderer,
     "/api/chat": OllamaRenderer,
+    "/v1/completions": CompletionsRenderer,
+    "/completions": CompletionsRenderer,
+    "/api/generate": OllamaGenerateRenderer,
 }

@@ -1,5 +1,8 @@
 """A scripted LLM server: a real HTTP server that speaks the four provider wire formats from API-neutral scripts.
 
+(Also the raw-completion endpoints inline completion uses: OpenAI-compatible ``/v1/completions`` — with ``suffix``
+for fill-in-the-middle — and Ollama's ``/api/generate``; a script's text steps are the completion's text.)
+
 Tests (and later end-to-end runs that start JupyterLab) script what "the model" answers — text chunks, reasoning,
 tool calls, usage, HTTP errors, in-stream errors, a dropped connection, a stall — and point a provider at
 :attr:`ScriptedLLMServer.url`. The same script renders as OpenAI Responses SSE, Chat Completions SSE, Anthropic
@@ -219,7 +222,7 @@ class _Handler(BaseHTTPRequestHandler):
             self._send_json(404, {"error": {"message": f"no such endpoint: POST {path}"}})
             return
         self.owner._record(RecordedRequest("POST", path, self._lower_headers(), body))
-        reply = self.owner._next_reply()
+        reply = self.owner._next_reply(body)
         if reply is None:
             self._send_json(500, {"error": {"message": "no scripted reply queued"}})
             return
@@ -326,6 +329,7 @@ class ScriptedLLMServer:
         self.chat_reasoning_field = chat_reasoning_field  # "reasoning_content" (DeepSeek/vLLM) or "reasoning"
         self._lock = threading.Condition()
         self._queue: deque[Reply] = deque()
+        self._kept: list[tuple[str, deque[Reply]]] = []  # replies for requests containing a text (enqueue_when)
         self._requests: list[RecordedRequest] = []
         self._disconnects = 0
         self._stopping = threading.Event()
@@ -382,6 +386,13 @@ class ScriptedLLMServer:
         with self._lock:
             self._queue.extend(replies)
 
+    def enqueue_when(self, text: str, *replies: Reply) -> None:
+        """Keep replies for the requests whose JSON body contains ``text`` — one the engine sends at a moment a test
+        cannot count on (a summary request in the middle of a tool loop): those are answered from here, in order,
+        and every other request from the FIFO."""
+        with self._lock:
+            self._kept.append((text, deque(replies)))
+
     @property
     def requests(self) -> list[RecordedRequest]:
         """A snapshot of every request received (except the /_scripted control endpoints), oldest first."""
@@ -403,6 +414,7 @@ class ScriptedLLMServer:
         """Forget queued replies and recorded requests."""
         with self._lock:
             self._queue.clear()
+            self._kept.clear()
             self._requests.clear()
             self._disconnects = 0
 
@@ -417,8 +429,13 @@ class ScriptedLLMServer:
         with self._lock:
             self._requests.append(request)
 
-    def _next_reply(self) -> Reply | None:
+    def _next_reply(self, body: Any = None) -> Reply | None:
         with self._lock:
+            if self._kept:
+                text = json.dumps(body, ensure_ascii=False)
+                for needle, replies in self._kept:
+                    if replies and needle in text:
+                        return replies.popleft()
             return self._queue.popleft() if self._queue else None
 
     def _note_disconnect(self) -> None:

@@ -6,11 +6,13 @@ import difflib
 from pathlib import Path
 from typing import Any
 
+from ..protocol import FileChangeHunk
+from ._hunks import Hunk, diff_hunks
 from ._output import split_lines
 from ._paths import display
 from .base import ToolContext
 
-__all__ = ["diff_label", "file_change_details", "unified_diff"]
+__all__ = ["diff_label", "file_change_details", "hunk_details", "unified_diff"]
 
 _NO_EOL = "\\ No newline at end of file\n"
 
@@ -38,10 +40,23 @@ def unified_diff(old: str, new: str, old_label: str, new_label: str, context: in
 
 
 def file_change_details(
-    path: Path, old: str, new: str, ctx: ToolContext, *, old_path: Path | None = None
+    path: Path, old: str, new: str, ctx: ToolContext, *, old_path: Path | None = None, hunks: bool = False
 ) -> dict[str, Any]:
-    """The ``fileChange`` details object: ``{type, path, diff, linesAdded, linesRemoved}`` (path absolute)."""
+    """The ``fileChange`` details object: ``{type, path, diff, linesAdded, linesRemoved}`` (path absolute), and
+    ``hunks`` for a tool that can apply part of the change (``hunks=True``; see ``_hunks.py``)."""
     diff, added, removed = unified_diff(
         old, new, diff_label(old_path or path, ctx, "a/"), diff_label(path, ctx, "b/")
     )
-    return {"type": "fileChange", "path": str(path), "diff": diff, "linesAdded": added, "linesRemoved": removed}
+    details: dict[str, Any] = {"type": "fileChange", "path": str(path), "diff": diff, "linesAdded": added,
+                               "linesRemoved": removed}
+    if hunks:
+        details["hunks"] = hunk_details(diff_hunks(old, new))
+    return details
+
+
+def hunk_details(hunks: list[Hunk], applied: set[str] | None = None) -> list[dict[str, Any]]:
+    """The wire form of *hunks* (``FileChangeHunk``); with *applied*, each says whether it was written."""
+    return [FileChangeHunk(id=h.id, old_start=h.old_start, old_lines=h.old_lines, new_start=h.new_start,
+                           new_lines=h.new_lines, text=h.text, lines_added=h.lines_added,
+                           lines_removed=h.lines_removed, applied=None if applied is None else h.id in applied,
+                           ).dump() for h in hunks]

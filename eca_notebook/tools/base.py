@@ -16,6 +16,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, Protocol
 
+from ..protocol.content import ContentModel
+
 __all__ = [
     "Approval",
     "FileAccess",
@@ -95,6 +97,9 @@ class ToolResult:
     # Reverts what the call changed (``chat/toolCallUndo``): returns a sentence for the user, raises ``ValueError``
     # with the reason when it cannot (the change was changed since). The engine keeps it for the chat.
     undo: Callable[[], Awaitable[str]] | None = None
+    # Chat contents the call publishes besides its ``toolCalled`` (e.g. ``update_plan``'s ``plan``): the engine
+    # sends them, as the assistant's, right after it — only for a call that succeeded.
+    contents: list[ContentModel] = field(default_factory=list)
 
 
 class Tool(Protocol):

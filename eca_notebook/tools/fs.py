@@ -14,10 +14,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import errno
 import io
 import os
 import shutil
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -26,7 +28,7 @@ from pydantic import Field
 from .._fileio import SNIFF_BYTES, looks_binary
 from .._text import human_size
 from ._args import ToolArgs, parse_args
-from ._diff import diff_label, file_change_details
+from ._diff import diff_label, file_change_details, hunk_details
 from ._files import (
     ANY,
     FileChanged,
@@ -40,6 +42,7 @@ from ._files import (
     text_fingerprint,
     write_through,
 )
+from ._hunks import apply_hunks, describe, diff_hunks
 from ._paths import display, is_inside, resolve
 from ._tool import NativeTool, ToolError
 from .base import Approval, Prepared, ToolContext, ToolResult
@@ -347,7 +350,66 @@ def _check_client_text(tool: NativeTool[Any], path: Path, text: str, ctx: ToolCo
         raise tool.fail(f"cannot change {display(path, ctx)}: {exc}") from None
 
 
-class WriteFileTool(_ClientView, NativeTool[WriteFileArgs]):
+class _HunkWriter:
+    """A whole-file write that can be narrowed to some hunks of its diff (``chat/toolCallApprove`` with ``hunks``)
+    and undone. Mixed into write_file and edit_file, whose prepared state holds the ``old`` and new ``content``."""
+
+    def select_hunks(self, prepared: Prepared, ids: list[str], ctx: ToolContext) -> Prepared:
+        """The call narrowed to the hunks *ids*: the content written keeps the old lines of every other hunk, the
+        diff shown is what will be written, and each hunk says whether it is applied."""
+        path = prepared.paths[0]
+        old, new = prepared.state["old"], prepared.state["content"]
+        hunks = diff_hunks(old, new)
+        chosen = {h.id for h in hunks} & set(ids)
+        partial = apply_hunks(old, new, hunks, chosen)
+        details = dict(file_change_details(path, old, partial, ctx), hunks=hunk_details(hunks, chosen))
+        state = {**prepared.state, "content": partial, "count": prepared.state.get("count", 1),
+                 "applied": [h for h in hunks if h.id in chosen], "left_out": [h for h in hunks if h.id not in chosen]}
+        return dataclasses.replace(prepared, details=details, state=state)
+
+
+def _written(what: str, prepared: Prepared, ctx: ToolContext) -> ToolResult:
+    """The result of an approved write: what was done (and, when the user took only some hunks, exactly which —
+    the model must not assume the rest is in the file), undoable while the file stays as written."""
+    state = prepared.state
+    output = what
+    if state.get("left_out"):
+        output += (f". The user approved only part of this change. Applied: {describe(state['applied'])}. "
+                   f"Not applied (the file keeps its previous text there): {describe(state['left_out'])}. "
+                   "Re-read the file before changing it further.")
+    details = dict(prepared.details or {}, undoable=True)
+    return ToolResult(output=output, details=details, undo=_file_undoer(prepared.paths[0], state, ctx))
+
+
+def _file_undoer(path: Path, state: dict[str, Any], ctx: ToolContext) -> Callable[[], Awaitable[str]]:
+    """Put the file back as it was before the write (remove it if the write created it) — only while it is still
+    exactly what was written: a later edit, by the user or another call, is never overwritten."""
+    written: str = state["content"]
+    before: str | None = state.get("old") if state.get("fingerprint") is not None else None
+    shown = display(path, ctx)
+
+    async def undo() -> str:
+        current = await _current_fingerprint(path, ctx, bool(state.get("via_client")))
+        if current != text_fingerprint(written):
+            raise ValueError(f"{shown} was changed after this edit; nothing was reverted")
+        if before is None:
+            await asyncio.to_thread(path.unlink)
+            return f"Undone: {shown} was created by this change and has been removed."
+        # via the client: it was just compared in the client's view (the disk may lag behind an unsaved buffer)
+        expected = ANY if state.get("via_client") else text_fingerprint(written)
+        try:
+            await write_through(ctx.fs, path, before, ctx.workspace_folders, expected)
+        except FileChanged:
+            raise ValueError(f"{shown} was changed after this edit; nothing was reverted") from None
+        except TargetMoved:
+            raise ValueError(f"{shown} now leads somewhere else through a symbolic link; nothing was reverted"
+                             ) from None
+        return f"Undone: {shown} is back as it was before this change."
+
+    return undo
+
+
+class WriteFileTool(_HunkWriter, _ClientView, NativeTool[WriteFileArgs]):
     name = "write_file"
     description = (
         "Create a file, or replace a file's entire content.\n\n"
@@ -372,10 +434,10 @@ class WriteFileTool(_ClientView, NativeTool[WriteFileArgs]):
         return Prepared(
             args=args.model_dump(),
             summary=f'{verb} file "{display(path, ctx)}"',
-            details=file_change_details(path, old, args.content, ctx),
+            details=file_change_details(path, old, args.content, ctx, hunks=exists),
             paths=[path],
             outside_workspace=not is_inside(path, ctx.workspace_folders),
-            state={"fingerprint": fingerprint(path), "content": args.content},
+            state={"fingerprint": fingerprint(path), "content": args.content, "old": old},
         )
 
     def _prepare_text(self, args: WriteFileArgs, ctx: ToolContext, path: Path, old: str) -> Prepared:
@@ -384,10 +446,10 @@ class WriteFileTool(_ClientView, NativeTool[WriteFileArgs]):
         return Prepared(
             args=args.model_dump(),
             summary=f'Overwriting file "{display(path, ctx)}"',
-            details=file_change_details(path, old, args.content, ctx),
+            details=file_change_details(path, old, args.content, ctx, hunks=True),
             paths=[path],
             outside_workspace=not is_inside(path, ctx.workspace_folders),
-            state={"fingerprint": text_fingerprint(old), "content": args.content, "via_client": True},
+            state={"fingerprint": text_fingerprint(old), "content": args.content, "via_client": True, "old": old},
         )
 
     async def _run(self, prepared: Prepared, ctx: ToolContext) -> ToolResult:
@@ -397,7 +459,7 @@ class WriteFileTool(_ClientView, NativeTool[WriteFileArgs]):
         n = content.count("\n") + (1 if content and not content.endswith("\n") else 0)
         verb = "Overwrote" if prepared.state["fingerprint"] is not None else "Created"
         lines = "1 line" if n == 1 else f"{n} lines"
-        return ToolResult(output=f"{verb} {display(path, ctx)} ({lines})", details=prepared.details)
+        return _written(f"{verb} {display(path, ctx)} ({lines})", prepared, ctx)
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -416,7 +478,7 @@ class EditFileArgs(ToolArgs):
     )
 
 
-class EditFileTool(_ClientView, NativeTool[EditFileArgs]):
+class EditFileTool(_HunkWriter, _ClientView, NativeTool[EditFileArgs]):
     name = "edit_file"
     description = (
         "Replace an exact piece of text in a file.\n\n"
@@ -453,10 +515,10 @@ class EditFileTool(_ClientView, NativeTool[EditFileArgs]):
         return Prepared(
             args=args.model_dump(),
             summary=summary,
-            details=file_change_details(path, old, new, ctx),
+            details=file_change_details(path, old, new, ctx, hunks=bool(old)),
             paths=[path],
             outside_workspace=not is_inside(path, ctx.workspace_folders),
-            state={"fingerprint": fingerprint(path), "content": new, "count": count},
+            state={"fingerprint": fingerprint(path), "content": new, "count": count, "old": old},
         )
 
     def _prepare_text(self, args: EditFileArgs, ctx: ToolContext, path: Path, old: str) -> Prepared:
@@ -467,10 +529,11 @@ class EditFileTool(_ClientView, NativeTool[EditFileArgs]):
         return Prepared(
             args=args.model_dump(),
             summary=f'Editing file "{shown}"',
-            details=file_change_details(path, old, new, ctx),
+            details=file_change_details(path, old, new, ctx, hunks=True),
             paths=[path],
             outside_workspace=not is_inside(path, ctx.workspace_folders),
-            state={"fingerprint": text_fingerprint(old), "content": new, "count": count, "via_client": True},
+            state={"fingerprint": text_fingerprint(old), "content": new, "count": count, "via_client": True,
+                   "old": old},
         )
 
     def _replace(self, text: str, args: EditFileArgs, shown: str) -> tuple[str, int]:
@@ -503,10 +566,10 @@ class EditFileTool(_ClientView, NativeTool[EditFileArgs]):
         path = prepared.paths[0]
         await _write_approved(self, path, prepared.state["content"], prepared.state, ctx)
         if prepared.state["fingerprint"] is None:
-            return ToolResult(output=f"Created {display(path, ctx)}", details=prepared.details)
+            return _written(f"Created {display(path, ctx)}", prepared, ctx)
         n = prepared.state["count"]
         what = "1 occurrence" if n == 1 else f"{n} occurrences"
-        return ToolResult(output=f"Replaced {what} in {display(path, ctx)}", details=prepared.details)
+        return _written(f"Replaced {what} in {display(path, ctx)}", prepared, ctx)
 
 
 # ---------------------------------------------------------------------------------------------------------------

@@ -21,6 +21,7 @@ import time
 
 from pydantic import Field
 
+from ..protocol import ToolCallRisk
 from ._args import ToolArgs
 from ._output import truncate_for_llm
 from ._paths import display, is_inside, resolve
@@ -127,6 +128,15 @@ class ShellCommandTool(NativeTool[ShellCommandArgs]):
         env = dict(os.environ)
         env.update({"PAGER": "cat", "GIT_PAGER": "cat", "GIT_TERMINAL_PROMPT": "0"})
         return env
+
+    def assess_risk(self, prepared: Prepared, ctx: ToolContext) -> ToolCallRisk:
+        """How risky the prepared command line is, read off its parse (:mod:`._shell_risk`): the engine shows it
+        with the call and ``toolCall.approval.risk`` may act on it."""
+        from ._shell_risk import classify_shell  # lazy, like the parse
+
+        risk = classify_shell(prepared.args["command"], prepared.paths[0], ctx.workspace_folders or [ctx.root],
+                              self._env())
+        return ToolCallRisk(level=risk.level, reason=risk.reason)
 
     async def _run(self, prepared: Prepared, ctx: ToolContext) -> ToolResult:
         cwd = prepared.paths[0]

@@ -16,6 +16,8 @@ import type {
   ChatToolCallUndoResult,
   ClientNotifications,
   ClientRequests,
+  CompletionInlineParams,
+  CompletionInlineResult,
   ConfigUpdatedParams,
   EditorDiagnostic,
   NotebookApplyEditParams,
@@ -24,6 +26,9 @@ import type {
   NotebookGetCellsResult,
   NotebookRunCellsParams,
   NotebookRunCellsResult,
+  RewriteContentReceivedParams,
+  RewritePromptParams,
+  RewritePromptResult,
   ShowMessageParams
 } from './protocol';
 import { ChatStore, ChatView, Role, newChat, resetChat } from './model';
@@ -85,6 +90,9 @@ export interface EcaClientOptions {
 
 export const LAST_CHAT_KEY = 'eca-notebook:last-chat';
 
+/** One `rewrite/contentReceived` content: started, reasoning, text, replace, error or finished. */
+export type RewriteContent = RewriteContentReceivedParams['content'];
+
 function randomId(): string {
   const c: any = (globalThis as any).crypto;
   if (c && typeof c.randomUUID === 'function') {
@@ -105,6 +113,8 @@ export class EcaClient {
   handshakes = 0;
   private readonly _options: EcaClientOptions;
   private _restored = false;
+  /** The listeners of the rewrites under way, by rewrite id (until their `finished`). */
+  private readonly _rewrites = new Map<string, (content: RewriteContent) => void>();
 
   constructor(options: EcaClientOptions) {
     this._options = options;
@@ -122,6 +132,8 @@ export class EcaClient {
       this.store.changed();
       if (state === 'open') {
         void this._afterConnect();
+      } else if (state === 'reconnecting' || state === 'disposed') {
+        this._endRewrites('the connection to the ECA server was lost');
       }
     });
   }
@@ -263,6 +275,15 @@ export class EcaClient {
       if (params?.type === 'mcp' && typeof params.name === 'string') {
         this.mcpServers.set(params.name, params);
         this.store.changed();
+      }
+    });
+    t.onNotification('rewrite/contentReceived', (params: RewriteContentReceivedParams) => {
+      const listener = params?.rewriteId ? this._rewrites.get(params.rewriteId) : undefined;
+      if (listener && params.content) {
+        if (params.content.type === 'finished') {
+          this._rewrites.delete(params.rewriteId);
+        }
+        listener(params.content);
       }
     });
     t.onNotification('$/showMessage', (params: ShowMessageParams) => this._options.onMessage?.(params));
@@ -413,9 +434,15 @@ export class EcaClient {
     }
   }
 
-  async approve(chatId: string, toolCallId: string, save?: 'session'): Promise<void> {
+  /** `chat/toolCallApprove`; `hunks`: apply only those hunks of the call's file change (ids of `details.hunks`). */
+  async approve(chatId: string, toolCallId: string, save?: 'session', hunks?: string[]): Promise<void> {
     this._answered(chatId, toolCallId);
-    await this.notify('chat/toolCallApprove', save ? { chatId, toolCallId, save } : { chatId, toolCallId });
+    await this.notify('chat/toolCallApprove', {
+      chatId,
+      toolCallId,
+      ...(save ? { save } : {}),
+      ...(hunks ? { hunks } : {})
+    });
   }
 
   async reject(chatId: string, toolCallId: string): Promise<void> {
@@ -442,6 +469,33 @@ export class EcaClient {
       this._options.onMessage?.({ type: 'warning', message: result?.message || 'The tool call could not be undone.' });
     }
     return result;
+  }
+
+  /**
+   * `chat/rollback`: remove the user message `contentId` and everything after it; `revertFiles` also reverts the file
+   * changes made since. The server answers after `chat/cleared` and the kept messages, which rebuild the chat here.
+   * Refused (an error) while the chat runs a prompt.
+   */
+  async rewind(chatId: string, contentId: string, revertFiles = true): Promise<void> {
+    const include: Array<'messages' | 'tools'> = revertFiles ? ['messages', 'tools'] : ['messages'];
+    await this.call('chat/rollback', { chatId, contentId, include });
+  }
+
+  /**
+   * `chat/fork`: a new chat holding this one up to the user message `contentId` and its answer, shown at once. Its
+   * `chat/opened` and contents arrive before the answer, so it needs no replay. Returns the new chat's id.
+   */
+  async fork(chatId: string, contentId: string): Promise<string | null> {
+    const result = await this.call('chat/fork', { chatId, contentId });
+    const id = result?.chatId;
+    if (!id) {
+      return null;
+    }
+    const chat = this.store.ensure(id);
+    chat.known = true;
+    chat.loaded = true;
+    await this.selectChat(id);
+    return id;
   }
 
   /** Hide the buttons at once; the server's toolCallRunning / toolCallRejected follows. */
@@ -486,6 +540,45 @@ export class EcaClient {
       timeoutMs: 10000
     });
     return Array.isArray(result?.commands) ? result.commands : [];
+  }
+
+  // -- inline completion and rewrite ---------------------------------------------------------------------------
+
+  /**
+   * `completion/inline`. Aborting `signal` rejects at once (REQUEST_CANCELLED) and sends `$/cancelRequest`, so the
+   * server stops the model call; a failed suggestion is a result with `error`, not a rejection.
+   */
+  completeInline(params: CompletionInlineParams, signal?: AbortSignal): Promise<CompletionInlineResult> {
+    return this.call('completion/inline', params, { signal, timeoutMs: 60000 });
+  }
+
+  /**
+   * `rewrite/prompt`. `onContent` gets every `rewrite/contentReceived` of this rewrite up to its `finished`; it is
+   * registered before the request goes out, so the contents the server streams right after its answer are never
+   * missed. A lost connection ends the rewrite with an `error` and `finished`.
+   */
+  async rewrite(params: RewritePromptParams, onContent: (content: RewriteContent) => void): Promise<RewritePromptResult> {
+    this._rewrites.set(params.id, onContent);
+    try {
+      return await this.call('rewrite/prompt', params, { timeoutMs: 30000 });
+    } catch (error) {
+      this._rewrites.delete(params.id);
+      throw error;
+    }
+  }
+
+  /** `rewrite/stop`: the server ends the rewrite with `finished` (what streamed so far is the result). */
+  stopRewrite(id: string): Promise<void> {
+    return this.notify('rewrite/stop', { id });
+  }
+
+  private _endRewrites(message: string): void {
+    const listeners = [...this._rewrites.values()];
+    this._rewrites.clear();
+    for (const listener of listeners) {
+      listener({ type: 'error', message });
+      listener({ type: 'finished', totalTimeMs: 0 });
+    }
   }
 }
 

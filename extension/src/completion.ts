@@ -46,7 +46,17 @@ function basename(path: string): string {
 }
 
 /** Which icon a context shows (the widgets map it to a JupyterLab icon). */
-export type IconKind = 'file' | 'directory' | 'web' | 'repoMap' | 'cursor' | 'mcpResource' | 'cell' | 'command' | 'other';
+export type IconKind =
+  | 'file'
+  | 'directory'
+  | 'web'
+  | 'repoMap'
+  | 'cursor'
+  | 'mcpResource'
+  | 'git'
+  | 'cell'
+  | 'command'
+  | 'other';
 
 /** A short label for a context chip or completion item, plus a longer detail. */
 export function contextLabel(context: ChatContext): { label: string; detail: string; icon: IconKind } {
@@ -69,6 +79,13 @@ export function contextLabel(context: ChatContext): { label: string; detail: str
     }
     case 'mcpResource':
       return { label: context.name || context.uri, detail: `${context.server}: ${context.uri}`, icon: 'mcpResource' };
+    case 'git':
+      // `@git` / `@git:diff`, as typed; the server describes it (branch and changes) in its completion answer
+      return {
+        label: context.part ? `git:${context.part}` : 'git',
+        detail: context.description || (context.part ? `Git ${context.part}` : 'Git status, recent commits and diff'),
+        icon: 'git'
+      };
     default:
       return { label: String((context as any).type), detail: '', icon: 'other' };
   }

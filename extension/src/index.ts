@@ -23,9 +23,11 @@ import { ServerConnection } from '@jupyterlab/services';
 import { LabIcon } from '@jupyterlab/ui-components';
 
 import { EcaClient } from './client';
+import { inlineCompletionPlugin } from './inlineCompletion';
 import { JupyterEditorContext } from './jupyterContext';
 import { JupyterNotebookAccess } from './notebookAccess';
 import { serveNotebookComms } from './notebookComm';
+import { rewritePlugin } from './rewrite';
 import { renderStats, resetRenderStats } from './stats';
 import { IEcaChat } from './tokens';
 import { RpcError } from './transport';
@@ -152,4 +154,5 @@ const plugin: JupyterFrontEndPlugin<IEcaChat> = {
   }
 };
 
-export default plugin;
+// The chat panel, and what uses its client: ghost text (inlineCompletion.ts) and "Rewrite with ECA…" (rewrite.ts).
+export default [plugin, inlineCompletionPlugin, rewritePlugin];

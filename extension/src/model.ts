@@ -14,7 +14,9 @@ import type {
   ChatContent,
   ChatSummary,
   FileChangeDetails,
+  PlanStep,
   ToolCallOutput,
+  ToolCallRisk,
   UsageContent
 } from './protocol';
 
@@ -52,6 +54,8 @@ export interface ToolItem extends ItemBase {
   arguments?: Record<string, unknown>;
   summary?: string;
   details?: FileChangeDetails;
+  /** The engine's risk level and reason (`low` / `medium` / `high`), on every content of the call after prepare. */
+  risk?: ToolCallRisk;
   manualApproval: boolean;
   state: ToolState;
   outputs?: ToolCallOutput[];
@@ -71,6 +75,13 @@ export type Item = TextItem | ReasoningItem | ToolItem | UrlItem;
 
 export type ChatStatus = 'idle' | 'running' | 'stopping';
 
+/** The agent's plan: the chat's latest `plan` content (each one replaces the one before); `version` bumps on each. */
+export interface PlanState {
+  steps: PlanStep[];
+  explanation?: string;
+  version: number;
+}
+
 export interface ChatView {
   id: string;
   title?: string;
@@ -79,6 +90,8 @@ export interface ChatView {
   /** The running progress text ("Generating", "Waiting for tool call approval"), absent when finished. */
   progress?: string;
   usage?: UsageContent;
+  /** The plan the model published last (`update_plan`), shown as a checklist; absent until there is one. */
+  plan?: PlanState;
   createdAt?: number;
   updatedAt?: number;
   model?: string;
@@ -130,6 +143,7 @@ export function resetChat(chat: ChatView): void {
   chat._reasons.clear();
   chat.progress = undefined;
   chat.usage = undefined;
+  chat.plan = undefined;
   chat.version += 1;
 }
 
@@ -183,6 +197,13 @@ export function applyContent(chat: ChatView, role: Role, content: ChatContent): 
     case 'metadata':
       chat.title = content.title;
       break;
+    case 'plan':
+      chat.plan = {
+        steps: content.steps ?? [],
+        explanation: content.explanation,
+        version: (chat.plan?.version ?? 0) + 1
+      };
+      break;
     case 'reasonStarted': {
       const item: ReasoningItem = {
         kind: 'reasoning',
@@ -229,6 +250,7 @@ export function applyContent(chat: ChatView, role: Role, content: ChatContent): 
       item.manualApproval = content.manualApproval;
       item.summary = content.summary ?? item.summary;
       item.details = content.details ?? item.details;
+      item.risk = content.risk ?? item.risk;
       if (item.state === 'preparing') {
         item.state = content.manualApproval ? 'waiting' : 'approved';
       }
@@ -240,6 +262,7 @@ export function applyContent(chat: ChatView, role: Role, content: ChatContent): 
       item.arguments = content.arguments ?? item.arguments;
       item.summary = content.summary ?? item.summary;
       item.details = content.details ?? item.details;
+      item.risk = content.risk ?? item.risk;
       item.state = 'running';
       item.version += 1;
       break;
@@ -250,6 +273,7 @@ export function applyContent(chat: ChatView, role: Role, content: ChatContent): 
       item.totalTimeMs = content.totalTimeMs;
       item.summary = content.summary ?? item.summary;
       item.details = content.details ?? item.details;
+      item.risk = content.risk ?? item.risk;
       item.state = content.error ? 'failed' : 'done';
       item.version += 1;
       break;
@@ -259,6 +283,7 @@ export function applyContent(chat: ChatView, role: Role, content: ChatContent): 
       item.reason = content.reason;
       item.summary = content.summary ?? item.summary;
       item.details = content.details ?? item.details;
+      item.risk = content.risk ?? item.risk;
       item.state = 'rejected';
       item.version += 1;
       break;

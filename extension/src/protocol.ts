@@ -13,7 +13,7 @@ export const METHOD_NOT_FOUND = -32601;
 export const PARSE_ERROR = -32700;
 export const REQUEST_CANCELLED = -32800;
 export const SERVER_NOT_INITIALIZED = -32002;
-export const TIMEOUT = -32001;
+export const TIMEOUT = -32003;
 export const UNKNOWN_ERROR = -32001;
 
 // ---- tagged unions --------------------------------------------------------------------------------------------
@@ -30,7 +30,8 @@ export type ChatContent =
   | ToolCallRunningContent
   | ToolCalledContent
   | ToolCallRejectedContent
-  | MetadataContent;
+  | MetadataContent
+  | PlanContent;
 
 export type ChatContext =
   | FileContext
@@ -38,7 +39,8 @@ export type ChatContext =
   | WebContext
   | RepoMapContext
   | CursorContext
-  | McpResourceContext;
+  | McpResourceContext
+  | GitContext;
 
 export type ToolServerUpdatedParams =
   | NativeServerUpdatedParams
@@ -93,13 +95,13 @@ export interface ChatDeletedParams {
   chatId: string;
 }
 
-/** Start a new chat holding the history up to the message with ``contentId``. */
+/** ``chat/fork``: a new chat holding the chat up to and including the message ``contentId`` names — a user message's ``contentId`` (its answer included) or a tool call's ``id`` (its result included). The server sends ``chat/opened`` for it and its contents, and a "Chat forked to: …" text in the original chat. */
 export interface ChatForkParams {
   chatId: string;
   contentId: string;
 }
 
-/** The reference server answers with the new chat's id. */
+/** The new chat's id (an eca-notebook addition: the reference server answers ``{}``). */
 export interface ChatForkResult {
   chatId?: string;
 }
@@ -181,10 +183,11 @@ export interface ChatQueryContextResult {
   contexts: Array<ChatContext>;
 }
 
-/** Drop everything from the message with ``contentId`` on (see :attr:`TextContent.content_id`). */
+/** ``chat/rollback``: drop the user message with ``contentId`` (see :attr:`TextContent.content_id`) and everything after it. The server then sends ``chat/cleared {messages: true}`` and the kept contents again. A chat running a prompt is refused (stop it first); an unknown chat or ``contentId`` is a JSON-RPC error. */
 export interface ChatRollbackParams {
   chatId: string;
   contentId: string;
+  include?: Array<"messages" | "tools">;
 }
 
 /** Empty object (reference server). */
@@ -225,6 +228,7 @@ export interface ChatToolCallApproveParams {
   chatId: string;
   toolCallId: string;
   save?: "session";
+  hunks?: Array<string>;
 }
 
 /** ``chat/toolCallReject``: the user rejected a tool call waiting for approval. */
@@ -263,6 +267,35 @@ export interface CodeAssistantCapabilities {
   doc?: boolean;
   edit?: boolean;
   fix?: boolean;
+}
+
+/** Why there is no suggestion: ``info`` (nothing to suggest) or ``warning`` (the model failed, timed out…). */
+export interface CompletionInlineError {
+  type: "info" | "warning" | "error";
+  message: string;
+}
+
+/** One suggestion: ``text`` to insert over ``range`` (an empty range at the cursor: a pure insertion). */
+export interface CompletionInlineItem {
+  text: string;
+  range: InlineRange;
+  docVersion: number;
+  id?: string;
+}
+
+/** ``completion/inline``: the document as it is now and where the cursor is. */
+export interface CompletionInlineParams {
+  docText: string;
+  docVersion: number;
+  position: InlinePosition;
+  path?: string;
+  context?: string;
+}
+
+/** Items, or an error (one of the two). */
+export interface CompletionInlineResult {
+  items?: Array<CompletionInlineItem>;
+  error?: CompletionInlineError;
 }
 
 /** The chat part of ``config/updated``: models, behaviors and what is selected. */
@@ -327,6 +360,20 @@ export interface FileChangeDetails {
   linesRemoved: number;
   cellId?: string;
   undoable?: boolean;
+  hunks?: Array<FileChangeHunk>;
+}
+
+/** One ``@@`` block of a :class:`FileChangeDetails` diff, so a client can offer it on its own (an eca-notebook extension: clients that ignore it approve the whole change, as before). ``chat/toolCallApprove`` names the ids of the hunks to apply. */
+export interface FileChangeHunk {
+  id: string;
+  oldStart: number;
+  oldLines: number;
+  newStart: number;
+  newLines: number;
+  text: string;
+  linesAdded: number;
+  linesRemoved: number;
+  applied?: boolean;
 }
 
 /** A file attached to a prompt, optionally only some of its lines. */
@@ -334,6 +381,13 @@ export interface FileContext {
   type: "file";
   path: string;
   linesRange?: LinesRange;
+}
+
+/** The workspace's git state (an extension of the spec's context types, ``@git`` in the composer): the branch, staged, modified and untracked files, recent commits and the working diff, gathered when the prompt is sent. ``part`` narrows it to one of ``"status"`` (branch and changed files), ``"diff"`` (staged and unstaged changes) or ``"log"`` (recent commits); None is all of them. A plain string rather than a closed set so a newer client's part is a user-facing problem at render time, not an invalid prompt. ``description`` is only a label: the server fills it in ``chat/queryContext`` answers (e.g. "main · 2 staged, 1 modified") and ignores it when rendering. */
+export interface GitContext {
+  type: "git";
+  part?: string;
+  description?: string;
 }
 
 /** ``initialize``: the client introduces itself and its workspace folders. */
@@ -353,6 +407,18 @@ export interface InitializeResult {
   chatBehaviors?: Array<string>;
   chatDefaultBehavior?: string;
   chatWelcomeMessage?: string;
+}
+
+/** A cursor position, **1-based** line and character (the reference clients' convention). */
+export interface InlinePosition {
+  line: number;
+  character: number;
+}
+
+/** A range between two 1-based positions. */
+export interface InlineRange {
+  start: InlinePosition;
+  end: InlinePosition;
 }
 
 /** A range of lines of a file, 1-based and inclusive. */
@@ -485,6 +551,21 @@ export interface NotebookRunCellsResult {
   error?: string;
 }
 
+/** The agent's plan (an eca-notebook extension, from the ``update_plan`` tool): the whole list of steps each time, so a client replaces the plan it shows with the latest one. Clients that do not know the type ignore it; they read the same plan as the ``update_plan`` call's output, a Markdown checklist. */
+export interface PlanContent {
+  type: "plan";
+  steps: Array<PlanStep>;
+  explanation?: string;
+}
+
+/** One step of a :class:`PlanContent`: what it does, how far it is, and the files it involves. */
+export interface PlanStep {
+  description: string;
+  status: "pending" | "in_progress" | "completed";
+  files?: Array<string>;
+  priority?: "high" | "medium" | "low";
+}
+
 /** A position in a text document: 0-based line and character (LSP). */
 export interface Position {
   line: number;
@@ -534,6 +615,66 @@ export interface ReasonTextContent {
 /** Deprecated by the spec (replaced by the directory-tree tool) but still sent by older clients. */
 export interface RepoMapContext {
   type: "repoMap";
+}
+
+/** ``rewrite/contentReceived`` (server → client): the next content of rewrite ``rewriteId``. */
+export interface RewriteContentReceivedParams {
+  rewriteId: string;
+  content: RewriteStartedContent | RewriteReasoningContent | RewriteTextContent | RewriteReplaceContent | RewriteErrorContent | RewriteFinishedContent;
+}
+
+/** The rewrite failed; ``message`` says why (the model's error, a timeout). */
+export interface RewriteErrorContent {
+  type: "error";
+  message: string;
+}
+
+/** The rewrite is over (also after an error or a stop). */
+export interface RewriteFinishedContent {
+  type: "finished";
+  totalTimeMs: number;
+}
+
+/** ``rewrite/prompt``: rewrite ``text`` (the user's selection at ``range``) as ``prompt`` asks. */
+export interface RewritePromptParams {
+  id: string;
+  text: string;
+  prompt: string;
+  range: InlineRange;
+  path?: string;
+}
+
+/** The rewrite started; its text streams as ``rewrite/contentReceived``. */
+export interface RewritePromptResult {
+  status: "prompting";
+  model: string;
+}
+
+/** The model is reasoning (its text is not shown for a rewrite). */
+export interface RewriteReasoningContent {
+  type: "reasoning";
+}
+
+/** The whole rewritten text, replacing what was streamed (sent when markdown fences were stripped). */
+export interface RewriteReplaceContent {
+  type: "replace";
+  text: string;
+}
+
+/** The rewrite began (the model was reached). */
+export interface RewriteStartedContent {
+  type: "started";
+}
+
+/** ``rewrite/stop`` (client → server, an eca-notebook extension): stop rewrite ``id``; it ends with ``finished`` (the text streamed so far is what the client has). */
+export interface RewriteStopParams {
+  id: string;
+}
+
+/** A chunk of the rewritten text; clients append. */
+export interface RewriteTextContent {
+  type: "text";
+  text: string;
 }
 
 /** One tool of a tool server, as listed by ``tool/serverUpdated``. */
@@ -588,6 +729,13 @@ export interface ToolCallRejectedContent {
   reason: string;
   summary?: string;
   details?: FileChangeDetails;
+  risk?: ToolCallRisk;
+}
+
+/** How much harm a call could do, computed by the engine before it runs (an eca-notebook extension: clients that ignore it ask as before). ``reason`` is one line naming the decisive thing ("deletes recursively: build"), so the user sees *why* without reading the whole command. Config may act on ``level`` (``toolCall.approval.risk``). */
+export interface ToolCallRisk {
+  level: "low" | "medium" | "high";
+  reason: string;
 }
 
 /** Sent once per call id; ``manualApproval`` tells the client to ask the user. */
@@ -601,6 +749,7 @@ export interface ToolCallRunContent {
   manualApproval: boolean;
   summary?: string;
   details?: FileChangeDetails;
+  risk?: ToolCallRisk;
 }
 
 /** A tool call is running (approved, or needing no approval). */
@@ -613,6 +762,7 @@ export interface ToolCallRunningContent {
   arguments: { [key: string]: unknown };
   summary?: string;
   details?: FileChangeDetails;
+  risk?: ToolCallRisk;
 }
 
 /** A tool call finished: its outputs, whether it failed, and how long it took. */
@@ -628,6 +778,7 @@ export interface ToolCalledContent {
   totalTimeMs: number;
   summary?: string;
   details?: FileChangeDetails;
+  risk?: ToolCallRisk;
 }
 
 /** Any content whose ``type`` is not one of :data:`CONTENT_TYPES`; its other keys are kept as extras. */
@@ -690,6 +841,8 @@ export interface ClientRequests {
   "chat/rollback": { params: ChatRollbackParams; result: ChatRollbackResult };
   "chat/fork": { params: ChatForkParams; result: ChatForkResult };
   "chat/toolCallUndo": { params: ChatToolCallUndoParams; result: ChatToolCallUndoResult };
+  "completion/inline": { params: CompletionInlineParams; result: CompletionInlineResult };
+  "rewrite/prompt": { params: RewritePromptParams; result: RewritePromptResult };
 }
 
 export interface ClientNotifications {
@@ -700,6 +853,7 @@ export interface ClientNotifications {
   "chat/promptStop": ChatPromptStopParams;
   "chat/selectedBehaviorChanged": ChatSelectedBehaviorChangedParams;
   "chat/selectedModelChanged": ChatSelectedModelChangedParams;
+  "rewrite/stop": RewriteStopParams;
   "mcp/stopServer": McpStopServerParams;
   "mcp/startServer": McpStartServerParams;
   "$/cancelRequest": CancelRequestParams;
@@ -718,6 +872,7 @@ export interface ServerNotifications {
   "chat/deleted": ChatDeletedParams;
   "chat/cleared": ChatClearedParams;
   "chat/statusChanged": ChatStatusChangedParams;
+  "rewrite/contentReceived": RewriteContentReceivedParams;
   "config/updated": ConfigUpdatedParams;
   "tool/serverUpdated": ToolServerUpdatedParams;
   "$/showMessage": ShowMessageParams;
@@ -753,6 +908,10 @@ export const METHODS = {
   "notebook/getCells": { direction: "server->client", kind: "request" },
   "notebook/applyEdit": { direction: "server->client", kind: "request" },
   "notebook/runCells": { direction: "server->client", kind: "request" },
+  "completion/inline": { direction: "client->server", kind: "request" },
+  "rewrite/prompt": { direction: "client->server", kind: "request" },
+  "rewrite/contentReceived": { direction: "server->client", kind: "notification" },
+  "rewrite/stop": { direction: "client->server", kind: "notification" },
   "config/updated": { direction: "server->client", kind: "notification" },
   "tool/serverUpdated": { direction: "server->client", kind: "notification" },
   "mcp/stopServer": { direction: "client->server", kind: "notification" },

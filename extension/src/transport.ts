@@ -16,9 +16,12 @@
 export const CONNECTION_LOST = -32000;
 export const METHOD_NOT_FOUND = -32601;
 export const INTERNAL_ERROR = -32603;
-export const REQUEST_TIMEOUT = -32001;
+/** A request of ours got no answer in time: the protocol's TIMEOUT (-32001 is the reference's "Unknown error"). */
+export const REQUEST_TIMEOUT = -32003;
 /** The notification either peer sends to cancel one of its requests (LSP). */
 export const CANCEL_METHOD = '$/cancelRequest';
+/** A request of ours that its caller cancelled (its `signal` aborted): LSP's RequestCancelled. */
+export const REQUEST_CANCELLED = -32800;
 
 /** The part of the browser's WebSocket this module uses (so tests can pass an in-memory socket). */
 export interface SocketLike {
@@ -89,6 +92,11 @@ export class RpcError extends Error {
 export interface RequestOptions {
   /** Reject with REQUEST_TIMEOUT after this long (0 or absent: wait for the answer or the connection to drop). */
   timeoutMs?: number;
+  /**
+   * Cancels the request: it rejects at once with REQUEST_CANCELLED, and a request already sent is followed by
+   * `$/cancelRequest` so the server stops working on it (its late answer is dropped).
+   */
+  signal?: AbortSignal;
 }
 
 type Handler = (params: any) => unknown;
@@ -240,9 +248,39 @@ export class JsonRpcTransport {
     if (!socket || (this._state !== 'open' && this._state !== 'handshaking')) {
       return Promise.reject(new RpcError(CONNECTION_LOST, `not connected (${method})`));
     }
+    const signal = options.signal;
+    if (signal?.aborted) {
+      return Promise.reject(new RpcError(REQUEST_CANCELLED, `${method} cancelled`));
+    }
     const id = this._nextId++;
     return new Promise<T>((resolve, reject) => {
       const pending: Pending = { method, resolve, reject };
+      if (signal) {
+        const onAbort = () => {
+          if (this._pending.get(id) !== pending) {
+            return; // answered meanwhile
+          }
+          this._pending.delete(id);
+          this._clearTimer(pending);
+          if (socket === this._socket && this._state === 'open') {
+            try {
+              socket.send(JSON.stringify({ jsonrpc: '2.0', method: CANCEL_METHOD, params: { id } }));
+            } catch {
+              // the connection dropped: the server forgot the request anyway
+            }
+          }
+          reject(new RpcError(REQUEST_CANCELLED, `${method} cancelled`));
+        };
+        signal.addEventListener('abort', onAbort, { once: true });
+        pending.resolve = value => {
+          signal.removeEventListener('abort', onAbort);
+          resolve(value);
+        };
+        pending.reject = error => {
+          signal.removeEventListener('abort', onAbort);
+          reject(error);
+        };
+      }
       if (options.timeoutMs && options.timeoutMs > 0) {
         pending.timer = this._clock.setTimeout(() => {
           if (this._pending.delete(id)) {

@@ -331,3 +331,73 @@ test('undoToolCall sends chat/toolCallUndo and marks the card undone; a refusal 
   assert.equal(refused.undone, false);
   assert.deepEqual(messages, [{ type: 'warning', message: 'cell c1 changed since the edit' }]);
 });
+
+test('rewind sends chat/rollback; chat/cleared drops the messages and the replay rebuilds them', async () => {
+  const { server, client, store } = setup();
+  await connect(server, client);
+  server.handlers['chat/rollback'] = (params: any, socket) => {
+    const chatId = params.chatId;
+    queueMicrotask(() => {
+      socket.receive({ jsonrpc: '2.0', method: 'chat/cleared', params: { chatId, messages: true } });
+      socket.receive({
+        jsonrpc: '2.0',
+        method: 'chat/contentReceived',
+        params: { chatId, role: 'user', content: { type: 'text', text: 'one\n', contentId: 'c1' } }
+      });
+    });
+    return {};
+  };
+  for (const [text, contentId] of [
+    ['one\n', 'c1'],
+    ['two\n', 'c2']
+  ]) {
+    server.notify('chat/contentReceived', { chatId: 'new-1', role: 'user', content: { type: 'text', text, contentId } });
+  }
+  const chat = store.chats.get('new-1')!;
+  assert.deepEqual(
+    chat.items.map((i: any) => [i.text, i.contentId]),
+    [
+      ['one', 'c1'],
+      ['two', 'c2']
+    ]
+  );
+  await client.rewind('new-1', 'c2', false);
+  await tick(10);
+  assert.deepEqual(server.socket.last('chat/rollback').params, { chatId: 'new-1', contentId: 'c2', include: ['messages'] });
+  assert.deepEqual(
+    chat.items.map((i: any) => i.text),
+    ['one']
+  );
+  await client.rewind('new-1', 'c1');
+  assert.deepEqual(server.socket.last('chat/rollback').params.include, ['messages', 'tools']);
+});
+
+test('fork sends chat/fork and shows the new chat without replaying it again', async () => {
+  const { server, client, store } = setup();
+  await connect(server, client);
+  server.handlers['chat/fork'] = (_params: any, socket) => {
+    socket.receive({ jsonrpc: '2.0', method: 'chat/opened', params: { chatId: 'forked', title: 'One (2)' } });
+    socket.receive({
+      jsonrpc: '2.0',
+      method: 'chat/contentReceived',
+      params: { chatId: 'forked', role: 'user', content: { type: 'text', text: 'one\n', contentId: 'c1' } }
+    });
+    return { chatId: 'forked' };
+  };
+  server.notify('chat/contentReceived', {
+    chatId: 'new-1',
+    role: 'user',
+    content: { type: 'text', text: 'one\n', contentId: 'c1' }
+  });
+  const id = await client.fork('new-1', 'c1');
+  assert.equal(id, 'forked');
+  assert.deepEqual(server.socket.last('chat/fork').params, { chatId: 'new-1', contentId: 'c1' });
+  assert.equal(store.currentId, 'forked');
+  const forked = store.chats.get('forked')!;
+  assert.equal(forked.title, 'One (2)');
+  assert.deepEqual(
+    forked.items.map((i: any) => i.text),
+    ['one']
+  );
+  assert.equal(server.socket.methods().filter(m => m === 'chat/open').length, 0);
+});

@@ -39,6 +39,12 @@ test('context labels are short; details keep the full path', () => {
     icon: 'file'
   });
   assert.equal(contextLabel({ type: 'directory', path: 'src/app/' }).label, 'app/');
+  assert.deepEqual(contextLabel({ type: 'git', description: 'Git: main · 1 staged' }), {
+    label: 'git',
+    detail: 'Git: main · 1 staged',
+    icon: 'git'
+  });
+  assert.equal(contextLabel({ type: 'git', part: 'diff' }).label, 'git:diff');
   assert.equal(
     contextLabel({
       type: 'cursor',

@@ -1,7 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 
-import { ChatStore, ToolItem, applyContent, awaitingApproval, newChat } from '../src/model';
+import { ChatStore, ToolItem, applyContent, awaitingApproval, newChat, resetChat } from '../src/model';
 
 test('assistant text chunks grow one message; user text loses its trailing newline', () => {
   const chat = newChat('c');
@@ -70,6 +70,18 @@ test('an automatically approved call skips the waiting state; a rejection keeps 
   assert.equal(rejected.reason, 'user-choice');
 });
 
+test('a call keeps the risk the engine gave it, from the approval to the result', () => {
+  const chat = newChat('c');
+  const base = { origin: 'native' as const, id: 'r', name: 'shell_command', server: 'eca', arguments: {} };
+  const risk = { level: 'high' as const, reason: 'deletes recursively: build' };
+  applyContent(chat, 'assistant', { type: 'toolCallRun', ...base, manualApproval: true, risk });
+  const card = chat.items[0] as ToolItem;
+  assert.deepEqual(card.risk, risk);
+  applyContent(chat, 'assistant', { type: 'toolCallRunning', ...base });
+  applyContent(chat, 'assistant', { type: 'toolCalled', ...base, error: false, outputs: [], totalTimeMs: 1 });
+  assert.deepEqual(card.risk, risk, 'a content without it keeps the known one');
+});
+
 test('reasoning blocks collect their text and finish with a duration', () => {
   const chat = newChat('c');
   applyContent(chat, 'assistant', { type: 'reasonStarted', id: 'r1' });
@@ -134,4 +146,39 @@ test('chat/list summaries are merged: titles and status kept, chats gone from th
   );
   assert.ok(!store.chats.has('old'));
   assert.ok(store.chats.get('a')!.loaded === false, 'listed chats must be opened before they are shown');
+});
+
+test('a plan content sets the chat plan (the latest replaces the earlier) without adding an item; reset drops it', () => {
+  const chat = newChat('c');
+  applyContent(chat, 'assistant', {
+    type: 'plan',
+    steps: [
+      { description: 'Read', status: 'in_progress', files: ['a.py'] },
+      { description: 'Fix', status: 'pending' }
+    ],
+    explanation: 'why'
+  });
+  assert.equal(chat.items.length, 0);
+  assert.deepEqual(
+    chat.plan?.steps.map(s => s.status),
+    ['in_progress', 'pending']
+  );
+  assert.equal(chat.plan?.explanation, 'why');
+  const first = chat.plan;
+  applyContent(chat, 'assistant', {
+    type: 'plan',
+    steps: [
+      { description: 'Read', status: 'completed', files: ['a.py'] },
+      { description: 'Fix', status: 'completed' }
+    ]
+  });
+  assert.notEqual(chat.plan, first, 'a new object, so a memoized view redraws');
+  assert.equal(chat.plan?.version, 2);
+  assert.deepEqual(
+    chat.plan?.steps.map(s => s.status),
+    ['completed', 'completed']
+  );
+  assert.equal(chat.plan?.explanation, undefined);
+  resetChat(chat);
+  assert.equal(chat.plan, undefined);
 });

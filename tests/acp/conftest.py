@@ -173,12 +173,13 @@ def spawn_agent(home: Path, llm: ScriptedLLMServer, workspace: Path, strict: Str
     logs: list[Path] = []
 
     @asynccontextmanager
-    async def spawn(client: Any, *, env: dict[str, str] | None = None) -> AsyncIterator[Any]:
+    async def spawn(client: Any, *, env: dict[str, str] | None = None, args: tuple[str, ...] = ()
+                    ) -> AsyncIterator[Any]:
         log = tmp_path / f"agent-{len(logs)}.log"
         logs.append(log)
         with open(log, "wb") as stderr:
             async with spawn_agent_process(
-                client, sys.executable, "-m", "eca_notebook", "acp", "--log-level", "info",
+                client, sys.executable, "-m", "eca_notebook", "acp", "--log-level", "info", *args,
                 env=env or acp_env(home, llm), cwd=workspace, transport_kwargs={"stderr": stderr.fileno()},
                 observers=[strict.observe],
             ) as (conn, proc):

@@ -158,7 +158,7 @@ async def test_prompt_streams_thoughts_and_text_then_answers_end_turn(spawn_agen
 
 async def test_update_plan_becomes_a_plan_update(spawn_agent, llm, workspace, strict):
     entries = [{"content": "Read the code", "status": "completed", "priority": "high"},
-               {"content": "Fix the bug", "status": "in_progress"}]
+               {"content": "Fix the bug", "status": "in_progress", "files": ["src/bug.py"]}]
     llm.enqueue(Reply([ToolCall("p1", "eca__update_plan", json.dumps({"entries": entries}))]), Reply.text("On it."))
     client = Client()
     async with spawn_agent(client) as (conn, _):
@@ -166,9 +166,9 @@ async def test_update_plan_becomes_a_plan_update(spawn_agent, llm, workspace, st
         response = await conn.prompt(session_id=session_id, prompt=[text_block("Fix the bug")])
     assert response.stop_reason == "end_turn"
     plans = client.of("plan")
-    assert plans and plans[-1]["entries"] == [
+    assert len(plans) == 1 and plans[-1]["entries"] == [
         {"content": "Read the code", "status": "completed", "priority": "high"},
-        {"content": "Fix the bug", "status": "in_progress", "priority": "medium"},
+        {"content": "Fix the bug (src/bug.py)", "status": "in_progress", "priority": "medium"},
     ]
     assert not client.permissions  # changes nothing: never asks
 

@@ -123,3 +123,26 @@ def test_tool_kinds():
     assert tool_kind("create_issue", "github") == "edit"
     assert tool_kind("frobnicate", "x") == "other"
     assert tool_kind("read_file", "other-server") == "read"
+
+
+def test_plan_content_becomes_a_plan_update_and_the_update_plan_call_alone_does_not():
+    t = SessionUpdates(WS)
+    called = {**run(name="update_plan", arguments={"entries": [{"content": "a"}]}), "type": "toolCalled",
+              "error": False, "outputs": [{"type": "text", "text": "Plan updated: 0/1 steps done.\n\n- [ ] a"}]}
+    updates, _ = t.translate("assistant", called, live=True)
+    assert [u["sessionUpdate"] for u in updates] == ["tool_call_update"]  # the plan comes from the plan content
+    plan = {"type": "plan", "explanation": "why", "steps": [
+        {"description": "Read", "status": "completed", "priority": "high", "files": ["src/a.py"]},
+        {"description": "Fix", "status": "in_progress", "files": ["src/a.py", "tests/t.py"]},
+        {"description": "Ship"},
+        {"description": "Odd", "status": "someday", "priority": "urgent"},
+    ]}
+    [update], ask = t.translate("assistant", plan, live=False)
+    assert ask is None
+    assert update == {"sessionUpdate": "plan", "entries": [
+        {"content": "Read (src/a.py)", "priority": "high", "status": "completed"},
+        {"content": "Fix (src/a.py, tests/t.py)", "priority": "medium", "status": "in_progress"},
+        {"content": "Ship", "priority": "medium", "status": "pending"},
+        {"content": "Odd", "priority": "medium", "status": "pending"},
+    ]}
+    assert t.translate("assistant", {"type": "plan"}, live=True) == ([], None)

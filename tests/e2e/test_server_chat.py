@@ -352,3 +352,26 @@ async def test_no_provider_gives_clear_message_not_crash(spawn, home, workspace)
     texts = [c["text"] for _, c in eca.contents(chat_id) if c["type"] == "text"]
     assert any("OPENAI_API_KEY" in t for t in texts)
     assert json.dumps(eca.contents(chat_id)).count("progress") == 1
+
+
+async def test_busy_chat_and_unknown_model_answer_status_error_with_a_message(spawn, llm, workspace):
+    """eca-compat-notes: a refused ``chat/prompt`` is a result with ``status: "error"`` and a reason, not a JSON-RPC
+    error and not silence (a prompt to a running chat, a model that does not exist)."""
+    llm.enqueue(Reply([Text("slow "), Stall(60)]))
+    eca = await spawn()
+    await eca.initialize(workspace)
+    first = await eca.request("chat/prompt", {"message": "long one", "model": "openai/gpt-4.1"})
+    chat_id = first["chatId"]
+    await eca.wait_for(lambda m: m.method == "chat/contentReceived" and m.params["content"].get("text") == "slow ")
+
+    busy = await eca.request("chat/prompt", {"chatId": chat_id, "message": "again"})
+    assert busy["chatId"] == chat_id and busy["status"] == "error"
+    assert "already running" in busy["message"]
+    await eca.notify("chat/promptStop", {"chatId": chat_id})
+    await eca.wait_idle(chat_id)
+
+    unknown = await eca.request("chat/prompt", {"message": "hi", "model": "nope/zzz"})
+    assert unknown["status"] == "error" and unknown["model"] == "nope/zzz"
+    assert "Unknown or unavailable model 'nope/zzz'" in unknown["message"] and "openai/gpt-4.1" in unknown["message"]
+    await eca.wait_for(lambda m: m.method == "$/showMessage" and "nope/zzz" in m.params["message"])
+    assert await eca.shutdown() == 0

@@ -65,7 +65,7 @@ async def test_pygls_client_chats_with_the_server(home, llm, workspace):
         await asyncio.wait_for(idle.wait(), 30)
         text = "".join(c["text"] for role, c in received if role == "assistant" and c["type"] == "text")
         assert text == "Hello from the other side"
-        assert received[0] == ("user", {"type": "text", "text": "hi\n"})
+        assert received[0][0] == "user" and received[0][1]["text"] == "hi\n" and received[0][1]["contentId"]
         assert received[-1][1] == {"type": "progress", "state": "finished", "text": ""}
 
         shutdown = await asyncio.wait_for(client.protocol.send_request_async("shutdown", None), 30)

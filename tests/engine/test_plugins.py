@@ -126,3 +126,25 @@ async def test_deny_rule_hides_a_plugin_tool(tmp_path: Path, llm):
     assert "demo__echo" in engine.all_tools()
     assert "demo__echo" not in engine.offered_tools("agent")
     await engine.aclose()
+
+
+async def test_kernel_plugin_tool_calls_say_native_eca_in_every_content(connected: Harness, llm):  # noqa: F811
+    """The kernel's plug-in tools are native ``eca`` tools: their prepare chunks (here named late by the model's
+    server) say so like the rest of the call, and carry the early revision's ``manualApproval``."""
+    from IPython.core.interactiveshell import InteractiveShell
+
+    from eca_notebook.notebook._kernel_tools import KernelToolsPlugin
+
+    shell = InteractiveShell.instance()
+    connected.engine.add_plugin(KernelToolsPlugin(shell))
+    llm.enqueue(Reply([ToolCall("k1", "eca__run_python", json.dumps({"code": "6 * 7"}), name_late=True)]),
+                Reply.text("42"))
+    chat_id = (await connected.client.request("chat/prompt", {"message": "compute", "model": "fake/m1"}))["chatId"]
+    await connected.until(lambda m, p: m == "chat/contentReceived" and p["content"]["type"] == "toolCallRun")
+    await connected.client.notify("chat/toolCallApprove", {"chatId": chat_id, "toolCallId": "k1"})
+    await connected.until(lambda m, p: m == "chat/statusChanged" and p == {"chatId": chat_id, "status": "idle"})
+    calls = [c for c in connected.contents(chat_id) if c["type"].startswith("toolCall")]
+    assert {c["type"] for c in calls} >= {"toolCallPrepare", "toolCallRun", "toolCalled"}
+    assert {(c["origin"], c["server"], c["name"], c["id"]) for c in calls} == {("native", "eca", "run_python", "k1")}
+    assert all(c["manualApproval"] is True for c in calls if c["type"] in ("toolCallPrepare", "toolCallRun"))
+    assert "42" in next(c for c in calls if c["type"] == "toolCalled")["outputs"][0]["text"]

@@ -15,8 +15,8 @@ class Controller:
     def __init__(self):
         self.calls = []
 
-    def approve(self, view, call, save):
-        self.calls.append(("approve", view.chat_id, call.id, save))
+    def approve(self, view, call, save, hunks=None):
+        self.calls.append(("approve", view.chat_id, call.id, save) + ((hunks,) if hunks is not None else ()))
 
     def reject(self, view, call):
         self.calls.append(("reject", view.chat_id, call.id))
@@ -184,9 +184,85 @@ def test_tool_card_standalone():
 
     answers = []
     state = ToolCallState("t9", "run_python")
-    card = ToolCard(state, on_decision=lambda s, ok, save: answers.append((s.id, ok, save)))
+    card = ToolCard(state, on_decision=lambda s, ok, save, hunks: answers.append((s.id, ok, save)))
     assert not card.decide(True)  # not pending yet
     state.update({"type": "toolCallRun", "arguments": {"code": "1+1"}, "manualApproval": True})
     card.render()
     assert card.decide(False)
     assert answers == [("t9", False, None)] and card.status == "rejected"
+
+
+def test_tool_card_hunk_checkboxes_choose_what_is_applied():
+    from eca_notebook.notebook._transcript import ToolCallState
+    from eca_notebook.tools._diff import hunk_details
+    from eca_notebook.tools._hunks import diff_hunks
+
+    old = "".join(f"line {i}\n" for i in range(1, 41))
+    new = old.replace("line 2\n", "line two\n").replace("line 20\n", "line 20\nextra\n").replace("line 38\n", "")
+    details = {"type": "fileChange", "path": "/w/n.txt", "diff": "", "linesAdded": 2, "linesRemoved": 2,
+               "hunks": hunk_details(diff_hunks(old, new))}
+    answers = []
+    state = ToolCallState("t1", "write_file")
+    card = ToolCard(state, on_decision=lambda s, ok, save, hunks: answers.append((ok, save, hunks)))
+    state.update({"type": "toolCallRun", "arguments": {}, "manualApproval": True, "details": details})
+    card.render()
+    assert list(card.hunk_boxes) == ["h1", "h2", "h3"] and card.hunk_view.layout.display is None
+    assert all(box.value for box in card.hunk_boxes.values())
+    assert "@@ -18,6 +18,7 @@" in card.hunk_boxes["h2"].description
+    card.hunk_boxes["h1"].value = False
+    card.hunk_boxes["h3"].value = False
+    assert card.approve_button.description == "Approve 1 of 3 hunks"
+    assert card.decide(True)
+    assert answers == [(True, None, ["h2"])]
+    assert all(box.disabled for box in card.hunk_boxes.values())
+    # the finished call names what was left out
+    state.update({"type": "toolCalled", "error": False, "outputs": [{"type": "text", "text": "ok"}],
+                  "details": dict(details, hunks=hunk_details(diff_hunks(old, new), {"h2"}))})
+    card.render()
+    assert "Not applied: h1" in card.hunk_view.children[0].value
+
+
+def test_tool_card_all_hunks_ticked_is_a_plain_approval_and_none_ticked_a_rejection():
+    from eca_notebook.notebook._transcript import ToolCallState
+    from eca_notebook.tools._diff import hunk_details
+    from eca_notebook.tools._hunks import diff_hunks
+
+    details = {"type": "fileChange", "path": "/w/n.txt", "diff": "", "linesAdded": 2, "linesRemoved": 0,
+               "hunks": hunk_details(diff_hunks("a\n" * 20, "b\n" + "a\n" * 18 + "c\n"))}
+    for untick, expected in (([], (True, None, None)), (["h1", "h2"], (False, None, None))):
+        answers = []
+        state = ToolCallState("t1", "write_file")
+        card = ToolCard(state, on_decision=lambda s, ok, save, hunks, answers=answers: answers.append(
+            (ok, save, hunks)))
+        state.update({"type": "toolCallRun", "arguments": {}, "manualApproval": True, "details": details})
+        card.render()
+        for hunk_id in untick:
+            card.hunk_boxes[hunk_id].value = False
+        card.decide(True)
+        assert answers == [expected]
+        assert card.status == ("running" if expected[0] else "rejected")
+
+
+def test_tool_card_shows_the_risk_badge_and_the_reason_while_waiting():
+    from eca_notebook.notebook._transcript import ToolCallState
+
+    risk = {"level": "high", "reason": "deletes recursively: build"}
+    state = ToolCallState("t1", "shell_command")
+    card = ToolCard(state, on_decision=lambda *a: None)
+    assert "eca-risk" not in card.header.value  # nothing known before the engine assessed it
+    state.update({"type": "toolCallRun", "arguments": {"command": "rm -rf build"}, "manualApproval": True,
+                  "risk": risk})
+    card.render()
+    header = card.header.value
+    assert 'data-risk="high"' in header and ">high risk</span>" in header
+    assert 'title="high risk: deletes recursively: build"' in header
+    assert '<div class="eca-risk-reason eca-risk-high">deletes recursively: build</div>' in header
+    card.decide(False)
+    state.update({"type": "toolCallRejected", "arguments": {}, "reason": "user-choice"})
+    card.render()
+    # in the history: the badge stays (a content without risk keeps the known one), the spelled-out reason goes
+    assert 'data-risk="high"' in card.header.value and "eca-risk-reason" not in card.header.value
+    low = ToolCallState("t2", "shell_command")
+    low.update({"type": "toolCallRun", "arguments": {"command": "ls"}, "manualApproval": False,
+                "risk": {"level": "low", "reason": "only reads: <ls>"}})
+    assert 'data-risk="low"' in ToolCard(low).header.value and "&lt;ls&gt;" in ToolCard(low).header.value

@@ -8,6 +8,7 @@ from eca_notebook.protocol import (
     ChatContentReceivedParams,
     FileChangeDetails,
     MetadataContent,
+    PlanContent,
     ProgressContent,
     ReasonFinishedContent,
     ReasonStartedContent,
@@ -81,6 +82,12 @@ WIRE = [
         ToolCallRejectedContent,
     ),
     ({"type": "metadata", "title": "Refactor parser"}, MetadataContent),
+    ({"type": "plan", "steps": [{"description": "Read the code", "status": "completed"}]}, PlanContent),
+    (
+        {"type": "plan", "steps": [{"description": "Fix", "status": "in_progress", "files": ["a.py", "b.py"],
+                                    "priority": "high"}], "explanation": "The bug is in a.py"},
+        PlanContent,
+    ),
 ]
 
 

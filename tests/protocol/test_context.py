@@ -8,6 +8,7 @@ from eca_notebook.protocol import (
     CursorContext,
     DirectoryContext,
     FileContext,
+    GitContext,
     McpResourceContext,
     RepoMapContext,
     UnknownContext,
@@ -42,6 +43,8 @@ WIRE = [
         },
         McpResourceContext,
     ),
+    ({"type": "git"}, GitContext),  # an eca-notebook extension (@git)
+    ({"type": "git", "part": "diff", "description": "Working diff"}, GitContext),
 ]
 
 

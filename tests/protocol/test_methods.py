@@ -60,6 +60,10 @@ EXPECTED: dict[str, tuple[str, str]] = {
     "$/showMessage": (S2C, "notification"),
     "$/progress": (S2C, "notification"),
     "$/cancelRequest": ("both", "notification"),
+    "completion/inline": (C2S, "request"),
+    "rewrite/prompt": (C2S, "request"),
+    "rewrite/contentReceived": (S2C, "notification"),
+    "rewrite/stop": (C2S, "notification"),
 }
 
 NO_PARAMS = ["initialized", "shutdown", "exit"]
@@ -97,6 +101,11 @@ SAMPLES: dict[str, dict[str, Any]] = {
     "$/showMessage": {"type": "info", "message": "hello"},
     "$/progress": {"type": "start", "taskId": "t", "title": "Starting"},
     "$/cancelRequest": {"id": 4},
+    "completion/inline": {"docText": "x = 1\n", "docVersion": 3, "position": {"line": 2, "character": 1}},
+    "rewrite/prompt": {"id": "r1", "text": "x=1", "prompt": "spaces",
+                       "range": {"start": {"line": 1, "character": 1}, "end": {"line": 1, "character": 4}}},
+    "rewrite/contentReceived": {"rewriteId": "r1", "content": {"type": "text", "text": "x = 1"}},
+    "rewrite/stop": {"id": "r1"},
 }
 
 

@@ -13,7 +13,7 @@ from eca_notebook.engine.config import load_config
 from eca_notebook.server._policy import PolicyFileError, layer_for, persist_approval, policy_file
 
 POLICY = {"byDefault": "deny", "allow": {"eca__grep": {"argsMatchers": {}}}, "ask": {},
-          "deny": {"eca__shell_command": {"argsMatchers": {"command": ["rm .*"]}}}}
+          "deny": {"eca__shell_command": {"argsMatchers": {"command": ["rm .*"]}}}, "risk": {"low": "allow"}}
 
 
 def effective(folders: list[Path]) -> dict:
@@ -21,12 +21,13 @@ def effective(folders: list[Path]) -> dict:
 
 
 def test_layer_nulls_out_rules_from_below():
-    below = {"allow": {"eca__read_file", "eca__grep"}, "ask": set(), "deny": {"x"}}
+    below = {"allow": {"eca__read_file", "eca__grep"}, "ask": set(), "deny": {"x"}, "risk": {"high"}}
     assert layer_for(POLICY, below) == {
         "byDefault": "deny",
         "allow": {"eca__read_file": None, "eca__grep": {"argsMatchers": {}}},
         "ask": {},
         "deny": {"x": None, "eca__shell_command": {"argsMatchers": {"command": ["rm .*"]}}},
+        "risk": {"high": None, "low": "allow"},  # the risk map is replaced like the rule maps
     }
 
 

@@ -94,7 +94,8 @@ async def test_a_reload_finds_the_chat_and_replays_it(connect, llm, workspace):
     result = await after.request("chat/open", {"chatId": chat_id})
     assert result["found"] is True and result["title"] == "remember me"
     replayed = after.contents(chat_id, start=mark)
-    assert ("user", {"type": "text", "text": "remember me\n"}) in replayed
+    echo = next(c for role, c in replayed if role == "user")
+    assert echo["text"] == "remember me\n" and echo["contentId"]  # (the id chat/rollback and chat/fork take)
     assert ("assistant", {"type": "text", "text": "first reply"}) in replayed  # chunks merged on replay
     assert after.of("chat/opened")[-1]["chatId"] == chat_id
 

@@ -344,6 +344,16 @@ def test_api_tags(http):
 # -- scripts --------------------------------------------------------------------------------------------------------
 
 
+def test_chat_completions_tool_name_after_the_first_fragment(llm, http):
+    llm.enqueue(Reply([ToolCall("call_1", "f", '{"a": 1}', chunks=2, name_late=True)]))
+    r = post(http, llm, "/v1/chat/completions", {"model": "gpt-x", "stream": True})
+    chunks = [json.loads(d) for _, d in sse_events(r.text)[:-1]]
+    calls = [c["choices"][0]["delta"]["tool_calls"][0] for c in chunks if "tool_calls" in c["choices"][0]["delta"]]
+    assert calls[0] == {"index": 0, "id": "call_1", "type": "function", "function": {"arguments": ""}}
+    assert calls[1]["function"] == {"arguments": '{"a"'} and calls[2]["function"] == {"name": "f"}
+    assert calls[3]["function"] == {"arguments": ': 1}'}
+
+
 def test_reply_json_round_trip():
     reply = Reply(
         [Text("t"), Reasoning("r"), ToolCall("i", "n", "{}", chunks=2), Usage(1, 2, 3), Error(500, "m", 1.5, "c"),
@@ -352,7 +362,8 @@ def test_reply_json_round_trip():
     )
     data = reply.to_json()
     assert data["steps"][0] == {"type": "text", "text": "t"}
-    assert data["steps"][2] == {"type": "tool_call", "id": "i", "name": "n", "arguments": "{}", "chunks": 2}
+    assert data["steps"][2] == {"type": "tool_call", "id": "i", "name": "n", "arguments": "{}", "chunks": 2,
+                                "name_late": False}
     assert Reply.from_json(json.loads(json.dumps(data))) == reply
 
 

@@ -168,7 +168,7 @@ async def test_write_file_new_file_diff_and_parent_dirs(ws: Path, ctx: ToolConte
     assert not result.error, result.output
     assert result.output == "Created pkg/sub/mod.py (2 lines)"
     assert (ws / "pkg/sub/mod.py").read_text() == "a = 1\nb = 2\n"
-    assert result.details == prepared.details
+    assert result.details == dict(prepared.details, undoable=True)
 
 
 async def test_write_file_overwrite_is_atomic_and_keeps_mode(ws: Path, ctx: ToolContext) -> None:
@@ -233,6 +233,9 @@ async def test_edit_file_exact_diff_and_write(ws: Path, ctx: ToolContext) -> Non
         "diff": "--- a/m.py\n+++ b/m.py\n@@ -3,4 +3,4 @@\n \n \n def g(x):\n-    return x + 1\n+    return x * 2\n",
         "linesAdded": 1,
         "linesRemoved": 1,
+        "hunks": [{"id": "h1", "oldStart": 3, "oldLines": 4, "newStart": 3, "newLines": 4, "linesAdded": 1,
+                   "linesRemoved": 1,
+                   "text": "@@ -3,4 +3,4 @@\n \n \n def g(x):\n-    return x + 1\n+    return x * 2\n"}],
     }
     assert (ws / "m.py").read_text() == SOURCE  # nothing written before approval
     result = await edit_file.run(prepared, ctx)

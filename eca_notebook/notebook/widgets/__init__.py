@@ -9,6 +9,7 @@ from __future__ import annotations
 from ._chat import ChatView, ViewController
 from ._coalesce import DEFAULT_INTERVAL, Coalescer
 from ._diff import DiffView, diff_counts, render_diff_html
+from ._plan import PlanView, plan_html, plan_markdown
 from ._style import CSS, style_html
 from ._tool_card import STATUS_LABELS, ToolCard
 
@@ -19,9 +20,12 @@ __all__ = [
     "ChatView",
     "Coalescer",
     "DiffView",
+    "PlanView",
     "ToolCard",
     "ViewController",
     "diff_counts",
+    "plan_html",
+    "plan_markdown",
     "render_diff_html",
     "style_html",
 ]

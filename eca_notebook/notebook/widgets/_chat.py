@@ -20,6 +20,7 @@ from typing import Any, Protocol
 
 from .._transcript import Block, ToolCallState, Transcript
 from ._coalesce import DEFAULT_INTERVAL, Coalescer
+from ._plan import PlanView
 from ._style import style_html
 from ._tool_card import ToolCard
 
@@ -29,7 +30,8 @@ MAX_PROMPT_SHOWN = 600
 
 
 class ViewController(Protocol):
-    def approve(self, view: ChatView, call: ToolCallState, save: str | None) -> None: ...
+    def approve(self, view: ChatView, call: ToolCallState, save: str | None,
+                hunks: list[str] | None = None) -> None: ...
 
     def reject(self, view: ChatView, call: ToolCallState) -> None: ...
 
@@ -60,6 +62,7 @@ class ChatView:
 
         self.style = widgets.HTML(style_html())
         self.blocks_box = widgets.VBox()
+        self.plan = PlanView()  # the chat's latest plan, as a checklist under the blocks
         self.progress = widgets.HTML()
         self.footer = widgets.HTML()
         self.stop_button = widgets.Button(description="Stop", icon="stop", button_style="warning",
@@ -72,7 +75,8 @@ class ChatView:
                                           tooltip="Send to the same chat")
         self.send_button.on_click(lambda _b: self.submit())
         self.controls = widgets.HBox([self.stop_button, self.input, self.send_button])
-        self.widget = widgets.VBox([self.style, self.blocks_box, self.progress, self.footer, self.controls])
+        self.widget = widgets.VBox([self.style, self.blocks_box, self.plan.widget, self.progress, self.footer,
+                                    self.controls])
         self.widget.add_class("eca-chat")
 
     def _ipython_display_(self) -> None:
@@ -104,10 +108,10 @@ class ChatView:
         """One engine notification; those of other chats are ignored."""
         if self.chat_id is None or params.get("chatId") != self.chat_id:
             return
-        before = (self.transcript.progress, self.transcript.usage)
+        before = (self.transcript.progress, self.transcript.usage, self.transcript.plan_content)
         for block in self.transcript.apply(method, params):
             self._mark(block)
-        if (self.transcript.progress, self.transcript.usage) != before:
+        if (self.transcript.progress, self.transcript.usage, self.transcript.plan_content) != before:
             self._chrome_dirty = True
         self.coalescer.mark()
 
@@ -151,11 +155,12 @@ class ChatView:
         self.input.value = ""
         self.controller.send(self, text)
 
-    def _on_decision(self, call: ToolCallState, approved: bool, save: str | None) -> None:
+    def _on_decision(self, call: ToolCallState, approved: bool, save: str | None,
+                     hunks: list[str] | None = None) -> None:
         if self.controller is None:
             return
         if approved:
-            self.controller.approve(self, call, save)
+            self.controller.approve(self, call, save, hunks)
         else:
             self.controller.reject(self, call)
 
@@ -186,6 +191,7 @@ class ChatView:
             footer = f'<div class="eca-footer">{html.escape(t.usage)}</div>' if t.usage else ""
             if self.footer.value != footer:
                 self.footer.value = footer
+            self.plan.show(t.plan_content)
 
     @staticmethod
     def _outer(item: Any) -> Any:

@@ -32,6 +32,11 @@ CSS = """
 .eca-status-done { color: var(--jp-success-color1, #388e3c); border-color: var(--jp-success-color1, #388e3c); }
 .eca-status-failed, .eca-status-rejected { color: var(--jp-error-color1, #d32f2f);
   border-color: var(--jp-error-color1, #d32f2f); }
+.eca-risk { font-size: var(--jp-ui-font-size0, 11px); padding: 0 4px; border-radius: 8px; border: 1px solid;
+  color: var(--jp-ui-font-color2, inherit); white-space: nowrap; }
+.eca-risk-medium { color: var(--jp-warn-color1, #f57c00); }
+.eca-risk-high { color: var(--jp-error-color1, #d32f2f); font-weight: 600; }
+.eca-risk-reason { font-size: var(--jp-ui-font-size0, 11px); border: none; font-weight: normal; margin-top: 2px; }
 .eca-chat .widget-html-content { line-height: 1.4; }
 .eca-args, .eca-output { font-family: var(--jp-code-font-family, monospace); line-height: 1.4;
   font-size: var(--jp-code-font-size, 12px); white-space: pre-wrap; margin: 0;
@@ -51,6 +56,19 @@ CSS = """
 .eca-plus { color: var(--jp-success-color1, #388e3c); }
 .eca-minus { color: var(--jp-error-color1, #d32f2f); }
 .eca-chat details > summary { cursor: pointer; color: var(--jp-ui-font-color2, inherit); }
+.eca-plan { border: 1px solid var(--jp-border-color2, rgba(127,127,127,.3)); border-radius: 4px; margin: 4px 0;
+  padding: 3px 6px; }
+.eca-plan-head { font-weight: 600; color: var(--jp-ui-font-color1, inherit); }
+.eca-plan-note { color: var(--jp-ui-font-color2, inherit); white-space: pre-wrap; }
+.eca-plan-steps { list-style: none; margin: 2px 0; padding: 0; }
+.eca-plan-step { line-height: 1.5; color: var(--jp-ui-font-color1, inherit); }
+.eca-plan-mark { display: inline-block; width: 1.2em; text-align: center; }
+.eca-plan-completed .eca-plan-mark { color: var(--jp-success-color1, #388e3c); }
+.eca-plan-completed .eca-plan-text { color: var(--jp-ui-font-color2, inherit); text-decoration: line-through; }
+.eca-plan-in_progress { font-weight: 600; background: var(--jp-layout-color2, rgba(127,127,127,.1)); }
+.eca-plan-in_progress .eca-plan-mark { color: var(--jp-brand-color1, #1976d2); }
+.eca-plan-file { font-size: var(--jp-ui-font-size0, 11px); margin-left: 4px; padding: 0 3px;
+  background: var(--jp-layout-color2, rgba(127,127,127,.1)); border-radius: 3px; }
 """
 
 

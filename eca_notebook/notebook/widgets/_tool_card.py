@@ -38,11 +38,23 @@ def _status_class(status: str) -> str:
     return "eca-status"
 
 
+def _risk_html(risk: dict[str, Any] | None, *, pending: bool) -> str:
+    """The engine's risk level as a badge (its reason as the tooltip), and the reason spelled out while the call
+    waits for the user — the moment it matters."""
+    if not risk or risk.get("level") not in ("low", "medium", "high"):
+        return ""
+    level = html.escape(str(risk["level"]))
+    reason = html.escape(str(risk.get("reason") or ""))
+    badge = (f' <span class="eca-risk eca-risk-{level}" data-risk="{level}" title="{level} risk: {reason}">'
+             f'{level} risk</span>')
+    return badge + (f'<div class="eca-risk-reason eca-risk-{level}">{reason}</div>' if pending and reason else "")
+
+
 class ToolCard:
     """``widget`` is the box to display; ``state`` the call it draws."""
 
     def __init__(self, state: ToolCallState,
-                 on_decision: Callable[[ToolCallState, bool, str | None], None] | None = None,
+                 on_decision: Callable[[ToolCallState, bool, str | None, list[str] | None], None] | None = None,
                  on_undo: Callable[[ToolCard], None] | None = None) -> None:
         import ipywidgets as widgets
 
@@ -57,6 +69,10 @@ class ToolCard:
         self.header = widgets.HTML()
         self.args_view = widgets.HTML()
         self.diff_view = widgets.HTML(layout=widgets.Layout(display="none"))
+        # a change split into hunks: one checkbox each, all ticked; Approve applies the ticked ones
+        self.hunk_boxes: dict[str, Any] = {}
+        self.hunk_view = widgets.VBox(layout=widgets.Layout(display="none"))
+        self.hunk_view.add_class("eca-hunks")
         self.approve_button = widgets.Button(description="Approve", button_style="success", icon="check",
                                              tooltip="Run this tool call")
         self.approve_session_button = widgets.Button(description="Approve for session", button_style="info",
@@ -73,7 +89,8 @@ class ToolCard:
         self.output_box = widgets.Accordion(children=[self.output_html], titles=("Output",),
                                             layout=widgets.Layout(display="none"))
         self.output_box.selected_index = None
-        self.widget = widgets.VBox([self.header, self.args_view, self.diff_view, self.buttons, self.output_box,
+        self.widget = widgets.VBox([self.header, self.args_view, self.diff_view, self.hunk_view, self.buttons,
+                                    self.output_box,
                                     widgets.HBox([self.undo_button, self.undo_note])])
         self.widget.add_class("eca-card")
         self.render()
@@ -91,17 +108,63 @@ class ToolCard:
         return self.state.status
 
     def decide(self, approved: bool, save: str | None = None) -> bool:
-        """Answer the approval (what the buttons do); False when it was not pending or was answered already."""
+        """Answer the approval (what the buttons do); False when it was not pending or was answered already.
+        With hunk checkboxes, an approval applies the ticked hunks (none ticked: a rejection)."""
         if self.state.decided or self.state.status != "pending":
             return False
+        hunks = self.chosen_hunks() if approved else None
+        if hunks is not None and not hunks:
+            approved, hunks = False, None
         self.state.decided = True
-        for button in self._buttons:
+        for button in (*self._buttons, *self.hunk_boxes.values()):
             button.disabled = True
         self.state.status = "running" if approved else "rejected"
         self.render()
         if self.on_decision is not None:
-            self.on_decision(self.state, approved, save)
+            self.on_decision(self.state, approved, save, hunks)
         return True
+
+    def chosen_hunks(self) -> list[str] | None:
+        """The ids of the ticked hunks; None when every hunk is ticked (the whole change) or there are none."""
+        if not self.hunk_boxes or all(box.value for box in self.hunk_boxes.values()):
+            return None
+        return [hunk_id for hunk_id, box in self.hunk_boxes.items() if box.value]
+
+    def _hunk_changed(self, _change: Any = None) -> None:
+        """The Approve button says how much it will apply."""
+        chosen = self.chosen_hunks()
+        total = len(self.hunk_boxes)
+        if chosen is None:
+            self.approve_button.description = "Approve"
+        elif not chosen:
+            self.approve_button.description = "Approve (no hunk selected: rejects)"
+        else:
+            self.approve_button.description = f"Approve {len(chosen)} of {total} hunks"
+
+    def _render_hunks(self, pending: bool) -> None:
+        """Checkboxes for a pending change of two or more hunks; after the decision, which hunks were applied."""
+        import ipywidgets as widgets
+
+        hunks = (self.state.details or {}).get("hunks") or []
+        if pending and len(hunks) > 1 and not self.hunk_boxes:
+            for hunk in hunks:
+                box = widgets.Checkbox(value=True, indent=False, description=(
+                    f"{hunk.get('id')}: {str(hunk.get('text', '')).split(chr(10), 1)[0]} "
+                    f"+{hunk.get('linesAdded', 0)} −{hunk.get('linesRemoved', 0)}"),
+                    layout=widgets.Layout(width="auto"))
+                box.add_class("eca-hunk")
+                box.observe(self._hunk_changed, names="value")
+                self.hunk_boxes[str(hunk.get("id"))] = box
+            self.hunk_view.children = tuple(self.hunk_boxes.values())
+        left_out = [h for h in hunks if h.get("applied") is False]
+        if not pending and left_out:
+            self.hunk_view.children = (widgets.HTML(
+                '<span class="eca-hunks-left-out">Not applied: '
+                + html.escape(", ".join(f"{h.get('id')} ({str(h.get('text', '')).split(chr(10), 1)[0]})"
+                                        for h in left_out)) + "</span>"),)
+        display = None if (pending and self.hunk_boxes) or (not pending and left_out) else "none"
+        if self.hunk_view.layout.display != display:
+            self.hunk_view.layout.display = display
 
     def undo(self) -> bool:
         """Ask to undo the call's change (what the Undo button does); False when there is nothing to undo."""
@@ -134,7 +197,8 @@ class ToolCard:
         summary = f' <span class="eca-card-summary">{html.escape(state.summary)}</span>' if state.summary else ""
         header = (f'<span class="eca-card-kind">tool</span> '
                   f'<span class="eca-card-title">{html.escape(state.name)}</span>{summary} '
-                  f'<span class="{_status_class(state.status)}">{html.escape(label)}</span>')
+                  f'<span class="{_status_class(state.status)}">{html.escape(label)}</span>'
+                  + _risk_html(state.risk, pending=state.status == "pending" and not state.decided))
         if self.header.value != header:
             self.header.value = header
         args = state.args_text()
@@ -154,6 +218,7 @@ class ToolCard:
         display = None if pending else "none"
         if self.buttons.layout.display != display:
             self.buttons.layout.display = display
+        self._render_hunks(pending)
         if state.output is not None:
             text = state.output
             if len(text) > MAX_OUTPUT_CHARS:

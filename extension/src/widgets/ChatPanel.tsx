@@ -15,6 +15,7 @@ import { ChatList } from './ChatList';
 import { Composer } from './Composer';
 import { MessageList } from './MessageList';
 import { McpServers } from './McpServers';
+import { PlanView } from './PlanView';
 import { Pickers, Usage } from './Pickers';
 
 export interface ChatAppProps {
@@ -54,7 +55,7 @@ export function ChatApp(props: ChatAppProps): JSX.Element {
     [props.onError]
   );
   const onApprove = React.useCallback(
-    (id: string, save?: 'session') => chat && guard(client.approve(chat.id, id, save)),
+    (id: string, save?: 'session', hunks?: string[]) => chat && guard(client.approve(chat.id, id, save, hunks)),
     [client, chat, guard]
   );
   const onReject = React.useCallback(
@@ -65,6 +66,27 @@ export function ChatApp(props: ChatAppProps): JSX.Element {
     (id: string) => {
       if (chat) {
         const action = client.undoToolCall(chat.id, id);
+        guard(action);
+        return action;
+      }
+    },
+    [client, chat, guard]
+  );
+
+  const onRewind = React.useCallback(
+    (contentId: string, revertFiles: boolean) => {
+      if (chat) {
+        const action = client.rewind(chat.id, contentId, revertFiles);
+        guard(action);
+        return action;
+      }
+    },
+    [client, chat, guard]
+  );
+  const onFork = React.useCallback(
+    (contentId: string) => {
+      if (chat) {
+        const action = client.fork(chat.id, contentId);
         guard(action);
         return action;
       }
@@ -119,10 +141,13 @@ export function ChatApp(props: ChatAppProps): JSX.Element {
           onApprove={onApprove}
           onReject={onReject}
           onUndo={onUndo}
+          onRewind={onRewind}
+          onFork={onFork}
         />
       ) : (
         <div className="eca-MessageList" />
       )}
+      {chat?.plan && <PlanView key={chat.id} plan={chat.plan} version={chat.plan.version} />}
       <Composer
         client={client}
         editors={props.editors}

@@ -10,16 +10,21 @@ import type { IRenderMimeRegistry } from '@jupyterlab/rendermime';
 import type { ChatView, Item } from '../model';
 import { renderStats } from '../stats';
 import { Markdown } from './Markdown';
-import { ToolCard } from './ToolCard';
+import { ToolCard, type ApproveHandler } from './ToolCard';
+import { UserMessage } from './UserMessage';
 
 interface ItemProps {
   item: Item;
   version: number;
   streaming: boolean;
   rendermime: IRenderMimeRegistry | null;
-  onApprove: (id: string, save?: 'session') => void;
+  onApprove: ApproveHandler;
   onReject: (id: string) => void;
   onUndo: (id: string) => Promise<unknown> | void;
+  /** The chat is running a prompt (user messages offer no rewind then). */
+  busy: boolean;
+  onRewind?: (contentId: string, revertFiles: boolean) => Promise<unknown> | void;
+  onFork?: (contentId: string) => Promise<unknown> | void;
 }
 
 function ItemViewImpl(props: ItemProps): JSX.Element {
@@ -27,11 +32,7 @@ function ItemViewImpl(props: ItemProps): JSX.Element {
   const { item } = props;
   switch (item.kind) {
     case 'user':
-      return (
-        <div className="eca-Message eca-mod-user">
-          <div className="eca-Message-body eca-Message-plain">{item.text}</div>
-        </div>
-      );
+      return <UserMessage item={item} busy={props.busy} onRewind={props.onRewind} onFork={props.onFork} />;
     case 'system':
       return (
         <div className="eca-Message eca-mod-system">
@@ -85,7 +86,10 @@ const ItemView = React.memo(
     a.rendermime === b.rendermime &&
     a.onApprove === b.onApprove &&
     a.onReject === b.onReject &&
-    a.onUndo === b.onUndo
+    a.onUndo === b.onUndo &&
+    a.busy === b.busy &&
+    a.onRewind === b.onRewind &&
+    a.onFork === b.onFork
 );
 
 export interface MessageListProps {
@@ -93,9 +97,13 @@ export interface MessageListProps {
   version: number;
   rendermime: IRenderMimeRegistry | null;
   welcome?: string;
-  onApprove: (id: string, save?: 'session') => void;
+  onApprove: ApproveHandler;
   onReject: (id: string) => void;
   onUndo: (id: string) => Promise<unknown> | void;
+  /** "Rewind to here" on user messages (`chat/rollback`); absent: not offered. */
+  onRewind?: (contentId: string, revertFiles: boolean) => Promise<unknown> | void;
+  /** "Fork from here" on user messages (`chat/fork`); absent: not offered. */
+  onFork?: (contentId: string) => Promise<unknown> | void;
 }
 
 function MessageListImpl(props: MessageListProps): JSX.Element {
@@ -139,6 +147,9 @@ function MessageListImpl(props: MessageListProps): JSX.Element {
           onApprove={props.onApprove}
           onReject={props.onReject}
           onUndo={props.onUndo}
+          busy={running}
+          onRewind={props.onRewind}
+          onFork={props.onFork}
         />
       ))}
       {chat.progress && (
@@ -160,5 +171,7 @@ export const MessageList = React.memo(
     a.welcome === b.welcome &&
     a.onApprove === b.onApprove &&
     a.onReject === b.onReject &&
-    a.onUndo === b.onUndo
+    a.onUndo === b.onUndo &&
+    a.onRewind === b.onRewind &&
+    a.onFork === b.onFork
 );

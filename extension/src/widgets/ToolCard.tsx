@@ -9,6 +9,7 @@ import * as React from 'react';
 
 import type { ToolItem, ToolState } from '../model';
 import { DiffView } from './DiffView';
+import { HunkList } from './HunkList';
 
 const STATE_LABEL: Record<ToolState, string> = {
   preparing: 'preparing…',
@@ -20,10 +21,13 @@ const STATE_LABEL: Record<ToolState, string> = {
   rejected: 'rejected'
 };
 
+/** Approve a waiting call; `hunks`: only those hunks of its file change (absent: all of it). */
+export type ApproveHandler = (id: string, save?: 'session', hunks?: string[]) => void;
+
 export interface ToolCardProps {
   item: ToolItem;
   version: number;
-  onApprove: (id: string, save?: 'session') => void;
+  onApprove: ApproveHandler;
   onReject: (id: string) => void;
   /** `chat/toolCallUndo`; the promise settles when the server answered (the card then shows "undone" or stays). */
   onUndo: (id: string) => Promise<unknown> | void;
@@ -58,6 +62,33 @@ export function ToolCard(props: ToolCardProps): JSX.Element {
   const output = (item.outputs ?? []).map(o => o.text ?? (o as any).content ?? '').join('\n');
   const fileChange = item.details && item.details.type === 'fileChange' ? item.details : undefined;
   const canUndo = item.state === 'done' && Boolean(item.details?.undoable) && !item.undone;
+  const hunks = React.useMemo(() => fileChange?.hunks ?? [], [fileChange]);
+  const waiting = item.state === 'waiting';
+  // hunk by hunk: while waiting on a change of two or more hunks, or when some were left out
+  const byHunk = hunks.length > 1 && (waiting || hunks.some(h => h.applied === false));
+  const [chosen, setChosen] = React.useState<ReadonlySet<string> | undefined>(undefined);
+  const ticked = chosen ?? new Set(hunks.map(h => h.id));
+  const toggle = React.useCallback(
+    (id: string, on: boolean) => {
+      const next = new Set(chosen ?? hunks.map(h => h.id));
+      if (on) {
+        next.add(id);
+      } else {
+        next.delete(id);
+      }
+      setChosen(next);
+    },
+    [chosen, hunks]
+  );
+  // all ticked: a plain approval (every client's meaning); some: only those; none: nothing to apply
+  const partial = byHunk && ticked.size < hunks.length ? hunks.filter(h => ticked.has(h.id)).map(h => h.id) : undefined;
+  const approve = (save?: 'session') => {
+    if (partial && partial.length === 0) {
+      props.onReject(item.id);
+    } else {
+      props.onApprove(item.id, save, partial);
+    }
+  };
   const undo = React.useCallback(() => {
     setUndoing(true);
     // A failure is reported by the panel (onError); here the button only comes back.
@@ -81,7 +112,32 @@ export function ToolCard(props: ToolCardProps): JSX.Element {
             : ''}
         </span>
       </div>
-      {fileChange && (
+      {item.risk && (
+        <div className="eca-ToolCard-riskLine">
+          <span
+            className="eca-ToolCard-risk"
+            data-risk={item.risk.level}
+            title={`${item.risk.level} risk: ${item.risk.reason}`}
+          >
+            {item.risk.level} risk
+          </span>
+          {waiting && (
+            // while the user decides, the reason is spelled out, not only in the badge's tooltip
+            <span className="eca-ToolCard-riskReason" data-risk={item.risk.level}>
+              {item.risk.reason}
+            </span>
+          )}
+        </div>
+      )}
+      {fileChange && byHunk && (
+        <HunkList
+          hunks={hunks}
+          path={diffTitle(fileChange.path, fileChange.cellId)}
+          chosen={waiting ? ticked : undefined}
+          onToggle={waiting ? toggle : undefined}
+        />
+      )}
+      {fileChange && !byHunk && (
         <DiffView
           diff={fileChange.diff}
           path={diffTitle(fileChange.path, fileChange.cellId)}
@@ -103,13 +159,17 @@ export function ToolCard(props: ToolCardProps): JSX.Element {
       )}
       {item.state === 'waiting' && (
         <div className="eca-ToolCard-actions">
-          <button className="jp-mod-styled jp-mod-accept eca-approve" onClick={() => props.onApprove(item.id)}>
-            Approve
+          <button className="jp-mod-styled jp-mod-accept eca-approve" onClick={() => approve()}>
+            {partial === undefined
+              ? 'Approve'
+              : partial.length === 0
+                ? 'Approve (no hunk selected: rejects)'
+                : `Approve ${partial.length} of ${hunks.length} hunks`}
           </button>
           <button
             className="jp-mod-styled eca-approve-session"
             title="Approve, and don't ask again for this tool in this session"
-            onClick={() => props.onApprove(item.id, 'session')}
+            onClick={() => approve('session')}
           >
             Approve for session
           </button>

@@ -8,6 +8,7 @@ import {
   extensionIcon,
   fileIcon,
   folderIcon,
+  historyIcon,
   linkIcon,
   notebookIcon,
   runIcon,
@@ -24,6 +25,7 @@ const ICONS: Record<IconKind, LabIcon> = {
   repoMap: treeViewIcon,
   cursor: textEditorIcon,
   mcpResource: extensionIcon,
+  git: historyIcon,
   cell: notebookIcon,
   command: runIcon,
   other: fileIcon
