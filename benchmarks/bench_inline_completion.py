@@ -38,8 +38,9 @@ from eca_notebook.transports.stdio import PipeStream
 DOC = "import math\n\n\ndef area(r):\n    return \n\n\nprint(area(2))\n"
 AT = {"line": 5, "character": 12}
 ANSWER = "math.pi * r ** 2"
-LINE = "result = compute_statistics(dataframe, columns=['alpha', 'beta'], weights=None, normalize=True)  # " \
-       "the summary table that the report cell below renders, rounded to three decimals for readability"
+LINE = ("result = compute_statistics(dataframe, columns=['alpha', 'beta'], weights=None, normalize=True)  # "
+        "the summary table that the report cell below renders, rounded to three decimals for readability!!!!!!")
+assert len(LINE) == 200
 
 
 def pct(values: list[float], q: float) -> float:
@@ -61,7 +62,9 @@ async def baseline(server: ScriptedLLMServer, n: int, delay: float) -> list[floa
             text = ""
             async with client.stream("POST", f"{server.url}/v1/completions", json=body) as response:
                 async for line in response.aiter_lines():
-                    if line.startswith("data: ") and line != "data: [DONE]":
+                    if line == "data: [DONE]":
+                        break  # as the provider does (the body's terminator may come a delayed-ACK later)
+                    if line.startswith("data: "):
                         text += json.loads(line[6:])["choices"][0]["text"]
             times.append(time.perf_counter() - started)
             assert text == ANSWER, text
@@ -147,7 +150,8 @@ async def typing(server: ScriptedLLMServer, home: Path, delay: float, pace: floa
         answers = [await task for _, task in sent]
         started_calls = len([r for r in server.requests if r.path == "/v1/completions"]) - before
     server.clear()
-    superseded = [t for r, t in answers if r.get("error", {}).get("message") == "superseded"]
+    # how long after the superseding keystroke (sent ``pace`` later) the older request answered
+    superseded = [max(0.0, t - pace) for r, t in answers if r.get("error", {}).get("message") == "superseded"]
     return {"keystrokes": len(LINE), "requests": len(answers), "model_calls": started_calls,
             "with_items": sum(1 for r, _ in answers if "items" in r), "superseded": len(superseded),
             "superseded_p50": pct(superseded, 0.5) if superseded else 0.0,
@@ -230,8 +234,8 @@ async def main() -> None:
           f"p95 {ms(pct(b, .95) - delay):7.1f} ms   mean {ms(statistics.mean(b) - delay):.1f} ms")
     print(f"(c) typing {c['keystrokes']} chars, one request per keystroke every {ms(args.pace):.0f} ms, model "
           f"300 ms: {c['requests']} requests, {c['model_calls']} model calls started, {c['with_items']} with items, "
-          f"{c['superseded']} superseded (answered in p50 {ms(c['superseded_p50']):.1f} ms, "
-          f"p95 {ms(c['superseded_p95']):.1f} ms after they were sent)")
+          f"{c['superseded']} superseded (answered p50 {ms(c['superseded_p50']):.1f} ms, "
+          f"p95 {ms(c['superseded_p95']):.1f} ms after the next keystroke's request)")
     if d is not None:
         print(f"(d) embedded model: first request (model load) {d['cold']:.2f} s; time to first token "
               f"p50 {ms(pct(d['ttft'], .5)):.0f} ms p95 {ms(pct(d['ttft'], .95)):.0f} ms; completion/inline answer "

@@ -2,10 +2,11 @@
 
 How a request goes (:meth:`InlineCompleter.complete`):
 
-1. **Supersession.** A newer request for the same document — the same ``path``, or the same connection when the
-   client sent none — ends the older one at once: its model call is cancelled (the HTTP stream closed, so the server
-   stops generating) and it answers ``{error: {type: "info", message: "superseded"}}``. ``$/cancelRequest`` ends a
-   request the same way but answers with JSON-RPC's "request cancelled" error, as LSP clients expect.
+1. **Supersession.** A newer request for the same document from the same client — the same ``path`` on the same
+   connection (any request of that connection when it sent no path) — ends the older one at once: its model call
+   is cancelled (the HTTP stream closed, so the server stops generating) and it answers ``{error: {type: "info",
+   message: "superseded"}}``. ``$/cancelRequest`` ends a request the same way but answers with JSON-RPC's "request
+   cancelled" error, as LSP clients expect. Two clients (two tabs on one notebook) never end each other's.
 2. **The model** (:func:`completion_model`): ``completion.model``, else a fast model of the chat's provider, else the
    chat's default model, else the embedded model.
 3. **How it is asked** (:func:`completion_mode`): *fill-in-the-middle* — prefix and suffix to a raw completion
@@ -158,7 +159,8 @@ class InlineCompleter:
 
     async def complete(self, params: CompletionInlineParams, origin: object | None = None) -> CompletionInlineResult:
         """Answer one request (see the module docstring); supersedes the document's older request."""
-        key: Hashable = ("path", params.path) if params.path else ("origin", id(origin))
+        # one document of one client: two tabs on the same notebook never end each other's requests
+        key: Hashable = (id(origin), params.path)
         mine = _Running(asyncio.current_task())
         older = self._running.get(key)
         self._running[key] = mine

@@ -266,11 +266,14 @@ class Trim:
 
     def _drop_echo(self, text: str) -> str:
         """A chat model sometimes answers with the whole line instead of its rest: drop what is already typed."""
-        typed = self.cursor.line_prefix.strip()
+        line = self.cursor.line_prefix
+        typed = line.strip()
         if len(typed) >= 3:
             head = text.lstrip(" \t")
             if head.startswith(typed):
-                return head[len(typed):]
+                rest = head[len(typed):]
+                # "return " typed, "return x" answered: "x", not " x"
+                return rest.lstrip(" ") if line != line.rstrip(" \t") else rest
         return text
 
     # -- the suffix ----------------------------------------------------------------------------------------------

@@ -24,7 +24,6 @@ import json
 import logging
 import time
 import uuid
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -160,18 +159,12 @@ def file_window(path: str | None, line: int, max_lines: int, folders: list[Path]
     return f"[File truncated: showing lines {start}-{end} of {total}]\n{window}"
 
 
-@dataclass
-class _Rewrite:
-    task: asyncio.Task[None]
-    stopped: bool = False
-
-
 class Rewriter:
     """The engine's rewrites, by (connection, rewrite id)."""
 
     def __init__(self, engine: Engine) -> None:
         self._engine = engine
-        self._running: dict[tuple[int, str], _Rewrite] = {}
+        self._running: dict[tuple[int, str], asyncio.Task[None]] = {}
 
     def start(self, params: RewritePromptParams, listener: Listener) -> RewritePromptResult:
         """Start rewrite ``params.id`` for ``listener``; RpcError when no model can do it (nothing is streamed)."""
@@ -186,27 +179,24 @@ class Rewriter:
         key = (id(listener), params.id)
         self.stop(params.id, listener)  # the same id again: the newer request wins
         task = engine.background.spawn(self._run(params, listener, provider, info), f"eca-rewrite-{params.id}")
-        rewrite = _Rewrite(task)
-        self._running[key] = rewrite
-        task.add_done_callback(lambda _: self._running.pop(key, None) if self._running.get(key) is rewrite else None)
+        self._running[key] = task
+        task.add_done_callback(lambda _: self._running.pop(key, None) if self._running.get(key) is task else None)
         return RewritePromptResult(model=model_id)
 
     def stop(self, rewrite_id: str, listener: Listener | None = None) -> bool:
         """Stop a running rewrite (of this listener, or of any); False when none was running."""
         found = False
-        for (owner, rid), rewrite in list(self._running.items()):
-            if rid == rewrite_id and (listener is None or owner == id(listener)) and not rewrite.task.done():
-                rewrite.stopped = True
-                rewrite.task.cancel()
+        for (owner, rid), task in list(self._running.items()):
+            if rid == rewrite_id and (listener is None or owner == id(listener)) and not task.done():
+                task.cancel()
                 found = True
         return found
 
     def forget(self, listener: Listener) -> None:
         """The listener is gone: stop its rewrites (nobody would see them)."""
-        for (owner, _), rewrite in list(self._running.items()):
-            if owner == id(listener) and not rewrite.task.done():
-                rewrite.stopped = True
-                rewrite.task.cancel()
+        for (owner, _), task in list(self._running.items()):
+            if owner == id(listener) and not task.done():
+                task.cancel()
 
     async def rewrite_text(self, params: RewritePromptParams) -> tuple[str, str]:
         """The whole rewrite at once (``%eca rewrite``): (the model id, the normalized text). Raises
@@ -221,7 +211,7 @@ class Rewriter:
             raise RpcError(INVALID_PARAMS, f"Unknown rewrite model '{model_id}' (rewrite.model)") from None
         parts: list[str] = []
         async with asyncio.timeout(engine.config.rewrite.timeout_seconds):
-            stream: Any = provider.stream(self._request(params, info))
+            stream: Any = provider.stream(await self._request(params, info))
             async with contextlib.aclosing(stream):
                 async for event in stream:
                     if isinstance(event, TextDelta):
@@ -247,7 +237,7 @@ class Rewriter:
 
     # -- one rewrite ---------------------------------------------------------------------------------------------
 
-    def _request(self, params: RewritePromptParams, info: ModelInfo) -> ProviderRequest:
+    async def _request(self, params: RewritePromptParams, info: ModelInfo) -> ProviderRequest:
         engine = self._engine
         small = info.provider == _local.PROVIDER_ID or info.compact
         if small:
@@ -255,8 +245,8 @@ class Rewriter:
             user = COMPACT_REWRITE_PROMPT.format(request=params.prompt.strip(), text=params.text)
         else:
             start, end = params.range.start, params.range.end
-            full = file_window(params.path, start.line, engine.config.rewrite.full_file_max_lines,
-                               engine.workspace_folders)
+            full = await asyncio.to_thread(file_window, params.path, start.line,  # a file read: off the loop
+                                           engine.config.rewrite.full_file_max_lines, engine.workspace_folders)
             system = REWRITE_PROMPT.format(
                 path=f"- File path: {params.path}" if params.path else "",
                 full_text=f"- Full file content:\n```\n{full}\n```" if full else "",
@@ -289,7 +279,7 @@ class Rewriter:
         reached = False
         try:
             async with asyncio.timeout(self._engine.config.rewrite.timeout_seconds):
-                stream = provider.stream(self._request(params, info))
+                stream = provider.stream(await self._request(params, info))
                 async with contextlib.aclosing(stream):
                     async for event in stream:
                         if not reached:

@@ -378,8 +378,8 @@ class Engine:
 
     async def complete_inline(self, params: CompletionInlineParams,
                               origin: object | None = None) -> CompletionInlineResult:
-        """``completion/inline``: one suggestion at the cursor, or why there is none. A newer request for the same
-        document (same ``path``; same ``origin`` — the connection — without one) supersedes this one."""
+        """``completion/inline``: one suggestion at the cursor, or why there is none. A newer request of the same
+        ``origin`` (the connection) for the same ``path`` (or without one) supersedes this one."""
         return await self.inline.complete(params, origin)
 
     def rewrite(self, params: RewritePromptParams, listener: Listener) -> RewritePromptResult:

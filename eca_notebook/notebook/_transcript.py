@@ -53,6 +53,18 @@ class Transcript(TurnFold):
         self.progress = "Starting…"
         return block
 
+    def replayed_prompt(self, prompt: str) -> Block:
+        """A prompt of the chat as the server replays it (after a rewind): a finished turn starts here."""
+        self._close_open_blocks()
+        self.turn_start = len(self.blocks)
+        block = Block("user", prompt)
+        self.blocks.append(block)
+        return block
+
+    def clear(self) -> None:
+        """Forget every turn shown (``chat/cleared``); the status stays."""
+        TurnFold.__init__(self)
+
     def apply(self, method: str, params: dict[str, Any]) -> list[Block]:
         if method == "chat/statusChanged":
             self.status = params.get("status") or self.status

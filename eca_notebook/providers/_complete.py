@@ -82,7 +82,9 @@ async def post_completion(
 
 
 async def openai_completion_pieces(provider: HttpProvider, response: httpx.Response) -> AsyncIterator[str]:
-    """``/v1/completions`` SSE: ``choices[0].text`` of each chunk until ``[DONE]`` (or a finish reason)."""
+    """``/v1/completions`` SSE: ``choices[0].text`` of each chunk until ``[DONE]`` (read even after the finish
+    reason: a response read to its end leaves the connection reusable, and a new TLS handshake costs more than a
+    suggestion's whole budget)."""
     decoder = SSEDecoder()
     finished = False
     async for line in response.aiter_lines():
@@ -105,8 +107,6 @@ async def openai_completion_pieces(provider: HttpProvider, response: httpx.Respo
                     yield text
                 if choice.get("finish_reason"):
                     finished = True
-        if finished:
-            return
     if not finished:
         raise provider.ended_unexpectedly()
 

@@ -13,7 +13,8 @@
  *   `user_expressions` entry (no execution count, no history, no output), and only when it is idle: the answer is
  *   cached per kernel and refreshed after cells run; a busy kernel is never waited on (the last summary is used).
  * - A failure (`error` result of type warning/error) is shown quietly: JupyterLab's small error mark at the cursor,
- *   with the message as its tooltip; "nothing to suggest" (`info`) shows nothing.
+ *   with the message as its tooltip, the same message at most once a minute; "nothing to suggest" (`info`) shows
+ *   nothing.
  */
 
 import type { JupyterFrontEnd, JupyterFrontEndPlugin } from '@jupyterlab/application';
@@ -38,6 +39,7 @@ import {
   InlineRequests,
   KERNEL_SUMMARY_EXPRESSION,
   KernelVariable,
+  WarningThrottle,
   composeContext,
   parseKernelSummary
 } from './inlineCore';
@@ -85,6 +87,8 @@ interface KernelEntry {
  * in one of its notebooks, then again after its cells ran — always when it is idle, never queued behind user code.
  */
 export class KernelNamespace {
+  /** How many inspections answered (tests wait on it). */
+  inspections = 0;
   private readonly _entries = new WeakMap<Kernel.IKernelConnection, KernelEntry>();
 
   constructor() {
@@ -150,9 +154,17 @@ export class KernelNamespace {
 
   private _refresh(kernel: Kernel.IKernelConnection, entry: KernelEntry): void {
     entry.stale = false;
-    entry.refreshing = this._inspect(kernel, entry)
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    // Bounded as a whole: a kernel that never answers (its info, the request) must not hold later looks up.
+    entry.refreshing = Promise.race([
+      this._inspect(kernel, entry),
+      new Promise<void>(resolve => {
+        timer = setTimeout(resolve, KERNEL_TIMEOUT_MS);
+      })
+    ])
       .catch(() => undefined)
       .finally(() => {
+        clearTimeout(timer);
         entry.refreshing = null;
         entry.loaded = true;
       });
@@ -177,17 +189,11 @@ export class KernelNamespace {
       },
       true
     );
-    let timer: ReturnType<typeof setTimeout> | undefined;
-    const reply = await Promise.race([
-      future.done,
-      new Promise<null>(resolve => {
-        timer = setTimeout(() => resolve(null), KERNEL_TIMEOUT_MS);
-      })
-    ]);
-    clearTimeout(timer);
+    const reply = await future.done;
     const value: any = (reply?.content as any)?.user_expressions?.eca;
     if (value?.status === 'ok' && typeof value.data?.['text/plain'] === 'string') {
       entry.variables = parseKernelSummary(value.data['text/plain'], decodeBase64);
+      this.inspections += 1;
     }
   }
 }
@@ -200,9 +206,13 @@ interface Target {
   context?: () => Promise<string | undefined>;
 }
 
-/** Timings of the latest requests (for the benchmark): when `fetch` was called, and when its answer was ready. */
+/**
+ * Timings of the latest requests (for the benchmark, `performance.now()`): when `fetch` was called, when the request
+ * went out (its context composed), and when the answer was ready.
+ */
 export interface InlineTiming {
   fetched: number;
+  sent: number;
   answered: number;
   outcome: string;
 }
@@ -225,6 +235,7 @@ export class EcaInlineProvider implements IInlineCompletionProvider {
   readonly requests: InlineRequests;
   readonly timings: InlineTiming[] = [];
   private _timeoutMs = TIMEOUT_MS;
+  private readonly _warnings = new WarningThrottle();
 
   constructor(private readonly _options: EcaInlineProviderOptions) {
     this.requests = new InlineRequests(_options.client);
@@ -249,6 +260,7 @@ export class EcaInlineProvider implements IInlineCompletionProvider {
     if (document.getSource() !== request.text) {
       return { items: [] }; // typed on while the kernel was looked at: JupyterLab asks again
     }
+    const sent = performance.now();
     const outcome = await this.requests.request({
       document,
       text: request.text,
@@ -262,15 +274,16 @@ export class EcaInlineProvider implements IInlineCompletionProvider {
         return () => document.changed.disconnect(slot);
       }
     });
-    this.timings.push({ fetched, answered: performance.now(), outcome: outcome.kind });
+    this.timings.push({ fetched, sent, answered: performance.now(), outcome: outcome.kind });
     if (this.timings.length > 500) {
       this.timings.splice(0, this.timings.length - 500);
     }
     const items: IInlineCompletionItem[] = [];
     if (outcome.kind === 'suggestion') {
       items.push({ insertText: outcome.insertText });
-    } else if (outcome.kind === 'error' && outcome.type !== 'info') {
+    } else if (outcome.kind === 'error' && outcome.type !== 'info' && this._warnings.shouldShow(outcome.message)) {
       // JupyterLab's quiet error mark at the cursor (gone after a few seconds), the message as its tooltip.
+      console.warn(`ECA inline completion: ${outcome.message}`);
       items.push({ insertText: '', error: { message: `ECA: ${outcome.message}` } });
     }
     return { items };
@@ -330,14 +343,10 @@ export const inlineCompletionPlugin: JupyterFrontEndPlugin<void> = {
     if (!manager) {
       return; // the completer extension is disabled: no inline completion in this JupyterLab
     }
-    const provider = new EcaInlineProvider({
-      client: chat.client,
-      notebooks,
-      editors,
-      kernels: notebooks ? new KernelNamespace() : null
-    });
+    const kernels = notebooks ? new KernelNamespace() : null;
+    const provider = new EcaInlineProvider({ client: chat.client, notebooks, editors, kernels });
     manager.registerInlineProvider(provider);
     // For the browser tests and the benchmark: request counters and timings.
-    (window as any).__ecaInline = { provider, stats: provider.requests.stats, timings: provider.timings };
+    (window as any).__ecaInline = { provider, kernels, stats: provider.requests.stats, timings: provider.timings };
   }
 };

@@ -419,3 +419,29 @@ export class InlineRequests {
     return next;
   }
 }
+
+/**
+ * Whether to show a failure: the same message at most once a minute (a missing key or a down server would otherwise
+ * mark every pause in typing, and each mark takes the next Tab).
+ */
+export class WarningThrottle {
+  private readonly _shown = new Map<string, number>();
+
+  constructor(
+    private readonly _intervalMs = 60000,
+    private readonly _now: () => number = () => Date.now()
+  ) {}
+
+  shouldShow(message: string): boolean {
+    const now = this._now();
+    const last = this._shown.get(message);
+    if (last !== undefined && now - last < this._intervalMs) {
+      return false;
+    }
+    if (this._shown.size > 50) {
+      this._shown.clear();
+    }
+    this._shown.set(message, now);
+    return true;
+  }
+}

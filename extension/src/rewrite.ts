@@ -167,7 +167,7 @@ export class RewriteOverlay extends ReactWidget {
       this.update();
       return;
     }
-    const text = this.state.text;
+    const text = this.state.result(original);
     shared.updateSource(at.start, at.end, text);
     editor.setSelection({ start: editor.getPositionAt(at.start)!, end: editor.getPositionAt(at.start + text.length)! });
     this._finish();
@@ -198,10 +198,13 @@ export class RewriteOverlay extends ReactWidget {
 
   protected render(): JSX.Element {
     const source = this.target.editor.model.sharedModel.getSource();
+    const first = positionAt(source, this.target.start).line;
+    const last = positionAt(source, this.target.end).line;
     return React.createElement(RewriteDialog, {
       title: this.target.label,
       original: this.target.original,
-      firstLine: positionAt(source, this.target.start).line,
+      firstLine: first,
+      where: first === last ? `line ${first}` : `lines ${first}–${last}`,
       state: this.state,
       prompt: this._prompt,
       applyError: this._applyError,

@@ -98,6 +98,32 @@ function groupChanges(lines: DiffLine[]): DiffLine[] {
   return out;
 }
 
+/**
+ * The diff to show while the rewrite streams: the new text so far against the part of the original it has reached —
+ * as many lines as it has, or up to the last original line it already matched — and `…` for the rest, which is
+ * not rewritten yet (not removed). The final diff ({@link unifiedDiff}) replaces it once the rewrite is over.
+ */
+export function streamingDiff(original: string, partial: string): string {
+  const before = splitLines(original);
+  const after = splitLines(partial);
+  let reached = after.length;
+  let index = 0;
+  for (const line of diffLines(original, partial)) {
+    if (line.op !== '+') {
+      index++;
+    }
+    if (line.op === ' ') {
+      reached = Math.max(reached, index);
+    }
+  }
+  reached = Math.min(reached, before.length);
+  const shown = diffLines(before.slice(0, reached).join('\n'), partial).map(l => `${l.op}${l.text}`);
+  if (reached < before.length) {
+    shown.push(' …');
+  }
+  return shown.join('\n');
+}
+
 export interface DiffSummary {
   /** Unified-diff text (`DiffView` colours it by the first character of each line). */
   diff: string;
@@ -221,10 +247,33 @@ export class RewriteState {
     return this.phase === 'starting' || this.phase === 'streaming';
   }
 
+  /** What Accept writes: the rewritten text with the original's blank edges (see {@link keepEdges}). */
+  result(original: string): string {
+    return keepEdges(original, this.text);
+  }
+
   /** Accept is offered once the rewrite is over and produced something different from the original. */
   canAccept(original: string): boolean {
-    return this.phase === 'done' && this.text !== '' && this.text !== original;
+    return this.phase === 'done' && this.text.trim() !== '' && this.result(original) !== original;
   }
+}
+
+/**
+ * `text` with the line breaks (and blank lines) `original` starts and ends with. The server drops blank edge lines
+ * from a rewrite, but a selection of whole lines ends with a line break: without it the next line would be joined
+ * to the rewrite's last one (and a file would lose its final newline).
+ */
+export function keepEdges(original: string, text: string): string {
+  const lead = /^(?:[ \t]*\n)+/.exec(original)?.[0] ?? '';
+  const trail = /\n[ \t\n]*$/.exec(original)?.[0] ?? '';
+  let out = text;
+  if (lead) {
+    out = lead + out.replace(/^(?:[ \t]*\n)+/, '');
+  }
+  if (trail) {
+    out = out.replace(/\n[ \t\n]*$/, '') + trail;
+  }
+  return out;
 }
 
 /**

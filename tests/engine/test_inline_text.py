@@ -98,6 +98,7 @@ def test_an_unfinished_stream_waits_for_the_indentation():
 def test_chat_answers_lose_fences_and_echoes():
     assert trim("df.|", "```python\ndf.head()\n```", chat=True) == ("head()", True)
     assert trim("x = |", "<ECA_TAG>42", chat=True)[0] == "42"
+    assert trim("    return |", "return math.pi", chat=True)[0] == "math.pi"
     assert trim("x = |", "```py", chat=True, final=False) == ("", False)  # the fence line is not yet complete
 
 

@@ -266,3 +266,27 @@ def test_tool_card_shows_the_risk_badge_and_the_reason_while_waiting():
     low.update({"type": "toolCallRun", "arguments": {"command": "ls"}, "manualApproval": False,
                 "risk": {"level": "low", "reason": "only reads: <ls>"}})
     assert 'data-risk="low"' in ToolCard(low).header.value and "&lt;ls&gt;" in ToolCard(low).header.value
+
+
+def test_a_rewound_chat_is_redrawn_from_the_replay():
+    view = ChatView(Controller())
+    view.begin_turn(CHAT, "first")
+    feed(view, [content("user", type="text", text="first\n"), content("assistant", type="text", text="ONE")])
+    view.finish()
+    view.begin_turn(CHAT, "second")
+    feed(view, [content("user", type="text", text="second\n"), content("assistant", type="text", text="TWO")])
+    view.finish()
+    assert len(view.blocks_box.children) == 4
+    # chat/rollback to "second": the server clears the chat and replays what is kept
+    feed(view, [("chat/cleared", {"chatId": CHAT, "messages": True}),
+                content("user", type="text", text="first\n", contentId="k1"),
+                content("assistant", type="text", text="ONE")])
+    view.coalescer.close()
+    children = view.blocks_box.children
+    assert len(children) == 2 and "› first" in children[0].value and markdown_of(children[1]) == "ONE"
+    assert "TWO" not in str([getattr(c, "value", "") for c in children])
+    # a new prompt of this view is not doubled by its own echo
+    view.begin_turn(CHAT, "third")
+    feed(view, [content("user", type="text", text="third\n"), content("assistant", type="text", text="THREE")])
+    view.finish()
+    assert [c.value.count("› third") for c in view.blocks_box.children if hasattr(c, "value")].count(1) == 1

@@ -57,7 +57,7 @@ def check_batch_prompts(text: str) -> None:
     assert "| # | prompt | model | answer | tools | tokens | status |" in text
     assert "| 2 | What is the total amount? | alpha/demo | The total is **200**" in text
     assert "read_file (done)" in text and "write_file (rejected)" in text
-    assert "HTTP 400: context length exceeded |  |  | error |" in text
+    assert "HTTP 400: invalid request: unsupported parameter temperature |  |  | error |" in text
     assert "summary.md written: False" in text
     assert "write_file done" in text and "+Total: 200" in text
     assert "peak in flight: 2" in text

@@ -110,3 +110,17 @@ async def test_closing_the_socket_stops_its_rewrite(connect, llm):
     await sock.close()
 
     assert await asyncio.to_thread(llm.wait_for_disconnect, 20)  # nobody to stream to: the model call ended
+
+
+async def test_two_sockets_on_one_document_never_supersede_each_other(connect, llm):
+    llm.enqueue(Reply([Stall(1), Text("first")]), Reply.text("second"))
+    one, two = await connect(), await connect()
+    await one.initialize()
+    await two.initialize()
+
+    pending = asyncio.ensure_future(one.request("completion/inline", inline(path="shared.ipynb#c1")))
+    await until(lambda: len(posts(llm)) == 1)
+    answer = await two.request("completion/inline", inline(path="shared.ipynb#c1"))
+
+    assert answer["items"][0]["text"] == "second"
+    assert (await pending)["items"][0]["text"] == "first"

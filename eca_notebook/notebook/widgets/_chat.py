@@ -29,6 +29,11 @@ __all__ = ["ChatView", "ViewController"]
 MAX_PROMPT_SHOWN = 600
 
 
+def _shown(prompt: str) -> str:
+    """A prompt as its block shows it: a long one (attached text) is cut."""
+    return prompt if len(prompt) <= MAX_PROMPT_SHOWN else prompt[:MAX_PROMPT_SHOWN] + " …"
+
+
 class ViewController(Protocol):
     def approve(self, view: ChatView, call: ToolCallState, save: str | None,
                 hunks: list[str] | None = None) -> None: ...
@@ -58,6 +63,8 @@ class ChatView:
         self._widgets: dict[int, Any] = {}  # id(block) → its widget
         self._dirty: dict[int, Block] = {}
         self._chrome_dirty = False
+        # after ``chat/cleared`` (a rewind): the server replays the kept messages, prompts included
+        self._replaying = False
         self.coalescer = Coalescer(self._flush, interval)
 
         self.style = widgets.HTML(style_html())
@@ -97,8 +104,8 @@ class ChatView:
 
     def begin_turn(self, chat_id: str, prompt: str) -> None:
         self.chat_id = chat_id
-        shown = prompt if len(prompt) <= MAX_PROMPT_SHOWN else prompt[:MAX_PROMPT_SHOWN] + " …"
-        self._mark(self.transcript.begin_turn(shown))
+        self._replaying = False
+        self._mark(self.transcript.begin_turn(_shown(prompt)))
         self.stop_button.layout.display = None
         self.send_button.disabled = True
         self._chrome_dirty = True
@@ -108,11 +115,30 @@ class ChatView:
         """One engine notification; those of other chats are ignored."""
         if self.chat_id is None or params.get("chatId") != self.chat_id:
             return
+        if method == "chat/cleared":
+            if params.get("messages"):
+                self._clear()
+            return
+        content = params.get("content") or {}
+        if self._replaying and params.get("role") == "user" and content.get("type") == "text":
+            prompt = str(content.get("text") or "").strip()
+            self._mark(self.transcript.replayed_prompt(_shown(prompt)))
         before = (self.transcript.progress, self.transcript.usage, self.transcript.plan_content)
         for block in self.transcript.apply(method, params):
             self._mark(block)
         if (self.transcript.progress, self.transcript.usage, self.transcript.plan_content) != before:
             self._chrome_dirty = True
+        self.coalescer.mark()
+
+    def _clear(self) -> None:
+        """The chat was rewound: drop what is shown; the server's replay of the kept messages draws it again."""
+        self.transcript.clear()
+        self.cards.clear()
+        self._widgets.clear()
+        self._dirty.clear()
+        self.blocks_box.children = ()
+        self._replaying = True
+        self._chrome_dirty = True
         self.coalescer.mark()
 
     def queued(self) -> None:

@@ -7,7 +7,7 @@
 
 import * as React from 'react';
 
-import { DiffLine, RewriteState, diffLines, unifiedDiff } from '../rewriteCore';
+import { RewriteState, streamingDiff, unifiedDiff } from '../rewriteCore';
 import { DiffView } from './DiffView';
 
 export interface RewriteDialogProps {
@@ -16,6 +16,8 @@ export interface RewriteDialogProps {
   original: string;
   /** The original's first line in its document (for the diff's hunk headers). */
   firstLine: number;
+  /** Where the original is, for the diff's title: "lines 4–6". */
+  where: string;
   state: RewriteState;
   prompt: string;
   onSubmit: (prompt: string) => void;
@@ -24,23 +26,6 @@ export interface RewriteDialogProps {
   onReject: () => void;
   /** A problem applying the result (the text changed meanwhile). */
   applyError?: string | null;
-}
-
-/**
- * While the rewrite streams, the original's lines after the last one the new text reached show as "removed": they
- * are only not written yet. Drop that trailing run of removals until the rewrite is over.
- */
-function streamingDiff(original: string, partial: string): string {
-  const lines: DiffLine[] = diffLines(original, partial);
-  let end = lines.length;
-  while (end > 0 && lines[end - 1].op === '-') {
-    end--;
-  }
-  const shown = lines.slice(0, end).map(l => `${l.op}${l.text}`);
-  if (end < lines.length) {
-    shown.push(' …');
-  }
-  return shown.join('\n');
 }
 
 function seconds(ms: number | null): string {
@@ -69,14 +54,21 @@ export function RewriteDialog(props: RewriteDialogProps): JSX.Element {
   const { state, original } = props;
   const [prompt, setPrompt] = React.useState(props.prompt);
   const acceptRef = React.useRef<HTMLButtonElement>(null);
+  const rejectRef = React.useRef<HTMLButtonElement>(null);
+  const rootRef = React.useRef<HTMLDivElement>(null);
   const asking = state.phase === 'asking';
+  const over = !asking && !state.running;
   const canAccept = state.canAccept(original);
 
   React.useEffect(() => {
-    if (canAccept) {
-      acceptRef.current?.focus(); // Enter accepts, Escape rejects
+    // The focus stays in the dialog, so Escape (reject) reaches it: on the dialog itself while the rewrite streams (not
+    // on Stop: a second Enter must not stop it), then on Accept (Enter accepts) or, with nothing to accept, on Reject.
+    if (state.running) {
+      rootRef.current?.focus();
+    } else if (over) {
+      (canAccept ? acceptRef : rejectRef).current?.focus();
     }
-  }, [canAccept]);
+  }, [state.running, over, canAccept]);
 
   const submit = () => {
     if (prompt.trim()) {
@@ -98,13 +90,15 @@ export function RewriteDialog(props: RewriteDialogProps): JSX.Element {
     if (state.running) {
       diff = { diff: state.text ? streamingDiff(original, state.text) : original.split('\n').map(l => ` ${l}`).join('\n') };
     } else if (state.text) {
-      const summary = unifiedDiff(original, state.text, 3, props.firstLine);
+      const summary = unifiedDiff(original, state.result(original), 3, props.firstLine);
       diff = { diff: summary.diff, added: summary.added, removed: summary.removed };
     }
   }
 
   return (
     <div
+      ref={rootRef}
+      tabIndex={-1}
       className="eca-RewriteDialog"
       data-phase={state.phase}
       role="dialog"
@@ -144,7 +138,7 @@ export function RewriteDialog(props: RewriteDialogProps): JSX.Element {
             <div className="eca-RewriteDialog-diff">
               <DiffView
                 diff={diff.diff}
-                path={diff.added !== undefined ? props.title : undefined}
+                path={diff.added !== undefined ? props.where : undefined}
                 linesAdded={diff.added}
                 linesRemoved={diff.removed}
               />
@@ -174,7 +168,7 @@ export function RewriteDialog(props: RewriteDialogProps): JSX.Element {
             Accept
           </button>
         )}
-        <button className="jp-Button jp-mod-styled jp-mod-reject eca-rewrite-reject" onClick={props.onReject}>
+        <button ref={rejectRef} className="jp-Button jp-mod-styled jp-mod-reject eca-rewrite-reject" onClick={props.onReject}>
           {asking ? 'Cancel' : 'Reject'}
         </button>
       </div>
