@@ -169,6 +169,18 @@ class Rewriter:
     def start(self, params: RewritePromptParams, listener: Listener) -> RewritePromptResult:
         """Start rewrite ``params.id`` for ``listener``; RpcError when no model can do it (nothing is streamed)."""
         engine = self._engine
+        model_id, provider, info = self._model()
+        key = (id(listener), params.id)
+        self.stop(params.id, listener)  # the same id again: the newer request wins
+        task = engine.background.spawn(self._run(params, listener, provider, info), f"eca-rewrite-{params.id}")
+        self._running[key] = task
+        task.add_done_callback(lambda _: self._running.pop(key, None) if self._running.get(key) is task else None)
+        return RewritePromptResult(model=model_id)
+
+    def _model(self) -> tuple[str, Any, Any]:
+        """The rewrite model (``rewrite.model``, else the chat's): its id, provider and info; RpcError when there is
+        none or it is unknown."""
+        engine = self._engine
         model_id = rewrite_model(engine)
         if model_id is None:
             raise RpcError(INVALID_REQUEST, engine.registry.missing_key_hint())
@@ -176,12 +188,7 @@ class Rewriter:
             provider, info = engine.registry.resolve(model_id)
         except UnknownModel:
             raise RpcError(INVALID_PARAMS, f"Unknown rewrite model '{model_id}' (rewrite.model)") from None
-        key = (id(listener), params.id)
-        self.stop(params.id, listener)  # the same id again: the newer request wins
-        task = engine.background.spawn(self._run(params, listener, provider, info), f"eca-rewrite-{params.id}")
-        self._running[key] = task
-        task.add_done_callback(lambda _: self._running.pop(key, None) if self._running.get(key) is task else None)
-        return RewritePromptResult(model=model_id)
+        return model_id, provider, info
 
     def stop(self, rewrite_id: str, listener: Listener | None = None) -> bool:
         """Stop a running rewrite (of this listener, or of any); False when none was running."""
@@ -202,13 +209,7 @@ class Rewriter:
         """The whole rewrite at once (``%eca rewrite``): (the model id, the normalized text). Raises
         :class:`ProviderError` when the model fails, RpcError when there is no model."""
         engine = self._engine
-        model_id = rewrite_model(engine)
-        if model_id is None:
-            raise RpcError(INVALID_REQUEST, engine.registry.missing_key_hint())
-        try:
-            provider, info = engine.registry.resolve(model_id)
-        except UnknownModel:
-            raise RpcError(INVALID_PARAMS, f"Unknown rewrite model '{model_id}' (rewrite.model)") from None
+        model_id, provider, info = self._model()
         parts: list[str] = []
         async with asyncio.timeout(engine.config.rewrite.timeout_seconds):
             stream: Any = provider.stream(await self._request(params, info))

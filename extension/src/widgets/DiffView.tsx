@@ -12,7 +12,8 @@ export interface DiffViewProps {
   linesRemoved?: number;
 }
 
-function lineClass(line: string): string {
+/** The class of one diff line (file header, hunk header, added, removed, context). */
+export function lineClass(line: string): string {
   if (line.startsWith('+++') || line.startsWith('---')) {
     return 'eca-Diff-file';
   }

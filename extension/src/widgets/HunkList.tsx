@@ -8,6 +8,7 @@
 import * as React from 'react';
 
 import type { FileChangeHunk } from '../protocol';
+import { lineClass } from './DiffView';
 
 export interface HunkListProps {
   hunks: FileChangeHunk[];
@@ -16,19 +17,6 @@ export interface HunkListProps {
   chosen?: ReadonlySet<string>;
   onToggle?: (id: string, on: boolean) => void;
   disabled?: boolean;
-}
-
-function lineClass(line: string): string {
-  if (line.startsWith('@@')) {
-    return 'eca-Diff-hunk';
-  }
-  if (line.startsWith('+')) {
-    return 'eca-Diff-added';
-  }
-  if (line.startsWith('-')) {
-    return 'eca-Diff-removed';
-  }
-  return 'eca-Diff-context';
 }
 
 function HunkBlock(props: {
