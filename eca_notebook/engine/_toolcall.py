@@ -283,6 +283,12 @@ class ToolCallRunner:
             out.published(result.contents)
         return result
 
+    def not_run(self, call: ToolCall, reason: str) -> ToolResult:
+        """A call the turn decided not to run (the same call with the same outcome again): its card is finished as
+        failed with ``reason``, like a call that failed before running."""
+        args, _ = _parse_arguments(call.arguments)
+        return self._fail_early(self.contents(call.id, call.name), args, reason)
+
     def _fail_early(self, out: ToolCallContents, args: Any, problem: str) -> ToolResult:
         shown = args if isinstance(args, dict) else {}
         out.run(shown, manual=False)

@@ -261,6 +261,7 @@ class Turn:
                     output = (f"Not run: this exact call already ran {times} times in this prompt with the same "
                               f"result:\n{previous[:300]}\nDo not call it again with the same arguments. Answer the "
                               "user with what you know, or try something different.")
+                    self.runner.not_run(call, output)  # its card, shown since the model streamed it, is finished
                     self.chat.messages.append(
                         ToolResultMessage(tool_call_id=call.id, name=call.name, output=output, is_error=True)
                     )

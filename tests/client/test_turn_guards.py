@@ -58,7 +58,9 @@ async def test_a_call_failing_the_same_way_is_not_run_a_third_time(client: EcaCl
     result = await client.prompt("Read file.txt")
     ran = [c for c in result.tool_calls if c.status in ("done", "failed", "error")]
     assert [c.id for c in ran][:2] == ["c1", "c2"]
-    assert "c3" not in [c.id for c in ran]  # not run: the same call already failed twice
+    # not run: the same call already failed twice — and its card is finished, not left "preparing"
+    [c3] = [c for c in result.tool_calls if c.id == "c3"]
+    assert c3.status == "failed" and (c3.output or "").startswith("Not run: this exact call already ran 2 times")
     assert any("Not running read_file again" in text for text in system_texts(result))
     assert result.text == "I could not find file.txt."
     chat = client.engine.chats[result.chat_id]
