@@ -364,6 +364,44 @@ class NotebookSession:
 
         self.submit(undo())
 
+    def rewind(self, view: Any, content_id: str) -> None:
+        """A prompt's Rewind: ``chat/rollback`` (files changed since are reverted); the view redraws from the
+        engine's ``chat/cleared`` and replay. A refusal (the chat is running) is shown in the view."""
+        if self.client is None or not view.chat_id:
+            return
+        chat_id = view.chat_id
+
+        async def rewind() -> None:
+            # the view follows the chat while it is rewound: chat/cleared and the replay (sent before the answer)
+            # redraw it; other cells' outputs stay the record they are
+            views = self.views.setdefault(chat_id, [])
+            views.append(view)
+            try:
+                await self.client.rollback(chat_id, content_id)
+            except Exception as exc:  # noqa: BLE001 - shown in the view
+                view.note(f"Could not rewind: {getattr(exc, 'message', None) or exc}", error=True)
+            finally:
+                views.remove(view)
+
+        self.submit(rewind())
+
+    def fork(self, view: Any, content_id: str) -> None:
+        """A prompt's Fork: ``chat/fork``; the view then shows the new chat (from its replay) and goes on in it."""
+        if self.client is None or not view.chat_id:
+            return
+        chat_id = view.chat_id
+
+        async def fork() -> None:
+            try:
+                new_id = await self.client.fork(chat_id, content_id)
+                contents = await self.client.open_chat(new_id)
+            except Exception as exc:  # noqa: BLE001 - shown in the view
+                view.note(f"Could not fork: {getattr(exc, 'message', None) or exc}", error=True)
+                return
+            view.show_chat(new_id, [c.dump() for c in contents])
+
+        self.submit(fork())
+
     def stop(self, view: Any) -> None:
         if self.client is not None and view.chat_id:
             self.submit(self.client.stop(view.chat_id))

@@ -140,3 +140,47 @@ def test_a_cell_that_is_not_in_the_notebook_is_explained(kernel: Kernel, llm: Sc
     text = "".join(o["content"].get("text", "") for o in kernel.outputs(reply["msg_id"]) if o["msg_type"] == "stream")
     assert "is not in geo.ipynb as it ran" in text
     assert [r for r in llm.requests if r.method == "POST"] == []
+
+
+def test_rewind_on_a_prompt_in_the_widget_takes_the_chat_back(kernel: Kernel, llm: ScriptedLLMServer):
+    """Not a rewrite, but the same door: the chat widget's Rewind (clicked twice: it asks first) is chat/rollback,
+    and the widgets showing the chat redraw from the engine's replay."""
+    llm.clear()
+    llm.enqueue(Reply.text("ONE"), Reply.text("TWO"), Reply.text("THREE"))
+    assert kernel.execute("%eca -w --new FIRST-PROMPT")["content"]["status"] == "ok"
+    start = len(kernel.iopub)
+    assert kernel.execute("%eca -w SECOND-PROMPT")["content"]["status"] == "ok"
+
+    def rewind_button():
+        for m in kernel.iopub[start:]:
+            if m["msg_type"] == "comm_open" and m["content"]["data"].get("state", {}).get("description") == "Rewind":
+                return m["content"]["comm_id"]
+        return None
+
+    button = kernel.wait_for(rewind_button, timeout=120)
+    kernel.click(button)  # asks first
+    kernel.wait_for(lambda: "Confirm rewind" in str(kernel.comm_states()[button].get("description")), timeout=60)
+    clicked = len(kernel.iopub)
+    kernel.click(button)
+
+    def redrawn():  # a prompt drawn after the click, from the replay: the first one
+        opened = {m["content"]["comm_id"] for m in kernel.iopub[clicked:] if m["msg_type"] == "comm_open"}
+        return any("› FIRST-PROMPT" in str(state.get("value")) for comm, state in kernel.comm_states().items()
+                   if comm in opened)
+
+    kernel.wait_for(redrawn, timeout=120)
+
+    # Fork on the redrawn prompt: the widget then shows the new chat, drawn from its replay
+    fork = kernel.wait_for(lambda: next((m["content"]["comm_id"] for m in kernel.iopub[clicked:]
+                                         if m["msg_type"] == "comm_open"
+                                         and m["content"]["data"].get("state", {}).get("description") == "Fork"),
+                                        None), timeout=60)
+    clicked = len(kernel.iopub)
+    kernel.click(fork)
+    kernel.wait_for(redrawn, timeout=120)
+    assert not any("Could not fork" in str(state.get("value")) for state in kernel.comm_states().values())
+
+    assert kernel.execute("%eca -w THIRD-PROMPT")["content"]["status"] == "ok"
+    body = json.dumps([r for r in llm.requests if r.method == "POST"][-1].body)
+    assert "FIRST-PROMPT" in body and "ONE" in body and "THIRD-PROMPT" in body
+    assert "SECOND-PROMPT" not in body and "TWO" not in body  # the rewound turn is gone from the history

@@ -44,7 +44,7 @@ def test_streamed_turn_state():
     view.finish()
     children = view.blocks_box.children
     assert len(children) == 5  # prompt, reasoning, text, tool card, text
-    assert "› hi" in children[0].value
+    assert "› hi" in children[0].children[0].value
     reasoning = children[1]
     assert reasoning.selected_index is None  # collapsed
     assert reasoning.get_title(0) == "Reasoning (1.2 s)" and "let me think" in reasoning.children[0].value
@@ -283,10 +283,56 @@ def test_a_rewound_chat_is_redrawn_from_the_replay():
                 content("assistant", type="text", text="ONE")])
     view.coalescer.close()
     children = view.blocks_box.children
-    assert len(children) == 2 and "› first" in children[0].value and markdown_of(children[1]) == "ONE"
+    assert len(children) == 2 and "› first" in children[0].children[0].value and markdown_of(children[1]) == "ONE"
     assert "TWO" not in str([getattr(c, "value", "") for c in children])
     # a new prompt of this view is not doubled by its own echo
     view.begin_turn(CHAT, "third")
     feed(view, [content("user", type="text", text="third\n"), content("assistant", type="text", text="THREE")])
     view.finish()
-    assert [c.value.count("› third") for c in view.blocks_box.children if hasattr(c, "value")].count(1) == 1
+    assert sum(row.html.value.count("› third") for row in view._widgets.values() if hasattr(row, "html")) == 1
+
+
+class RewindingController(Controller):
+    def rewind(self, view, content_id):
+        self.calls.append(("rewind", view.chat_id, content_id))
+
+    def fork(self, view, content_id):
+        self.calls.append(("fork", view.chat_id, content_id))
+
+
+def test_a_prompt_offers_rewind_with_a_confirmation_and_fork_once_it_has_an_id():
+    from eca_notebook.notebook.widgets._chat import PromptRow
+
+    ctl = RewindingController()
+    view = ChatView(ctl)
+    view.begin_turn(CHAT, "first")
+    view.coalescer.close()
+    row = next(w for w in view._widgets.values() if isinstance(w, PromptRow))
+    assert row.actions.layout.display == "none"  # no contentId yet: nothing to point at
+    feed(view, [content("user", type="text", text="first\n", contentId="k1"),
+                content("assistant", type="text", text="ONE")])
+    view.finish()
+    assert row.block.id == "k1" and row.actions.layout.display is None
+    assert not row.rewind() and ctl.calls == []  # the first click only asks
+    assert "Confirm rewind" in row.rewind_button.description
+    assert row.rewind() and ctl.calls == [("rewind", CHAT, "k1")]
+    assert row.fork() and ctl.calls[-1] == ("fork", CHAT, "k1")
+    # a fork shows the new chat from its replay
+    view.show_chat("c2", [{"chatId": "c2", "role": "user", "content": {"type": "text", "text": "first\n",
+                                                                       "contentId": "k1"}},
+                          {"chatId": "c2", "role": "assistant", "content": {"type": "text", "text": "ONE"}}])
+    view.coalescer.close()
+    assert view.chat_id == "c2"
+    rows = [w for w in view._widgets.values() if isinstance(w, PromptRow)]
+    assert len(rows) == 1 and rows[0].block.id == "k1" and "› first" in rows[0].html.value
+
+
+def test_a_controller_without_rewind_shows_no_actions():
+    from eca_notebook.notebook.widgets._chat import PromptRow
+
+    view = ChatView(Controller())
+    view.begin_turn(CHAT, "first")
+    feed(view, [content("user", type="text", text="first\n", contentId="k1")])
+    view.finish()
+    row = next(w for w in view._widgets.values() if isinstance(w, PromptRow))
+    assert row.actions.layout.display == "none" and not row.rewind()

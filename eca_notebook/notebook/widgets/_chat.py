@@ -46,6 +46,66 @@ class ViewController(Protocol):
 
     def send(self, view: ChatView, text: str) -> None: ...
 
+    # Optional (a controller without them shows no Rewind / Fork): rewind the chat to before the prompt with this
+    # ``contentId`` (``chat/rollback``, reverting the file changes made since), or fork it there (``chat/fork``).
+    # def rewind(self, view: ChatView, content_id: str) -> None: ...
+    # def fork(self, view: ChatView, content_id: str) -> None: ...
+
+
+class PromptRow:
+    """A prompt as shown, with **Rewind** and **Fork** once the engine has named it (its ``contentId``). Rewind asks
+    once more before acting: it removes the prompt and everything after it, and reverts the files changed since."""
+
+    def __init__(self, block: Block, on_rewind: Callable[[str], None] | None,
+                 on_fork: Callable[[str], None] | None) -> None:
+        import ipywidgets as widgets
+
+        self.block = block
+        self.html = widgets.HTML()
+        self._armed = False
+        self._on_rewind, self._on_fork = on_rewind, on_fork
+        self.rewind_button = widgets.Button(description="Rewind", icon="undo", layout=widgets.Layout(width="auto"),
+                                            tooltip="Remove this prompt and everything after it from the chat")
+        self.rewind_button.add_class("eca-rewind")
+        self.rewind_button.on_click(lambda _b: self.rewind())
+        self.fork_button = widgets.Button(description="Fork", icon="code-fork", layout=widgets.Layout(width="auto"),
+                                          tooltip="A new chat with the history up to this prompt and its answer")
+        self.fork_button.add_class("eca-fork")
+        self.fork_button.on_click(lambda _b: self.fork())
+        self.actions = widgets.HBox([self.rewind_button, self.fork_button], layout=widgets.Layout(display="none"))
+        self.widget = widgets.VBox([self.html, self.actions])
+        self.render()
+
+    def rewind(self) -> bool:
+        """First click arms, second acts (what the button does); False when nothing was done."""
+        content_id = self.block.id
+        if content_id is None or self._on_rewind is None:
+            return False
+        if not self._armed:
+            self._armed = True
+            self.rewind_button.description = "Confirm rewind (reverts file changes made since)"
+            self.rewind_button.button_style = "danger"
+            return False
+        self._armed = False
+        self.rewind_button.disabled = self.fork_button.disabled = True
+        self._on_rewind(content_id)
+        return True
+
+    def fork(self) -> bool:
+        if self.block.id is None or self._on_fork is None:
+            return False
+        self.fork_button.disabled = True
+        self._on_fork(self.block.id)
+        return True
+
+    def render(self) -> None:
+        value = f'<div class="eca-user">› {html.escape(self.block.text)}</div>'
+        if self.html.value != value:
+            self.html.value = value
+        display = None if self.block.id and (self._on_rewind or self._on_fork) else "none"
+        if self.actions.layout.display != display:
+            self.actions.layout.display = display
+
 
 class ChatView:
     """``widget`` is what is displayed; ``transcript`` what it shows. Display it with ``display(view)``."""
@@ -120,15 +180,46 @@ class ChatView:
                 self._clear()
             return
         content = params.get("content") or {}
-        if self._replaying and params.get("role") == "user" and content.get("type") == "text":
-            prompt = str(content.get("text") or "").strip()
-            self._mark(self.transcript.replayed_prompt(_shown(prompt)))
+        if params.get("role") == "user" and content.get("type") == "text":
+            self._prompt_echo(content)
         before = (self.transcript.progress, self.transcript.usage, self.transcript.plan_content)
         for block in self.transcript.apply(method, params):
             self._mark(block)
         if (self.transcript.progress, self.transcript.usage, self.transcript.plan_content) != before:
             self._chrome_dirty = True
         self.coalescer.mark()
+
+    def _prompt_echo(self, content: dict[str, Any]) -> None:
+        """A prompt's echo: after a rewind, a replayed prompt to draw; else this view's own prompt, whose block gets
+        the ``contentId`` the engine gave it (Rewind and Fork point at it)."""
+        content_id = content.get("contentId")
+        if self._replaying:
+            block = self.transcript.replayed_prompt(_shown(str(content.get("text") or "").strip()))
+        else:
+            start = self.transcript.turn_start
+            blocks = self.transcript.blocks
+            if start >= len(blocks) or blocks[start].kind != "user" or blocks[start].id is not None:
+                return
+            block = blocks[start]
+        block.id = str(content_id) if content_id else None
+        self._mark(block)
+
+    def show_chat(self, chat_id: str, contents: list[dict[str, Any]]) -> None:
+        """Show another chat from its replayed contents (a fork): this view follows it from now on."""
+        self.chat_id = chat_id
+        self._clear()
+        for params in contents:
+            self.handle("chat/contentReceived", params)
+
+    def _rewind(self, content_id: str) -> None:
+        rewind = getattr(self.controller, "rewind", None)
+        if rewind is not None:
+            rewind(self, content_id)
+
+    def _fork(self, content_id: str) -> None:
+        fork = getattr(self.controller, "fork", None)
+        if fork is not None:
+            fork(self, content_id)
 
     def _clear(self) -> None:
         """The chat was rewound: drop what is shown; the server's replay of the kept messages draws it again."""
@@ -221,7 +312,7 @@ class ChatView:
 
     @staticmethod
     def _outer(item: Any) -> Any:
-        return item.widget if isinstance(item, ToolCard) else item
+        return item.widget if isinstance(item, ToolCard | PromptRow) else item
 
     def _create(self, block: Block) -> Any:
         import ipywidgets as widgets
@@ -237,6 +328,10 @@ class ChatView:
             card = ToolCard(block.tool, on_decision=self._on_decision, on_undo=self._on_undo)
             self.cards[block.tool.id] = card
             return card
+        if block.kind == "user":
+            controller = self.controller
+            return PromptRow(block, self._rewind if hasattr(controller, "rewind") else None,
+                             self._fork if hasattr(controller, "fork") else None)
         return widgets.HTML()
 
     def _render(self, block: Block) -> None:
@@ -258,7 +353,7 @@ class ChatView:
         elif block.kind == "tool":
             item.render()
         elif block.kind == "user":
-            item.value = f'<div class="eca-user">› {html.escape(block.text)}</div>'
+            item.render()
         else:
             cls = "eca-note eca-error" if block.error else "eca-note"
             item.value = f'<div class="{cls}" style="white-space: pre-wrap">{html.escape(block.text)}</div>'
