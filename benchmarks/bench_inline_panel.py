@@ -154,7 +154,7 @@ def main(argv: list[str] | None = None) -> int:
         root.mkdir()
         write_notebook(root / NOTEBOOK, "import math\nprices = [3.5, 4.25, 10.0]\nlabel = 'fruit'", "", "")
         llm = ScriptedLLMServer().start()
-        lab = Lab(root=root, env=lab_env(Path(tmp) / "home", llm.url))
+        lab = Lab(root=root, env=lab_env(Path(tmp) / "home", llm.url, inline_completion=True))
         try:
             lab.start()
             with sync_playwright() as playwright:

@@ -44,8 +44,14 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def lab_env(home: Path, llm_url: str, **extra: str) -> dict[str, str]:
-    """The environment of the lab process: isolated dirs, providers aimed at the scripted LLM server."""
+INLINE_PROVIDER = "eca-notebook:inline"  # extension/src/inlineCompletion.ts
+
+
+def lab_env(home: Path, llm_url: str, *, inline_completion: bool = False, **extra: str) -> dict[str, str]:
+    """The environment of the lab process: isolated dirs, providers aimed at the scripted LLM server.
+
+    Ghost text is off unless asked for (``inline_completion``): every pause while a test types in a cell would send
+    ``completion/inline``, whose model call takes the next scripted reply meant for the chat."""
     env = {k: v for k, v in os.environ.items()
            if not k.endswith("_API_KEY") and not k.endswith("_API_URL") and not k.startswith("JUPYTER")}
     env.pop("ECA_CONFIG", None)
@@ -65,6 +71,10 @@ def lab_env(home: Path, llm_url: str, **extra: str) -> dict[str, str]:
     for path in dirs.values():
         path.mkdir(parents=True, exist_ok=True)
     os.chmod(dirs["XDG_RUNTIME_DIR"], 0o700)
+    settings = dirs["JUPYTERLAB_SETTINGS_DIR"] / "@jupyterlab" / "completer-extension"
+    settings.mkdir(parents=True, exist_ok=True)
+    (settings / "inline-completer.jupyterlab-settings").write_text(
+        json.dumps({"providers": {INLINE_PROVIDER: {"enabled": inline_completion}}}))
     env.update({k: str(v) for k, v in dirs.items()})
     env.update(
         PYTHONUNBUFFERED="1",

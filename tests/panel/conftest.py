@@ -54,12 +54,14 @@ def workspace(tmp_path_factory) -> Path:
 
 
 @pytest.fixture(scope="module")
-def lab(lab_home: Path, workspace: Path, llm: ScriptedLLMServer):
+def lab(lab_home: Path, workspace: Path, llm: ScriptedLLMServer, request):
     _require_browser()
     assert (LABEXTENSION / "package.json").is_file(), "the lab extension is not built (extension/scripts/build.py)"
     for old in ARTIFACTS.glob("jupyter-lab-*.log"):  # the logs of earlier runs
         old.unlink(missing_ok=True)
-    server = Lab(root=workspace, env=lab_env(lab_home, llm.url))
+    # a module that tests ghost text says so (INLINE_COMPLETION = True); elsewhere it is off (see lab_env)
+    inline = bool(getattr(request.module, "INLINE_COMPLETION", False))
+    server = Lab(root=workspace, env=lab_env(lab_home, llm.url, inline_completion=inline))
     server.start()
     try:
         yield server

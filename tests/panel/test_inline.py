@@ -19,6 +19,8 @@ from .test_panel import open_file, wait_until
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
+INLINE_COMPLETION = True  # the lab of this module has ghost text on (conftest: off elsewhere)
+
 TAG = "<ECA_TAG>"  # where the engine's completion prompt marks the cursor
 GHOST = ".jp-GhostText"
 STATS_JS = "() => window.__ecaInline && Object.assign({}, window.__ecaInline.stats)"
