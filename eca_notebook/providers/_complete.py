@@ -27,7 +27,7 @@ from ._sse import SSEDecoder
 if TYPE_CHECKING:
     from ._http import HttpProvider
 
-__all__ = ["completions_url", "ollama_generate_pieces", "openai_completion_pieces", "post_completion"]
+__all__ = ["completions_url", "openai_completion_pieces", "post_completion"]
 
 
 def completions_url(chat_endpoint: str) -> str:
@@ -110,20 +110,3 @@ async def openai_completion_pieces(provider: HttpProvider, response: httpx.Respo
     if not finished:
         raise provider.ended_unexpectedly()
 
-
-async def ollama_generate_pieces(provider: HttpProvider, response: httpx.Response) -> AsyncIterator[str]:
-    """``/api/generate`` NDJSON: ``response`` of each line until ``done``."""
-    async for line in response.aiter_lines():
-        if not line.strip():
-            continue
-        chunk = parse_json(line)
-        if not isinstance(chunk, dict):
-            continue
-        if chunk.get("error"):
-            raise provider.stream_error(str(chunk["error"]))
-        text = chunk.get("response")
-        if isinstance(text, str):
-            yield text
-        if chunk.get("done"):
-            return
-    raise provider.ended_unexpectedly()

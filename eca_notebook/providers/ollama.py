@@ -15,7 +15,7 @@ from typing import Any
 import httpx
 
 from ._blocks import ReasoningBlocks, new_id
-from ._complete import ollama_generate_pieces, post_completion
+from ._complete import post_completion
 from ._http import HttpProvider, parse_json
 from .base import (
     AssistantMessage,
@@ -32,7 +32,7 @@ from .base import (
     UserMessage,
 )
 
-__all__ = ["OllamaProvider", "list_ollama_models"]
+__all__ = ["OllamaProvider", "list_ollama_models", "ndjson_chunks", "ollama_generate_pieces"]
 
 log = logging.getLogger(__name__)
 
@@ -120,14 +120,7 @@ class OllamaProvider(HttpProvider):
         n_calls = 0
         final: dict[str, Any] | None = None
 
-        async for line in response.aiter_lines():
-            if not line.strip():
-                continue
-            chunk = parse_json(line)
-            if not isinstance(chunk, dict):
-                continue
-            if chunk.get("error"):
-                raise self.stream_error(str(chunk["error"]))
+        async for chunk in ndjson_chunks(self, response):
             message = chunk.get("message") or {}
             thinking = message.get("thinking")
             if isinstance(thinking, str) and thinking:
@@ -195,3 +188,28 @@ async def list_ollama_models(url: str, client: httpx.AsyncClient, timeout: float
             if isinstance(name, str) and name:
                 names.append(name)
     return names
+
+
+async def ndjson_chunks(provider: HttpProvider, response: httpx.Response) -> AsyncIterator[dict[str, Any]]:
+    """Ollama's NDJSON stream (``/api/chat`` and ``/api/generate``): each object line, blank and non-object lines
+    skipped; a line carrying ``error`` raises it."""
+    async for line in response.aiter_lines():
+        if not line.strip():
+            continue
+        chunk = parse_json(line)
+        if not isinstance(chunk, dict):
+            continue
+        if chunk.get("error"):
+            raise provider.stream_error(str(chunk["error"]))
+        yield chunk
+
+
+async def ollama_generate_pieces(provider: HttpProvider, response: httpx.Response) -> AsyncIterator[str]:
+    """``/api/generate`` (inline completion): ``response`` of each line until ``done``."""
+    async for chunk in ndjson_chunks(provider, response):
+        text = chunk.get("response")
+        if isinstance(text, str):
+            yield text
+        if chunk.get("done"):
+            return
+    raise provider.ended_unexpectedly()
