@@ -309,8 +309,9 @@ class ToolCallRunner:
             raise
         finally:
             self.pending.pop(key, None)
-        if answer.hunks is not None and not answer.hunks:
-            answer = Answer(False)  # no hunk chosen: nothing to apply, which is a rejection
+        offered = {h.get("id") for h in (run_fields.get("details") or {}).get("hunks") or ()}
+        if answer.hunks is not None and not set(answer.hunks) & offered and (offered or not answer.hunks):
+            answer = Answer(False)  # no hunk of this change chosen: nothing to apply, which is a rejection
         if not answer.approved:
             out.rejected(args, "user-choice", **run_fields)
             return answer

@@ -63,3 +63,18 @@ async def test_no_hunk_chosen_is_a_rejection_and_all_hunks_is_the_whole_change(s
                                               "hunks": ["h1", "h2", "h3"]})
     await eca.wait_idle(chat_id, start=mark)
     assert target.read_text() == NEW
+
+
+async def test_hunk_ids_the_change_never_had_are_a_rejection(spawn, llm, workspace):
+    target = workspace / "notes.txt"
+    target.write_text(OLD)
+    llm.enqueue(Reply([call("write_file", {"path": "notes.txt", "content": NEW})]), Reply.text("OK."))
+    eca = await spawn()
+    await eca.initialize(workspace)
+    chat_id = await prompt(eca, "tidy", model="openai/gpt-4.1")
+    await wait_tool_run(eca)
+    await eca.notify("chat/toolCallApprove", {"chatId": chat_id, "toolCallId": "call_1", "hunks": ["h9", "x"]})
+    await eca.wait_idle(chat_id)
+    assert target.read_text() == OLD
+    assert of_type(eca.contents(chat_id), "toolCallRejected")[0]["reason"] == "user-choice"
+    assert not of_type(eca.contents(chat_id), "toolCalled")
