@@ -8,75 +8,16 @@ widget front-end sends for it.
 from __future__ import annotations
 
 import json
-import queue
 import sys
-import time
 from typing import Any
 
 import pytest
 
 from eca_notebook.testing.llm_server import Delay, Reply, ScriptedLLMServer, Text, ToolCall, Usage
 
-from .conftest import engine_env
+from ._kernel import Kernel, running_kernel
 
 pytestmark = pytest.mark.slow
-
-
-class Kernel:
-    def __init__(self, km: Any, kc: Any) -> None:
-        self.km, self.kc = km, kc
-        self.iopub: list[dict[str, Any]] = []
-
-    def pump(self, timeout: float = 0.05) -> None:
-        while True:
-            try:
-                self.iopub.append(self.kc.get_iopub_msg(timeout=timeout))
-            except queue.Empty:
-                return
-
-    def execute(self, code: str, *, allow_stdin: bool = True, timeout: float = 60) -> dict[str, Any]:
-        """Send an execute_request and return its reply (iopub traffic keeps being collected)."""
-        msg_id = self.kc.execute(code, allow_stdin=allow_stdin)
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            try:
-                reply = self.kc.get_shell_msg(timeout=0.05)
-            except queue.Empty:
-                self.pump(0.01)
-                continue
-            if reply["parent_header"].get("msg_id") == msg_id:
-                self.pump(0.01)
-                reply["msg_id"] = msg_id
-                return reply
-        raise AssertionError(f"no reply to {code!r}")
-
-    def outputs(self, msg_id: str) -> list[dict[str, Any]]:
-        return [m for m in self.iopub if m["parent_header"].get("msg_id") == msg_id
-                and m["msg_type"] in ("stream", "display_data", "execute_result", "error")]
-
-    def comm_states(self) -> dict[str, dict[str, Any]]:
-        """Every widget's latest state, from comm_open and comm_msg updates."""
-        states: dict[str, dict[str, Any]] = {}
-        for m in self.iopub:
-            if m["msg_type"] == "comm_open":
-                states[m["content"]["comm_id"]] = dict(m["content"]["data"].get("state") or {})
-            elif m["msg_type"] == "comm_msg" and m["content"]["data"].get("method") == "update":
-                states.setdefault(m["content"]["comm_id"], {}).update(m["content"]["data"]["state"])
-        return states
-
-    def wait_for(self, predicate, timeout: float = 60) -> Any:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            self.pump(0.05)
-            value = predicate()
-            if value:
-                return value
-        raise AssertionError("condition not reached in time")
-
-    def click(self, comm_id: str) -> None:
-        msg = self.kc.session.msg("comm_msg", {"comm_id": comm_id,
-                                               "data": {"method": "custom", "content": {"event": "click"}}})
-        self.kc.shell_channel.send(msg)
 
 
 @pytest.fixture(scope="module")
@@ -87,34 +28,8 @@ def llm():
 
 @pytest.fixture(scope="module")
 def kernel(tmp_path_factory, llm):
-    from jupyter_client import KernelManager
-
-    root = tmp_path_factory.mktemp("kernel")
-    home = root / "home"
-    (home / ".config").mkdir(parents=True)
-    (home / ".cache").mkdir(parents=True)
-    workspace = root / "project"
-    workspace.mkdir()
-    import os
-
-    env = {k: v for k, v in os.environ.items() if not k.endswith(("_API_KEY", "_API_URL")) and k != "ECA_CONFIG"}
-    env.update(engine_env(home, llm))
-    env.pop("ECA_NOTEBOOK_DISPLAY", None)
-    km = KernelManager(kernel_name="python3")
-    km.kernel_cmd = [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"]
-    km.start_kernel(env=env, cwd=str(workspace))
-    kc = km.client()
-    kc.start_channels()
-    kc.wait_for_ready(timeout=60)
-    k = Kernel(km, kc)
-    k.workspace = workspace
-    reply = k.execute("%load_ext eca_notebook")
-    assert reply["content"]["status"] == "ok"
-    try:
+    with running_kernel(tmp_path_factory.mktemp("kernel"), llm) as k:
         yield k
-    finally:
-        kc.stop_channels()
-        km.shutdown_kernel(now=True)
 
 
 def markdown_text(state: dict[str, Any]) -> str | None:

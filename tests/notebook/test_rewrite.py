@@ -5,8 +5,6 @@ and the parsing that keeps "rewrite the README" a prompt."""
 from __future__ import annotations
 
 import json
-import os
-import sys
 
 import pytest
 
@@ -14,8 +12,7 @@ from eca_notebook.notebook._parse import parse_magic
 from eca_notebook.notebook._rewrite import split_target
 from eca_notebook.testing.llm_server import Reply, ScriptedLLMServer, Text
 
-from .conftest import engine_env
-from .test_kernel import Kernel
+from ._kernel import Kernel, running_kernel
 
 AREA = "def area(r):\n    return 3.14 * r * r"
 REWRITTEN = "import math\n\ndef area(r):\n    return math.pi * r * r"
@@ -47,34 +44,12 @@ def llm():
 
 @pytest.fixture(scope="module")
 def kernel(tmp_path_factory, llm):
-    from jupyter_client import KernelManager
-
     root = tmp_path_factory.mktemp("rewrite")
-    home = root / "home"
-    (home / ".config").mkdir(parents=True)
-    (home / ".cache").mkdir(parents=True)
-    workspace = root / "project"
-    workspace.mkdir()
-    path = workspace / "geo.ipynb"
+    path = root / "project" / "geo.ipynb"
+    path.parent.mkdir(parents=True)
     path.write_text(json.dumps(notebook(["%load_ext eca_notebook", AREA, "%eca rewrite prev use math.pi"])))
-    env = {k: v for k, v in os.environ.items() if not k.endswith(("_API_KEY", "_API_URL")) and k != "ECA_CONFIG"}
-    env.update(engine_env(home, llm))
-    env["JPY_SESSION_NAME"] = str(path)  # the kernel runs for this notebook (as Jupyter tells it)
-    env.pop("ECA_NOTEBOOK_DISPLAY", None)
-    km = KernelManager(kernel_name="python3")
-    km.kernel_cmd = [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"]
-    km.start_kernel(env=env, cwd=str(workspace))
-    kc = km.client()
-    kc.start_channels()
-    kc.wait_for_ready(timeout=60)
-    k = Kernel(km, kc)
-    k.path = path
-    assert k.execute("%load_ext eca_notebook")["content"]["status"] == "ok"
-    try:
+    with running_kernel(root, llm, notebook=path) as k:
         yield k
-    finally:
-        kc.stop_channels()
-        km.shutdown_kernel(now=True)
 
 
 def cell_source(path, cell_id: str) -> str:
