@@ -30,23 +30,21 @@ from __future__ import annotations
 
 import argparse
 import sys
-import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from benchmarks.bench_notebook_panel import percentiles, shut_down_kernels  # noqa: E402
+from benchmarks._panel_lab import TIMEOUT_MS, notebook_lab, percentiles  # noqa: E402
 from eca_notebook.testing.llm_server import Delay, Reply, ScriptedLLMServer, Text  # noqa: E402
-from tests.panel._lab import Lab, chromium_available, lab_env, launch_browser, open_panel  # noqa: E402
-from tests.panel.test_notebook_tools import open_notebook, run_cell, write_notebook  # noqa: E402
+from tests.panel._lab import chromium_available  # noqa: E402
+from tests.panel.test_notebook_tools import run_cell, write_notebook  # noqa: E402
 from tests.panel.test_panel import wait_until  # noqa: E402
 
 NOTEBOOK = "inline.ipynb"
 TAG = "<ECA_TAG>"
 SUGGESTION = "(prices)"
 SETTLE_MS = 400
-TIMEOUT_MS = 60_000
 LINE = ('report = sales.groupby(["region", "product"]).agg(total=("amounts", "sum"), mean=("price", "mean"), '
         'n=("id", "nunique")).sort_values("total", ascending=False).head(250).reset_index(drop=True).round(2)')
 
@@ -147,35 +145,16 @@ def main(argv: list[str] | None = None) -> int:
         print("needs /usr/bin/chromium (apt-get install -y chromium)", file=sys.stderr)
         return 2
 
-    from playwright.sync_api import sync_playwright
-
-    with tempfile.TemporaryDirectory() as tmp:
-        root = Path(tmp) / "workspace"
-        root.mkdir()
+    def setup(root: Path) -> None:
         write_notebook(root / NOTEBOOK, "import math\nprices = [3.5, 4.25, 10.0]\nlabel = 'fruit'", "", "")
-        llm = ScriptedLLMServer().start()
-        lab = Lab(root=root, env=lab_env(Path(tmp) / "home", llm.url, inline_completion=True))
-        try:
-            lab.start()
-            with sync_playwright() as playwright:
-                browser = launch_browser(playwright)
-                try:
-                    page = browser.new_page(viewport={"width": 1400, "height": 900})
-                    page.set_default_timeout(TIMEOUT_MS)
-                    open_panel(page, lab, workspace="bench-inline")
-                    open_notebook(page, NOTEBOOK)
-                    run_cell(page, 0)  # live variables for the context, as in real use
-                    wait_until(lambda: "1" in page.locator(".jp-NotebookPanel:not(.lm-mod-hidden) .jp-InputPrompt")
-                               .first.inner_text(), timeout=60, message="the first cell to run")
-                    latency = measure_latency(page, llm, args.rounds, args.model_ms)
-                    typing = [(delay, measure_typing(page, llm, delay, args.model_ms)) for delay in args.typing_ms]
-                finally:
-                    browser.close()
-        finally:
-            if lab.proc is not None:
-                shut_down_kernels(lab)
-            lab.stop()
-            llm.stop()
+
+    with notebook_lab("bench-inline", NOTEBOOK, setup, inline_completion=True) as env:
+        page = env.page
+        run_cell(page, 0)  # live variables for the context, as in real use
+        wait_until(lambda: "1" in page.locator(".jp-NotebookPanel:not(.lm-mod-hidden) .jp-InputPrompt")
+                   .first.inner_text(), timeout=60, message="the first cell to run")
+        latency = measure_latency(page, env.llm, args.rounds, args.model_ms)
+        typing = [(delay, measure_typing(page, env.llm, delay, args.model_ms)) for delay in args.typing_ms]
 
     stats = {key: percentiles(values) for key, values in latency.items()}
     print(f"inline completion benchmark: {args.rounds} rounds in a notebook cell open in JupyterLab, scripted model "

@@ -38,22 +38,20 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-import tempfile
-import urllib.request
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from benchmarks._panel_lab import TIMEOUT_MS, notebook_lab, percentiles  # noqa: E402
 from eca_notebook.testing.llm_server import Reply, ScriptedLLMServer, Text, ToolCall  # noqa: E402
-from tests.panel._lab import Lab, chromium_available, lab_env, launch_browser, open_panel  # noqa: E402
-from tests.panel.test_notebook_tools import open_notebook, write_notebook  # noqa: E402
+from tests.panel._lab import chromium_available  # noqa: E402
+from tests.panel.test_notebook_tools import write_notebook  # noqa: E402
 from tests.panel.test_panel import send  # noqa: E402
 
 NOTEBOOK = "bench.ipynb"
 SMALL_FILE = "small.py"
 SETTLE_MS = 300
-TIMEOUT_MS = 60_000
 
 # Shared page-side helpers: the visible notebook's cells, a cell's text as CodeMirror shows it (its lines; no
 # innerText, so a check forces no layout), and a promise that resolves with t1 (performance.now()) once `done()`
@@ -122,16 +120,6 @@ def cell_source(round_: int, tag: str) -> str:
             f"print(share_{round_})")
 
 
-def percentiles(values: list[float]) -> dict[str, float]:
-    ordered = sorted(values)
-    if not ordered:
-        return {"n": 0, "p50": float("nan"), "p95": float("nan"), "max": float("nan")}
-    middle = len(ordered) // 2
-    p50 = ordered[middle] if len(ordered) % 2 else (ordered[middle - 1] + ordered[middle]) / 2
-    p95 = ordered[min(len(ordered) - 1, max(0, -(-95 * len(ordered) // 100) - 1))]  # nearest rank
-    return {"n": len(ordered), "p50": p50, "p95": p95, "max": ordered[-1]}
-
-
 def card_in_state(page, call_id: str, state: str):
     page.locator(f'.eca-ToolCard[data-tool-call-id="{call_id}"][data-tool-state="{state}"]').wait_for(
         timeout=TIMEOUT_MS)
@@ -180,19 +168,6 @@ def run_rounds(page, llm: ScriptedLLMServer, ids: list[str], index: int, rounds:
     return times
 
 
-def shut_down_kernels(lab: Lab) -> None:
-    """Shut the notebook's kernel down through the server before stopping it: on SIGINT the server exits without
-    waiting for its kernels, which then linger until they notice their parent is gone."""
-    try:
-        with urllib.request.urlopen(lab.url("api/kernels"), timeout=10) as response:
-            kernels = json.load(response)
-        for kernel in kernels:
-            request = urllib.request.Request(lab.url(f"api/kernels/{kernel['id']}"), method="DELETE")
-            urllib.request.urlopen(request, timeout=30).close()
-    except OSError as error:  # the server is gone already: lab.stop() has nothing left to wait for either
-        print(f"could not shut the kernels down: {error}", file=sys.stderr)
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n")[0])
     parser.add_argument("--rounds", type=int, default=20)
@@ -205,34 +180,15 @@ def main(argv: list[str] | None = None) -> int:
     if not 0 <= args.cell < args.cells:
         parser.error("--cell must be an index into the notebook's --cells")
 
-    from playwright.sync_api import sync_playwright
+    ids: list[str] = []
 
-    with tempfile.TemporaryDirectory() as tmp:
-        root = Path(tmp) / "workspace"
-        root.mkdir()
-        ids = write_notebook(root / NOTEBOOK, 'sales = {"north": [120, 3], "south": [80, 5], "east": [50, 7]}',
-                             *(f"step_{i} = {i} * 2\nprint(step_{i})" for i in range(1, args.cells)))
-        small = root / SMALL_FILE
-        small.write_text("value = 0\n")
-        llm = ScriptedLLMServer().start()
-        lab = Lab(root=root, env=lab_env(Path(tmp) / "home", llm.url))
-        try:
-            lab.start()
-            with sync_playwright() as playwright:
-                browser = launch_browser(playwright)
-                try:
-                    page = browser.new_page(viewport={"width": 1400, "height": 900})
-                    page.set_default_timeout(TIMEOUT_MS)
-                    open_panel(page, lab, workspace="bench-notebook")
-                    open_notebook(page, NOTEBOOK)
-                    times = run_rounds(page, llm, ids, args.cell, args.rounds, small)
-                finally:
-                    browser.close()
-        finally:
-            if lab.proc is not None:
-                shut_down_kernels(lab)
-            lab.stop()
-            llm.stop()
+    def setup(root: Path) -> None:
+        ids.extend(write_notebook(root / NOTEBOOK, 'sales = {"north": [120, 3], "south": [80, 5], "east": [50, 7]}',
+                                  *(f"step_{i} = {i} * 2\nprint(step_{i})" for i in range(1, args.cells))))
+        (root / SMALL_FILE).write_text("value = 0\n")
+
+    with notebook_lab("bench-notebook", NOTEBOOK, setup) as env:
+        times = run_rounds(env.page, env.llm, ids, args.cell, args.rounds, env.root / SMALL_FILE)
 
     stats = {key: percentiles(values) for key, values in times.items()}
     print(f"notebook edit approval benchmark: {args.rounds} rounds, cell {args.cell} of a {args.cells}-cell notebook "
