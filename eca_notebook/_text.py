@@ -2,7 +2,41 @@
 
 from __future__ import annotations
 
-__all__ = ["human_size"]
+import re
+
+__all__ = ["human_size", "is_host_guidance", "user_words"]
+
+#: How a host's own guidance starts when it puts it before the user's words in a prompt: Jupyter AI 3.2 prepends
+#: "System note: When creating or editing Jupyter notebooks (.ipynb), use the Jupyter notebook MCP tools…" to the
+#: first prompt of every session; other hosts write "System: …", "[System] …" or a ``<system-reminder>`` element.
+_GUIDANCE = re.compile(
+    r"\s*(?:system(?:[ _-]?(?:note|notice|message|reminder|instructions?|prompt|guidance))?\s*:"
+    r"|\[system[^\]\n]*\]|<system[\w-]*>)", re.IGNORECASE)
+_SYSTEM_ELEMENT = re.compile(r"\s*<(system[\w-]*)>.*?</\1>", re.IGNORECASE | re.DOTALL)
+#: Where a host that resends the chat's history marks the user's new message (Jupyter AI, after a lost session:
+#: "<conversation_history>…</conversation_history>\n\nCurrent user message:\n…").
+_CURRENT_MESSAGE = re.compile(r"^[ \t]*current user message:[ \t]*$", re.IGNORECASE | re.MULTILINE)
+_PARAGRAPHS = re.compile(r"\n[ \t]*\n")
+
+
+def is_host_guidance(text: str) -> bool:
+    """Whether *text* (a paragraph or a prompt block) is a host's guidance rather than the user's words."""
+    return _GUIDANCE.match(text) is not None
+
+
+def user_words(message: str) -> str:
+    """The user's own words in a prompt a host added to: its guidance paragraphs before them and a resent history
+    skipped. The message itself when nothing else would be left (a user may well start with "System: …")."""
+    text = message
+    marks = list(_CURRENT_MESSAGE.finditer(text))
+    if marks and text[marks[-1].end():].strip():
+        text = text[marks[-1].end():]
+    while (element := _SYSTEM_ELEMENT.match(text)) and text[element.end():].strip():
+        text = text[element.end():]
+    paragraphs = _PARAGRAPHS.split(text.strip())
+    while len(paragraphs) > 1 and is_host_guidance(paragraphs[0]):
+        paragraphs.pop(0)
+    return "\n\n".join(paragraphs).strip() or message
 
 
 def human_size(n: int) -> str:

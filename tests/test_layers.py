@@ -7,10 +7,12 @@ The layers (the README's architecture section draws them)::
     1  protocol                          the wire models
     2  transports → rpc                  framing and streams; the JSON-RPC endpoint over a stream
     3  providers, tools → plugins → mcp  model back-ends; native tools; the plug-in contract; MCP as a plug-in
+       retrieval                         the content index (symbols, full text, vectors) beside the tools
     4  engine                            chats, turns, config, the toolbox
     5  serving                           one ECA connection over any stream (stdio, WebSocket, in-process)
     6  client                            the Python client (in-process or over a stream)
-    7  notebook, server, acp, cli        the doors
+    7  notebook, server, acp, cli, batch the doors (batch: prompts at scale, each worker with a client of its own)
+       jupyter_ai                        the Jupyter AI persona (runs the ACP door as its agent)
 
 Every import counts, including the ones inside functions (made lazy for start-up time) and under
 ``TYPE_CHECKING``: a lazy upward import is still an upward dependency.
@@ -32,17 +34,20 @@ ALLOWED: dict[str, set[str]] = {
     "rpc": {"protocol", "transports"},
     "providers": {"protocol"},
     "tools": {"protocol"},
+    "retrieval": {"protocol", "tools"},
     "plugins": {"protocol", "tools"},
     "mcp": {"protocol", "tools", "plugins"},
     "testing": {"protocol", "transports", "rpc", "providers"},
 }
-ALLOWED["engine"] = {"protocol", "transports", "providers", "tools", "plugins", "mcp"}
+ALLOWED["engine"] = {"protocol", "transports", "providers", "tools", "retrieval", "plugins", "mcp"}
 ALLOWED["serving"] = ALLOWED["engine"] | {"rpc", "engine"}
 ALLOWED["client"] = ALLOWED["serving"] | {"serving"}
 DOORS = ALLOWED["client"] | {"client"}
 ALLOWED["notebook"] = DOORS
 ALLOWED["server"] = DOORS
 ALLOWED["acp"] = DOORS
+ALLOWED["jupyter_ai"] = DOORS  # the Jupyter AI persona: runs the ACP door as a subprocess, imports none of it
+ALLOWED["batch"] = DOORS
 ALLOWED["cli"] = DOORS | {"acp", "server"}
 ALLOWED["__main__"] = {"cli"}
 #: The package root only re-exports lazily (``load_ipython_extension`` and the Jupyter server hooks).

@@ -43,6 +43,8 @@ class ClientFiles:
         self._request = request
         self.can_read = can_read
         self.can_write = can_write
+        #: The client refused a raw ``.ipynb`` write (Jupyter AI does): the file tools stop offering to write one.
+        self.refuses_notebooks = False
 
     async def read_text(self, path: Path) -> str | None:
         session = CURRENT_SESSION.get()
@@ -52,7 +54,8 @@ class ClientFiles:
             result = await self._request("fs/read_text_file", {"sessionId": session, "path": str(path)},
                                          READ_TIMEOUT)
         except (RpcError, TimeoutError, ConnectionError) as exc:
-            log.info("fs/read_text_file %s: %s; using the disk", path, exc)
+            log.info("fs/read_text_file %s: %s; using the disk", path,
+                     exc.describe() if isinstance(exc, RpcError) else exc)
             return None
         content = result.get("content") if isinstance(result, dict) else None
         if not isinstance(content, str):
@@ -67,8 +70,10 @@ class ClientFiles:
         try:
             await self._request("fs/write_text_file", {"sessionId": session, "path": str(path), "content": content},
                                 WRITE_TIMEOUT)
-        except RpcError as exc:
-            raise OSError(f"{exc.message} ({exc.code})") from None
+        except RpcError as exc:  # the client's reason (error.data) is what lets the model correct course
+            if path.suffix == ".ipynb":
+                self.refuses_notebooks = True  # later turns leave notebooks to notebook tools (Toolbox)
+            raise OSError(f"the client refused the write: {exc.describe()}") from None
         except TimeoutError:
             raise OSError(f"no answer within {WRITE_TIMEOUT:.0f} s") from None
         return True

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urlparse
 
+from .._text import is_host_guidance
 from ..plugins import BasePlugin
 from ..protocol.errors import INVALID_PARAMS, RpcError
 from ._schema import BlobResource, MediaBlock, ResourceBlock, ResourceLinkBlock, TextBlock
@@ -67,10 +68,13 @@ class PromptInput:
 def prompt_input(blocks: list[Any], resources: EmbeddedResources) -> PromptInput:
     """Translate a prompt's content blocks. Raises ``-32602`` for media blocks (their resources already dropped)."""
     pieces: list[str] = []
+    guidance_first = False
     result = PromptInput(message="")
     for block in blocks:
         if isinstance(block, TextBlock):
             pieces.append(block.text)
+            # a host's guidance as the first block, the user's words after it
+            guidance_first = guidance_first or (len(pieces) == 1 and is_host_guidance(block.text))
         elif isinstance(block, ResourceLinkBlock):
             name = block.title or block.name or block.uri
             pieces.append(f"[{name}]({block.uri})")
@@ -96,8 +100,10 @@ def prompt_input(blocks: list[Any], resources: EmbeddedResources) -> PromptInput
             raise RpcError(INVALID_PARAMS, f"{block.type} content is not supported (promptCapabilities."
                                            f"{block.type} is false)", {"type": block.type})
     message = ""
-    for piece in pieces:
-        if message and piece and not message[-1].isspace() and not piece[0].isspace():
+    for index, piece in enumerate(pieces):
+        if index == 1 and guidance_first and message and piece and not message.endswith("\n\n"):
+            message = message.rstrip() + "\n\n"  # the host's guidance stays a paragraph of its own (chat titles)
+        elif message and piece and not message[-1].isspace() and not piece[0].isspace():
             message += " "
         message += piece
     result.message = message if message.strip() else EMPTY_MESSAGE

@@ -31,6 +31,7 @@ from ._approval import (
     UnattendedPolicy,
 )
 from ._async import EcaClient, PromptStream
+from ._executor import BatchExecutor
 from ._result import PromptResult, ToolCallRecord, results_table
 from ._sync import SyncEcaClient, SyncPromptStream, prompt
 
@@ -39,6 +40,7 @@ __all__ = [
     "MANUAL",
     "ApprovalPolicy",
     "ApprovalRules",
+    "BatchExecutor",
     "EcaClient",
     "PromptResult",
     "PromptStream",

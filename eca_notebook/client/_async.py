@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 from ..protocol import ChatContentReceivedParams
 from ._approval import ApprovalPolicy
 from ._connection import START_TIMEOUT, STOP_WAIT, ClientConnection, new_chat_id
+from ._executor import batch_executor
 from ._result import PromptResult
 from ._stream import PROMPT_KEYS, PromptStream, batch_job
 
@@ -72,6 +73,9 @@ class EcaClient(ClientConnection):
         if engine is not None:
             folders = list(engine.workspace_folders)
             shared = engine
+            start_options = {"workspace": str(folders[0]) if folders else None,
+                             "config": engine.options.initialization_options,
+                             "env": dict(engine.options.env) if engine.options.env is not None else None}
 
             def factory(params: Any) -> _Engine:
                 return shared
@@ -80,6 +84,8 @@ class EcaClient(ClientConnection):
             if not folder.is_dir():
                 raise NotADirectoryError(f"workspace is not a directory: {folder}")
             folders = [folder]
+            start_options = {"workspace": str(folder), "config": config,
+                             "env": dict(env) if env is not None else None}
 
             def factory(params: Any) -> _Engine:
                 return _Engine(EngineOptions(workspace_folders=workspace_paths(params),
@@ -95,6 +101,7 @@ class EcaClient(ClientConnection):
             await client.aclose()
             raise
         client.engine = connection.engine
+        client.start_options = start_options  # what a batch executor builds its workers' engines from
         return client
 
     @classmethod
@@ -177,6 +184,7 @@ class EcaClient(ClientConnection):
         prompts: Iterable[str | dict[str, Any]],
         *,
         concurrency: int = 4,
+        executor: Any = None,
         **defaults: Any,
     ) -> list[PromptResult]:
         """Run prompts, each in its own new chat, at most ``concurrency`` at a time; results in input order.
@@ -184,6 +192,13 @@ class EcaClient(ClientConnection):
         Each prompt is a message or a dict ``{"message": ..., "model"?, "behavior"?, "contexts"?, "approval"?,
         "timeout"?}`` overriding ``defaults`` (the same keywords as :meth:`prompt`, minus ``chat_id``). A prompt
         that fails — a provider error, a timeout, even an exception — has ``error`` set; the others go on.
+
+        ``executor``: run them elsewhere — any :class:`~eca_notebook.client.BatchExecutor`, e.g. those of
+        :mod:`eca_notebook.batch`: ``DaskExecutor(dask_client, store=..., retries=..., rate_limit=..., budget=...,
+        progress=...)`` on a cluster (a bare ``dask.distributed.Client`` is refused with that advice: the client
+        cannot import the batch package, which sits above it), ``InProcessExecutor`` here; each worker with an
+        engine built like this client's. ``approval`` is then ``"unattended"`` or ``"workspace"`` and the results'
+        ``contents`` are empty (they stay on the workers).
         """
         if "chat_id" in defaults:
             raise TypeError("batch() runs each prompt in its own chat: chat_id is not a default")
@@ -191,6 +206,10 @@ class EcaClient(ClientConnection):
         if unknown:
             raise TypeError(f"unexpected keyword argument(s) for batch(): {', '.join(sorted(unknown))}")
         jobs = [batch_job(item, defaults, i) for i, item in enumerate(prompts)]
+        if executor is not None:
+            # the batch package sits above the client (it starts clients in workers): it is reached through the
+            # executor object (the BatchExecutor protocol, _executor.py), never imported from here
+            return await batch_executor(executor).run_client_batch(self, jobs)
         gate = asyncio.Semaphore(max(1, int(concurrency)))
 
         async def run(message: str, kwargs: dict[str, Any]) -> PromptResult:

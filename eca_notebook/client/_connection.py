@@ -60,6 +60,8 @@ class ClientConnection:
         self.client_name = client_name
         self.approval = approval if approval is not None else DEFAULT_UNATTENDED_POLICY
         self.engine: Engine | None = None
+        #: the workspace, config and env :meth:`EcaClient.start` built the engine from (None for ``connect``)
+        self.start_options: dict[str, Any] | None = None
         self.models: list[str] = []
         self.default_model: str | None = None
         self.behaviors: list[str] = []

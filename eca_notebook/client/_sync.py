@@ -221,10 +221,11 @@ class SyncEcaClient:
         """Blocking :meth:`EcaClient.stream`: iterate with a plain ``for``; ``close()`` (or ``with``) stops it."""
         return SyncPromptStream(self, self._client.stream(message, **kwargs))
 
-    def batch(self, prompts: Iterable[str | dict[str, Any]], *, concurrency: int = 4,
+    def batch(self, prompts: Iterable[str | dict[str, Any]], *, concurrency: int = 4, executor: Any = None,
               **defaults: Any) -> list[PromptResult]:
-        """Blocking :meth:`EcaClient.batch`."""
-        return self._call(self._client.batch(list(prompts), concurrency=concurrency, **defaults))
+        """Blocking :meth:`EcaClient.batch` (``executor``: see there)."""
+        return self._call(self._client.batch(list(prompts), concurrency=concurrency, executor=executor,
+                                             **defaults))
 
     def stop(self, chat_id: str) -> None:
         """Blocking :meth:`EcaClient.stop`: stop the chat's running turn."""

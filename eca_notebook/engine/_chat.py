@@ -21,6 +21,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from .._text import user_words
 from ..providers.base import AssistantMessage, Message, Reasoning, ToolCall, ToolResultMessage, UserMessage
 
 MAX_CHAT_ID_LENGTH = 256
@@ -43,8 +44,9 @@ def invalid_chat_id(chat_id: str) -> str | None:
 
 
 def title_from(message: str) -> str:
-    """A short title from the first prompt: cheap, immediate, and needs no extra LLM call."""
-    text = " ".join(message.split())
+    """A short title from the first prompt: cheap, immediate, and needs no extra LLM call. From the user's own words:
+    what a host put before them (Jupyter AI's "System note: …" guidance, a resent history) is skipped."""
+    text = " ".join(user_words(message).split())
     if len(text) <= TITLE_LENGTH:
         return text or "New chat"
     cut = text[:TITLE_LENGTH].rsplit(" ", 1)[0] or text[:TITLE_LENGTH]

@@ -65,7 +65,8 @@ DEFAULTS: dict[str, Any] = {
         "approval": {
             "byDefault": "ask",
             "allow": {"eca__read_file": {}, "eca__directory_tree": {}, "eca__grep": {},
-                      "eca__editor_diagnostics": {}, "eca__update_plan": {}, "eca__notebook_read": {}},
+                      "eca__editor_diagnostics": {}, "eca__update_plan": {}, "eca__notebook_read": {},
+                      "eca__search_symbols": {}, "eca__search_text": {}, "eca__vector_search": {}},
             "ask": {},
             "deny": {},
         },

@@ -25,8 +25,10 @@ __all__ = [
     "ApprovalConfig",
     "ArgsRule",
     "BehaviorConfig",
+    "CommandExecutionConfig",
     "CompletionConfig",
     "Config",
+    "IndexConfig",
     "LocalModelConfig",
     "McpServerConfig",
     "ModelConfig",
@@ -298,6 +300,31 @@ class RewriteConfig(_ConfigModel):
     timeout_seconds: float = Field(default=300, gt=0)
 
 
+CommandMode = Literal["local_terminal", "server_runner"]
+_COMMAND_MODES: tuple[CommandMode, ...] = ("local_terminal", "server_runner")
+
+
+class CommandExecutionConfig(_ConfigModel):
+    """``commandExecution`` (ours, from http-websocket-api.md): where the model's shell commands may run for a client
+    of the session stream. ``modes``, in order of preference: ``local_terminal`` (the client runs them in the user's
+    own terminal, when it can) and ``server_runner`` (this server runs them, as for every other door); the first
+    mode the client supports wins, and none of them means commands are refused on that stream."""
+
+    modes: list[CommandMode] = Field(default_factory=lambda: list(_COMMAND_MODES))
+
+
+class IndexConfig(_ConfigModel):
+    """``index`` (ours): the workspace's content index behind ``search_symbols``, ``search_text`` and
+    ``vector_search`` (``eca_notebook.retrieval``). ``content: false`` turns it off (the tools are not offered);
+    ``vectors: false`` keeps the model from being loaded even when the ``vectors`` extra is installed.
+    ``maxFileBytes``: larger files are not indexed (notebooks may be ten times larger: only their sources count)."""
+
+    content: bool = True
+    vectors: bool = True
+    max_file_bytes: int = Field(default=1_000_000, gt=0)
+    max_files: int = Field(default=200_000, gt=0)
+
+
 class Config(_ConfigModel):
     """The merged, validated configuration. Unknown keys stay available as extras (``config.model_extra``)."""
 
@@ -319,6 +346,11 @@ class Config(_ConfigModel):
     log_level: str | None = None
     completion: CompletionConfig = Field(default_factory=CompletionConfig)
     rewrite: RewriteConfig = Field(default_factory=RewriteConfig)
+    command_execution: CommandExecutionConfig = Field(default_factory=CommandExecutionConfig)
+    # ours: the content index (symbols, text, vectors) of the code-search tools; ``false`` turns it off
+    index: IndexConfig = Field(default_factory=IndexConfig)
+    # ours: the token budget of the automatic editor context a session-stream client sends with each message
+    editor_context_tokens: int = Field(default=6000, ge=0)
 
     @field_validator("providers", "behavior", "mcp_servers", mode="before")
     @classmethod
@@ -329,6 +361,11 @@ class Config(_ConfigModel):
     @classmethod
     def _local_model_shorthand(cls, value: Any) -> Any:
         return {"enabled": value} if isinstance(value, bool) else value
+
+    @field_validator("index", mode="before")
+    @classmethod
+    def _index_shorthand(cls, value: Any) -> Any:
+        return {"content": value} if isinstance(value, bool) else value
 
     @model_validator(mode="after")
     def _legacy_welcome(self) -> Config:

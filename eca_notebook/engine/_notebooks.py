@@ -29,6 +29,7 @@ from ..protocol import (
     NotebookRunCellsParams,
     NotebookRunCellsResult,
 )
+from ..protocol.errors import RpcError
 
 __all__ = ["ListenerNotebooks", "UndoLog", "named_notebooks"]
 
@@ -78,7 +79,7 @@ class ListenerNotebooks:
         try:
             raw = await self.listener.request("notebook/applyEdit", params.dump(), timeout=EDIT_TIMEOUT)
         except Exception as exc:
-            raise OSError(f"the notebook's front end could not apply the edit: {exc}") from None
+            raise OSError(f"the notebook's front end could not apply the edit: {_reason(exc)}") from None
         return NotebookApplyEditResult.model_validate(raw or {})
 
     async def run_cells(self, path: Path, cell_ids: list[str], timeout: float) -> NotebookRunCellsResult:
@@ -88,8 +89,13 @@ class ListenerNotebooks:
         except TimeoutError:
             return NotebookRunCellsResult(open=True, error=f"the notebook did not finish within {timeout:g} s")
         except Exception as exc:
-            raise OSError(f"the notebook's front end could not run the cells: {exc}") from None
+            raise OSError(f"the notebook's front end could not run the cells: {_reason(exc)}") from None
         return NotebookRunCellsResult.model_validate(raw or {})
+
+
+def _reason(exc: Exception) -> str:
+    """What a failed client request says, its ``error.data`` included (redacted): the model acts on the reason."""
+    return exc.describe() if isinstance(exc, RpcError) else str(exc)
 
 
 def listener_notebooks(listeners: list[Any]) -> ListenerNotebooks | None:

@@ -189,10 +189,14 @@ class PromptPipeline:
         if system is None and info.compact:
             system = toolbox.compact_system_prompt(behavior, tools=bool(offered), info=info)
         tool_call = engine.config.tool_call_for(behavior)
+        context = dataclasses.replace(toolbox.tool_context(), default_notebook=notebook or engine.default_notebook)
+        delegate = engine.chat_delegates.get(chat.id)
+        if delegate is not None:  # a door that applies this chat's changes / runs its commands itself
+            context = delegate.apply(context)
         runner = ToolCallRunner(
             chat_id=chat.id,
             tools=offered,
-            context=dataclasses.replace(toolbox.tool_context(), default_notebook=notebook or engine.default_notebook),
+            context=context,
             approval_config=tool_call.approval,
             session=engine.session_approvals,
             pending=engine.pending_approvals,
@@ -208,7 +212,8 @@ class PromptPipeline:
                     runner=runner, max_rounds=tool_call.max_rounds, on_success=on_success,
                     tool_rounds=_small_model.tool_rounds([t.name for t in offered.values()]) if info.compact else None,
                     first_round_extra=_small_model.first_round_extra(info.provider, bool(offered)) if info.compact
-                    else None, stop_loops=info.compact, compacting=compacting)
+                    else None, stop_loops=info.compact, compacting=compacting,
+                    system_note=delegate.system_note if delegate is not None else None)
         engine.chat_book.start(chat, turn)
 
     # -- built-in commands ---------------------------------------------------------------------------------------

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..plugins import Plugin
 from ..protocol import ChatToolCallUndoResult, NativeServerUpdatedParams, ServerTool, TextContent
+from ..protocol.errors import RpcError
 from ..providers.base import ToolResultMessage
 from ..tools.base import Tool, ToolContext, llm_name, tool_server
 from . import _small_model
@@ -45,6 +46,9 @@ NOTEBOOK_SYSTEM_PROMPT = (
     " shows; to check a fix, run the cells and read their outputs."
 )
 DIAGNOSTICS_TIMEOUT = 30.0
+#: Tools a host's MCP server offers to edit its open notebooks (Jupyter AI 3.2's "Jupyter MCP Server"): when present,
+#: the file tools leave .ipynb files to them (Toolbox.host_notebook_hint).
+HOST_NOTEBOOK_TOOLS = frozenset({"insert_cell", "edit_cell", "delete_cell", "add_cell", "create_notebook"})
 
 Diagnostics = Callable[[str | None], Awaitable[list[dict[str, Any]]]]
 
@@ -76,6 +80,11 @@ class Toolbox:
                    for selector in config.disabled_tools_for(behavior) if selector_matches(selector, server, name)}
         if self.diagnostics() is None:  # no connected client can answer editor/getDiagnostics
             hidden.add((NATIVE_SERVER, "editor_diagnostics"))
+        code_index = self.engine.code_index
+        if code_index is None:  # no workspace folder, or index.content is off
+            hidden |= {(NATIVE_SERVER, "search_symbols"), (NATIVE_SERVER, "search_text")}
+        if code_index is None or not code_index.vectors_available:  # the vectors extra is not installed
+            hidden.add((NATIVE_SERVER, "vector_search"))
         return {key: t for key, t in tools.items() if (tool_server(t), t.name) not in hidden}
 
     def native_tools(self) -> NativeServerUpdatedParams:
@@ -107,7 +116,23 @@ class Toolbox:
         return ToolContext(workspace_folders=list(engine.workspace_folders),
                            request_diagnostics=self.diagnostics(), fs=engine.file_access,
                            notebooks=engine.notebook_access or listener_notebooks(engine.listeners),
-                           default_notebook=engine.default_notebook, cell_runner=engine.cell_runner)
+                           default_notebook=engine.default_notebook, cell_runner=engine.cell_runner,
+                           code_index=engine.code_index, notebook_hint=self.host_notebook_hint())
+
+    def host_notebook_hint(self) -> str | None:
+        """When a host owns the notebooks — it offers notebook tools (Jupyter AI's "Jupyter MCP Server": insert_cell,
+        edit_cell…) or its file access refused a raw ``.ipynb`` write — what the model must use instead of writing
+        the JSON: the host's tools, and ours."""
+        tools = self.all_tools()
+        host = sorted(key for key, t in tools.items()
+                      if tool_server(t) != NATIVE_SERVER and t.name in HOST_NOTEBOOK_TOOLS)
+        if not host and not getattr(self.engine.file_access, "refuses_notebooks", False):
+            return None
+        ours = sorted(key for key, t in tools.items() if tool_server(t) == NATIVE_SERVER
+                      and t.name.startswith("notebook_") and t.name != "notebook_read")
+        choices = " or ".join(f"({', '.join(names)})" for names in (host, ours) if names)
+        who = "the host edits notebooks itself" if host else "the client refuses raw .ipynb writes"
+        return f"{who}: do not write the .ipynb JSON; change notebooks cell by cell with the notebook tools {choices}"
 
     def diagnostics(self) -> Diagnostics | None:
         """Ask the first listener that can answer ``editor/getDiagnostics``; None when none can."""
@@ -118,7 +143,10 @@ class Toolbox:
 
         async def request(uri: str | None) -> list[dict[str, Any]]:
             params = {"uri": uri} if uri else {}
-            result = await listener.request("editor/getDiagnostics", params, timeout=DIAGNOSTICS_TIMEOUT)
+            try:
+                result = await listener.request("editor/getDiagnostics", params, timeout=DIAGNOSTICS_TIMEOUT)
+            except RpcError as exc:  # the client's reason (error.data included) reaches the model
+                raise OSError(f"the editor refused editor/getDiagnostics: {exc.describe()}") from None
             return list((result or {}).get("diagnostics") or [])
 
         return request

@@ -25,11 +25,13 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from pydantic import ValidationError
+from pydantic import TypeAdapter, ValidationError
 
 from .._redact import redact
 from ..protocol import (
     FileChangeDetails,
+    RetrievalDetails,
+    ToolCallDetails,
     ToolCalledContent,
     ToolCallOutput,
     ToolCallPrepareChunk,
@@ -40,7 +42,7 @@ from ..protocol import (
     WireContent,
 )
 from ..providers.base import ToolCall
-from ..tools.base import Prepared, Tool, ToolContext, ToolResult, llm_name, tool_origin, tool_server
+from ..tools.base import CURRENT_TOOL_CALL, Prepared, Tool, ToolContext, ToolResult, llm_name, tool_origin, tool_server
 from ._approval import ApprovalRequest, SessionApprovals, decide
 from ._notebooks import UndoLog
 from ._risk import assess_risk
@@ -82,7 +84,8 @@ class ToolCallContents:
 
     def __init__(self, call_id: str, called: str, tool: Tool | None, emit: EmitContent) -> None:
         self.id = call_id
-        self.name = strip_prefix(called)
+        # the tool's own name (an MCP tool's as its server spells it), not the provider-safe one the model called
+        self.name = tool.name if tool is not None else strip_prefix(called)
         self.origin: Literal["mcp", "native"] = "mcp" if tool is not None and tool_origin(tool) == "mcp" else "native"
         self.server = tool_server(tool) if tool is not None else NATIVE_SERVER
         #: The early revision's ``manualApproval`` on ``toolCallPrepare`` (eca-protocol-early.md): whether a call of
@@ -136,14 +139,17 @@ class ToolCallContents:
                                                         summary=summary, details=_details(details), risk=risk))
 
 
-def _details(details: Any) -> FileChangeDetails | None:
+_DETAILS: TypeAdapter[FileChangeDetails | RetrievalDetails] = TypeAdapter(ToolCallDetails)
+
+
+def _details(details: Any) -> FileChangeDetails | RetrievalDetails | None:
     """A tool's details as the protocol model (tools build them as wire dicts or models)."""
-    if details is None or isinstance(details, FileChangeDetails):
+    if details is None or isinstance(details, (FileChangeDetails, RetrievalDetails)):
         return details
     try:
-        return FileChangeDetails.model_validate(details)
+        return _DETAILS.validate_python(details)
     except ValidationError:  # a tool's off-spec details must not fail its call: the call is shown without them
-        log.warning("tool call details dropped: not a fileChange object: %r", details)
+        log.warning("tool call details dropped: not a fileChange or retrieval object: %r", details)
         return None
 
 
@@ -210,7 +216,11 @@ class ToolCallRunner:
     async def run(self, call: ToolCall) -> ToolResult:
         """Handle one call end to end; returns what the model will see — redacted, like everything shown (a tool
         that prints a config file or ``env`` must not hand a key to the model)."""
-        result = await self._run(call)
+        token = CURRENT_TOOL_CALL.set(call.id)  # a door's FileAccess names the call a write belongs to
+        try:
+            result = await self._run(call)
+        finally:
+            CURRENT_TOOL_CALL.reset(token)
         clean = redact(result.output)
         return result if clean == result.output else dataclasses.replace(result, output=clean)
 
@@ -224,7 +234,8 @@ class ToolCallRunner:
                        or f"unknown tool '{call.name}'. Available tools: " + ", ".join(sorted(self.tools)))
         prepared: Prepared | None = None
         # this call's own context: what it writes can name the chat and the call (provenance, undo)
-        context = dataclasses.replace(self.context, chat_id=self.chat_id, tool_call_id=call.id)
+        context = dataclasses.replace(self.context, chat_id=self.chat_id, tool_call_id=call.id,
+                                      progress=lambda text: self.progress("running", text))
         if problem is None and tool is not None:
             try:
                 prepared = tool.prepare(args, context)

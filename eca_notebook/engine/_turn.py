@@ -141,7 +141,11 @@ class Turn:
         stop_loops: bool = False,
         on_success: Callable[[], None] | None = None,
         compacting: bool = False,
+        system_note: Callable[[], str | None] | None = None,
     ) -> None:
+        # asked before each request: a door's note for the system prompt (what changed in the user's editor since
+        # the prompt, from the session stream's client.context_update); None or "" adds nothing
+        self.system_note = system_note
         self.on_success = on_success  # runs after a normal finish, before "progress finished" (e.g. /compact)
         self.chat = chat
         self.provider = _Observed(provider)
@@ -313,10 +317,11 @@ class Turn:
         extra = dict(self.model.extra_payload)
         if self._rounds_with_calls == 0:  # the first round: every later one follows a round with tool calls
             extra.update(self.first_round_extra)
+        note = self.system_note() if self.system_note is not None else None
         return ProviderRequest(
             model=self.model.name,
             messages=list(self.chat.messages),
-            system=self.system,
+            system=f"{self.system}\n\n{note}" if note else self.system,
             tools=list(self.tools) if self.tool_rounds is None or self._rounds_with_calls < self.tool_rounds else [],
             max_tokens=self.context.window.output_tokens,  # self.max_tokens, unless a learned window is smaller
             reasoning=self.model.reasoning,

@@ -40,7 +40,8 @@ from ..protocol import (
     RewritePromptResult,
     WireContent,
 )
-from ..tools.base import FileAccess, Tool, ToolContext, llm_name
+from ..retrieval import CodeIndex
+from ..tools.base import ChatDelegate, FileAccess, Tool, ToolContext, llm_name
 from ..tools.notebook_kernel import OwnKernelRunner
 from . import _builtins, _rewind
 from ._approval import SessionApprovals
@@ -145,6 +146,8 @@ class Engine:
             self.mcp = McpManager(self.config.mcp_servers, workspace_folders=self.workspace_folders,
                                   timeout=self.config.mcp_timeout_seconds)
         self.file_access: FileAccess | None = None  # a door may route file tools through its client (ACP fs/*)
+        # per chat: a door whose client applies that chat's file changes or runs its commands (the session stream)
+        self.chat_delegates: dict[str, ChatDelegate] = {}
         # The notebook tools' front end, when a door has one of its own (a %eca's comm to its notebook's page);
         # otherwise the first client that advertised `editor.notebooks`. See _notebooks.py.
         self.notebook_access: NotebookAccess | None = None
@@ -160,6 +163,8 @@ class Engine:
         self.selected_model: str | None = None
         # the workspace file index behind chat/queryContext, @-completion and the repo map
         self.index: WorkspaceIndex | None = WorkspaceIndex(self.workspace_folders) if self.workspace_folders else None
+        # the content index behind search_symbols / search_text / vector_search: built on first use, not here
+        self.code_index: CodeIndex | None = self._make_code_index()
         self.global_config_dir = global_config_path(self.env).parent
         self._listeners: list[Listener] = []
         self._closed = False
@@ -172,6 +177,17 @@ class Engine:
         self.rewriter = Rewriter(self)  # rewrite/prompt (_rewrite.py)
         if self.mcp is not None:
             self.add_plugin(self.mcp)
+
+    def _make_code_index(self) -> CodeIndex | None:
+        """The content index, stored beside the chats (``$XDG_CACHE_HOME/eca-notebook/index/<same digest>/``); None
+        without a workspace folder or with ``index.content`` off. Creating it costs nothing: it builds on first use."""
+        settings = self.config.index
+        if not self.workspace_folders or not settings.content:
+            return None
+        chats = chats_dir_for(self.workspace_folders, self.env)
+        return CodeIndex(self.workspace_folders, chats.parent.parent / "index" / chats.name / "content.sqlite",
+                         max_file_bytes=settings.max_file_bytes, max_files=settings.max_files,
+                         vectors=settings.vectors)
 
     def _config_secrets(self) -> list[str]:
         """Every value of this workspace's config that is a secret, for the process-wide redaction registry.
@@ -318,6 +334,16 @@ class Engine:
     def tool_context(self) -> ToolContext:
         """What a tool may use (workspace folders, the client's diagnostics, the door's file access)."""
         return self.toolbox.tool_context()
+
+    def set_chat_delegate(self, chat_id: str, delegate: ChatDelegate) -> None:
+        """From the next turn on, this chat's tool calls write files through ``delegate.fs`` and run commands through
+        ``delegate.run_command`` (the parts it sets); the engine's other chats keep the engine's own."""
+        self.chat_delegates[chat_id] = delegate
+
+    def clear_chat_delegate(self, chat_id: str, delegate: ChatDelegate | None = None) -> None:
+        """Forget the chat's delegate (only *delegate*, when given: a newer door's stays)."""
+        if delegate is None or self.chat_delegates.get(chat_id) is delegate:
+            self.chat_delegates.pop(chat_id, None)
 
     async def undo_tool_call(self, chat_id: str, tool_call_id: str) -> ChatToolCallUndoResult:
         """``chat/toolCallUndo``: revert what a finished tool call changed (its details said ``undoable``)."""
@@ -481,6 +507,8 @@ class Engine:
         await self.background.aclose()
         if self.index is not None:
             await self.index.stop()
+        if self.code_index is not None:
+            await self.code_index.close()
         if self._index_task is not None:
             self._index_task.cancel()
             await asyncio.gather(self._index_task, return_exceptions=True)

@@ -237,6 +237,7 @@ class McpConnection:
         self._wake = asyncio.Event()
         self._stopping = False
         self._settled = asyncio.Event()
+        self._ended = asyncio.Event()  # set when the runner has left the session: calls still waiting are answered
         self._refresh_tasks = BackgroundTasks(f"MCP server {name}", logger=log)
         self._lock = asyncio.Lock()
         self._scope: anyio.CancelScope | None = None
@@ -282,6 +283,7 @@ class McpConnection:
                 self._stopping = False
                 self._lost = None
                 self._wake = asyncio.Event()
+                self._ended = asyncio.Event()
                 self._settled = settled = asyncio.Event()
                 self.error = None
                 self._set_status("starting")
@@ -385,6 +387,7 @@ class McpConnection:
             if reason is not None and not self._stopping:
                 self._fail(reason)
             self._settled.set()
+            self._ended.set()
 
     def _failure_reason(self, exc: BaseException) -> str:
         leaf = leaf_error(exc)
@@ -484,9 +487,12 @@ class McpConnection:
         timeout leaves the server running (a slow call is not a dead server)."""
         session = self.require_session()
         try:
-            return await asyncio.wait_for(call(session), self.timeout)
+            return await asyncio.wait_for(_unless_ended(call(session), self._ended), self.timeout)
         except TimeoutError:
             raise TimeoutError(self._timed_out(what)) from None
+        except _Ended:
+            raise ServerGone(f"MCP server '{self.name}' closed the connection during {what} (connection closed)") \
+                from None
         except Exception as exc:
             code = error_code(exc)
             if code == REQUEST_TIMEOUT:
@@ -507,13 +513,37 @@ class McpConnection:
         return any(r.get("uri") == uri for r in self.resources)
 
 
+class _Ended(Exception):
+    """The connection ended while a request waited for its answer."""
+
+
+async def _unless_ended(call: Awaitable[Any], ended: asyncio.Event) -> Any:
+    """The call's result, or :class:`_Ended` once the runner has left the session. mcp 2.x answers a request whose
+    connection closed with CONNECTION_CLOSED itself; mcp 1.x (which Jupyter AI brings) may not: tearing the session
+    down at end-of-file cancels its receive loop before it answers the requests still waiting, which then wait for
+    the whole timeout."""
+    task = asyncio.ensure_future(call)
+    gone = asyncio.ensure_future(ended.wait())
+    try:
+        await asyncio.wait({task, gone}, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        gone.cancel()
+        if not task.done():
+            task.cancel()
+            await asyncio.gather(task, return_exceptions=True)
+    if task.cancelled():
+        raise _Ended
+    return task.result()
+
+
 @contextlib.asynccontextmanager
 async def _http_transport(url: str, headers: Mapping[str, str]) -> AsyncIterator[tuple[Any, Any]]:
     """Streamable HTTP with the configured headers, for the 2.x SDK (``streamable_http_client`` over an httpx2
-    client) or the 1.x one (``streamablehttp_client(url, headers=…)``, which yields a third value)."""
+    client) or the 1.x one (1.25+ has the same function, yielding a third value, the session id getter; older 1.x
+    only ``streamablehttp_client(url, headers=…)``). Jupyter AI 3.2 brings mcp 1.x (see pyproject's mcp extra)."""
     try:
         from mcp.client.streamable_http import streamable_http_client
-    except ImportError:  # mcp 1.x
+    except ImportError:  # mcp 1.x before 1.25
         from mcp.client.streamable_http import streamablehttp_client  # type: ignore[attr-defined]
 
         async with streamablehttp_client(url, headers=dict(headers)) as (read, write, _session_id):
@@ -522,5 +552,5 @@ async def _http_transport(url: str, headers: Mapping[str, str]) -> AsyncIterator
     from mcp.shared._httpx_utils import create_mcp_http_client
 
     async with create_mcp_http_client(headers=dict(headers)) as client:
-        async with streamable_http_client(url, http_client=client) as (read, write):
-            yield read, write
+        async with streamable_http_client(url, http_client=client) as streams:
+            yield streams[0], streams[1]

@@ -1,13 +1,13 @@
 """An MCP server's tool as an engine :class:`~eca_notebook.tools.base.Tool`.
 
-The model sees it as ``<server>__<tool>``; approval selectors match the server name or ``server__tool``; every
-tool content carries ``origin: "mcp"`` and ``server: <name>``. Whether an MCP tool changes anything is unknown, so
-``mutates`` is False (the ``plan`` behavior keeps it; a deny rule hides it) and it asks by default.
+The model sees it as ``<server>__<tool>`` (made provider-safe by ``tools.base.llm_name``); approval selectors
+match the server name or ``server__tool`` with the server's own names; every tool content carries ``origin: "mcp"``
+and ``server: <name>``. Whether an MCP tool changes anything is unknown, so ``mutates`` is False (the ``plan``
+behavior keeps it; a deny rule hides it) and it asks by default.
 """
 
 from __future__ import annotations
 
-import re
 from typing import TYPE_CHECKING, Any
 
 from ..tools.base import Approval, Prepared, ToolContext, ToolResult
@@ -36,8 +36,9 @@ class McpTool:
         self._manager = manager
         self.server = server
         self.mcp_name: str = spec["name"]  # what the server calls it
-        # what the model and the approval rules call it: provider APIs accept only [A-Za-z0-9_-] in tool names
-        self.name: str = re.sub(r"[^A-Za-z0-9_-]", "_", self.mcp_name)
+        # what users and the approval rules call it: the server's own name (the model is offered a provider-safe
+        # form of ``server__name``, tools.base.llm_name)
+        self.name: str = self.mcp_name
         self.description: str = (spec.get("description") or spec.get("title")
                                  or f"Tool {self.name} of MCP server {server}")
         self.parameters: dict[str, Any] = _object_schema(spec.get("inputSchema"))

@@ -37,6 +37,7 @@ __all__ = [
     "ReasonStartedContent",
     "ReasonTextChunk",
     "ReasonTextContent",
+    "RetrievalDetails",
     "TextChunk",
     "TextContent",
     "ToolCallDetails",
@@ -179,9 +180,37 @@ class FileChangeDetails(EcaModel):
     #: The diff's hunks, when the tool can apply a subset of them (see :class:`FileChangeHunk`). On the finished
     #: call ``diff`` is what was written and each hunk says whether it was ``applied``.
     hunks: list[FileChangeHunk] | None = None
+    #: Why the change is made, in the model's words (the write tools' optional ``rationale`` argument).
+    rationale: str | None = None
+    #: How to verify the change, in the model's words (the write tools' optional ``acceptance_criteria``).
+    acceptance_criteria: list[str] | None = None
 
 
-ToolCallDetails = FileChangeDetails
+class RetrievalDetails(EcaModel):
+    """Attached to the code-search tool calls (``search_symbols``, ``search_text``, ``vector_search``): what was
+    searched and what came of it (an eca-notebook extension: clients that ignore it show the call as any other).
+    The session stream's ``agent.retrieve.status`` is made from it."""
+
+    type: Literal["retrieval"] = "retrieval"
+    #: ``reranking``: a ``vector_search`` whose results were fused with the text search's ranking.
+    stage: Literal["symbol_search", "text_search", "vector_search", "reranking"]
+    query: str
+    #: Set on the finished call.
+    results_count: int | None = None
+    #: One line for the user, e.g. "Found 12 symbols" or "Indexing 1,234 of 5,000 files…".
+    message: str | None = None
+
+
+def _details_type(value: Any) -> str:
+    kind = value.get("type") if isinstance(value, dict) else getattr(value, "type", None)
+    return "retrieval" if kind == "retrieval" else "fileChange"  # details without a type are the original kind
+
+
+#: What a tool call's ``details`` may be: a file change (the diff to approve) or a code search's outcome.
+ToolCallDetails = Annotated[
+    Annotated[FileChangeDetails, Tag("fileChange")] | Annotated[RetrievalDetails, Tag("retrieval")],
+    Discriminator(_details_type),
+]
 
 
 class ToolCallRisk(EcaModel):

@@ -7,7 +7,10 @@ agree without importing each other.
 
 from __future__ import annotations
 
+import json
 from typing import Any
+
+from .._redact import redact
 
 __all__ = [
     "CONNECTION_LOST",
@@ -40,6 +43,7 @@ CONNECTION_LOST = -32000
 #: A request of ours got no answer in time. Not -32001: on the ECA wire that is the reference's "Unknown error"
 #: (the ACP door answers its own timeouts with the ACP spec's -32001, ``eca_notebook.acp._schema.TIMEOUT``).
 TIMEOUT = -32003
+_DESCRIBE_LIMIT = 4000  # characters of a peer's error data quoted by RpcError.describe
 
 _MESSAGES = {
     PARSE_ERROR: "Parse error",
@@ -64,6 +68,16 @@ class RpcError(Exception):
         self.message = message or _MESSAGES.get(code, "Error")
         self.data = data
         super().__init__(f"{self.code}: {self.message}")
+
+    def describe(self) -> str:
+        """The error for a person or a model: message, code and the peer's ``data`` — often the reason itself (Jupyter
+        AI refuses a raw ``.ipynb`` write with ``data: {"path": "…use the Jupyter notebook MCP tools…"}``) — with
+        secrets redacted, at most a few thousand characters."""
+        text = f"{self.message} ({self.code})"
+        if self.data is not None:
+            detail = self.data if isinstance(self.data, str) else json.dumps(self.data, ensure_ascii=False, default=str)
+            text += f": {detail[:_DESCRIBE_LIMIT]}{'…' if len(detail) > _DESCRIBE_LIMIT else ''}"
+        return redact(text)
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON-RPC ``error`` object (``code``, ``message``, ``data`` when set)."""

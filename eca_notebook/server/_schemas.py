@@ -18,6 +18,7 @@ __all__ = [
     "ApiError",
     "ApprovalPolicy",
     "ApprovalRule",
+    "ContentIndexStatus",
     "CreateSession",
     "CurrentModel",
     "Health",
@@ -150,6 +151,20 @@ class Policy(_Response):
 # -- index -------------------------------------------------------------------------------------------------------
 
 
+class ContentIndexStatus(_Response):
+    """The content index behind search_symbols / search_text / vector_search (built on first use)."""
+
+    state: Literal["empty", "building", "ready"]
+    files: int = Field(description="Files whose content is indexed.")
+    symbols: int
+    chunks: int = Field(description="Text chunks in the full-text index.")
+    vectors: int = Field(description="Chunks with an embedding (computed by the first vector_search).")
+    disk_bytes: int
+    vectors_available: bool = Field(description="The vectors extra (embedding model) is installed.")
+    built_at: float | None = Field(None, description="Epoch seconds of the first scan in this process.")
+    refreshed_at: float | None = Field(None, description="Epoch seconds of the last scan or applied events.")
+
+
 class IndexStatus(_Response):
     workspace_id: str
     state: Literal["empty", "building", "ready"]
@@ -159,11 +174,15 @@ class IndexStatus(_Response):
     duration_ms: float | None = None
     refreshed_at: float | None = Field(None, description="Epoch seconds of the last refresh.")
     truncated: bool = Field(description="The file limit was reached: some files are not indexed.")
+    content: ContentIndexStatus | None = Field(None, description="The content index; absent when it is turned off "
+                                                                 "(index.content: false).")
 
 
 class IndexResult(IndexStatus):
     changed: int | None = Field(None, description="Entries added or removed by a refresh.")
     accepted: int | None = Field(None, description="incremental: file events accepted.")
+    reindexed: int | None = Field(None, description="Content files re-indexed or removed by this call (a "
+                                                    "content_hash equal to the indexed one skips the file).")
 
 
 class IndexChange(_Request):

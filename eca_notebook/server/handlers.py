@@ -135,6 +135,7 @@ def route_table(state: ServerState) -> list[tuple[str, type, dict[str, Any]]]:
     """Every route of the extension (patterns relative to the base URL; the ExtensionApp prepends it)."""
     from . import rest
     from .openapi import OpenApiHandler
+    from .stream import SessionStreamHandler
 
     kwargs = {"state": state}
     wid = r"(?P<workspace_id>[^/]+)"
@@ -155,6 +156,7 @@ def route_table(state: ServerState) -> list[tuple[str, type, dict[str, Any]]]:
         (at(f"workspaces/{wid}/index/(?P<action>rebuild|refresh|incremental)"), rest.IndexActionHandler, kwargs),
         (at("sessions"), rest.SessionsHandler, kwargs),
         (at(f"sessions/{sid}"), rest.SessionHandler, kwargs),
+        (at(f"sessions/{sid}/stream"), SessionStreamHandler, kwargs),
         (at("models"), rest.ModelsHandler, kwargs),
         (at("models/current"), rest.CurrentModelHandler, kwargs),
     ]

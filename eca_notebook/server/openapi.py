@@ -38,10 +38,15 @@ The jupyter-server extension of eca-notebook. It follows the editor-side HTTP + 
   engine and merges it into `<workspace>/.eca/config.json` (atomic write).
 - **Index** rebuild / refresh / incremental / status drive the workspace file index behind `chat/queryContext` and
   `@`-completion (`.gitignore`-aware file and directory names). `incremental` takes file-watcher events and
-  rescans what changed.
+  rescans what changed; the same events update the content index behind `search_symbols` / `search_text` /
+  `vector_search` (a `content_hash` equal to the indexed one skips the file unread), `rebuild` rebuilds both, and
+  `status` reports it under `content`.
 - **Models** and **models/current** are the engine's model registry (`provider/model` ids) and its selected model
   and behavior. Providers and keys come from the ECA config files, never from this API.
-- **Streaming**: instead of `WS /v1/sessions/{id}/stream` with `client.*`/`server.*` messages, **one** WebSocket per
+- **Streaming**, two doors onto the same engine and chats. The spec's own, `WS sessions/{session_id}/stream`
+  (`?workspace_id=`), speaks the spec's `client.*`/`server.*` messages (strictly validated; see the README's "Editor
+  clients: the session stream"; cross-site `Origin` refused with 403 even with a token, unknown session 404).
+  And for the panel, **one** WebSocket per
   client and workspace, `api/eca/v1/ws?workspace=<path under the server root>`, carries ECA JSON-RPC 2.0, one
   message per text frame, exactly as over stdio:
   `client.hello` → `initialize`/`initialized` (answered by `config/updated` and `tool/serverUpdated`);
@@ -61,6 +66,15 @@ Upgrade to a WebSocket carrying ECA JSON-RPC 2.0 (one message per text frame). T
 lie under the root (else `-32602`). Every socket of a workspace shares its engine: chats are shared and survive
 reloads. Malformed frames are answered with JSON-RPC errors; frames over the message limit get `-32600` (far over
 it, the socket is closed with 1009); a client that stops reading is disconnected with 1008.
+"""
+
+
+_STREAM_DESCRIPTION = """\
+Upgrade to the session stream of `http-websocket-api.md`: one JSON message per text frame, `client.hello` first
+(answered by `server.hello` with `session_id`, `workspace_id`, `command_mode`, `patch_mode`, `capabilities`, then
+`session.state`). The session is an engine chat (create it with POST /sessions). Every problem with a message is a
+`server.error` (`INVALID_MESSAGE`, `UNKNOWN_MESSAGE_TYPE`, `HANDSHAKE_REQUIRED`, `SESSION_BUSY`, `NOT_FOUND`,
+`MESSAGE_TOO_LARGE`, `MODEL_ERROR`, `POLICY_VIOLATION`, `RETRIEVAL_FAILED`) and the socket stays open.
 """
 
 
@@ -119,6 +133,8 @@ OPERATIONS: tuple[Operation, ...] = (
               description="Without workspace_id the root's workspace is searched, then every running engine."),
     Operation("delete", "/sessions/{session_id}", "Delete a session (stops it if running)", None, status=204,
               query=(_WID,), errors=(404,), tags=("sessions",)),
+    Operation("get", "/sessions/{session_id}/stream", "The session stream (WebSocket)", None, status=101,
+              query=(_WID,), errors=(403, 404), tags=("ws",), description=_STREAM_DESCRIPTION),
     Operation("get", "/models", "List available models", s.ModelList, query=(_WID,), errors=(404,),
               tags=("models",)),
     Operation("get", "/models/current", "Selected model and behavior", s.CurrentModel, query=(_WID,),

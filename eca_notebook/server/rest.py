@@ -19,8 +19,10 @@ from .._version import __version__
 from ..engine import Engine
 from ..engine.config import ApprovalConfig
 from ..protocol import ChatPromptParams
+from ..retrieval import FileChange
 from ._policy import PolicyFileError, persist_approval, policy_file
 from ._schemas import (
+    ContentIndexStatus,
     CreateSession,
     CurrentModel,
     Health,
@@ -146,10 +148,17 @@ class PolicyHandler(EcaApiHandler):
 def _index_status(workspace: Workspace, engine: Engine, **extra: Any) -> IndexResult:
     assert engine.index is not None  # a workspace always has a folder
     status = engine.index.status()
+    content = None
+    if engine.code_index is not None:
+        c = engine.code_index.status()
+        content = ContentIndexStatus(state=c["state"], files=c["files"], symbols=c["symbols"], chunks=c["chunks"],
+                                     vectors=c["vectors"], disk_bytes=c["disk_bytes"],
+                                     vectors_available=c["vectors_available"], built_at=c["built_at"],
+                                     refreshed_at=c["refreshed_at"])
     return IndexResult(
         workspace_id=workspace.id, state=status["state"], files=status["files"], dirs=status["dirs"],
         built_at=status["builtAt"], duration_ms=status["durationMs"], refreshed_at=status["refreshedAt"],
-        truncated=status["truncated"], **extra,
+        truncated=status["truncated"], content=content, **extra,
     )
 
 
@@ -163,8 +172,9 @@ class IndexStatusHandler(EcaApiHandler):
 
 class IndexActionHandler(EcaApiHandler):
     """``rebuild`` walks every folder again; ``refresh`` rescans what changed (directory mtimes); ``incremental``
-    takes file-watcher events, checks their paths and runs the same refresh (the index tracks names, not contents,
-    so ``modified`` events change nothing and ``created``/``deleted`` are picked up by the rescan)."""
+    takes file-watcher events, checks their paths and runs the same refresh (the file-name index tracks names, so
+    ``created``/``deleted`` are picked up by the rescan). The content index (``engine.code_index``) gets the events
+    themselves: ``modified`` re-indexes the file unless its ``content_hash`` is the one already indexed."""
 
     @authorized
     async def post(self, workspace_id: str, action: str) -> None:
@@ -192,7 +202,24 @@ class IndexActionHandler(EcaApiHandler):
                 extra["changed"] = 0
             else:
                 extra["changed"] = await asyncio.to_thread(index.refresh)
+        extra["reindexed"] = await self._content(engine, action, body)
         self.send(_index_status(workspace, engine, **extra))
+
+    @staticmethod
+    async def _content(engine: Engine, action: str, body: IndexIncremental | None) -> int | None:
+        """The content index's part: ``rebuild`` rebuilds it; ``refresh`` and ``incremental`` update it only once
+        it exists (it is built lazily, by the first search or a rebuild, which picks every change up anyway)."""
+        code = engine.code_index
+        if code is None:
+            return None
+        if action == "rebuild":
+            return await code.rebuild()
+        if not code.ready:
+            return 0
+        if body is not None:
+            return await code.apply_changes(FileChange(type=c.type, path=c.file_path, content_hash=c.content_hash)
+                                            for c in body.changes)
+        return await code.refresh()
 
     @staticmethod
     def _inside(workspace: Workspace, file_path: str) -> None:

@@ -29,6 +29,7 @@ import collections
 import contextlib
 import logging
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -47,6 +48,7 @@ from ._workspaces import Workspace, WorkspaceError, WorkspaceManager
 
 __all__ = [
     "AUTH_RESOURCE",
+    "EcaSocketHandler",
     "EcaWebSocketHandler",
     "Limits",
     "ServerState",
@@ -86,7 +88,7 @@ class ServerState:
 
     manager: WorkspaceManager
     limits: Limits = field(default_factory=Limits)
-    sockets: set[EcaWebSocketHandler] = field(default_factory=set)
+    sockets: set[EcaSocketHandler] = field(default_factory=set)
 
     async def aclose(self) -> None:
         """Server stop: close every socket (1001), wait for their connections to end, then close the engines."""
@@ -150,6 +152,12 @@ def _scalar(text: str) -> int | str | None:
 _INT = re.compile(r"-?\d+(?![\d.eE])")
 
 
+def _rpc_refusal(body: bytes, limit: int) -> dict[str, Any]:
+    error = RpcError(INVALID_REQUEST, f"message of {len(body)} bytes exceeds the limit of {limit} bytes",
+                     {"size": len(body), "limit": limit})
+    return {"jsonrpc": "2.0", "id": peek_id(body), "error": error.to_dict()}
+
+
 def _consume(future: asyncio.Future[Any]) -> None:
     """Retrieve a write's outcome so a write failed by a drop or a disconnect is not reported as never retrieved."""
     if not future.cancelled():
@@ -164,8 +172,12 @@ class WebSocketStream:
     ``max_pending_bytes`` or a frame waits ``write_timeout`` seconds.
     """
 
-    def __init__(self, handler: WebSocketHandler, limits: Limits, name: str = "ws") -> None:
+    def __init__(self, handler: WebSocketHandler, limits: Limits, name: str = "ws",
+                 refuse: Callable[[bytes, int], Any] | None = None) -> None:
+        """*refuse(body, limit)*: the message answering a frame over the size limit (default: a JSON-RPC error
+        with the request's id); the session stream answers with its own ``server.error``."""
         self.name = name
+        self._refuse = refuse or _rpc_refusal
         self._handler = handler
         self._limits = limits
         self._inbox: asyncio.Queue[Any] = asyncio.Queue(maxsize=max(1, limits.inbox_size))
@@ -198,10 +210,8 @@ class WebSocketStream:
         limit = self._limits.max_message_size
         if len(body) > limit:
             log.warning("%s: refused a message of %d bytes (limit %d)", self.name, len(body), limit)
-            error = RpcError(INVALID_REQUEST, f"message of {len(body)} bytes exceeds the limit of {limit} bytes",
-                             {"size": len(body), "limit": limit})
             with contextlib.suppress(ConnectionError):
-                await self.write({"jsonrpc": "2.0", "id": peek_id(body), "error": error.to_dict()})
+                await self.write(self._refuse(body, limit))
             return
         await self._inbox.put(decode_message(body))
 
@@ -224,6 +234,10 @@ class WebSocketStream:
     # -- outgoing --------------------------------------------------------------------------------------------------
 
     async def write(self, message: Any) -> None:
+        self.write_nowait(message)
+
+    def write_nowait(self, message: Any) -> None:
+        """:meth:`write` for callers that cannot await (an engine listener): queues at once, in call order."""
         data = dumps(message)  # TypeError/ValueError propagate before anything is queued (MessageStream contract)
         if self._closed or self._socket_gone or self.dropped_reason is not None:
             raise ConnectionError(f"{self.name}: closed")
@@ -354,8 +368,10 @@ class WorkspaceConnection(ServerConnection):
             self.attached = None
 
 
-class EcaWebSocketHandler(WebSocketMixin, WebSocketHandler, JupyterHandler):
-    """``GET <base_url>api/eca/v1/ws[?workspace=<path under the root>]`` upgraded to a WebSocket."""
+class EcaSocketHandler(WebSocketMixin, WebSocketHandler, JupyterHandler):
+    """What the extension's WebSockets share: Jupyter auth (``ws_authenticated``, then ``execute`` on ``eca`` in
+    :meth:`pre_get`: the socket can run tools), the origin check (tornado's, before the upgrade), the size limits,
+    and a :class:`WebSocketStream` fed by the frames. Subclasses open their connection in :meth:`open`."""
 
     auth_resource = AUTH_RESOURCE
 
@@ -363,7 +379,6 @@ class EcaWebSocketHandler(WebSocketMixin, WebSocketHandler, JupyterHandler):
         self.state = state
         self.workspace: Workspace | None = None
         self.eca_stream: WebSocketStream | None = None
-        self.connection: WorkspaceConnection | None = None
         self.serve_task: asyncio.Task[None] | None = None
 
     def set_default_headers(self) -> None:
@@ -376,47 +391,32 @@ class EcaWebSocketHandler(WebSocketMixin, WebSocketHandler, JupyterHandler):
     def max_message_size(self) -> int:
         return self.state.limits.hard_max_message_size
 
-    async def pre_get(self) -> None:
-        """Authorize (``execute`` on ``eca``: the socket can run tools) and pick the workspace, before upgrading."""
+    async def authorize(self) -> None:
+        """403 unless the user may ``execute`` on ``eca``."""
         user = self.current_user
         authorized = await ensure_async(self.authorizer.is_authorized(self, user, "execute", AUTH_RESOURCE))
         if not authorized:
             raise web.HTTPError(403, "not authorized to use the ECA assistant")
-        try:
-            self.workspace = self.state.manager.register_path(self.get_argument("workspace", None))
-        except WorkspaceError as exc:
-            raise web.HTTPError(400, str(exc)) from None
+
+    async def pre_get(self) -> None:
+        """Checks before the upgrade (HTTP errors still possible): authorization."""
+        await self.authorize()
 
     @ws_authenticated
     async def get(self, *args: Any, **kwargs: Any) -> None:
         await self.pre_get()
         await super().get(*args, **kwargs)
 
-    def open(self, *args: Any, **kwargs: Any) -> None:
+    def open_stream(self, name: str, refuse: Callable[[bytes, int], Any] | None = None) -> WebSocketStream:
+        """Start the socket's stream (call from :meth:`open`) and count the socket among the server's."""
         super().open()  # WebSocketMixin: keep-alive pings
         # Streaming is many small frames: without this, Nagle's algorithm and delayed ACKs stall them by up to
         # 40 ms at a time (the writer batches frames itself).
         self.set_nodelay(True)
-        assert self.workspace is not None
-        user = getattr(self.current_user, "username", "?")
-        name = f"eca-ws[{user}@{self.workspace.id}]"
-        self.eca_stream = WebSocketStream(self, self.state.limits, name=name)
+        self.eca_stream = WebSocketStream(self, self.state.limits, name=name, refuse=refuse)
         self.eca_stream.start()
-        self.connection = WorkspaceConnection(self.eca_stream, self.state.manager, self.workspace)
         self.state.sockets.add(self)
-        self.serve_task = asyncio.get_running_loop().create_task(self._serve(), name=name)
-
-    async def _serve(self) -> None:
-        assert self.connection is not None
-        try:
-            await self.connection.run()
-        except Exception:
-            log.exception("ECA WebSocket connection failed")
-        finally:
-            self.connection.detach()
-            self.state.sockets.discard(self)
-            with contextlib.suppress(Exception):
-                self.close()
+        return self.eca_stream
 
     async def on_message(self, message: str | bytes) -> None:
         if self.eca_stream is not None:
@@ -432,3 +432,39 @@ class EcaWebSocketHandler(WebSocketMixin, WebSocketHandler, JupyterHandler):
             self.close(CLOSE_GOING_AWAY, "server shutting down")
         if self.eca_stream is not None:
             self.eca_stream.feed_eof()
+
+
+class EcaWebSocketHandler(EcaSocketHandler):
+    """``GET <base_url>api/eca/v1/ws[?workspace=<path under the root>]`` upgraded to a WebSocket."""
+
+    def initialize(self, state: ServerState) -> None:  # tornado's per-request hook, not ECA's initialize
+        super().initialize(state)
+        self.connection: WorkspaceConnection | None = None
+
+    async def pre_get(self) -> None:
+        """Authorize and pick the workspace, before upgrading."""
+        await self.authorize()
+        try:
+            self.workspace = self.state.manager.register_path(self.get_argument("workspace", None))
+        except WorkspaceError as exc:
+            raise web.HTTPError(400, str(exc)) from None
+
+    def open(self, *args: Any, **kwargs: Any) -> None:
+        assert self.workspace is not None
+        user = getattr(self.current_user, "username", "?")
+        name = f"eca-ws[{user}@{self.workspace.id}]"
+        stream = self.open_stream(name)
+        self.connection = WorkspaceConnection(stream, self.state.manager, self.workspace)
+        self.serve_task = asyncio.get_running_loop().create_task(self._serve(), name=name)
+
+    async def _serve(self) -> None:
+        assert self.connection is not None
+        try:
+            await self.connection.run()
+        except Exception:
+            log.exception("ECA WebSocket connection failed")
+        finally:
+            self.connection.detach()
+            self.state.sockets.discard(self)
+            with contextlib.suppress(Exception):
+                self.close()

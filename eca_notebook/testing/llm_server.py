@@ -33,6 +33,7 @@ import threading
 import time
 import uuid
 from collections import deque
+from collections.abc import Callable
 from datetime import UTC, datetime
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -222,14 +223,18 @@ class _Handler(BaseHTTPRequestHandler):
             self._send_json(404, {"error": {"message": f"no such endpoint: POST {path}"}})
             return
         self.owner._record(RecordedRequest("POST", path, self._lower_headers(), body))
-        reply = self.owner._next_reply(body)
-        if reply is None:
-            self._send_json(500, {"error": {"message": "no scripted reply queued"}})
-            return
+        self.owner._enter()
         try:
-            self._play(renderer_cls(reply, body, self.owner), reply)
-        except _ClientGone:
-            self._drop()
+            reply = self.owner._next_reply(body)
+            if reply is None:
+                self._send_json(500, {"error": {"message": "no scripted reply queued"}})
+                return
+            try:
+                self._play(renderer_cls(reply, body, self.owner), reply)
+            except _ClientGone:
+                self._drop()
+        finally:
+            self.owner._leave()
 
     def _lower_headers(self) -> dict[str, str]:
         return {k.lower(): v for k, v in self.headers.items()}
@@ -304,6 +309,9 @@ class _HTTPServer(ThreadingHTTPServer):
     daemon_threads = True
     block_on_close = False
     allow_reuse_address = True
+    # socketserver's default listen backlog is 5: a batch opening 64 connections at once overflowed it on a busy
+    # machine, and a connection the kernel had dropped failed as "closed the connection before answering"
+    request_queue_size = 256
 
     def __init__(self, address: tuple[str, int], owner: ScriptedLLMServer) -> None:
         self.owner = owner
@@ -332,6 +340,9 @@ class ScriptedLLMServer:
         self._kept: list[tuple[str, deque[Reply]]] = []  # replies for requests containing a text (enqueue_when)
         self._requests: list[RecordedRequest] = []
         self._disconnects = 0
+        self._responder: Callable[[Any], Reply | None] | None = None
+        self._in_flight = 0
+        self._peak_in_flight = 0
         self._stopping = threading.Event()
         self._connections: set[socket.socket] = set()
         self._httpd: _HTTPServer | None = None
@@ -393,6 +404,25 @@ class ScriptedLLMServer:
         with self._lock:
             self._kept.append((text, deque(replies)))
 
+    def respond_with(self, responder: Callable[[Any], Reply | None] | None) -> None:
+        """Answer every request the queues have no reply for with ``responder(body)`` (the parsed request body):
+        for many concurrent requests (a batch on several processes) whose arrival order a FIFO cannot know. A
+        responder answering None leaves the request unanswered as before (HTTP 500); ``None`` removes it."""
+        with self._lock:
+            self._responder = responder
+
+    @property
+    def in_flight(self) -> int:
+        """Completion requests being answered right now."""
+        with self._lock:
+            return self._in_flight
+
+    @property
+    def peak_in_flight(self) -> int:
+        """The most completion requests answered at once since the start (or :meth:`clear`)."""
+        with self._lock:
+            return self._peak_in_flight
+
     @property
     def requests(self) -> list[RecordedRequest]:
         """A snapshot of every request received (except the /_scripted control endpoints), oldest first."""
@@ -417,6 +447,7 @@ class ScriptedLLMServer:
             self._kept.clear()
             self._requests.clear()
             self._disconnects = 0
+            self._peak_in_flight = self._in_flight
 
     def wait_for_disconnect(self, timeout: float = 5.0, count: int = 1) -> bool:
         """Block until ``count`` streams were abandoned by their client; False on timeout."""
@@ -436,7 +467,19 @@ class ScriptedLLMServer:
                 for needle, replies in self._kept:
                     if replies and needle in text:
                         return replies.popleft()
-            return self._queue.popleft() if self._queue else None
+            if self._queue:
+                return self._queue.popleft()
+            responder = self._responder
+        return responder(body) if responder is not None else None
+
+    def _enter(self) -> None:
+        with self._lock:
+            self._in_flight += 1
+            self._peak_in_flight = max(self._peak_in_flight, self._in_flight)
+
+    def _leave(self) -> None:
+        with self._lock:
+            self._in_flight -= 1
 
     def _note_disconnect(self) -> None:
         with self._lock:

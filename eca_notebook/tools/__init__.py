@@ -16,6 +16,7 @@ if TYPE_CHECKING:  # imported on first use (module __getattr__): see _LAZY
     from .fs import EditFileTool, MoveFileTool, ReadFileTool, WriteFileTool
     from .notebook import NotebookAccess
     from .plan import UpdatePlanTool
+    from .retrieval import SearchSymbolsTool, SearchTextTool, VectorSearchTool
     from .search import DirectoryTreeTool, GrepTool
     from .shell import ShellCommandTool
 
@@ -29,6 +30,9 @@ _LAZY: dict[str, str] = {
     "WriteFileTool": ".fs",
     "NotebookAccess": ".notebook",
     "UpdatePlanTool": ".plan",
+    "SearchSymbolsTool": ".retrieval",
+    "SearchTextTool": ".retrieval",
+    "VectorSearchTool": ".retrieval",
     "DirectoryTreeTool": ".search",
     "GrepTool": ".search",
     "ShellCommandTool": ".shell",
@@ -58,11 +62,14 @@ __all__ = [
     "NotebookAccess",
     "Prepared",
     "ReadFileTool",
+    "SearchSymbolsTool",
+    "SearchTextTool",
     "ShellCommandTool",
     "Tool",
     "ToolContext",
     "ToolResult",
     "UpdatePlanTool",
+    "VectorSearchTool",
     "WriteFileTool",
     "get_native_tool",
     "native_tools",
@@ -77,6 +84,7 @@ def native_tools() -> list[Tool]:
     from .fs import EditFileTool, MoveFileTool, ReadFileTool, WriteFileTool
     from .notebook import notebook_tools
     from .plan import UpdatePlanTool
+    from .retrieval import retrieval_tools
     from .search import DirectoryTreeTool, GrepTool
     from .shell import ShellCommandTool
 
@@ -87,6 +95,7 @@ def native_tools() -> list[Tool]:
         MoveFileTool(),
         GrepTool(),
         DirectoryTreeTool(),
+        *retrieval_tools(),
         ShellCommandTool(),
         EditorDiagnosticsTool(),
         UpdatePlanTool(),

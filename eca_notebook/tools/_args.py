@@ -11,9 +11,9 @@ import json
 from collections.abc import Mapping
 from typing import Any, TypeVar
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-__all__ = ["ToolArgs", "json_schema", "parse_args"]
+__all__ = ["ChangeArgs", "ToolArgs", "change_args", "json_schema", "parse_args", "with_reasons"]
 
 A = TypeVar("A", bound="ToolArgs")
 
@@ -23,6 +23,38 @@ class ToolArgs(BaseModel):
     to strings (a number where text is expected is a mistake worth reporting)."""
 
     model_config = ConfigDict(extra="ignore")
+
+
+class ChangeArgs(ToolArgs):
+    """The optional reasons a change-making tool asks of the model: they travel with the diff (``FileChangeDetails``)
+    so a reviewer sees why, and how to check it, next to what."""
+
+    rationale: str | None = Field(None, description="One sentence: why this change.")
+    acceptance_criteria: list[str] | None = Field(
+        None, description="How to verify the change (e.g. 'the login tests pass'), one check per item.")
+
+
+_REASONS = ("rationale", "acceptance_criteria")
+
+
+def change_args(args: ChangeArgs) -> dict[str, Any]:
+    """The arguments as a call shows them: the reasons only when the model gave them."""
+    dumped = args.model_dump()
+    for key in _REASONS:
+        if dumped.get(key) is None:
+            dumped.pop(key, None)
+    return dumped
+
+
+def with_reasons(details: dict[str, Any], args: Any) -> dict[str, Any]:
+    """*details* (a ``fileChange``) with the model's ``rationale`` / ``acceptanceCriteria`` when it gave them."""
+    rationale = getattr(args, "rationale", None)
+    criteria = getattr(args, "acceptance_criteria", None)
+    if rationale:
+        details["rationale"] = rationale
+    if criteria:
+        details["acceptanceCriteria"] = list(criteria)
+    return details
 
 
 def _show(value: Any) -> str:

@@ -11,22 +11,31 @@ A tool call goes through two steps so the user can see exactly what will happen 
 
 from __future__ import annotations
 
+import contextvars
+import dataclasses
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, Protocol
 
 from ..protocol.content import ContentModel
+from ._names import provider_tool_name
 
 __all__ = [
+    "CURRENT_TOOL_CALL",
     "Approval",
+    "ChatDelegate",
+    "CommandOutcome",
+    "CommandRequest",
     "FileAccess",
     "Origin",
     "Prepared",
+    "RunCommand",
     "Tool",
     "ToolContext",
     "ToolResult",
     "llm_name",
+    "provider_tool_name",
     "tool_origin",
     "tool_server",
 ]
@@ -43,6 +52,41 @@ class FileAccess(Protocol):
     async def read_text(self, path: Path) -> str | None: ...
 
     async def write_text(self, path: Path, content: str) -> bool: ...
+
+
+#: The id of the tool call running in this task (set by the engine around a call's prepare and run). A
+#: :class:`FileAccess` reads it to name the call a write belongs to (a client applying patches ties its answer to it).
+CURRENT_TOOL_CALL: contextvars.ContextVar[str | None] = contextvars.ContextVar("eca_tool_call", default=None)
+
+
+@dataclass(frozen=True)
+class CommandRequest:
+    """A shell command the model wants run, handed to :attr:`ToolContext.run_command` (a door that runs commands
+    elsewhere, e.g. in the user's own terminal). ``env`` holds only what the tool sets, never the server's
+    environment; ``timeout`` is in seconds."""
+
+    command: str
+    cwd: str
+    env: dict[str, str]
+    reason: str | None
+    timeout: float
+    chat_id: str | None
+    tool_call_id: str | None
+
+
+@dataclass(frozen=True)
+class CommandOutcome:
+    """What running a :class:`CommandRequest` gave: the shell tool formats it for the model like a local run."""
+
+    exit_code: int
+    stdout: str
+    stderr: str
+    duration_ms: int | None = None
+
+
+#: Runs a command somewhere else than this process. Raises ``TimeoutError`` when no outcome came in time and
+#: ``PermissionError`` (with the reason) when the command may not run at all.
+RunCommand = Callable[[CommandRequest], Awaitable[CommandOutcome]]
 
 
 @dataclass
@@ -62,14 +106,47 @@ class ToolContext:
     default_notebook: Path | None = None
     # Optional: runs a notebook's cells when no front end has it open (``tools.notebook.CellRunner``).
     cell_runner: Any = None
+    # Set when a host owns the notebooks (it offers its own notebook tools, e.g. Jupyter AI's MCP server, or refused
+    # a raw .ipynb write): what to use instead. The file tools then refuse every .ipynb write with it.
+    notebook_hint: str | None = None
     # The call being run (set per call by the engine): provenance for what the tool writes.
     chat_id: str | None = None
     tool_call_id: str | None = None
+    # Optional: where shell commands run instead of a local process (see RunCommand); None runs them here.
+    run_command: RunCommand | None = None
+    # Optional: the workspace's content index (``retrieval.CodeIndex``) for the code-search tools; None without a
+    # workspace folder or with ``index.content`` off.
+    code_index: Any = None
+    # Optional (set per call by the engine): shows a line of progress while a call runs ("Indexing 1,234 of 5,000
+    # files…") where the door shows the turn's progress.
+    progress: Callable[[str], None] | None = None
 
     @property
     def root(self) -> Path:
         """Where relative paths resolve: the first workspace folder (or the current directory without one)."""
         return self.workspace_folders[0] if self.workspace_folders else Path.cwd()
+
+
+@dataclass(frozen=True)
+class ChatDelegate:
+    """What one chat's tool calls use instead of the engine's defaults (``Engine.set_chat_delegate``): a door
+    whose client applies the chat's file changes (``fs``) or runs its commands (``run_command``). Other chats on
+    the same engine are untouched."""
+
+    fs: FileAccess | None = None
+    run_command: RunCommand | None = None
+    #: Asked before each model request of the chat's turns: a note for the system prompt (e.g. what changed in the
+    #: user's editor since the prompt); None or "" adds nothing.
+    system_note: Callable[[], str | None] | None = None
+
+    def apply(self, ctx: ToolContext) -> ToolContext:
+        """*ctx* with this delegate's parts in place of the engine's (fields left None keep the engine's)."""
+        changes: dict[str, Any] = {}
+        if self.fs is not None:
+            changes["fs"] = self.fs
+        if self.run_command is not None:
+            changes["run_command"] = self.run_command
+        return dataclasses.replace(ctx, **changes) if changes else ctx
 
 
 @dataclass
@@ -144,5 +221,7 @@ def tool_origin(tool: Any) -> Origin:
 
 
 def llm_name(tool: Any) -> str:
-    """The name the model sees: ``eca__read_file``, ``github__create_issue``."""
-    return f"{tool_server(tool)}__{tool.name}"
+    """The name the model sees: ``eca__read_file``, ``github__create_issue``; made valid for every provider when the
+    server's or the tool's own name is not (``Jupyter MCP Server`` → ``Jupyter_MCP_Server_<hash>__insert_cell``, see
+    ``_names.py``). The engine keys its tools by it, so a call maps back exactly."""
+    return provider_tool_name(tool_server(tool), tool.name)

@@ -27,7 +27,7 @@ from pydantic import Field
 
 from .._fileio import SNIFF_BYTES, looks_binary
 from .._text import human_size
-from ._args import ToolArgs, parse_args
+from ._args import ChangeArgs, ToolArgs, change_args, parse_args, with_reasons
 from ._diff import diff_label, file_change_details, hunk_details
 from ._files import (
     ANY,
@@ -268,7 +268,7 @@ class ReadFileTool(_ClientView, NativeTool[ReadFileArgs]):
 # write_file
 
 
-class WriteFileArgs(ToolArgs):
+class WriteFileArgs(ChangeArgs):
     path: str = Field(
         min_length=1, description="Path of the file to create or overwrite (absolute or workspace-relative)."
     )
@@ -292,6 +292,8 @@ def _guard_notebook(tool: NativeTool[Any], path: Path, ctx: ToolContext, new_con
     """The file tools never rewrite an existing notebook's JSON; a new ``.ipynb`` must be a valid notebook."""
     if path.suffix != ".ipynb":
         return
+    if ctx.notebook_hint:  # a guest of a host that owns notebooks: not even a new one is written as JSON
+        raise tool.fail(f"{display(path, ctx)}: {ctx.notebook_hint}")
     if new_content is None or path.exists():
         raise tool.fail(f"{display(path, ctx)}: {_NOTEBOOK_HINT}")
     try:
@@ -363,6 +365,9 @@ class _HunkWriter:
         chosen = {h.id for h in hunks} & set(ids)
         partial = apply_hunks(old, new, hunks, chosen)
         details = dict(file_change_details(path, old, partial, ctx), hunks=hunk_details(hunks, chosen))
+        for key in ("rationale", "acceptanceCriteria"):  # the model's reasons stay with the narrowed change
+            if (prepared.details or {}).get(key):
+                details[key] = prepared.details[key]  # type: ignore[index]
         state = {**prepared.state, "content": partial, "count": prepared.state.get("count", 1),
                  "applied": [h for h in hunks if h.id in chosen], "left_out": [h for h in hunks if h.id not in chosen]}
         return dataclasses.replace(prepared, details=details, state=state)
@@ -432,9 +437,9 @@ class WriteFileTool(_HunkWriter, _ClientView, NativeTool[WriteFileArgs]):
         old = _old_text(path, self, ctx) if exists else ""
         verb = "Overwriting" if exists else "Creating"
         return Prepared(
-            args=args.model_dump(),
+            args=change_args(args),
             summary=f'{verb} file "{display(path, ctx)}"',
-            details=file_change_details(path, old, args.content, ctx, hunks=exists),
+            details=with_reasons(file_change_details(path, old, args.content, ctx, hunks=exists), args),
             paths=[path],
             outside_workspace=not is_inside(path, ctx.workspace_folders),
             state={"fingerprint": fingerprint(path), "content": args.content, "old": old},
@@ -444,9 +449,9 @@ class WriteFileTool(_HunkWriter, _ClientView, NativeTool[WriteFileArgs]):
         _guard_notebook(self, path, ctx)  # the client has it: it exists
         _check_client_text(self, path, old, ctx)
         return Prepared(
-            args=args.model_dump(),
+            args=change_args(args),
             summary=f'Overwriting file "{display(path, ctx)}"',
-            details=file_change_details(path, old, args.content, ctx, hunks=True),
+            details=with_reasons(file_change_details(path, old, args.content, ctx, hunks=True), args),
             paths=[path],
             outside_workspace=not is_inside(path, ctx.workspace_folders),
             state={"fingerprint": text_fingerprint(old), "content": args.content, "via_client": True, "old": old},
@@ -466,7 +471,7 @@ class WriteFileTool(_HunkWriter, _ClientView, NativeTool[WriteFileArgs]):
 # edit_file
 
 
-class EditFileArgs(ToolArgs):
+class EditFileArgs(ChangeArgs):
     path: str = Field(min_length=1, description="Path of the file to edit (absolute or workspace-relative).")
     original_content: str = Field(
         description="The exact text to replace, copied verbatim from the file (whitespace and indentation included), "
@@ -513,9 +518,9 @@ class EditFileTool(_HunkWriter, _ClientView, NativeTool[EditFileArgs]):
             old = _old_text(path, self, ctx)
             new, count = self._replace(old, args, shown)
         return Prepared(
-            args=args.model_dump(),
+            args=change_args(args),
             summary=summary,
-            details=file_change_details(path, old, new, ctx, hunks=bool(old)),
+            details=with_reasons(file_change_details(path, old, new, ctx, hunks=bool(old)), args),
             paths=[path],
             outside_workspace=not is_inside(path, ctx.workspace_folders),
             state={"fingerprint": fingerprint(path), "content": new, "count": count, "old": old},
@@ -527,9 +532,9 @@ class EditFileTool(_HunkWriter, _ClientView, NativeTool[EditFileArgs]):
         _check_client_text(self, path, old, ctx)
         new, count = self._replace(old, args, shown)
         return Prepared(
-            args=args.model_dump(),
+            args=change_args(args),
             summary=f'Editing file "{shown}"',
-            details=file_change_details(path, old, new, ctx, hunks=True),
+            details=with_reasons(file_change_details(path, old, new, ctx, hunks=True), args),
             paths=[path],
             outside_workspace=not is_inside(path, ctx.workspace_folders),
             state={"fingerprint": text_fingerprint(old), "content": new, "count": count, "via_client": True,

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 from pathlib import Path
 
 from pathspec import GitIgnoreSpec
@@ -217,11 +217,14 @@ def iter_entries(
     matcher: IgnoreMatcher | None = None,
     max_depth: int | None = None,
     skip_hidden: bool = False,
+    skip_dirs: Collection[str] = (),
 ) -> Iterator[tuple[os.DirEntry[str], str, int, bool]]:
     """The engine of :func:`walk`, for callers that need more than the path: ``(entry, rel, depth, is_dir)``.
 
     `rel` is the "/"-joined path relative to `root`; the ``os.DirEntry`` gives cached ``is_symlink()``/``stat()``.
-    `skip_hidden` also drops dot-entries (what ripgrep and ``tree`` do by default).
+    `skip_hidden` also drops dot-entries (what ripgrep and ``tree`` do by default); `skip_dirs` names directories
+    never entered nor yielded wherever they are (``node_modules`` for a caller that wants no vendored code even when
+    no ``.gitignore`` says so).
     """
     root = Path(root)
     if matcher is None:
@@ -259,6 +262,8 @@ def iter_entries(
             is_dir = entry.is_dir(follow_symlinks=False)
         except OSError:
             is_dir = False
+        if is_dir and name in skip_dirs:
+            continue
         rel = f"{rel_dir}/{name}" if rel_dir else name
         if matcher._match(rel_dir, rel, is_dir):
             continue

@@ -32,7 +32,7 @@ from ..protocol import (
     NotebookCellRun,
     NotebookRunCellsResult,
 )
-from ._args import ToolArgs
+from ._args import ChangeArgs, ToolArgs, change_args, with_reasons
 from ._diff import diff_label, unified_diff
 from ._files import FileChanged, TargetMoved, fingerprint, guarded_write
 from ._notebook_doc import EditRefused, apply_edits, cell_views, ensure_ids, inverse_edits, new_cell_id
@@ -338,7 +338,7 @@ class NotebookReadTool(_NotebookTool):
         return ToolResult(output=prepared.state["text"])
 
 
-class NotebookEditCellArgs(_PathArgs):
+class NotebookEditCellArgs(_PathArgs, ChangeArgs):
     cell_id: str = Field(description="The cell to change (its id, from notebook_read).")
     source: str = Field(description="The cell's complete new source.")
 
@@ -360,8 +360,8 @@ class NotebookEditCellTool(_ChangeTool):
                                 metadata=_provenance(ctx, self.name, "edited"))
         where = f"cell {cell.index}, id {cell.id}"
         return Prepared(
-            args=args.model_dump(), summary=f'Editing cell {cell.index} of "{display(nb.path, ctx)}"',
-            details=_cell_diff(nb, ctx, cell.source, args.source, where, cell.id),
+            args=change_args(args), summary=f'Editing cell {cell.index} of "{display(nb.path, ctx)}"',
+            details=with_reasons(_cell_diff(nb, ctx, cell.source, args.source, where, cell.id), args),
             state={"path": nb.path, "edits": [edit], "done": f"Edited cell {cell.index} (id {cell.id})"},
         )
 

@@ -26,7 +26,7 @@ from ._args import ToolArgs
 from ._output import truncate_for_llm
 from ._paths import display, is_inside, resolve
 from ._tool import NativeTool
-from .base import Prepared, ToolContext, ToolResult
+from .base import CommandOutcome, CommandRequest, Prepared, ToolContext, ToolResult
 
 __all__ = ["DEFAULT_TIMEOUT_MS", "MAX_TIMEOUT_MS", "ShellCommandArgs", "ShellCommandTool"]
 
@@ -122,11 +122,14 @@ class ShellCommandTool(NativeTool[ShellCommandArgs]):
             must_ask=must_ask,
         )
 
-    @staticmethod
-    def _env() -> dict[str, str]:
+    #: What the tool sets in the command's environment (on top of the server's, or of the client's terminal's).
+    SET_ENV = {"PAGER": "cat", "GIT_PAGER": "cat", "GIT_TERMINAL_PROMPT": "0"}
+
+    @classmethod
+    def _env(cls) -> dict[str, str]:
         """The environment the command gets (also what ``$VAR``s are analysed with)."""
         env = dict(os.environ)
-        env.update({"PAGER": "cat", "GIT_PAGER": "cat", "GIT_TERMINAL_PROMPT": "0"})
+        env.update(cls.SET_ENV)
         return env
 
     def assess_risk(self, prepared: Prepared, ctx: ToolContext) -> ToolCallRisk:
@@ -139,6 +142,8 @@ class ShellCommandTool(NativeTool[ShellCommandArgs]):
         return ToolCallRisk(level=risk.level, reason=risk.reason)
 
     async def _run(self, prepared: Prepared, ctx: ToolContext) -> ToolResult:
+        if ctx.run_command is not None:  # a door runs it elsewhere (the user's own terminal)
+            return await self._run_elsewhere(prepared, ctx)
         cwd = prepared.paths[0]
         timeout_ms: int = prepared.args["timeout"]
         env = self._env()
@@ -215,6 +220,29 @@ class ShellCommandTool(NativeTool[ShellCommandArgs]):
             with contextlib.suppress(ValueError):
                 status += f" (killed by {signal.Signals(-code).name})"
         return ToolResult(output=f"{status}\n\n{body}", error=code != 0)
+
+    async def _run_elsewhere(self, prepared: Prepared, ctx: ToolContext) -> ToolResult:
+        """Through ``ctx.run_command``; the outcome reaches the model as a local run's would (exit code first,
+        stdout then stderr, the same truncation)."""
+        assert ctx.run_command is not None
+        timeout_ms: int = prepared.args["timeout"]
+        request = CommandRequest(command=prepared.args["command"], cwd=str(prepared.paths[0]), env=dict(self.SET_ENV),
+                                 reason=None, timeout=timeout_ms / 1000, chat_id=ctx.chat_id,
+                                 tool_call_id=ctx.tool_call_id)
+        try:
+            outcome: CommandOutcome = await ctx.run_command(request)
+        except TimeoutError:
+            return ToolResult(output=f"Command timed out after {timeout_ms} ms: no result came back from where it "
+                                     "runs.", error=True)
+        except PermissionError as exc:
+            return ToolResult(output=f"The command was not run: {exc}", error=True)
+        text = outcome.stdout
+        if outcome.stderr:
+            text = f"{text}\n{outcome.stderr}" if text and not text.endswith("\n") else text + outcome.stderr
+        body = truncate_for_llm(text, ctx.max_output_lines, ctx.max_output_bytes,
+                                hint="redirect the output to a file and grep or read it") if text else "(no output)"
+        code = outcome.exit_code
+        return ToolResult(output=f"Exit code: {code}\n\n{body}", error=code != 0)
 
     @staticmethod
     async def _read(stream: asyncio.StreamReader, capture: _Capture) -> None:

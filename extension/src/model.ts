@@ -15,6 +15,7 @@ import type {
   ChatSummary,
   FileChangeDetails,
   PlanStep,
+  RetrievalDetails,
   ToolCallOutput,
   ToolCallRisk,
   UsageContent
@@ -53,7 +54,7 @@ export interface ToolItem extends ItemBase {
   argumentsText: string;
   arguments?: Record<string, unknown>;
   summary?: string;
-  details?: FileChangeDetails;
+  details?: FileChangeDetails | RetrievalDetails;
   /** The engine's risk level and reason (`low` / `medium` / `high`), on every content of the call after prepare. */
   risk?: ToolCallRisk;
   manualApproval: boolean;

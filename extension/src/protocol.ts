@@ -361,6 +361,8 @@ export interface FileChangeDetails {
   cellId?: string;
   undoable?: boolean;
   hunks?: Array<FileChangeHunk>;
+  rationale?: string;
+  acceptanceCriteria?: Array<string>;
 }
 
 /** One ``@@`` block of a :class:`FileChangeDetails` diff, so a client can offer it on its own (an eca-notebook extension: clients that ignore it approve the whole change, as before). ``chat/toolCallApprove`` names the ids of the hunks to apply. */
@@ -617,6 +619,15 @@ export interface RepoMapContext {
   type: "repoMap";
 }
 
+/** Attached to the code-search tool calls (``search_symbols``, ``search_text``, ``vector_search``): what was searched and what came of it (an eca-notebook extension: clients that ignore it show the call as any other). The session stream's ``agent.retrieve.status`` is made from it. */
+export interface RetrievalDetails {
+  type: "retrieval";
+  stage: "symbol_search" | "text_search" | "vector_search" | "reranking";
+  query: string;
+  resultsCount?: number;
+  message?: string;
+}
+
 /** ``rewrite/contentReceived`` (server → client): the next content of rewrite ``rewriteId``. */
 export interface RewriteContentReceivedParams {
   rewriteId: string;
@@ -714,7 +725,7 @@ export interface ToolCallPrepareContent {
   server: string;
   argumentsText: string;
   summary?: string;
-  details?: FileChangeDetails;
+  details?: FileChangeDetails | RetrievalDetails;
   manualApproval?: boolean;
 }
 
@@ -728,7 +739,7 @@ export interface ToolCallRejectedContent {
   arguments: { [key: string]: unknown };
   reason: string;
   summary?: string;
-  details?: FileChangeDetails;
+  details?: FileChangeDetails | RetrievalDetails;
   risk?: ToolCallRisk;
 }
 
@@ -748,7 +759,7 @@ export interface ToolCallRunContent {
   arguments: { [key: string]: unknown };
   manualApproval: boolean;
   summary?: string;
-  details?: FileChangeDetails;
+  details?: FileChangeDetails | RetrievalDetails;
   risk?: ToolCallRisk;
 }
 
@@ -761,7 +772,7 @@ export interface ToolCallRunningContent {
   server: string;
   arguments: { [key: string]: unknown };
   summary?: string;
-  details?: FileChangeDetails;
+  details?: FileChangeDetails | RetrievalDetails;
   risk?: ToolCallRisk;
 }
 
@@ -777,7 +788,7 @@ export interface ToolCalledContent {
   outputs: Array<ToolCallOutput>;
   totalTimeMs: number;
   summary?: string;
-  details?: FileChangeDetails;
+  details?: FileChangeDetails | RetrievalDetails;
   risk?: ToolCallRisk;
 }
 

@@ -467,3 +467,23 @@ async def test_sessions_are_separate_chats_and_workspaces_separate_engines(spawn
     assert "first in a" not in json.dumps(bodies[1]["input"])  # b's history is its own
     assert "plan mode" not in bodies[0]["instructions"] and "plan mode" in bodies[1]["instructions"]
     assert str(other) in bodies[2]["instructions"] and str(workspace) not in bodies[2]["instructions"]
+
+
+async def test_title_skips_the_hosts_guidance(spawn_agent, llm, workspace):
+    """Jupyter AI prepends its notebook guidance to a session's first prompt; the chat is titled from the user's
+    words, in both forms a host may send them (one text block, or guidance and words as two)."""
+    from ..test_text import JUPYTER_AI_GUIDANCE
+
+    llm.enqueue(Reply.text("ok"), Reply.text("ok"))
+    client = Client()
+    async with spawn_agent(client) as (conn, _):
+        first = await start(conn, client, workspace)
+        await conn.prompt(session_id=first, prompt=[text_block(JUPYTER_AI_GUIDANCE + "\n\nPlot the monthly sales")])
+        second = (await conn.new_session(cwd=str(workspace), mcp_servers=[])).session_id
+        await conn.prompt(session_id=second, prompt=[text_block(JUPYTER_AI_GUIDANCE), text_block("Count the rows")])
+        await client.wait(lambda c: len(c.of("session_info_update")) >= 2)
+        titles = {s.session_id: s.title for s in (await conn.list_sessions()).sessions}
+    assert titles == {first: "Plot the monthly sales", second: "Count the rows"}
+    sent = [b["input"][-1]["content"] for b in completion_bodies(llm)]
+    # the model still reads the host's guidance
+    assert all(JUPYTER_AI_GUIDANCE in json.dumps(s, ensure_ascii=False) for s in sent)

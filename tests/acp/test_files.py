@@ -213,3 +213,49 @@ async def test_client_files_failures():
         assert await ClientFiles(Recorder({"nothing": 1}), can_read=True, can_write=False).read_text(Path("/x")) is None
     finally:
         CURRENT_SESSION.reset(token)
+
+
+async def test_client_write_refusals_carry_the_clients_reason_redacted():
+    """Jupyter AI 3.2 refuses a raw ``.ipynb`` write with its reason in ``error.data`` (as its client sends it):
+    the reason reaches the model; a secret in it does not."""
+    reason = {"path": "writing .ipynb files directly is not allowed; use the Jupyter notebook MCP tools (e.g. "
+                      "insert_cell, edit_cell) instead"}
+    token = CURRENT_SESSION.set("sess-1")
+    try:
+        refused = ClientFiles(Recorder(error=RpcError(-32602, "Invalid params", reason)), can_read=True,
+                              can_write=True)
+        with pytest.raises(OSError) as raised:
+            await refused.write_text(Path("/ws/n.ipynb"), "{}")
+        assert "Invalid params (-32602)" in str(raised.value) and reason["path"] in str(raised.value)
+        secret = {"error": "token sk-abcdef1234567890abcdef rejected"}
+        leaky = ClientFiles(Recorder(error=RpcError(-32603, "Internal error", secret)), can_read=True, can_write=True)
+        with pytest.raises(OSError) as raised:
+            await leaky.write_text(Path("/ws/a.py"), "x")
+        assert "rejected" in str(raised.value) and "sk-abcdef1234567890abcdef" not in str(raised.value)
+    finally:
+        CURRENT_SESSION.reset(token)
+
+
+async def test_as_a_guest_notebooks_are_never_written_as_json(ws: Path):
+    """A host that owns notebooks (Jupyter AI) refuses raw ``.ipynb`` writes: after one refusal the client files say
+    so, and with ``notebook_hint`` set the file tools refuse even a new, valid notebook, naming the tools to use."""
+    token = CURRENT_SESSION.set("sess-1")
+    try:
+        files = ClientFiles(Recorder(error=RpcError(-32602, "Invalid params", {"path": "use the MCP tools"})),
+                            can_read=True, can_write=True)
+        assert files.refuses_notebooks is False
+        with pytest.raises(OSError, match="use the MCP tools"):
+            await files.write_text(ws / "n.ipynb", "{}")
+        assert files.refuses_notebooks is True
+    finally:
+        CURRENT_SESSION.reset(token)
+    notebook = '{"cells": [], "metadata": {}, "nbformat": 4, "nbformat_minor": 5}'
+    hint = "the host edits notebooks itself: use insert_cell"
+    ctx = ToolContext(workspace_folders=[ws], notebook_hint=hint)
+    for tool, args in ((WriteFileTool(), {"path": "new.ipynb", "content": notebook}),
+                       (EditFileTool(), {"path": "new.ipynb", "original_content": "", "new_content": notebook})):
+        prepared = tool.prepare(args, ctx)
+        assert prepared.error is not None and hint in prepared.error
+    assert not (ws / "new.ipynb").exists()
+    assert WriteFileTool().prepare({"path": "new.ipynb", "content": notebook}, ToolContext(workspace_folders=[ws])
+                                   ).error is None  # not a guest: a new valid notebook may be created

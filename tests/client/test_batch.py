@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from eca_notebook.client import EcaClient
+from eca_notebook.client import BatchExecutor, EcaClient, PromptResult
 from eca_notebook.testing.llm_server import Delay, Error, Reply, ScriptedLLMServer, Stall, Text, Usage
 
 from .conftest import provider_config
@@ -99,3 +100,36 @@ async def test_batch_validates_its_input_before_starting(client: EcaClient, llm:
         await client.batch([42])  # type: ignore[list-item]
     assert llm.requests == []
     assert await client.batch([]) == []
+
+
+class Recorder:
+    """A :class:`BatchExecutor` of a test's own: it answers every prompt itself, so what the client hands over is
+    visible (and nothing reaches the model)."""
+
+    def __init__(self) -> None:
+        self.seen: list[tuple[EcaClient, list[tuple[str, dict[str, Any]]]]] = []
+
+    async def run_client_batch(self, client: EcaClient, jobs: list[tuple[str, dict[str, Any]]]) -> list[PromptResult]:
+        self.seen.append((client, jobs))
+        return [PromptResult(chat_id=f"x{i}", prompt=message, text=message.upper())
+                for i, (message, _) in enumerate(jobs)]
+
+
+async def test_batch_hands_the_prompts_to_any_batch_executor(client: EcaClient, llm: ScriptedLLMServer):
+    recorder = Recorder()
+    assert isinstance(recorder, BatchExecutor)
+    results = await client.batch(["a", {"message": "b", "model": "x/y"}], executor=recorder, behavior="plan")
+    assert [r.text for r in results] == ["A", "B"]
+    (handed_to, jobs), = recorder.seen
+    assert handed_to is client and jobs == [("a", {"behavior": "plan"}), ("b", {"behavior": "plan", "model": "x/y"})]
+    assert llm.requests == []
+
+
+async def test_batch_refuses_what_is_not_a_batch_executor_and_says_what_to_pass(client: EcaClient,
+                                                                                llm: ScriptedLLMServer):
+    with ThreadPoolExecutor(1) as pool, pytest.raises(TypeError, match="pass concurrency=N"):
+        await client.batch(["a"], executor=pool)
+    with pytest.raises(TypeError, match=r"async run_client_batch\(client, jobs\)"):
+        await client.batch(["a"], executor=object())
+    # (a dask.distributed.Client is refused with the DaskExecutor advice: tests/batch/test_dask.py, on a real one)
+    assert llm.requests == []

@@ -9,6 +9,7 @@ import sys
 
 from eca_notebook.engine.config import McpServerConfig
 from eca_notebook.testing.llm_server import Reply, ToolCall
+from eca_notebook.tools.base import provider_tool_name
 
 from .conftest import MALFORMED, stdio, tool_names, tool_results, user_texts, wait_gone
 
@@ -83,14 +84,16 @@ async def test_approval_rules_select_by_server_and_by_tool(eca, llm):
 
 
 async def test_tool_names_are_made_safe_for_the_model(eca, llm):
-    h = await eca({"demo": stdio()}, approval={"allow": {"demo": {}}})
-    assert "text_upper" in {t["name"] for t in h.manager.status("demo")["tools"]}
-    llm.enqueue(call("demo__text_upper", {"text": "shout"}), Reply.text("done"))
+    h = await eca({"demo": stdio()}, approval={"allow": {"demo__text.upper": {}}})  # approvals: the real name
+    assert "text.upper" in {t["name"] for t in h.manager.status("demo")["tools"]}  # users see the server's name
+    offered = provider_tool_name("demo", "text.upper")
+    assert re.fullmatch(r"demo_[0-9a-f]{8}__text_upper", offered)
+    llm.enqueue(call(offered, {"text": "shout"}), Reply.text("done"))
     chat = await h.prompt("shout")
     await h.idle(chat)
-    assert "demo__text_upper" in tool_names(llm.requests[-2].body)
+    assert offered in tool_names(llm.requests[-2].body)
     called = h.contents(chat, "toolCalled")[0]
-    assert called["name"] == "text_upper" and called["outputs"][0]["text"] == "SHOUT"  # called by its real name
+    assert called["name"] == "text.upper" and called["outputs"][0]["text"] == "SHOUT"  # called by its real name
 
 
 async def test_tool_errors_come_back_as_tool_errors(eca, llm):

@@ -46,6 +46,11 @@ def test_notebook_executes(path: Path, tmp_path: Path, monkeypatch):
     # -- 04-batch-prompts.ipynb: the Python client (eca_notebook.client) -----------------------------------------
     if path.name == "04-batch-prompts.ipynb":
         check_batch_prompts(outputs_text(nb))
+    # -- 08-batch-at-scale.ipynb: eca_notebook.batch, resumed on a LocalCluster, the estimate saying what it assumed
+    if path.name == "08-batch-at-scale.ipynb":
+        text = outputs_text(nb)
+        assert "sent to the model this run: 2 — resumed from the store: 2" in text
+        assert "tool schemas ≈" in text and "(school/tutor, agent; from the engine)" in text
     # -- 02, 03, 05, 06: the %eca notebooks (eca_notebook.notebook) ---------------------------------------------
     if path.name in MAGIC_NOTEBOOK_CHECKS:
         MAGIC_NOTEBOOK_CHECKS[path.name](nb)

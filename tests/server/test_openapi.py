@@ -51,7 +51,8 @@ EXAMPLES = {
 }
 
 
-async def test_every_documented_operation_answers_as_documented(api, connect, workspace, state):
+async def test_every_documented_operation_answers_as_documented(api, connect, workspace, state, jp_http_port,
+                                                                 jp_base_url, jp_auth_header):
     (workspace / "sub").mkdir()
     _, doc = await api("GET", "openapi.json")
     _, session = await api("POST", "sessions", body={"session_id": "doc-session"})
@@ -62,6 +63,15 @@ async def test_every_documented_operation_answers_as_documented(api, connect, wo
             if path == "/ws":
                 sock = await connect()
                 assert "models" in await sock.request("initialize", {"workspaceFolders": []})
+                answered += 1
+                continue
+            if path == "/sessions/{session_id}/stream":  # the session stream: a hello is answered
+                from ._stream_client import connect as stream_connect
+
+                await api("POST", "sessions", body={"session_id": "doc-stream"})  # (doc-session may be deleted)
+                stream = await stream_connect(jp_http_port, jp_base_url, "doc-stream", jp_auth_header)
+                assert (await stream.hello())["session_id"] == "doc-stream"
+                await stream.close()
                 answered += 1
                 continue
             parts = [ids.get(p[1:-1], p) if p.startswith("{") else p for p in path.strip("/").split("/")]

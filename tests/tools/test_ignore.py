@@ -140,6 +140,14 @@ def test_iter_entries_skip_hidden_and_relative_paths(tmp_path: Path) -> None:
     assert got == [("d", 1, True), ("d/e.txt", 2, False)]
 
 
+def test_iter_entries_skip_dirs_at_any_depth(tmp_path: Path) -> None:
+    write(tmp_path / "node_modules/lib/x.js", "x")
+    write(tmp_path / "d/node_modules/y.js", "x")
+    write(tmp_path / "d/node_modules.txt", "x")  # a file of that name is not a directory: kept
+    got = [rel for _e, rel, _depth, _d in iter_entries(tmp_path, skip_dirs={"node_modules"})]
+    assert got == ["d", "d/node_modules.txt"]
+
+
 def test_broken_gitignore_pattern_does_not_break_the_walk(tmp_path: Path) -> None:
     write(tmp_path / ".gitignore", "[z-a]\n***invalid\\\n")
     write(tmp_path / "a.txt", "x")

@@ -10,7 +10,8 @@ import pytest
 from eca_notebook.tools import get_native_tool, native_tools
 from eca_notebook.tools.base import ToolContext
 
-NAMES = ["read_file", "write_file", "edit_file", "move_file", "grep", "directory_tree", "shell_command",
+NAMES = ["read_file", "write_file", "edit_file", "move_file", "grep", "directory_tree", "search_symbols",
+         "search_text", "vector_search", "shell_command",
          "editor_diagnostics", "update_plan", "notebook_read", "notebook_edit_cell", "notebook_insert_cell",
          "notebook_delete_cell", "notebook_move_cell", "notebook_run_cells"]  # fmt: skip
 NOTEBOOK_CHANGES = {"notebook_edit_cell", "notebook_insert_cell", "notebook_delete_cell", "notebook_move_cell"}
@@ -48,9 +49,11 @@ def test_compat_notes_parameters() -> None:
     assert params("read_file") == (["limit", "line_offset", "path"], ["path"])
     assert params("directory_tree") == (["max_depth", "path"], ["path"])
     assert params("grep") == (["include", "max_results", "output_mode", "path", "pattern"], ["path", "pattern"])
-    assert params("write_file") == (["content", "path"], ["content", "path"])
+    # (plus the optional reasons of every change, for the session stream's patch.proposed: issue 17)
+    assert params("write_file") == (["acceptance_criteria", "content", "path", "rationale"], ["content", "path"])
     assert params("edit_file") == (
-        ["all_occurrences", "new_content", "original_content", "path"], ["new_content", "original_content", "path"],
+        ["acceptance_criteria", "all_occurrences", "new_content", "original_content", "path", "rationale"],
+        ["new_content", "original_content", "path"],
     )  # fmt: skip
     assert params("move_file") == (["destination", "source"], ["destination", "source"])
     assert params("shell_command") == (["command", "timeout", "working_directory"], ["command"])

@@ -61,7 +61,7 @@ export function ToolCard(props: ToolCardProps): JSX.Element {
   const [undoing, setUndoing] = React.useState(false);
   const output = (item.outputs ?? []).map(o => o.text ?? (o as any).content ?? '').join('\n');
   const fileChange = item.details && item.details.type === 'fileChange' ? item.details : undefined;
-  const canUndo = item.state === 'done' && Boolean(item.details?.undoable) && !item.undone;
+  const canUndo = item.state === 'done' && Boolean(fileChange?.undoable) && !item.undone;
   const hunks = React.useMemo(() => fileChange?.hunks ?? [], [fileChange]);
   const waiting = item.state === 'waiting';
   // hunk by hunk: while waiting on a change of two or more hunks, or when some were left out

@@ -84,7 +84,11 @@ def where() -> str:
 @server.tool()
 def header(ctx: Context) -> str:
     """The X-Demo-Token header of the HTTP request (streamable HTTP only)."""
-    headers = ctx.headers or {}
+    if hasattr(ctx, "headers"):  # mcp 2.x
+        headers = ctx.headers or {}
+    else:  # mcp 1.x: the Starlette request of the call
+        request = ctx.request_context.request
+        headers = request.headers if request is not None else {}
     return f"x-demo-token={headers.get('x-demo-token', '')}"
 
 
