@@ -13,6 +13,7 @@ Plug-ins report their own status (e.g. MCP's per-server ``tool/serverUpdated``) 
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -20,7 +21,7 @@ from typing import Any, Protocol
 
 from .tools.base import Tool
 
-__all__ = ["BasePlugin", "Command", "CommandArgument", "Plugin", "PluginHost"]
+__all__ = ["BasePlugin", "Command", "CommandArgument", "Plugin", "PluginHost", "TextContexts"]
 
 
 @dataclass
@@ -122,3 +123,37 @@ class BasePlugin:
     async def read_context(self, context: Any) -> str | None:
         """The text of an attached context this plug-in owns, else None."""
         return None
+
+
+class TextContexts(BasePlugin):
+    """Texts a door attaches to one prompt as contexts: each becomes an ``mcpResource`` context of the pseudo-server
+    *server* (not an MCP server), which the engine's context renderer reads back through :meth:`read_context` — so a
+    door's own material (an ACP prompt's embedded resources, the session stream's editor context) is shown, budgeted
+    and recorded like any attached context, with no special case in the engine. The door drops its texts when the
+    turn is over."""
+
+    def __init__(self, name: str, server: str) -> None:
+        self.name = name
+        self.server = server
+        self._texts: dict[str, str] = {}
+        self._ids = itertools.count(1)
+
+    def put(self, text: str) -> str:
+        """Keep *text*; the token that names it."""
+        token = f"t{next(self._ids)}"
+        self._texts[token] = text
+        return token
+
+    def context(self, token: str, uri: str, name: str) -> dict[str, Any]:
+        """The ``mcpResource`` context (ECA wire form) that shows the text of *token* as *name*."""
+        return {"type": "mcpResource", "uri": uri, "name": name, "server": self.server, "textToken": token}
+
+    def drop(self, tokens: list[str]) -> None:
+        for token in tokens:
+            self._texts.pop(token, None)
+
+    async def read_context(self, context: Any) -> str | None:
+        if getattr(context, "server", None) != self.server:
+            return None
+        token = (getattr(context, "model_extra", None) or {}).get("textToken")
+        return self._texts.get(token) if isinstance(token, str) else None

@@ -13,14 +13,13 @@ ECA contents going the other way (engine → ``session/update``) are :mod:`._upd
 
 from __future__ import annotations
 
-import itertools
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urlparse
 
 from .._text import is_host_guidance
-from ..plugins import BasePlugin
+from ..plugins import TextContexts
 from ..protocol.errors import INVALID_PARAMS, RpcError
 from ._schema import BlobResource, MediaBlock, ResourceBlock, ResourceLinkBlock, TextBlock
 
@@ -30,30 +29,12 @@ RESOURCE_SERVER = "acp:embedded"  # the "server" of embedded-resource contexts; 
 EMPTY_MESSAGE = "See the attached context."
 
 
-class EmbeddedResources(BasePlugin):
+class EmbeddedResources(TextContexts):
     """Serves the texts of a prompt's embedded resources to the engine's context renderer (``mcpResource``
     contexts with ``server: "acp:embedded"``), so they are rendered like any attached context."""
 
-    name = "acp-resources"
-
     def __init__(self) -> None:
-        self._texts: dict[str, str] = {}
-        self._ids = itertools.count(1)
-
-    def put(self, text: str) -> str:
-        token = f"r{next(self._ids)}"
-        self._texts[token] = text
-        return token
-
-    def drop(self, tokens: list[str]) -> None:
-        for token in tokens:
-            self._texts.pop(token, None)
-
-    async def read_context(self, context: Any) -> str | None:
-        if getattr(context, "server", None) != RESOURCE_SERVER:
-            return None
-        token = (getattr(context, "model_extra", None) or {}).get("acpResource")
-        return self._texts.get(token) if isinstance(token, str) else None
+        super().__init__("acp-resources", RESOURCE_SERVER)
 
 
 @dataclass
@@ -93,8 +74,7 @@ def prompt_input(blocks: list[Any], resources: EmbeddedResources) -> PromptInput
             token = resources.put(text)
             result.tokens.append(token)
             name = Path(unquote(urlparse(resource.uri).path)).name or resource.uri
-            result.contexts.append({"type": "mcpResource", "uri": resource.uri, "name": name,
-                                    "server": RESOURCE_SERVER, "acpResource": token})
+            result.contexts.append(resources.context(token, resource.uri, name))
         elif isinstance(block, MediaBlock):
             resources.drop(result.tokens)
             raise RpcError(INVALID_PARAMS, f"{block.type} content is not supported (promptCapabilities."

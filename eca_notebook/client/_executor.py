@@ -32,7 +32,9 @@ class BatchExecutor(Protocol):
     :class:`~eca_notebook.client.PromptResult` per prompt, in order. A prompt that fails is a result with
     ``error`` set, never an exception."""
 
-    async def run_client_batch(self, client: EcaClient, jobs: list[Job]) -> list[PromptResult]: ...
+    async def run_client_batch(self, client: EcaClient, jobs: list[Job]) -> list[PromptResult]:
+        """Run *jobs* (one per prompt, in order) for *client*; one result per job, failures as results."""
+        ...
 
 
 def batch_executor(executor: Any) -> BatchExecutor:

@@ -18,14 +18,13 @@ bytes each, like elsewhere in the engine.
 from __future__ import annotations
 
 import inspect
-import itertools
 import logging
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..plugins import BasePlugin
+from ..plugins import TextContexts
 from ._stream_schema import EditorContext, FileMention, SymbolMention
 
 __all__ = ["EDITOR_CONTEXT_SERVER", "EditorContextTexts", "RenderedContext", "merge_context", "render_context",
@@ -41,30 +40,12 @@ TERMINAL_TAIL = 4000  # characters of a terminal's stdout / stderr kept (the end
 MIN_CUT_TOKENS = 100  # a text section is cut to fit only when at least this much budget is left
 
 
-class EditorContextTexts(BasePlugin):
+class EditorContextTexts(TextContexts):
     """Serves the editor-context blocks of the session stream's turns to the engine's context renderer
     (``mcpResource`` contexts of :data:`EDITOR_CONTEXT_SERVER`), for as long as the turn runs."""
 
-    name = "session-stream-context"
-
     def __init__(self) -> None:
-        self._texts: dict[str, str] = {}
-        self._ids = itertools.count(1)
-
-    def put(self, text: str) -> str:
-        token = f"e{next(self._ids)}"
-        self._texts[token] = text
-        return token
-
-    def drop(self, tokens: list[str]) -> None:
-        for token in tokens:
-            self._texts.pop(token, None)
-
-    async def read_context(self, context: Any) -> str | None:
-        if getattr(context, "server", None) != EDITOR_CONTEXT_SERVER:
-            return None
-        token = (getattr(context, "model_extra", None) or {}).get("editorContext")
-        return self._texts.get(token) if isinstance(token, str) else None
+        super().__init__("session-stream-context", EDITOR_CONTEXT_SERVER)
 
 
 def merge_context(base: EditorContext, updates: EditorContext) -> EditorContext:

@@ -37,7 +37,6 @@ from ..protocol.errors import RpcError
 from ..tools.base import CURRENT_TOOL_CALL, ChatDelegate, CommandOutcome, CommandRequest
 from ..tools.shell import ShellCommandTool
 from ._stream_context import (
-    EDITOR_CONTEXT_SERVER,
     EditorContextTexts,
     merge_context,
     render_context,
@@ -325,8 +324,7 @@ class StreamSession:
         texts = self._texts()
         token = texts.put(rendered.text) if rendered.text else None
         if token is not None:
-            contexts.append({"type": "mcpResource", "uri": "eca-editor://context", "name": "Editor context",
-                             "server": EDITOR_CONTEXT_SERVER, "editorContext": token})
+            contexts.append(texts.context(token, "eca-editor://context", "Editor context"))
         text = message.message
         if command and not text.lstrip().startswith("/"):
             text = f"{command} {text}".strip()
