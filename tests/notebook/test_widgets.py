@@ -268,6 +268,26 @@ def test_tool_card_shows_the_risk_badge_and_the_reason_while_waiting():
     assert 'data-risk="low"' in ToolCard(low).header.value and "&lt;ls&gt;" in ToolCard(low).header.value
 
 
+def test_tool_card_shows_the_models_reason_and_what_a_search_found():
+    from eca_notebook.notebook._transcript import ToolCallState
+
+    change = ToolCallState("t1", "write_file")
+    change.update({"type": "toolCallRun", "arguments": {}, "manualApproval": True,
+                   "details": {"type": "fileChange", "path": "/w/a.py", "diff": "", "linesAdded": 1,
+                               "linesRemoved": 0, "rationale": "Use <math.pi>.",
+                               "acceptanceCriteria": ["area(1) == math.pi"]}})
+    header = ToolCard(change).header.value
+    assert '<div class="eca-rationale">Use &lt;math.pi&gt;.<ul class="eca-criteria"><li>area(1) == math.pi</li>' \
+        in header
+    search = ToolCallState("t2", "search_symbols")
+    details = {"type": "retrieval", "stage": "symbol_search", "query": "Circle", "message": "Searching symbols"}
+    search.update({"type": "toolCallRun", "arguments": {}, "manualApproval": False, "details": details})
+    assert "eca-found" not in ToolCard(search).header.value  # not while it runs
+    search.update({"type": "toolCalled", "arguments": {}, "outputs": [{"type": "text", "text": "x"}], "error": False,
+                   "details": {**details, "resultsCount": 1, "message": 'Found 1 symbol for "Circle"'}})
+    assert '<div class="eca-found">Found 1 symbol for &quot;Circle&quot;</div>' in ToolCard(search).header.value
+
+
 def test_a_rewound_chat_is_redrawn_from_the_replay():
     view = ChatView(Controller())
     view.begin_turn(CHAT, "first")

@@ -1,7 +1,8 @@
 """Review and control in the panel, in a real browser (one lab for them all): a three-place edit taken hunk by
 hunk; risk levels on calls waiting for approval (``rm -rf build`` high, ``ls`` low); the agent's plan as a live
-checklist that ``chat/open`` replays; "Rewind to here" (the file the removed turn wrote and the message list
-restored) and "Fork from here" (a new chat continuing from there)."""
+checklist that ``chat/open`` replays; the model's reason for a change and what a code search found; "Rewind to
+here" (the file the removed turn wrote and the message list restored) and "Fork from here" (a new chat continuing
+from there)."""
 
 from __future__ import annotations
 
@@ -55,6 +56,29 @@ def test_an_edit_touching_three_places_is_taken_hunk_by_hunk(page, lab, llm, wor
     told = json.dumps(llm.requests[-1].body)
     assert "Applied: h2" in told and "Not applied" in told
     screenshot(page, "review-02-applied")
+    assert not page.eca_errors, page.eca_errors
+
+
+def test_a_change_shows_the_models_reason_and_a_search_what_it_found(page, lab, llm, workspace: Path):
+    (workspace / "geometry.py").write_text("class Circle:\n    def area(self, r):\n        return 3.14 * r * r\n")
+    change = {"path": "geometry.py", "content": "import math\n", "rationale": "Use math.pi for precision.",
+              "acceptance_criteria": ["area(1) == math.pi"]}
+    llm.enqueue(Reply([ToolCall("s_1", "eca__search_symbols", json.dumps({"query": "Circle"}))]),
+                Reply([ToolCall("w_1", "eca__write_file", json.dumps(change))]), Reply.text("Left as it was."))
+    open_panel(page, lab, workspace="reasons")
+    page.locator(".eca-new-chat").click()
+    send(page, "where is Circle, and make it precise")
+    found = page.locator('.eca-ToolCard[data-tool-call-id="s_1"][data-tool-state="done"] .eca-ToolCard-found')
+    found.wait_for()
+    assert found.inner_text().strip() == 'Found 1 symbol for "Circle"'
+    card = page.locator('.eca-ToolCard[data-tool-call-id="w_1"][data-tool-state="waiting"]')
+    card.wait_for()
+    why = card.locator(".eca-ToolCard-rationale")
+    assert why.inner_text().startswith("Use math.pi for precision.")
+    assert why.locator(".eca-ToolCard-criteria li").all_inner_texts() == ["area(1) == math.pi"]
+    screenshot(page, "review-03-reason-and-search")
+    card.locator(".eca-reject").click()
+    page.get_by_text("Left as it was.").wait_for()
     assert not page.eca_errors, page.eca_errors
 
 

@@ -37,6 +37,8 @@ CSS = """
 .eca-risk-medium { color: var(--jp-warn-color1, #f57c00); }
 .eca-risk-high { color: var(--jp-error-color1, #d32f2f); font-weight: 600; }
 .eca-risk-reason { font-size: var(--jp-ui-font-size0, 11px); border: none; font-weight: normal; margin-top: 2px; }
+.eca-rationale, .eca-found { font-size: var(--jp-ui-font-size0, 11px); margin-top: 4px; }
+.eca-criteria { margin: 2px 0 0; padding-left: 18px; opacity: 0.8; }
 .eca-chat .widget-html-content { line-height: 1.4; }
 .eca-args, .eca-output { font-family: var(--jp-code-font-family, monospace); line-height: 1.4;
   font-size: var(--jp-code-font-size, 12px); white-space: pre-wrap; margin: 0;

@@ -50,6 +50,20 @@ def _risk_html(risk: dict[str, Any] | None, *, pending: bool) -> str:
     return badge + (f'<div class="eca-risk-reason eca-risk-{level}">{reason}</div>' if pending and reason else "")
 
 
+
+def _notes_html(details: dict[str, Any] | None, status: str) -> str:
+    """The model's reason for a change (and how to verify it), or what a finished code search found."""
+    if not details:
+        return ""
+    if details.get("type") == "fileChange" and details.get("rationale"):
+        criteria = [str(c) for c in details.get("acceptanceCriteria") or []]
+        items = "".join(f"<li>{html.escape(c)}</li>" for c in criteria)
+        return (f'<div class="eca-rationale">{html.escape(str(details["rationale"]))}'
+                + (f'<ul class="eca-criteria">{items}</ul>' if items else "") + "</div>")
+    if details.get("type") == "retrieval" and details.get("message") and status == "done":
+        return f'<div class="eca-found">{html.escape(str(details["message"]))}</div>'
+    return ""
+
 class ToolCard:
     """``widget`` is the box to display; ``state`` the call it draws."""
 
@@ -198,7 +212,8 @@ class ToolCard:
         header = (f'<span class="eca-card-kind">tool</span> '
                   f'<span class="eca-card-title">{html.escape(state.name)}</span>{summary} '
                   f'<span class="{_status_class(state.status)}">{html.escape(label)}</span>'
-                  + _risk_html(state.risk, pending=state.status == "pending" and not state.decided))
+                  + _risk_html(state.risk, pending=state.status == "pending" and not state.decided)
+                  + _notes_html(state.details, state.status))
         if self.header.value != header:
             self.header.value = header
         args = state.args_text()

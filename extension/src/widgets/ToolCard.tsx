@@ -61,6 +61,7 @@ export function ToolCard(props: ToolCardProps): JSX.Element {
   const [undoing, setUndoing] = React.useState(false);
   const output = (item.outputs ?? []).map(o => o.text ?? (o as any).content ?? '').join('\n');
   const fileChange = item.details && item.details.type === 'fileChange' ? item.details : undefined;
+  const retrieval = item.details && item.details.type === 'retrieval' ? item.details : undefined;
   const canUndo = item.state === 'done' && Boolean(fileChange?.undoable) && !item.undone;
   const hunks = React.useMemo(() => fileChange?.hunks ?? [], [fileChange]);
   const waiting = item.state === 'waiting';
@@ -128,6 +129,22 @@ export function ToolCard(props: ToolCardProps): JSX.Element {
             </span>
           )}
         </div>
+      )}
+      {fileChange?.rationale && (
+        // the model's own "why", asked with the change (write tools' rationale / acceptance_criteria)
+        <div className="eca-ToolCard-rationale">
+          {fileChange.rationale}
+          {(fileChange.acceptanceCriteria ?? []).length > 0 && (
+            <ul className="eca-ToolCard-criteria" aria-label="How to verify">
+              {(fileChange.acceptanceCriteria ?? []).map((c, i) => (
+                <li key={i}>{c}</li>
+              ))}
+            </ul>
+          )}
+        </div>
+      )}
+      {retrieval?.message && item.state === 'done' && (
+        <div className="eca-ToolCard-found">{retrieval.message}</div>
       )}
       {fileChange && byHunk && (
         <HunkList
