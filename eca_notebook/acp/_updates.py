@@ -318,7 +318,8 @@ class SessionUpdates:
         call = self._call(content)
         call.status = "failed"
         reason = content.get("reason")
-        why = "Denied by the configuration (toolCall.approval)." if reason == "user-config" else "Rejected."
+        why = {"user-config": "Denied by the configuration (toolCall.approval).",
+               "hook-rejected": "Rejected by a hook (config `hooks`)."}.get(reason or "", "Rejected.")
         return [{"sessionUpdate": "tool_call_update", "toolCallId": call.acp_id, "status": "failed",
                  "content": [_text(why)]}]
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -55,6 +55,7 @@ class EcaClient(ClientConnection):
         engine: Engine | None = None,
         client_name: str = "eca-notebook-client",
         start_timeout: float = START_TIMEOUT,
+        ask_question: Callable[[dict[str, Any]], Any] | None = None,
     ) -> EcaClient:
         """Start an engine in this process and connect to it.
 
@@ -63,7 +64,9 @@ class EcaClient(ClientConnection):
         ``{"pureConfig": True, ...}`` to ignore files on disk). ``env``: the environment the engine reads keys, URLs
         and ``XDG_*`` paths from, *instead of* ``os.environ``. ``approval``: the default policy for tool calls that
         ask (default :data:`DEFAULT_UNATTENDED_POLICY`). ``engine``: share an existing engine (then ``workspace``,
-        ``config`` and ``env`` are the engine's own, and closing the client leaves it running).
+        ``config`` and ``env`` are the engine's own, and closing the client leaves it running). ``ask_question``:
+        answers ``chat/askQuestion`` (the ``chatAskQuestion`` params as a dict → ``{"answer", "cancelled"}``, may be
+        a coroutine function): the model's ``ask_user`` questions come here instead of into the chat as text.
         """
         from ..engine import Engine as _Engine
         from ..engine import EngineOptions
@@ -94,6 +97,7 @@ class EcaClient(ClientConnection):
         server_side, client_side = memory_pair()
         connection = ServerConnection(server_side, factory, owns_engine=engine is None)
         client = cls(client_side, approval=approval, client_name=client_name)
+        client.ask_question = ask_question
         client._server_task = asyncio.create_task(connection.run(), name="eca-client-engine")
         try:
             await client._handshake(folders, config, start_timeout)

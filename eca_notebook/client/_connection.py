@@ -81,6 +81,9 @@ class ClientConnection:
         self._server_task: asyncio.Task[Any] | None = None
         self._closed = False
         self._closing: asyncio.Future[None] | None = None
+        #: answers ``chat/askQuestion`` (params dict → result dict); set before the handshake, it is declared as
+        #: ``chatCapabilities.askQuestion`` so the model's ``ask_user`` asks here (see ``EcaClient.start``)
+        self.ask_question: Callable[[dict[str, Any]], Any] | None = None
         for spec in server_to_client("notification"):
             method = spec.name
             if method != "$/cancelRequest":
@@ -94,6 +97,9 @@ class ClientConnection:
             "capabilities": {"codeAssistant": {"chat": True}},
             "workspaceFolders": [{"uri": f.as_uri(), "name": f.name or str(f)} for f in folders],
         }
+        if self.ask_question is not None:
+            params["capabilities"]["codeAssistant"]["chatCapabilities"] = {"askQuestion": True}
+            self._endpoint.register("chat/askQuestion", self.ask_question)
         if config is not None:
             params["initializationOptions"] = config
         result = await self._endpoint.request("initialize", params, timeout=timeout) or {}

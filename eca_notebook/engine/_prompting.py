@@ -25,13 +25,14 @@ from ..protocol import (
     TextContent,
 )
 from ..providers.base import Message, Provider, ToolSpec, UserMessage
-from . import _builtins, _small_model
+from . import _builtins, _introspect, _small_model
 from ._chat import Chat, invalid_chat_id, title_from
 from ._context_window import COMPACT_PREFIX as COMPACT_PREFIX  # re-exported: _rewind reads it here
 from ._context_window import COMPACT_PROMPT as COMPACT_PROMPT
 from ._models import UnknownModel
 from ._notebooks import named_notebooks
 from ._rewind import last_prompt_id
+from ._skills import engine_skills, list_skills
 from ._toolcall import ToolCallRunner, llm_tool_name
 from ._turn import Turn
 from .commands import (
@@ -51,6 +52,16 @@ if TYPE_CHECKING:
     from .engine import Engine
 
 log = logging.getLogger(__name__)
+
+def _then(first: Callable[[], None] | None, then: Callable[[], None]) -> Callable[[], None]:
+    """``first`` (when given), then ``then``: a turn's one ``on_success`` doing both."""
+    def both() -> None:
+        if first is not None:
+            first()
+        then()
+
+    return both
+
 
 class PromptPipeline:
     """Turns a ``chat/prompt`` into a running turn (or an immediate answer)."""
@@ -122,6 +133,10 @@ class PromptPipeline:
             return resolved
         provider, info = resolved
         chat.model = info.id
+        hooked, why = await engine.hooks.chat.before_request(chat, message, new_chat=not chat.messages)
+        if hooked is None:  # a chatStart/preRequest hook blocked the prompt (_hooks.py)
+            return self.answer(chat, why or "Blocked by a hook.")
+        message = hooked
 
         request = message  # what the user asked, before contexts are appended (a small model's tools depend on it)
         if params.contexts:
@@ -201,6 +216,7 @@ class PromptPipeline:
             session=engine.session_approvals,
             pending=engine.pending_approvals,
             undo_log=engine.undo_log,
+            hooks=engine.hooks.chat.tool_hooks(chat),
             emit=lambda role, content: engine.emit_content(chat, role, content),
             progress=lambda state, text: engine.emit_content(
                 chat, "system", ProgressContent(state="finished" if state == "finished" else "running", text=text)),
@@ -208,6 +224,8 @@ class PromptPipeline:
                                  "the change instead." for key, t in toolbox.all_tools().items() if key not in offered},
         )
         specs = [ToolSpec(llm_tool_name(t), t.description, t.parameters) for t in offered.values()]
+        if not compacting:  # the user's postRequest hooks see the answer once the turn is over
+            on_success = _then(on_success, lambda: engine.hooks.chat.after_request(chat))
         turn = Turn(chat, provider, info, system or toolbox.system_prompt(behavior), engine.emit_content, tools=specs,
                     runner=runner, max_rounds=tool_call.max_rounds, on_success=on_success,
                     tool_rounds=_small_model.tool_rounds([t.name for t in offered.values()]) if info.compact else None,
@@ -230,11 +248,21 @@ class PromptPipeline:
             return self.answer(chat, _builtins.repo_map_show(engine))
         if name == "resume":
             return self.answer(chat, _builtins.resume(engine, chat, argument))
+        if name == "skills":
+            return self.answer(chat, list_skills(engine_skills(engine)))
+        if name == "rules":
+            return self.answer(chat, _introspect.rules_show(engine))
+        if name == "config":
+            return self.answer(chat, _introspect.config_show(engine))
+        if name == "context":
+            return self.answer(chat, _introspect.context_show(engine, chat))
+        if name == "hooks":
+            return self.answer(chat, engine.hooks.listing())
         if name == "compact":
-            return self._compact(chat, argument)
+            return await self._compact(chat, argument)
         return None
 
-    def _compact(self, chat: Chat, instruction: str) -> ChatPromptResult:
+    async def _compact(self, chat: Chat, instruction: str) -> ChatPromptResult:
         """``/compact``: the model summarises the chat; the summary replaces the history (saving context)."""
         engine = self.engine
         if not chat.messages:
@@ -243,6 +271,9 @@ class PromptPipeline:
         if isinstance(resolved, ChatPromptResult):
             return resolved
         provider, info = resolved
+        vetoed = await engine.hooks.chat.before_compact(chat, "manual", instruction)
+        if vetoed is not None:
+            return self.answer(chat, vetoed)
         request = COMPACT_PROMPT + (f"\nAlso: {instruction.strip()}" if instruction.strip() else "")
         before = len(chat.messages)
         content_id = last_prompt_id(chat)  # the "/compact" echo: summary and request belong to that prompt
@@ -253,6 +284,7 @@ class PromptPipeline:
             if text:
                 chat.messages = [UserMessage(text=f"{COMPACT_PREFIX}\n\n{text}", content_id=content_id)]
                 self._note(chat, "Chat compacted: the summary above replaces the earlier history.")
+                engine.hooks.chat.after_compact(chat, "manual", text)
 
         self._start_turn(chat, provider, info, chat.behavior or engine.selected_behavior,
                          UserMessage(text=request, content_id=content_id), with_tools=False,

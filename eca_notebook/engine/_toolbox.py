@@ -13,14 +13,23 @@ from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
 from ..plugins import Plugin
-from ..protocol import ChatToolCallUndoResult, NativeServerUpdatedParams, ServerTool, TextContent
+from ..protocol import (
+    ChatAskQuestionParams,
+    ChatAskQuestionResult,
+    ChatToolCallUndoResult,
+    NativeServerUpdatedParams,
+    ServerTool,
+    TextContent,
+)
 from ..protocol.errors import RpcError
 from ..providers.base import ToolResultMessage
 from ..tools.base import Tool, ToolContext, llm_name, tool_server
+from ..tools.skill import SkillTool
 from . import _small_model
 from ._approval import hidden_tools, selector_matches
 from ._notebooks import listener_notebooks
 from ._rules import load_rules, render_rules
+from ._skills import engine_skills, read_roots, render_skills
 from ._toolcall import NATIVE_SERVER, Answer
 from .commands import BUILTINS
 from .config import ModelInfo
@@ -51,6 +60,7 @@ DIAGNOSTICS_TIMEOUT = 30.0
 HOST_NOTEBOOK_TOOLS = frozenset({"insert_cell", "edit_cell", "delete_cell", "add_cell", "create_notebook"})
 
 Diagnostics = Callable[[str | None], Awaitable[list[dict[str, Any]]]]
+Questions = Callable[[ChatAskQuestionParams], Awaitable[ChatAskQuestionResult]]
 
 
 class Toolbox:
@@ -117,7 +127,9 @@ class Toolbox:
                            request_diagnostics=self.diagnostics(), fs=engine.file_access,
                            notebooks=engine.notebook_access or listener_notebooks(engine.listeners),
                            default_notebook=engine.default_notebook, cell_runner=engine.cell_runner,
-                           code_index=engine.code_index, notebook_hint=self.host_notebook_hint())
+                           code_index=engine.code_index, notebook_hint=self.host_notebook_hint(),
+                           ask_question=self.questions(),
+                           read_roots=read_roots(engine_skills(engine), engine.workspace_folders))
 
     def host_notebook_hint(self) -> str | None:
         """When a host owns the notebooks — it offers notebook tools (Jupyter AI's "Jupyter MCP Server": insert_cell,
@@ -150,6 +162,20 @@ class Toolbox:
             return list((result or {}).get("diagnostics") or [])
 
         return request
+
+    def questions(self) -> Questions | None:
+        """Ask the first listener that can answer ``chat/askQuestion`` (``supports_questions``); None when none can.
+        No timeout here: the ``ask_user`` tool bounds the wait, and cancelling it (Stop) cancels the request."""
+        listener: Any = next((item for item in self.engine.listeners if getattr(item, "supports_questions", False)),
+                             None)
+        if listener is None:
+            return None
+
+        async def ask(params: ChatAskQuestionParams) -> ChatAskQuestionResult:
+            result = await listener.request("chat/askQuestion", params.dump(), timeout=None)
+            return ChatAskQuestionResult.model_validate(result or {"cancelled": True})
+
+        return ask
 
     # -- plug-ins ------------------------------------------------------------------------------------------------
 
@@ -232,6 +258,9 @@ class Toolbox:
         rules = render_rules(load_rules(engine.workspace_folders, engine.global_config_dir))
         if rules:
             prompt += "\n\n" + rules
+        skill_tool = next((key for key, t in offered.items() if isinstance(t, SkillTool)), None)
+        if skill_tool is not None:  # names and descriptions only: the model loads a body with the tool
+            prompt += "\n\n" + render_skills(engine_skills(engine), skill_tool)
         return prompt
 
     def compact_system_prompt(self, behavior: str, *, tools: bool, info: ModelInfo | None = None) -> str:

@@ -21,7 +21,7 @@ import inspect
 import json
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -31,6 +31,7 @@ from .._redact import redact
 from ..protocol import (
     FileChangeDetails,
     RetrievalDetails,
+    TextContent,
     ToolCallDetails,
     ToolCalledContent,
     ToolCallOutput,
@@ -44,6 +45,7 @@ from ..protocol import (
 from ..providers.base import ToolCall
 from ..tools.base import CURRENT_TOOL_CALL, Prepared, Tool, ToolContext, ToolResult, llm_name, tool_origin, tool_server
 from ._approval import ApprovalRequest, SessionApprovals, decide
+from ._hooks import HookOutcome
 from ._notebooks import UndoLog
 from ._risk import assess_risk
 
@@ -76,6 +78,8 @@ def find_tool(tools: dict[str, Tool], called: str) -> Tool | None:
 
 
 EmitContent = Callable[[str, WireContent], None]
+#: Runs a chat's hooks of one event (``preToolCall``, ``postToolCall``) with the event's data; None: none configured.
+RunHooks = Callable[[str, dict[str, Any]], Awaitable[HookOutcome | None]]
 
 
 class ToolCallContents:
@@ -189,7 +193,9 @@ class ToolCallRunner:
         progress: Callable[[str, str], None],
         unavailable: dict[str, str] | None = None,
         undo_log: UndoLog | None = None,
+        hooks: RunHooks | None = None,
     ) -> None:
+        self.hooks = hooks
         self.undo_log = undo_log
         self.unavailable = unavailable or {}
         self.chat_id = chat_id
@@ -262,7 +268,25 @@ class ToolCallRunner:
             return ToolResult(output=f"This tool call was denied by the user's configuration ({verdict.reason}). "
                                      "Do not retry it; find another way or ask the user.", error=True)
 
-        manual = verdict.decision == "ask"
+        decision = verdict.decision
+        hook_data = {"tool_name": tool.name, "server": tool_server(tool), "tool_input": args, "tool_call_id": call.id}
+        hooked = await self.hooks("preToolCall", {**hook_data, "approval": decision}) if self.hooks else None
+        if hooked is not None:  # the user's preToolCall hooks (_hooks.py): reject, rewrite the arguments, or ask
+            if hooked.blocked or hooked.approval == "deny" or hooked.stopped_by:
+                return self._hook_rejected(out, shown_args, hooked, run_fields)
+            if hooked.updated_input:
+                args = {**args, **hooked.updated_input}
+                hook_data["tool_input"] = args
+                prepared = tool.prepare(args, context)
+                if inspect.isawaitable(prepared):
+                    prepared = await prepared
+                if prepared.error:
+                    return self._fail_early(out, args, prepared.error)
+                shown_args = prepared.args
+                run_fields = {"summary": prepared.summary, "details": prepared.details, "risk": risk}
+            if hooked.approval == "ask":
+                decision = "ask"
+        manual = decision == "ask"
         out.run(shown_args, manual=manual, **run_fields)
         if manual:
             answer = await self._wait_for_user(call, request, out, shown_args, run_fields)
@@ -288,11 +312,50 @@ class ToolCallRunner:
         elapsed = int((time.monotonic() - started) * 1000)
         if result.undo is not None and self.undo_log is not None:
             self.undo_log.add(self.chat_id, call.id, result.undo)
+        if self.hooks is not None:
+            result = await self._post_hooks(hook_data, result)
         out.called(shown_args, result.output, error=result.error, total_time_ms=elapsed, summary=prepared.summary,
                    details=result.details or prepared.details, risk=risk)
         if not result.error:
             out.published(result.contents)
         return result
+
+    def _hook_rejected(self, out: ToolCallContents, args: dict[str, Any], outcome: HookOutcome,
+                       run_fields: dict[str, Any]) -> ToolResult:
+        """A preToolCall hook said no (exit 2, ``approval: "deny"`` or ``continue: false``): the card is rejected
+        (``hook-rejected``, the reference's code), the user is told which hook and why, and so is the model — except
+        for ``continue: false``, whose ``stopReason`` is for the user only (as the reference)."""
+        out.run(args, manual=False, **run_fields)
+        out.rejected(args, "hook-rejected", **run_fields)
+        if outcome.blocked:
+            name, why = outcome.blocked_by, outcome.block_reason
+        elif outcome.approval == "deny":
+            name, why = next((r.name for r in outcome.results if r.effects.get("approval") == "deny"), "?"), \
+                "\n".join(outcome.additional_context)
+        else:
+            name, why = outcome.stopped_by, outcome.stop_reason
+        self.emit("system", TextContent(text=f"Tool call rejected by hook '{name}'" + (f": {why}" if why else ".")))
+        if outcome.stopped_by and not outcome.blocked and outcome.approval != "deny":
+            why = ""
+        return ToolResult(output=f"This tool call was rejected by the user's hook '{name}' and did not run."
+                                 + (f" Reason: {why}" if why else "") + " Do not retry it unchanged.", error=True)
+
+    async def _post_hooks(self, data: dict[str, Any], result: ToolResult) -> ToolResult:
+        """The user's postToolCall hooks see the result; they may replace it (exit 2 or ``replacedOutput``) or add
+        context for the model."""
+        assert self.hooks is not None
+        outcome = await self.hooks("postToolCall", {**data, "tool_response": redact(result.output),
+                                                    "error": result.error})
+        if outcome is None:
+            return result
+        output = result.output
+        if outcome.blocked:
+            output = outcome.block_reason or "[Tool output hidden by hook]"
+        elif outcome.replaced_output is not None:
+            output = outcome.replaced_output
+        for context in outcome.additional_context:
+            output += f"\n\n<additionalContext>\n{context}\n</additionalContext>"
+        return result if output == result.output else dataclasses.replace(result, output=output)
 
     def not_run(self, call: ToolCall, reason: str) -> ToolResult:
         """A call the turn decided not to run (the same call with the same outcome again): its card is finished as

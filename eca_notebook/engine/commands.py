@@ -50,6 +50,12 @@ BUILTINS: list[Command] = [
             "native", [CommandArgument("instructions", "What the summary should keep or focus on", False)]),
     Command("resume", "Resume a saved chat: without an argument lists them, with a number or chat id opens one.",
             "native", [CommandArgument("chat", "Number from the list or chat id", False)]),
+    Command("hooks", "List the configured hooks (config key `hooks`) by event.", "native"),
+    Command("skills", "List the available skills (SKILL.md folders) and where each comes from.", "native"),
+    Command("rules", "List the rules (AGENTS.md, .eca/rules) that go into the system prompt.", "native"),
+    Command("config", "Show the resolved configuration, secrets masked.", "native"),
+    Command("context", "Estimate the tokens the next request sends: system prompt, rules, skills, tools, history.",
+            "native"),
 ]
 
 

@@ -48,12 +48,14 @@ from ._approval import SessionApprovals
 from ._chat import Chat
 from ._chatbook import ChatBook
 from ._config_watch import ConfigWatcher, reload_config, watch_config
+from ._hooks import Hooks
 from ._index import WorkspaceIndex
 from ._inline import InlineCompleter
 from ._models import ModelRegistry
 from ._notebooks import UndoLog
 from ._prompting import PromptPipeline
 from ._rewrite import Rewriter
+from ._skills import SkillsPlugin, engine_skills
 from ._toolbox import Toolbox
 from ._toolcall import Answer, PendingApproval
 from ._turn import CURRENT_TURN
@@ -85,7 +87,8 @@ class Listener(Protocol):
     """A connected client. ``send`` must not block: doors queue the message and write it in order.
 
     A listener that can answer ``editor/getDiagnostics`` also has ``supports_diagnostics = True`` and
-    ``async def request(method, params, timeout)``; the engine asks the first such listener.
+    ``async def request(method, params, timeout)``; the engine asks the first such listener. Likewise
+    ``supports_questions`` for ``chat/askQuestion`` (the ``ask_user`` tool).
     """
 
     def send(self, method: str, params: dict[str, Any]) -> None:
@@ -175,8 +178,10 @@ class Engine:
         self.pipeline = PromptPipeline(self)
         self.inline = InlineCompleter(self)  # completion/inline (_inline.py)
         self.rewriter = Rewriter(self)  # rewrite/prompt (_rewrite.py)
+        self.hooks = Hooks(self)  # the user's `hooks` (_hooks.py)
         if self.mcp is not None:
             self.add_plugin(self.mcp)
+        self.add_plugin(SkillsPlugin(lambda: engine_skills(self)))  # SKILL.md folders (_skills.py)
 
     def _make_code_index(self) -> CodeIndex | None:
         """The content index, stored beside the chats (``$XDG_CACHE_HOME/eca-notebook/index/<same digest>/``); None
@@ -255,6 +260,7 @@ class Engine:
         if self._started:
             return
         self._started = True
+        self.hooks.spawn("sessionStart")
         for plugin in self.plugins:
             self.background.spawn(plugin.start(), f"eca-plugin-{plugin.name}")
         self.config_watcher = watch_config(self)  # an edited config file applies without a restart
@@ -446,7 +452,13 @@ class Engine:
 
     async def delete(self, chat_id: str | None) -> bool:
         """Stop and forget a chat, saved history included."""
-        return await self.chat_book.delete(chat_id)
+        chat = self.chats.get(chat_id) if chat_id else None
+        deleted = await self.chat_book.delete(chat_id)
+        if deleted and chat_id:
+            behavior = chat.behavior if chat is not None else None  # (the chat is gone: nothing is shown in it)
+            self.hooks.spawn("chatEnd", {"chat_id": chat_id, "agent": behavior, "behavior": behavior,
+                                         "full_model": chat.model if chat is not None else None})
+        return deleted
 
     def list_chats(self, params: ChatListParams | None = None) -> list[dict[str, Any]]:
         """``chat/list``: the chats, newest first."""
@@ -496,6 +508,11 @@ class Engine:
         if self._closed:
             return
         self._closed = True
+        if self._started and self.hooks.has("sessionEnd"):
+            try:
+                await self.hooks.run("sessionEnd")
+            except Exception:
+                log.exception("sessionEnd hooks failed")
         for pending in list(self.pending_approvals.values()):
             if not pending.future.done():
                 pending.future.cancel()

@@ -125,7 +125,8 @@ class NotebookSession:
         config = deep_merge(approval_config(), self.config or {})
         try:
             client = await EcaClient.start(workspace=self.workspace or Path.cwd(), config=config, env=self.env,
-                                           approval=MANUAL, client_name="eca-notebook")
+                                           approval=MANUAL, client_name="eca-notebook",
+                                           ask_question=self.ask_question)
         except BaseException:
             self._starting = None
             raise
@@ -155,6 +156,31 @@ class NotebookSession:
                 view.handle(method, params)
             except Exception:
                 log.exception("chat view failed on %s", method)
+
+    async def ask_question(self, params: dict[str, Any]) -> dict[str, Any]:
+        """``chat/askQuestion``: a question card in the newest widget showing the chat; the answer is the result.
+        Where no widget shows the chat (markdown output, a headless run) nobody can answer: cancelled at once. A
+        request cancelled by the engine (Stop, the tool's timeout) withdraws the card."""
+        chat_id = params.get("chatId")
+        views = [v for v in self.views.get(chat_id, ()) if hasattr(v, "ask")] if isinstance(chat_id, str) else []
+        if not views:
+            return {"answer": None, "cancelled": True}
+        loop = asyncio.get_running_loop()
+        answered: asyncio.Future[str | None] = loop.create_future()
+
+        def settle(answer: str | None) -> None:
+            if not answered.done():
+                answered.set_result(answer)
+
+        def on_answer(answer: str | None) -> None:  # a click: on the kernel's thread, maybe not the loop's
+            loop.call_soon_threadsafe(settle, answer)
+
+        card = views[-1].ask(params, on_answer)
+        try:
+            answer = await answered
+        finally:
+            card.withdraw()
+        return {"answer": answer, "cancelled": answer is None}
 
     def submit(self, coro: Any) -> None:
         """Run ``coro`` on the session's loop from wherever we are (a widget callback, a thread)."""

@@ -172,6 +172,12 @@ from .notebook import (
     NotebookRunCellsParams,
     NotebookRunCellsResult,
 )
+from .question import (
+    ChatAskQuestionOption,
+    ChatAskQuestionParams,
+    ChatAskQuestionResult,
+    ChatCapabilities,
+)
 from .tools import (
     McpServerUpdatedParams,
     McpStartServerParams,
@@ -198,6 +204,10 @@ __all__ = [
     "UNKNOWN_ERROR",
     "CancelRequestParams",
     "CellType",
+    "ChatAskQuestionOption",
+    "ChatAskQuestionParams",
+    "ChatAskQuestionResult",
+    "ChatCapabilities",
     "ChatClearedParams",
     "ChatCommand",
     "ChatCommandArgument",

@@ -11,6 +11,7 @@ from typing import Annotated, Any
 from pydantic import Field, field_validator
 
 from ._base import EcaModel, NoneAsEmptyList
+from .question import ChatCapabilities
 
 __all__ = [
     "ClientCapabilities",
@@ -52,6 +53,8 @@ class CodeAssistantCapabilities(EcaModel):
 
     chat: bool | None = None
     editor: EditorCapabilities | None = None
+    #: Chat features beyond ``chat`` (``askQuestion``: the client answers ``chat/askQuestion``).
+    chat_capabilities: ChatCapabilities | None = None
     # Early revision only.
     doc: bool | None = None
     edit: bool | None = None

@@ -19,7 +19,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, TypeAdapter, ValidationError
 
-from . import chat, completion, config, editor, general, lifecycle, notebook, tools
+from . import chat, completion, config, editor, general, lifecycle, notebook, question, tools
 from .errors import INVALID_PARAMS, METHOD_NOT_FOUND, RpcError
 
 __all__ = [
@@ -87,6 +87,7 @@ _SPECS = [
     _note("chat/deleted", chat.ChatDeletedParams, _S2C),
     _note("chat/cleared", chat.ChatClearedParams, _S2C),
     _note("chat/statusChanged", chat.ChatStatusChangedParams, _S2C),
+    _req("chat/askQuestion", question.ChatAskQuestionParams, question.ChatAskQuestionResult, _S2C),
     # Editor (the server asks the client).
     _req("editor/getDiagnostics", editor.EditorGetDiagnosticsParams, editor.EditorGetDiagnosticsResult, _S2C),
     _req("notebook/getCells", notebook.NotebookGetCellsParams, notebook.NotebookGetCellsResult, _S2C),

@@ -394,9 +394,15 @@ class ServerConnection:
         editor = getattr(getattr(caps, "code_assistant", None), "editor", None)
         return bool(getattr(editor, "notebooks", False))
 
+    @property
+    def supports_questions(self) -> bool:
+        chat = getattr(getattr(self.client_capabilities, "code_assistant", None), "chat_capabilities", None)
+        return bool(getattr(chat, "ask_question", False))
+
     async def request(self, method: str, params: Any, timeout: float | None = None) -> Any:
-        # queued behind the toolCallRunning that explains it, so the client sees that first
-        return await self.endpoint.request(method, params, timeout=timeout)
+        # queued behind the toolCallRunning that explains it, so the client sees that first; a chat id in the
+        # params (chat/askQuestion) is the client's own (its alias for a numbered chat)
+        return await self.endpoint.request(method, self.aliases.outgoing(params), timeout=timeout)
 
 
 async def serve_stdio(*, config_file: Path | None = None, max_frame_size: int | None = None) -> int:

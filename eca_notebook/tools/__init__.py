@@ -16,6 +16,7 @@ if TYPE_CHECKING:  # imported on first use (module __getattr__): see _LAZY
     from .fs import EditFileTool, MoveFileTool, ReadFileTool, WriteFileTool
     from .notebook import NotebookAccess
     from .plan import UpdatePlanTool
+    from .question import AskUserTool
     from .retrieval import SearchSymbolsTool, SearchTextTool, VectorSearchTool
     from .search import DirectoryTreeTool, GrepTool
     from .shell import ShellCommandTool
@@ -23,6 +24,7 @@ if TYPE_CHECKING:  # imported on first use (module __getattr__): see _LAZY
 # Why lazy: ``tools.base`` is imported by every layer above (importing it runs this file), while the tools
 # themselves (pathspec, the shell parser's tree-sitter grammar) are needed only once an engine lists them.
 _LAZY: dict[str, str] = {
+    "AskUserTool": ".question",
     "EditorDiagnosticsTool": ".editor",
     "EditFileTool": ".fs",
     "MoveFileTool": ".fs",
@@ -54,6 +56,7 @@ def __dir__() -> list[str]:
 
 __all__ = [
     "Approval",
+    "AskUserTool",
     "DirectoryTreeTool",
     "EditFileTool",
     "EditorDiagnosticsTool",
@@ -84,6 +87,7 @@ def native_tools() -> list[Tool]:
     from .fs import EditFileTool, MoveFileTool, ReadFileTool, WriteFileTool
     from .notebook import notebook_tools
     from .plan import UpdatePlanTool
+    from .question import AskUserTool
     from .retrieval import retrieval_tools
     from .search import DirectoryTreeTool, GrepTool
     from .shell import ShellCommandTool
@@ -99,6 +103,7 @@ def native_tools() -> list[Tool]:
         ShellCommandTool(),
         EditorDiagnosticsTool(),
         UpdatePlanTool(),
+        AskUserTool(),
         *notebook_tools(),
     ]
 

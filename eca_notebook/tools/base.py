@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any, Literal, Protocol
 
 from ..protocol.content import ContentModel
+from ..protocol.question import ChatAskQuestionParams, ChatAskQuestionResult
 from ._names import provider_tool_name
 
 __all__ = [
@@ -120,6 +121,12 @@ class ToolContext:
     # Optional (set per call by the engine): shows a line of progress while a call runs ("Indexing 1,234 of 5,000
     # files…") where the door shows the turn's progress.
     progress: Callable[[str], None] | None = None
+    # Optional: asks the user a question (``chat/askQuestion`` to a client that declared it can answer); None when
+    # no connected client can, and the ``ask_user`` tool puts the question in the chat instead.
+    ask_question: Callable[[ChatAskQuestionParams], Awaitable[ChatAskQuestionResult]] | None = None
+    # Folders outside the workspace that ``read_file`` reads without asking: the skill folders the user installed
+    # (``~/.config/eca/skills/<name>``) for the model to read once it loaded that skill.
+    read_roots: tuple[Path, ...] = ()
 
     @property
     def root(self) -> Path:

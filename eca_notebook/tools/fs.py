@@ -181,7 +181,7 @@ class ReadFileTool(_ClientView, NativeTool[ReadFileArgs]):
             args=args.model_dump(),
             summary=f'Reading file "{display(path, ctx)}"',
             paths=[path],
-            outside_workspace=not is_inside(path, ctx.workspace_folders),
+            outside_workspace=not is_inside(path, [*ctx.workspace_folders, *ctx.read_roots]),
         )
 
     def _prepare_text(self, args: ReadFileArgs, ctx: ToolContext, path: Path, text: str) -> Prepared:
@@ -189,7 +189,7 @@ class ReadFileTool(_ClientView, NativeTool[ReadFileArgs]):
             args=args.model_dump(),
             summary=f'Reading file "{display(path, ctx)}"',
             paths=[path],
-            outside_workspace=not is_inside(path, ctx.workspace_folders),
+            outside_workspace=not is_inside(path, [*ctx.workspace_folders, *ctx.read_roots]),
             state={"text": text},
         )
 

@@ -8,6 +8,7 @@
  */
 
 import type {
+  ChatAskQuestionParams,
   ChatCommand,
   ChatContext,
   ChatOpenResult,
@@ -32,6 +33,7 @@ import type {
   ShowMessageParams
 } from './protocol';
 import { ChatStore, ChatView, Role, newChat, resetChat } from './model';
+import { Questions } from './questions';
 import {
   Backoff,
   Clock,
@@ -111,6 +113,8 @@ export class EcaClient {
   readonly mcpServers = new Map<string, { name: string; status: string; tools?: unknown[] | null }>();
   /** How many times `initialize` succeeded (reconnects count). */
   handshakes = 0;
+  /** The model's questions (`chat/askQuestion`) waiting for an answer in the panel, per chat. */
+  readonly questions: Questions;
   private readonly _options: EcaClientOptions;
   private _restored = false;
   /** The listeners of the rewrites under way, by rewrite id (until their `finished`). */
@@ -118,6 +122,7 @@ export class EcaClient {
 
   constructor(options: EcaClientOptions) {
     this._options = options;
+    this.questions = new Questions(() => this.store.changed());
     this.store = options.store ?? new ChatStore();
     this.transport = new JsonRpcTransport({
       url: options.url,
@@ -176,7 +181,8 @@ export class EcaClient {
         capabilities: {
           codeAssistant: {
             chat: true,
-            editor: { diagnostics: Boolean(this._options.diagnostics), notebooks: Boolean(this._options.notebooks) }
+            editor: { diagnostics: Boolean(this._options.diagnostics), notebooks: Boolean(this._options.notebooks) },
+            chatCapabilities: { askQuestion: true }
           }
         },
         // The server extension fills in its own workspace (the Jupyter root) when this is empty.
@@ -296,6 +302,9 @@ export class EcaClient {
       const diagnostics = provider ? await provider(params?.uri ?? undefined) : [];
       return { diagnostics };
     });
+    t.onRequest('chat/askQuestion', (params: ChatAskQuestionParams, signal: AbortSignal) =>
+      this.questions.ask(params, signal)
+    );
     const notebooks = this._options.notebooks;
     if (notebooks) {
       t.onRequest('notebook/getCells', (params: NotebookGetCellsParams) => notebooks.getCells(params));

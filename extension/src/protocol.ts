@@ -52,6 +52,32 @@ export interface CancelRequestParams {
   id: number | string;
 }
 
+/** One choice offered with a question. */
+export interface ChatAskQuestionOption {
+  label: string;
+  description?: string;
+}
+
+/** ``chat/askQuestion`` (server → client): ask the user, wait for the answer. */
+export interface ChatAskQuestionParams {
+  chatId: string;
+  question: string;
+  options?: Array<ChatAskQuestionOption>;
+  toolCallId?: string;
+  allowFreeform: boolean;
+}
+
+/** The user's answer: an option's label or typed text; ``answer`` is None when the user cancelled. */
+export interface ChatAskQuestionResult {
+  answer?: string;
+  cancelled: boolean;
+}
+
+/** Chat features beyond the basic ``chat`` flag. */
+export interface ChatCapabilities {
+  askQuestion?: boolean;
+}
+
 /** ``chat/cleared``: the server cleared a chat's history (and maybe its rendered messages). */
 export interface ChatClearedParams {
   chatId: string;
@@ -264,6 +290,7 @@ export interface ClientInfo {
 export interface CodeAssistantCapabilities {
   chat?: boolean;
   editor?: EditorCapabilities;
+  chatCapabilities?: ChatCapabilities;
   doc?: boolean;
   edit?: boolean;
   fix?: boolean;
@@ -871,6 +898,7 @@ export interface ClientNotifications {
 }
 
 export interface ServerRequests {
+  "chat/askQuestion": { params: ChatAskQuestionParams; result: ChatAskQuestionResult };
   "editor/getDiagnostics": { params: EditorGetDiagnosticsParams; result: EditorGetDiagnosticsResult };
   "notebook/getCells": { params: NotebookGetCellsParams; result: NotebookGetCellsResult };
   "notebook/applyEdit": { params: NotebookApplyEditParams; result: NotebookApplyEditResult };
@@ -915,6 +943,7 @@ export const METHODS = {
   "chat/deleted": { direction: "server->client", kind: "notification" },
   "chat/cleared": { direction: "server->client", kind: "notification" },
   "chat/statusChanged": { direction: "server->client", kind: "notification" },
+  "chat/askQuestion": { direction: "server->client", kind: "request" },
   "editor/getDiagnostics": { direction: "server->client", kind: "request" },
   "notebook/getCells": { direction: "server->client", kind: "request" },
   "notebook/applyEdit": { direction: "server->client", kind: "request" },

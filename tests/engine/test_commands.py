@@ -66,7 +66,8 @@ def test_find_command_exact_then_case_insensitive() -> None:
 
 def test_builtins() -> None:
     by_name = {c.name: c for c in BUILTINS}
-    assert set(by_name) == {"doctor", "costs", "prompt-show", "repo-map-show", "compact", "resume"}
+    assert set(by_name) == {"doctor", "costs", "prompt-show", "repo-map-show", "compact", "resume", "skills",
+                            "rules", "config", "context", "hooks"}
     assert all(c.type == "native" and c.description for c in BUILTINS)
     assert [(a.required) for a in by_name["resume"].arguments] == [False]
     assert [(a.required) for a in by_name["compact"].arguments] == [False]
@@ -196,7 +197,7 @@ def test_query_prefix_then_substring_then_fuzzy() -> None:
 
 
 def test_query_over_builtins() -> None:
-    assert names(query_commands("co", BUILTINS)) == ["costs", "compact", "doctor"]
+    assert names(query_commands("co", BUILTINS)) == ["costs", "compact", "config", "context", "doctor"]
 
 
 # -- wire shape ----------------------------------------------------------------------------------------------------

@@ -50,6 +50,7 @@ EXPECTED: dict[str, tuple[str, str]] = {
     "chat/fork": (C2S, "request"),
     "chat/toolCallUndo": (C2S, "request"),
     "editor/getDiagnostics": (S2C, "request"),
+    "chat/askQuestion": (S2C, "request"),
     "notebook/getCells": (S2C, "request"),
     "notebook/applyEdit": (S2C, "request"),
     "notebook/runCells": (S2C, "request"),
@@ -90,6 +91,7 @@ SAMPLES: dict[str, dict[str, Any]] = {
     "chat/rollback": {"chatId": "c", "contentId": "k"},
     "chat/fork": {"chatId": "c", "contentId": "k"},
     "editor/getDiagnostics": {"uri": "file:///w/a.py"},
+    "chat/askQuestion": {"chatId": "c", "question": "Which?", "options": [{"label": "A"}], "allowFreeform": False},
     "chat/toolCallUndo": {"chatId": "c", "toolCallId": "t1"},
     "notebook/getCells": {"path": "/w/a.ipynb"},
     "notebook/applyEdit": {"path": "/w/a.ipynb", "edits": [{"action": "replace", "cellId": "x", "source": "1"}]},
@@ -155,7 +157,8 @@ def test_direction_helpers() -> None:
     assert c2s == {n for n, (d, _) in EXPECTED.items() if d in (C2S, "both")}
     assert s2c == {n for n, (d, _) in EXPECTED.items() if d in (S2C, "both")}
     assert {s.name for s in server_to_client("request")} == {"editor/getDiagnostics", "notebook/getCells",
-                                                             "notebook/applyEdit", "notebook/runCells"}
+                                                             "notebook/applyEdit", "notebook/runCells",
+                                                             "chat/askQuestion"}
     assert "chat/prompt" in {s.name for s in client_to_server("request")}
     assert "chat/prompt" not in {s.name for s in client_to_server("notification")}
     assert all(s.kind == "notification" for s in server_to_client("notification"))

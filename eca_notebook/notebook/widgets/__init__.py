@@ -10,6 +10,7 @@ from ._chat import ChatView, ViewController
 from ._coalesce import DEFAULT_INTERVAL, Coalescer
 from ._diff import DiffView, diff_counts, render_diff_html
 from ._plan import PlanView, plan_html, plan_markdown
+from ._question import QuestionCard
 from ._style import CSS, style_html
 from ._tool_card import STATUS_LABELS, ToolCard
 
@@ -21,6 +22,7 @@ __all__ = [
     "Coalescer",
     "DiffView",
     "PlanView",
+    "QuestionCard",
     "ToolCard",
     "ViewController",
     "diff_counts",

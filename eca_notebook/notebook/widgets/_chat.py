@@ -21,6 +21,7 @@ from typing import Any, Protocol
 from .._transcript import Block, ToolCallState, Transcript
 from ._coalesce import DEFAULT_INTERVAL, Coalescer
 from ._plan import PlanView
+from ._question import QuestionCard
 from ._style import style_html
 from ._tool_card import ToolCard
 
@@ -130,6 +131,7 @@ class ChatView:
         self.style = widgets.HTML(style_html())
         self.blocks_box = widgets.VBox()
         self.plan = PlanView()  # the chat's latest plan, as a checklist under the blocks
+        self.questions = widgets.VBox()  # the model's questions (ask_user) waiting for an answer, and answered
         self.progress = widgets.HTML()
         self.footer = widgets.HTML()
         self.stop_button = widgets.Button(description="Stop", icon="stop", button_style="warning",
@@ -142,8 +144,8 @@ class ChatView:
                                           tooltip="Send to the same chat")
         self.send_button.on_click(lambda _b: self.submit())
         self.controls = widgets.HBox([self.stop_button, self.input, self.send_button])
-        self.widget = widgets.VBox([self.style, self.blocks_box, self.plan.widget, self.progress, self.footer,
-                                    self.controls])
+        self.widget = widgets.VBox([self.style, self.blocks_box, self.plan.widget, self.questions, self.progress,
+                                    self.footer, self.controls])
         self.widget.add_class("eca-chat")
 
     def _ipython_display_(self) -> None:
@@ -271,6 +273,12 @@ class ChatView:
             return
         self.input.value = ""
         self.controller.send(self, text)
+
+    def ask(self, params: dict[str, Any], on_answer: Callable[[str | None], None]) -> QuestionCard:
+        """Show a ``chat/askQuestion`` as a card; ``on_answer`` gets the user's answer (None: skipped)."""
+        card = QuestionCard(params, on_answer)
+        self.questions.children = (*self.questions.children, card.widget)
+        return card
 
     def _on_decision(self, call: ToolCallState, approved: bool, save: str | None,
                      hunks: list[str] | None = None) -> None:

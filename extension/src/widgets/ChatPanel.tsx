@@ -16,6 +16,7 @@ import { Composer } from './Composer';
 import { MessageList } from './MessageList';
 import { McpServers } from './McpServers';
 import { PlanView } from './PlanView';
+import { QuestionCard } from './QuestionCard';
 import { Pickers, Usage } from './Pickers';
 
 export interface ChatAppProps {
@@ -47,6 +48,7 @@ export function ChatApp(props: ChatAppProps): JSX.Element {
   const connection = client.connection;
   const connected = connection === 'open';
   const running = Boolean(chat && chat.status !== 'idle');
+  const question = chat ? client.questions.get(chat.id) : undefined;
 
   const guard = React.useCallback(
     (action: Promise<unknown>) => {
@@ -148,6 +150,7 @@ export function ChatApp(props: ChatAppProps): JSX.Element {
         <div className="eca-MessageList" />
       )}
       {chat?.plan && <PlanView key={chat.id} plan={chat.plan} version={chat.plan.version} />}
+      {question && <QuestionCard key={question.params.toolCallId ?? question.params.question} question={question} />}
       <Composer
         client={client}
         editors={props.editors}

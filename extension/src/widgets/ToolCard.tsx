@@ -201,7 +201,11 @@ export function ToolCard(props: ToolCardProps): JSX.Element {
       </details>
       {item.state === 'rejected' && (
         <div className="eca-ToolCard-reason">
-          {item.reason === 'user-config' ? 'Rejected by a configured rule.' : 'Rejected by the user.'}
+          {item.reason === 'user-config'
+            ? 'Rejected by a configured rule.'
+            : item.reason === 'hook-rejected'
+              ? 'Rejected by a hook (its reason is in the chat).'
+              : 'Rejected by the user.'}
         </div>
       )}
       {output && (

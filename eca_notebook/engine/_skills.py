@@ -1,0 +1,231 @@
+"""Skills: ``SKILL.md`` folders that teach the model a task, found where the reference ECA server looks for them.
+
+A skill is a folder holding a ``SKILL.md`` whose front matter has a ``name`` and a ``description`` (the
+agentskills.io format), plus whatever else it needs (``scripts/``, ``references/``…). Where they come from, first
+found wins for a name (the project's over the user's, as for custom commands):
+
+1. every workspace folder's ``.eca/skills/`` and ``.agents/skills/``;
+2. the global ``<config dir>/skills/`` (``$XDG_CONFIG_HOME/eca/skills``, else ``~/.config/eca/skills``);
+3. the config's ``skills: [{"path": …}]`` entries (a skill folder or a folder of them; relative to each workspace
+   folder unless absolute).
+
+Why on demand: only each skill's name and description go into the system prompt (a few tokens each); the model
+loads a body with the ``skill`` tool (``eca__skill``, the reference's name, so approval rules written for the
+reference — ``"eca__skill": {"argsMatchers": {"name": [...]}}`` — keep working) when a task matches. The tool also
+lists the folder's other files, which ``read_file`` may then read without asking even outside the workspace
+(:func:`read_roots`), because the user installed that folder for the model to use.
+
+Discovery never fails: a ``SKILL.md`` without front matter, without a name or a description, unreadable or not
+UTF-8 is skipped and reported (``/skills`` shows why, the log says so) — one broken skill must not cost the others.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ..plugins import BasePlugin
+from ..tools.base import Tool
+from ..tools.skill import Scope, Skill, SkillTool
+from .commands import _split_front_matter
+
+if TYPE_CHECKING:
+    from .engine import Engine
+
+__all__ = [
+    "MAX_SKILL_BYTES",
+    "SkillSet",
+    "SkillsPlugin",
+    "discover_skills",
+    "engine_skills",
+    "list_skills",
+    "read_roots",
+    "render_skills",
+]
+
+log = logging.getLogger(__name__)
+
+MAX_SKILL_BYTES = 256 * 1024  # a body beyond this is cut: it would crowd out the chat on every later request
+_MAX_DEPTH = 4  # how deep below a skills folder a SKILL.md is looked for
+_MAX_SKILLS = 200  # per skills folder: a mistaken path (``/``) must not walk the whole disk
+
+@dataclass
+class SkillSet:
+    """What discovery found: the usable skills, and why the other ``SKILL.md`` files were skipped."""
+
+    skills: list[Skill] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)
+
+    def get(self, name: str) -> Skill | None:
+        return next((s for s in self.skills if s.name == name), None)
+
+
+# (path) -> ((mtime_ns, size), Skill | problem): a turn asks for the skills several times; re-parse only on change
+_parsed: dict[Path, tuple[tuple[int, int], Skill | str]] = {}
+
+
+def _parse(path: Path, scope: Scope) -> Skill | str:
+    try:
+        stat = path.stat()
+    except OSError as exc:
+        return f"{path}: cannot read ({exc.strerror or type(exc).__name__})"
+    key = (stat.st_mtime_ns, stat.st_size)
+    cached = _parsed.get(path)
+    if cached is not None and cached[0] == key:
+        found = cached[1]
+        return Skill(found.name, found.description, found.path, found.body, scope) if isinstance(found, Skill) \
+            else found
+    result = _read(path, scope)
+    _parsed[path] = (key, result)
+    return result
+
+
+def _read(path: Path, scope: Scope) -> Skill | str:
+    try:
+        with path.open("rb") as f:
+            data = f.read(MAX_SKILL_BYTES + 1)
+        text = data[:MAX_SKILL_BYTES].decode("utf-8-sig", errors="strict" if len(data) <= MAX_SKILL_BYTES
+                                              else "ignore")
+    except OSError as exc:
+        return f"{path}: cannot read ({exc.strerror or type(exc).__name__})"
+    except UnicodeDecodeError:
+        return f"{path}: not valid UTF-8"
+    if not text.lstrip("\ufeff").startswith("---"):
+        return f"{path}: no front matter (it must start with a '---' block giving name and description)"
+    meta, body = _split_front_matter(text)
+    if not meta and body == text:
+        return f"{path}: the front matter is not closed (a second '---' line is missing)"
+    missing = [key for key in ("name", "description")
+               if not isinstance(meta.get(key), str) or not str(meta.get(key)).strip()]
+    if missing:
+        return f"{path}: the front matter has no {' and no '.join(missing)}"
+    name = str(meta["name"]).strip()
+    if any(c.isspace() for c in name):
+        return f"{path}: the name '{name}' has spaces (use letters, digits and hyphens)"
+    if len(data) > MAX_SKILL_BYTES:
+        body = body.rstrip() + f"\n\n[Skill truncated: {path.name} is larger than {MAX_SKILL_BYTES // 1024} KB.]"
+    return Skill(name=name, description=" ".join(str(meta["description"]).split()), path=path, body=body,
+                 scope=scope)
+
+
+def _skill_files(root: Path) -> list[Path]:
+    """Every ``SKILL.md`` at or below *root* (a skill folder, a folder of them, or the file itself), sorted."""
+    if root.is_file():
+        return [root] if root.name == "SKILL.md" else []
+    if not root.is_dir():
+        return []
+    found: list[Path] = []
+    base = len(root.parts)
+    for folder, dirs, files in os.walk(root, followlinks=True):
+        depth = len(Path(folder).parts) - base
+        dirs[:] = sorted(d for d in dirs if not d.startswith(".")) if depth < _MAX_DEPTH else []
+        if "SKILL.md" in files:
+            found.append(Path(folder) / "SKILL.md")
+            if len(found) >= _MAX_SKILLS:
+                log.warning("skills folder %s: more than %d skills, the rest ignored", root, _MAX_SKILLS)
+                break
+    return sorted(found)
+
+
+def _config_roots(entries: Any, workspace_folders: Sequence[Path]) -> list[Path]:
+    roots: list[Path] = []
+    for entry in entries if isinstance(entries, list) else []:
+        raw = entry.get("path") if isinstance(entry, dict) else entry if isinstance(entry, str) else None
+        if not isinstance(raw, str) or not raw.strip():
+            continue
+        path = Path(os.path.expanduser(raw.strip()))
+        roots += [path] if path.is_absolute() else [Path(f) / path for f in workspace_folders]
+    return roots
+
+
+def discover_skills(workspace_folders: Sequence[Path], global_config_dir: Path, config_paths: Any = None) -> SkillSet:
+    """Every skill, in the order above; a name defined twice keeps its first definition (the later one is noted)."""
+    sources: list[tuple[Path, Scope]] = []
+    for folder in workspace_folders:
+        sources += [(Path(folder) / ".eca" / "skills", "workspace"), (Path(folder) / ".agents" / "skills", "workspace")]
+    sources.append((Path(global_config_dir) / "skills", "global"))
+    sources += [(root, "config") for root in _config_roots(config_paths, workspace_folders)]
+    result = SkillSet()
+    seen_files: set[Path] = set()
+    for root, scope in sources:
+        for path in _skill_files(root):
+            try:
+                key = path.resolve()
+            except OSError:
+                key = path
+            if key in seen_files:
+                continue
+            seen_files.add(key)
+            parsed = _parse(path, scope)
+            if isinstance(parsed, str):
+                log.warning("skill skipped: %s", parsed)
+                result.problems.append(parsed)
+                continue
+            first = result.get(parsed.name)
+            if first is not None:
+                result.problems.append(f"{path}: skill '{parsed.name}' is already defined by {first.path}; ignored")
+                continue
+            result.skills.append(parsed)
+    return result
+
+
+def engine_skills(engine: Engine) -> SkillSet:
+    """The skills of this engine's workspace folders, global config dir and ``skills`` config entries."""
+    return discover_skills(engine.workspace_folders, engine.global_config_dir, engine.loaded.raw.get("skills"))
+
+
+def read_roots(skills: SkillSet, workspace_folders: Iterable[Path]) -> tuple[Path, ...]:
+    """The skill folders outside the workspace: ``read_file`` reads below them without asking."""
+    folders = [Path(f).resolve(strict=False) for f in workspace_folders]
+    roots: list[Path] = []
+    for skill in skills.skills:
+        folder = skill.folder.resolve(strict=False)
+        if not any(folder == f or folder.is_relative_to(f) for f in folders):
+            roots.append(folder)
+    return tuple(roots)
+
+
+def _attr(value: str) -> str:
+    return value.replace("&", "&amp;").replace('"', "&quot;").replace("<", "&lt;").replace(">", "&gt;")
+
+
+def render_skills(skills: SkillSet, tool_name: str = "eca__skill") -> str:
+    """The system prompt's compact catalogue ("" without skills): a name and a description per skill, as the
+    reference server sends it."""
+    if not skills.skills:
+        return ""
+    lines = ["# Skills", "", f'<skills description="Available skills; load with {tool_name} when relevant.">']
+    lines += [f'<skill name="{_attr(s.name)}" description="{_attr(s.description)}"/>' for s in skills.skills]
+    lines.append("</skills>")
+    return "\n".join(lines) + "\n"
+
+
+def list_skills(skills: SkillSet) -> str:
+    """``/skills``: each skill with its description and where it comes from; then the files that were skipped."""
+    if not skills.skills:
+        text = ("No skills found. A skill is a folder with a SKILL.md (front matter: name, description) under "
+                ".eca/skills/ or .agents/skills/ of a workspace folder, or ~/.config/eca/skills/.")
+    else:
+        rows = [f"- {s.name}: {s.description} ({s.scope}, {s.folder})" for s in skills.skills]
+        text = "Skills available:\n\n" + "\n".join(rows)
+    if skills.problems:
+        text += "\n\nSkipped:\n" + "\n".join(f"- {p}" for p in skills.problems)
+    return text
+
+
+class SkillsPlugin(BasePlugin):
+    """Offers the ``skill`` tool while there is at least one skill (as the reference's tool is enabled only then),
+    so users without skills see no change in the tool list."""
+
+    name = "skills"
+
+    def __init__(self, skills: Callable[[], SkillSet]) -> None:
+        self._skills = skills
+        self._tool = SkillTool(lambda: skills().skills)
+
+    def tools(self) -> Sequence[Tool]:
+        return [self._tool] if self._skills().skills else []
