@@ -67,6 +67,7 @@ log = logging.getLogger(__name__)
 
 DEFAULT_MAX_FRAME = 16 * 1024 * 1024  # above the largest fs/* message the spec allows (10 MB)
 MAX_QUEUED_UPDATES = 20_000  # messages waiting for a client that does not read: then it is disconnected
+SAVE_WAIT = 10.0  # seconds a prompt's answer waits for its chat to be written (the writer thread is fast; a bound)
 TIMEOUT_SLICE = 1.0  # seconds: how often a running prompt's clock checks whether it only waits for the user
 
 
@@ -320,6 +321,10 @@ class AcpConnection:
         finally:
             session.turn = None
             session.workspace.resources.drop(tokens)
+        if engine.store is not None:
+            # the turn is on disk before the client hears it ended: a client that stops the agent right after (ACP
+            # clients give it a couple of seconds, then kill it) loses nothing on session/load
+            await asyncio.to_thread(engine.store.wait_saved, session.id, SAVE_WAIT)
         # (the turn's updates were queued as the engine sent them: this answer follows them)
         return {"stopReason": session.stop_reason(turn)}
 
