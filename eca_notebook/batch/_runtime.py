@@ -114,8 +114,13 @@ async def _start(spec: EngineSpec, folder: Path) -> EcaClient:
     item's result is taken — the largest cost of an item after the model's own time. The results store is the
     batch's record."""
     client = await EcaClient.start(workspace=folder, config=spec.config, env=spec.env)
-    if not spec.keep_chats and client.engine is not None:
-        client.engine.store = None
+    if client.engine is not None:
+        if not spec.keep_chats:
+            client.engine.store = None
+        if client.engine.index is not None:
+            # no file-name watcher: it serves @-completion of an interactive client, and the runtime keeps its
+            # engines for the process's life — in a kernel it would rescan the workspace every 2 s for ever
+            await client.engine.index.stop()
     return client
 
 

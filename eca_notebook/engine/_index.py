@@ -175,6 +175,10 @@ class WorkspaceIndex:
                     await self.build()
                 else:
                     await asyncio.to_thread(self.refresh)
+            except RuntimeError as exc:
+                if "after shutdown" in str(exc):  # the loop's executor is gone: its owner is closing the loop
+                    return
+                log.exception("workspace index refresh failed")
             except Exception:  # noqa: BLE001
                 log.exception("workspace index refresh failed")
 
