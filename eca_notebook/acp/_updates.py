@@ -48,6 +48,8 @@ _NATIVE_KINDS = {
     "move_file": "move",
     "shell_command": "execute",
     "editor_diagnostics": "read",
+    "editor_definition": "search",
+    "editor_references": "search",
     "update_plan": "think",
 }
 # For tools we do not know (MCP servers, the kernel): the first word group that appears in the name wins.

@@ -25,7 +25,7 @@ from ..protocol import (
     TextContent,
 )
 from ..providers.base import Message, Provider, ToolSpec, UserMessage
-from . import _builtins, _introspect, _small_model
+from . import _builtins, _chat_commands, _introspect, _small_model
 from ._chat import Chat, invalid_chat_id, title_from
 from ._context_window import COMPACT_PREFIX as COMPACT_PREFIX  # re-exported: _rewind reads it here
 from ._context_window import COMPACT_PROMPT as COMPACT_PROMPT
@@ -114,7 +114,9 @@ class PromptPipeline:
                 return handled
             custom = find_command(name, list(self.custom_commands().values()))
             from_plugin = self._plugin_command(name) if custom is None else None
-            if custom is not None:
+            if name.lower() == "init":  # the model writes AGENTS.md with write_file: an approved change
+                message = _chat_commands.init_prompt(engine)
+            elif custom is not None:
                 message = render_template(custom.template or "", argument)
             elif from_plugin is not None:
                 plugin, plugin_command = from_plugin
@@ -185,8 +187,12 @@ class PromptPipeline:
 
     def answer(self, chat: Chat, text: str) -> ChatPromptResult:
         """Finish a prompt that needs no model: a system text, then progress finished."""
-        engine = self.engine
         self._note(chat, text)
+        return self.finish(chat)
+
+    def finish(self, chat: Chat) -> ChatPromptResult:
+        """Finish a prompt that needs no model and has nothing more to say: progress finished."""
+        engine = self.engine
         engine.emit_content(chat, "system", ProgressContent(state="finished", text=""))
         engine.chat_book.save(chat)
         return ChatPromptResult(chat_id=chat.id, model=chat.model or engine.selected_model, status="prompting")
@@ -260,6 +266,15 @@ class PromptPipeline:
             return self.answer(chat, engine.hooks.listing())
         if name == "compact":
             return await self._compact(chat, argument)
+        if name == "model":
+            return self.answer(chat, _chat_commands.model(engine, chat, argument))
+        if name == "export":
+            return self.answer(chat, _chat_commands.export(engine, chat, argument))
+        if name == "import":
+            return self.answer(chat, _chat_commands.import_chat(engine, chat, argument))
+        if name == "fork":  # (done: the original was already told "Chat forked to: …")
+            why = _chat_commands.fork(engine, chat)
+            return self.answer(chat, why) if why is not None else self.finish(chat)
         return None
 
     async def _compact(self, chat: Chat, instruction: str) -> ChatPromptResult:

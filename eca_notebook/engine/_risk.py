@@ -38,7 +38,8 @@ log = logging.getLogger(__name__)
 
 _NATIVE = "eca"
 _READERS = frozenset({"read_file", "grep", "directory_tree", "editor_diagnostics", "notebook_read",
-                      "list_variables", "inspect_variable", "search_symbols", "search_text", "vector_search"})
+                      "list_variables", "inspect_variable", "search_symbols", "search_text", "vector_search",
+                      "editor_definition", "editor_references"})
 
 
 def assess_risk(tool: Tool, prepared: Prepared, context: ToolContext) -> ToolCallRisk:

@@ -17,6 +17,10 @@ from ..protocol import (
     ChatAskQuestionParams,
     ChatAskQuestionResult,
     ChatToolCallUndoResult,
+    EditorGetDefinitionParams,
+    EditorGetDefinitionResult,
+    EditorGetReferencesParams,
+    EditorGetReferencesResult,
     NativeServerUpdatedParams,
     ServerTool,
     TextContent,
@@ -61,6 +65,8 @@ HOST_NOTEBOOK_TOOLS = frozenset({"insert_cell", "edit_cell", "delete_cell", "add
 
 Diagnostics = Callable[[str | None], Awaitable[list[dict[str, Any]]]]
 Questions = Callable[[ChatAskQuestionParams], Awaitable[ChatAskQuestionResult]]
+Definitions = Callable[[EditorGetDefinitionParams], Awaitable[EditorGetDefinitionResult]]
+References = Callable[[EditorGetReferencesParams], Awaitable[EditorGetReferencesResult]]
 
 
 class Toolbox:
@@ -95,6 +101,10 @@ class Toolbox:
             hidden |= {(NATIVE_SERVER, "search_symbols"), (NATIVE_SERVER, "search_text")}
         if code_index is None or not code_index.vectors_available:  # the vectors extra is not installed
             hidden.add((NATIVE_SERVER, "vector_search"))
+        if code_index is None and self.definitions() is None:  # neither the editor nor the index can answer
+            hidden.add((NATIVE_SERVER, "editor_definition"))
+        if code_index is None and self.references() is None:
+            hidden.add((NATIVE_SERVER, "editor_references"))
         return {key: t for key, t in tools.items() if (tool_server(t), t.name) not in hidden}
 
     def native_tools(self) -> NativeServerUpdatedParams:
@@ -129,6 +139,7 @@ class Toolbox:
                            default_notebook=engine.default_notebook, cell_runner=engine.cell_runner,
                            code_index=engine.code_index, notebook_hint=self.host_notebook_hint(),
                            ask_question=self.questions(),
+                           request_definition=self.definitions(), request_references=self.references(),
                            read_roots=read_roots(engine_skills(engine), engine.workspace_folders))
 
     def host_notebook_hint(self) -> str | None:
@@ -176,6 +187,34 @@ class Toolbox:
             return ChatAskQuestionResult.model_validate(result or {"cancelled": True})
 
         return ask
+
+    def definitions(self) -> Definitions | None:
+        """Ask the first listener that answers ``editor/getDefinition`` (``supports_definition``); None when none
+        can. No timeout here: the ``editor_definition`` tool bounds the wait (and retries a ``starting`` answer)."""
+        listener: Any = next((item for item in self.engine.listeners if getattr(item, "supports_definition", False)),
+                             None)
+        if listener is None:
+            return None
+
+        async def request(params: EditorGetDefinitionParams) -> EditorGetDefinitionResult:
+            result = await listener.request("editor/getDefinition", params.dump(), timeout=None)
+            return EditorGetDefinitionResult.model_validate(result or {"status": "error"})
+
+        return request
+
+    def references(self) -> References | None:
+        """Ask the first listener that answers ``editor/getReferences`` (``supports_references``); None when none
+        can. The ``editor_references`` tool bounds the wait."""
+        listener: Any = next((item for item in self.engine.listeners if getattr(item, "supports_references", False)),
+                             None)
+        if listener is None:
+            return None
+
+        async def request(params: EditorGetReferencesParams) -> EditorGetReferencesResult:
+            result = await listener.request("editor/getReferences", params.dump(), timeout=None)
+            return EditorGetReferencesResult.model_validate(result or {"status": "error"})
+
+        return request
 
     # -- plug-ins ------------------------------------------------------------------------------------------------
 

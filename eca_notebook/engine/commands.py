@@ -56,6 +56,16 @@ BUILTINS: list[Command] = [
     Command("config", "Show the resolved configuration, secrets masked.", "native"),
     Command("context", "Estimate the tokens the next request sends: system prompt, rules, skills, tools, history.",
             "native"),
+    Command("init", "Create or update the workspace's AGENTS.md: the model explores the project and writes it (an "
+            "approved file change).", "native"),
+    Command("model", "List the models, or switch this chat's model (Ex: /model openai/gpt-4.1).", "native",
+            [CommandArgument("model", "provider/model to switch to", False)]),
+    Command("fork", "Fork this chat into a new chat with the same history and settings.", "native"),
+    Command("export", "Export this chat to a .json (importable) or .md file in the workspace (Ex: /export chat.json).",
+            "native", [CommandArgument("path", "File or folder in the workspace; a JSON file at its root by default",
+                                       False)]),
+    Command("import", "Import a chat exported as JSON into a new chat (Ex: /import chat.json).", "native",
+            [CommandArgument("path", "The exported .json file", True)]),
 ]
 
 

@@ -88,7 +88,8 @@ class Listener(Protocol):
 
     A listener that can answer ``editor/getDiagnostics`` also has ``supports_diagnostics = True`` and
     ``async def request(method, params, timeout)``; the engine asks the first such listener. Likewise
-    ``supports_questions`` for ``chat/askQuestion`` (the ``ask_user`` tool).
+    ``supports_questions`` for ``chat/askQuestion`` (the ``ask_user`` tool), ``supports_definition`` and
+    ``supports_references`` for ``editor/getDefinition`` / ``editor/getReferences`` (the navigation tools).
     """
 
     def send(self, method: str, params: dict[str, Any]) -> None:

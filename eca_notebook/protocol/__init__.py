@@ -158,6 +158,13 @@ from .methods import (
     parse_result,
     server_to_client,
 )
+from .navigation import (
+    EditorGetDefinitionParams,
+    EditorGetDefinitionResult,
+    EditorGetReferencesParams,
+    EditorGetReferencesResult,
+    EditorLocation,
+)
 from .notebook import (
     CellType,
     ChatToolCallUndoParams,
@@ -257,8 +264,13 @@ __all__ = [
     "EcaModel",
     "EditorCapabilities",
     "EditorDiagnostic",
+    "EditorGetDefinitionParams",
+    "EditorGetDefinitionResult",
     "EditorGetDiagnosticsParams",
     "EditorGetDiagnosticsResult",
+    "EditorGetReferencesParams",
+    "EditorGetReferencesResult",
+    "EditorLocation",
     "EmptyParams",
     "FileChangeDetails",
     "FileChangeHunk",

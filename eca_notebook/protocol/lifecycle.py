@@ -46,6 +46,10 @@ class EditorCapabilities(EcaModel):
     #: The client answers ``notebook/getCells``, ``notebook/applyEdit`` and ``notebook/runCells`` for the notebooks
     #: it has open (so the engine's notebook tools change the live document, not the file).
     notebooks: bool | None = None
+    #: The client answers ``editor/getDefinition`` (the ``editor_definition`` tool asks its language server).
+    definition: bool | None = None
+    #: The client answers ``editor/getReferences`` (the ``editor_references`` tool).
+    references: bool | None = None
 
 
 class CodeAssistantCapabilities(EcaModel):

@@ -19,7 +19,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, TypeAdapter, ValidationError
 
-from . import chat, completion, config, editor, general, lifecycle, notebook, question, tools
+from . import chat, completion, config, editor, general, lifecycle, navigation, notebook, question, tools
 from .errors import INVALID_PARAMS, METHOD_NOT_FOUND, RpcError
 
 __all__ = [
@@ -90,6 +90,8 @@ _SPECS = [
     _req("chat/askQuestion", question.ChatAskQuestionParams, question.ChatAskQuestionResult, _S2C),
     # Editor (the server asks the client).
     _req("editor/getDiagnostics", editor.EditorGetDiagnosticsParams, editor.EditorGetDiagnosticsResult, _S2C),
+    _req("editor/getDefinition", navigation.EditorGetDefinitionParams, navigation.EditorGetDefinitionResult, _S2C),
+    _req("editor/getReferences", navigation.EditorGetReferencesParams, navigation.EditorGetReferencesResult, _S2C),
     _req("notebook/getCells", notebook.NotebookGetCellsParams, notebook.NotebookGetCellsResult, _S2C),
     _req("notebook/applyEdit", notebook.NotebookApplyEditParams, notebook.NotebookApplyEditResult, _S2C),
     _req("notebook/runCells", notebook.NotebookRunCellsParams, notebook.NotebookRunCellsResult, _S2C),

@@ -395,6 +395,16 @@ class ServerConnection:
         return bool(getattr(editor, "notebooks", False))
 
     @property
+    def supports_definition(self) -> bool:
+        editor = getattr(getattr(self.client_capabilities, "code_assistant", None), "editor", None)
+        return bool(getattr(editor, "definition", False))
+
+    @property
+    def supports_references(self) -> bool:
+        editor = getattr(getattr(self.client_capabilities, "code_assistant", None), "editor", None)
+        return bool(getattr(editor, "references", False))
+
+    @property
     def supports_questions(self) -> bool:
         chat = getattr(getattr(self.client_capabilities, "code_assistant", None), "chat_capabilities", None)
         return bool(getattr(chat, "ask_question", False))

@@ -14,6 +14,7 @@ from .base import Approval, Prepared, Tool, ToolContext, ToolResult
 if TYPE_CHECKING:  # imported on first use (module __getattr__): see _LAZY
     from .editor import EditorDiagnosticsTool
     from .fs import EditFileTool, MoveFileTool, ReadFileTool, WriteFileTool
+    from .navigation import EditorDefinitionTool, EditorReferencesTool
     from .notebook import NotebookAccess
     from .plan import UpdatePlanTool
     from .question import AskUserTool
@@ -25,7 +26,9 @@ if TYPE_CHECKING:  # imported on first use (module __getattr__): see _LAZY
 # themselves (pathspec, the shell parser's tree-sitter grammar) are needed only once an engine lists them.
 _LAZY: dict[str, str] = {
     "AskUserTool": ".question",
+    "EditorDefinitionTool": ".navigation",
     "EditorDiagnosticsTool": ".editor",
+    "EditorReferencesTool": ".navigation",
     "EditFileTool": ".fs",
     "MoveFileTool": ".fs",
     "ReadFileTool": ".fs",
@@ -59,7 +62,9 @@ __all__ = [
     "AskUserTool",
     "DirectoryTreeTool",
     "EditFileTool",
+    "EditorDefinitionTool",
     "EditorDiagnosticsTool",
+    "EditorReferencesTool",
     "GrepTool",
     "MoveFileTool",
     "NotebookAccess",
@@ -85,6 +90,7 @@ def native_tools() -> list[Tool]:
     front end that has it open, else on the file)."""
     from .editor import EditorDiagnosticsTool
     from .fs import EditFileTool, MoveFileTool, ReadFileTool, WriteFileTool
+    from .navigation import navigation_tools
     from .notebook import notebook_tools
     from .plan import UpdatePlanTool
     from .question import AskUserTool
@@ -102,6 +108,7 @@ def native_tools() -> list[Tool]:
         *retrieval_tools(),
         ShellCommandTool(),
         EditorDiagnosticsTool(),
+        *navigation_tools(),
         UpdatePlanTool(),
         AskUserTool(),
         *notebook_tools(),

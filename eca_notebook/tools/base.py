@@ -19,6 +19,12 @@ from pathlib import Path
 from typing import Any, Literal, Protocol
 
 from ..protocol.content import ContentModel
+from ..protocol.navigation import (
+    EditorGetDefinitionParams,
+    EditorGetDefinitionResult,
+    EditorGetReferencesParams,
+    EditorGetReferencesResult,
+)
 from ..protocol.question import ChatAskQuestionParams, ChatAskQuestionResult
 from ._names import provider_tool_name
 
@@ -124,6 +130,10 @@ class ToolContext:
     # Optional: asks the user a question (``chat/askQuestion`` to a client that declared it can answer); None when
     # no connected client can, and the ``ask_user`` tool puts the question in the chat instead.
     ask_question: Callable[[ChatAskQuestionParams], Awaitable[ChatAskQuestionResult]] | None = None
+    # Optional: ``editor/getDefinition`` / ``editor/getReferences`` to a client that declared it answers them (its
+    # language server); None when none can, and the navigation tools answer from ``code_index`` instead.
+    request_definition: Callable[[EditorGetDefinitionParams], Awaitable[EditorGetDefinitionResult]] | None = None
+    request_references: Callable[[EditorGetReferencesParams], Awaitable[EditorGetReferencesResult]] | None = None
     # Folders outside the workspace that ``read_file`` reads without asking: the skill folders the user installed
     # (``~/.config/eca/skills/<name>``) for the model to read once it loaded that skill.
     read_roots: tuple[Path, ...] = ()

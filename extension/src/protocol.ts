@@ -356,6 +356,8 @@ export interface DirectoryContext {
 export interface EditorCapabilities {
   diagnostics?: boolean;
   notebooks?: boolean;
+  definition?: boolean;
+  references?: boolean;
 }
 
 /** One diagnostic (error, warning, hint) the editor knows about. */
@@ -368,6 +370,19 @@ export interface EditorDiagnostic {
   message: string;
 }
 
+/** ``editor/getDefinition`` (server → client): where the symbol at ``position`` of ``uri`` is defined. */
+export interface EditorGetDefinitionParams {
+  uri: string;
+  position: Position;
+}
+
+/** The editor's answer to ``editor/getDefinition``. */
+export interface EditorGetDefinitionResult {
+  status: "success" | "starting" | "no-server" | "error";
+  locations?: Array<EditorLocation>;
+  message?: string;
+}
+
 /** ``editor/getDiagnostics`` (server → client): the diagnostics of a file, or of all. */
 export interface EditorGetDiagnosticsParams {
   uri?: string;
@@ -376,6 +391,26 @@ export interface EditorGetDiagnosticsParams {
 /** The client's answer to ``editor/getDiagnostics``. */
 export interface EditorGetDiagnosticsResult {
   diagnostics?: Array<EditorDiagnostic>;
+}
+
+/** ``editor/getReferences`` (server → client): where the symbol at ``position`` of ``uri`` is used. */
+export interface EditorGetReferencesParams {
+  uri: string;
+  position: Position;
+  includeDeclaration?: boolean;
+}
+
+/** The editor's answer to ``editor/getReferences``. */
+export interface EditorGetReferencesResult {
+  status: "success" | "starting" | "no-server" | "error";
+  locations?: Array<EditorLocation>;
+  message?: string;
+}
+
+/** A place in a file: its ``uri`` and a 1-based ``range``. */
+export interface EditorLocation {
+  uri: string;
+  range: Range;
 }
 
 /** Attached to file-changing tool calls so a client can show the diff *before* approving. */
@@ -900,6 +935,8 @@ export interface ClientNotifications {
 export interface ServerRequests {
   "chat/askQuestion": { params: ChatAskQuestionParams; result: ChatAskQuestionResult };
   "editor/getDiagnostics": { params: EditorGetDiagnosticsParams; result: EditorGetDiagnosticsResult };
+  "editor/getDefinition": { params: EditorGetDefinitionParams; result: EditorGetDefinitionResult };
+  "editor/getReferences": { params: EditorGetReferencesParams; result: EditorGetReferencesResult };
   "notebook/getCells": { params: NotebookGetCellsParams; result: NotebookGetCellsResult };
   "notebook/applyEdit": { params: NotebookApplyEditParams; result: NotebookApplyEditResult };
   "notebook/runCells": { params: NotebookRunCellsParams; result: NotebookRunCellsResult };
@@ -945,6 +982,8 @@ export const METHODS = {
   "chat/statusChanged": { direction: "server->client", kind: "notification" },
   "chat/askQuestion": { direction: "server->client", kind: "request" },
   "editor/getDiagnostics": { direction: "server->client", kind: "request" },
+  "editor/getDefinition": { direction: "server->client", kind: "request" },
+  "editor/getReferences": { direction: "server->client", kind: "request" },
   "notebook/getCells": { direction: "server->client", kind: "request" },
   "notebook/applyEdit": { direction: "server->client", kind: "request" },
   "notebook/runCells": { direction: "server->client", kind: "request" },

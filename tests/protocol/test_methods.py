@@ -50,6 +50,8 @@ EXPECTED: dict[str, tuple[str, str]] = {
     "chat/fork": (C2S, "request"),
     "chat/toolCallUndo": (C2S, "request"),
     "editor/getDiagnostics": (S2C, "request"),
+    "editor/getDefinition": (S2C, "request"),
+    "editor/getReferences": (S2C, "request"),
     "chat/askQuestion": (S2C, "request"),
     "notebook/getCells": (S2C, "request"),
     "notebook/applyEdit": (S2C, "request"),
@@ -91,6 +93,9 @@ SAMPLES: dict[str, dict[str, Any]] = {
     "chat/rollback": {"chatId": "c", "contentId": "k"},
     "chat/fork": {"chatId": "c", "contentId": "k"},
     "editor/getDiagnostics": {"uri": "file:///w/a.py"},
+    "editor/getDefinition": {"uri": "file:///w/a.py", "position": {"line": 3, "character": 5}},
+    "editor/getReferences": {"uri": "file:///w/a.py", "position": {"line": 3, "character": 5},
+                             "includeDeclaration": False},
     "chat/askQuestion": {"chatId": "c", "question": "Which?", "options": [{"label": "A"}], "allowFreeform": False},
     "chat/toolCallUndo": {"chatId": "c", "toolCallId": "t1"},
     "notebook/getCells": {"path": "/w/a.ipynb"},
@@ -156,7 +161,8 @@ def test_direction_helpers() -> None:
     s2c = {s.name for s in server_to_client()}
     assert c2s == {n for n, (d, _) in EXPECTED.items() if d in (C2S, "both")}
     assert s2c == {n for n, (d, _) in EXPECTED.items() if d in (S2C, "both")}
-    assert {s.name for s in server_to_client("request")} == {"editor/getDiagnostics", "notebook/getCells",
+    assert {s.name for s in server_to_client("request")} == {"editor/getDiagnostics", "editor/getDefinition",
+                                                             "editor/getReferences", "notebook/getCells",
                                                              "notebook/applyEdit", "notebook/runCells",
                                                              "chat/askQuestion"}
     assert "chat/prompt" in {s.name for s in client_to_server("request")}

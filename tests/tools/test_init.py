@@ -12,7 +12,8 @@ from eca_notebook.tools.base import ToolContext
 
 NAMES = ["read_file", "write_file", "edit_file", "move_file", "grep", "directory_tree", "search_symbols",
          "search_text", "vector_search", "shell_command",
-         "editor_diagnostics", "update_plan", "ask_user", "notebook_read", "notebook_edit_cell", "notebook_insert_cell",
+         "editor_diagnostics", "editor_definition", "editor_references", "update_plan", "ask_user", "notebook_read",
+         "notebook_edit_cell", "notebook_insert_cell",
          "notebook_delete_cell", "notebook_move_cell", "notebook_run_cells"]  # fmt: skip
 NOTEBOOK_CHANGES = {"notebook_edit_cell", "notebook_insert_cell", "notebook_delete_cell", "notebook_move_cell"}
 
