@@ -17,15 +17,6 @@ MCP_TOKEN = "mcp-env-token-value-424242"
 
 
 @pytest.fixture
-def env(tmp_path: Path) -> dict[str, str]:
-    home = tmp_path / "home"
-    (home / ".config").mkdir(parents=True)
-    (home / ".cache").mkdir(parents=True)
-    return {"HOME": str(home), "XDG_CONFIG_HOME": str(home / ".config"), "XDG_CACHE_HOME": str(home / ".cache"),
-            "OLLAMA_API_URL": "http://127.0.0.1:9"}
-
-
-@pytest.fixture
 def config(llm: ScriptedLLMServer) -> dict[str, Any]:
     return {"localModel": False, "defaultModel": "fake/m1",
             "providers": {"fake": {"api": "openai-chat", "url": llm.url, "key": SECRET,

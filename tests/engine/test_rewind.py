@@ -18,15 +18,6 @@ from eca_notebook.testing.llm_server import Reply, ScriptedLLMServer, Stall, Too
 
 
 @pytest.fixture
-def env(tmp_path: Path) -> dict[str, str]:
-    home = tmp_path / "home"
-    (home / ".config").mkdir(parents=True)
-    (home / ".cache").mkdir(parents=True)
-    return {"HOME": str(home), "XDG_CONFIG_HOME": str(home / ".config"), "XDG_CACHE_HOME": str(home / ".cache"),
-            "OLLAMA_API_URL": "http://127.0.0.1:9"}
-
-
-@pytest.fixture
 def config(llm: ScriptedLLMServer) -> dict[str, Any]:
     return {"localModel": False, "defaultModel": "fake/m1",
             "providers": {"fake": {"api": "openai-chat", "url": llm.url, "models": {"m1": {}}}}}

@@ -105,15 +105,6 @@ def test_read_roots_are_the_skill_folders_outside_the_workspace(layout: tuple[Pa
 
 
 @pytest.fixture
-def env(tmp_path: Path) -> dict[str, str]:
-    home = tmp_path / "home"
-    (home / ".config").mkdir(parents=True)
-    (home / ".cache").mkdir(parents=True)
-    return {"HOME": str(home), "XDG_CONFIG_HOME": str(home / ".config"), "XDG_CACHE_HOME": str(home / ".cache"),
-            "OLLAMA_API_URL": "http://127.0.0.1:9"}
-
-
-@pytest.fixture
 def config(llm: ScriptedLLMServer) -> dict[str, Any]:
     return {"localModel": False, "defaultModel": "fake/m1",
             "providers": {"fake": {"api": "openai-chat", "url": llm.url, "models": {"m1": {}}}}}
