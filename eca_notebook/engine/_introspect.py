@@ -84,15 +84,18 @@ def context_show(engine: Engine, chat: Chat) -> str:
     rules_tokens = estimate_text(rules, per_token) if rules and rules.strip() in system else 0
     skills_tokens = estimate_text(skills_text, per_token) if skills_text else 0
     system_tokens = max(0, estimate_text(system, per_token) - rules_tokens - skills_tokens)
+    # a small model is offered only the tools its prompt asks for (_small_model.py): count those of a plain prompt
+    sent = engine.toolbox.tools_for_turn(behavior, info, "", False) if compact and info is not None else offered
     tool_tokens = sum(estimate_text(json.dumps({"name": key, "description": t.description,
                                                 "parameters": t.parameters}), per_token) + _TOOL_TOKENS
-                      for key, t in offered.items())
+                      for key, t in sent.items())
     history_tokens = estimate_messages(chat.messages, per_token)
     rows = [
         ("System prompt", system_tokens, f"{behavior} behavior"),
         ("Rules", rules_tokens, f"{len(load_rules(engine.workspace_folders, engine.global_config_dir))} files"),
         ("Skills", skills_tokens, f"{len(skills.skills)} listed by name and description" if skills_tokens else "none"),
-        ("Tools", tool_tokens, f"{len(offered)} definitions"),
+        ("Tools", tool_tokens, f"{len(sent)} of {len(offered)} definitions: a small model gets only the tools its "
+                               "prompt asks for" if compact else f"{len(offered)} definitions"),
         ("History", history_tokens, f"{len(chat.messages)} messages, attached contexts included"),
     ]
     total = sum(tokens for _, tokens, _ in rows)

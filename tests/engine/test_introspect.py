@@ -3,6 +3,7 @@ in-memory door) and the scripted LLM server: what they show, that secrets stay m
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 from typing import Any
@@ -81,3 +82,23 @@ async def test_context_breaks_the_next_request_down(client: EcaClient, workspace
     assert tokens("Total") == sum(tokens(r) for r in ("System prompt", "Rules", "Skills", "Tools", "History"))
     assert "of 100,000" in text and "2 messages" in text
     assert len(llm.requests) == 1  # /context calls no model
+
+
+def test_context_counts_the_tools_a_small_model_is_really_sent(tmp_path: Path) -> None:
+    """A compact (small) model is offered only the tools its prompt asks for: /context says so instead of counting
+    every tool definition against its small window."""
+    from eca_notebook.engine import Engine, EngineOptions
+    from eca_notebook.engine._chat import Chat
+    from eca_notebook.engine._introspect import context_show
+
+    home = tmp_path / "home"
+    (home / ".config").mkdir(parents=True)
+    config = {"localModel": False, "defaultModel": "tiny/m",
+              "providers": {"tiny": {"api": "openai-chat", "url": "http://127.0.0.1:9",
+                                     "models": {"m": {"compact": True, "limit": {"context": 8192}}}}}}
+    engine = Engine(EngineOptions(workspace_folders=[tmp_path], env={
+        "HOME": str(home), "XDG_CONFIG_HOME": str(home / ".config"), "XDG_CACHE_HOME": str(home / ".cache"),
+        "ECA_CONFIG": json.dumps(config)}))
+    text = context_show(engine, Chat(id="c1"))
+    offered = len(engine.offered_tools(engine.selected_behavior))
+    assert f"of {offered} definitions: a small model gets only the tools its prompt asks for" in text, text
