@@ -706,8 +706,10 @@ async def run_terminal(args: argparse.Namespace) -> int:
         await stream.send_user_message(args.message)
         patches: dict[str, PatchProposed] = {}
         applied: set[str] = set()
+        streamed = False
         async for message in stream:
             if isinstance(message, Token):
+                streamed = True
                 print(message.token, end="", flush=True)
             elif isinstance(message, Thinking):
                 print(f"\n[{message.phase}] {message.message}", file=sys.stderr)
@@ -754,7 +756,8 @@ async def run_terminal(args: argparse.Namespace) -> int:
                 if not message.error.recoverable:
                     return 1
             elif isinstance(message, MessageFinal):
-                print()
+                # a command's answer (/skills, /context…) or an error comes only here: no tokens streamed it
+                print(message.message if not streamed else "")
                 return 0 if message.metadata.success else 1
     return 1
 

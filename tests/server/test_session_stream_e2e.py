@@ -645,6 +645,20 @@ async def test_terminal_client_runs_a_turn(base, llm, app_py):
     assert app_py.read_text() == ONLY_1_3
 
 
+async def test_terminal_client_prints_a_commands_answer(base, llm):
+    """A slash command's answer comes as the final message only (no tokens): the terminal client prints it."""
+    url, token = base
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, str(_EXAMPLE), "--url", url, "--token", token, "--message", "/context",
+        stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+    )
+    stdout, stderr = await asyncio.wait_for(proc.communicate(b""), 120)
+    out = stdout.decode()
+    assert proc.returncode == 0, (out, stderr.decode())
+    assert "Context of the next request" in out and "System prompt" in out, out
+    assert not llm.requests  # a command: no model call
+
+
 async def test_client_applies_a_patch_that_needs_no_approval(session, llm, app_py, workspace):
     (workspace / ".eca").mkdir()
     (workspace / ".eca" / "config.json").write_text(json.dumps({"toolCall": {"approval": {"byDefault": "allow"}}}))
