@@ -10,6 +10,7 @@ from pathlib import Path
 
 import nbformat
 import pytest
+from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
 from eca_notebook.testing.llm_server import Reply, Text, ToolCall
 
@@ -54,7 +55,11 @@ def run_cell(page, index: int) -> None:
     cell = page.locator(".jp-NotebookPanel:not(.lm-mod-hidden) .jp-Cell").nth(index)
     prompt = cell.locator(".jp-InputPrompt")
     for _attempt in range(5):
-        prompt.click()
+        wait_until(lambda: accept_kernel_dialog(page), timeout=60, message="no dialog over the notebook")
+        try:
+            prompt.click(timeout=20_000)
+        except PlaywrightTimeout:
+            continue  # a dialog opened in between: dismissed on the next round
         page.keyboard.press("Shift+Enter")
         try:
             wait_until(lambda: any(ch.isdigit() or ch == "*" for ch in prompt.inner_text()), timeout=10,
@@ -63,6 +68,22 @@ def run_cell(page, index: int) -> None:
         except AssertionError:
             continue
     raise AssertionError(f"cell {index} never ran")
+
+
+def accept_kernel_dialog(page) -> bool:
+    """True when no dialog covers the page. A kernel still starting on a busy machine makes JupyterLab ask which
+    kernel to use (even after the notebook looked idle): a user picks the default. Any other dialog is a failure,
+    named by its text."""
+    dialog = page.locator(".jp-Dialog")
+    if not dialog.count():
+        return True
+    text = dialog.first.inner_text()
+    if "Select Kernel" in text or "kernel" in text.lower():
+        button = dialog.first.locator(".jp-mod-accept")
+        if button.count():
+            button.first.click()
+        return False
+    raise AssertionError(f"an unexpected dialog covers the notebook: {text!r}")
 
 
 def card(page, call_id: str):
