@@ -31,6 +31,7 @@ from typing import Any, Literal
 from .._redact import redact_json
 from .._tasks import BackgroundTasks
 from .._version import __version__
+from .._workspace_paths import is_inside
 from ..engine import Engine
 from ..protocol import ChatPromptParams
 from ..protocol.errors import RpcError
@@ -567,8 +568,7 @@ class StreamSession:
         for change in message.changes:
             path = Path(change.file_path)
             path = path if path.is_absolute() else (self.folders[0] if self.folders else Path.cwd()) / path
-            resolved = Path(path.parent).resolve() / path.name
-            if any(resolved == f.resolve() or f.resolve() in resolved.parents for f in self.folders):
+            if is_inside(path, self.folders):
                 inside.append(change)
             else:
                 outside.append(change.file_path)

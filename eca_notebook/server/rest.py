@@ -16,6 +16,7 @@ from typing import Any
 from jupyter_server.auth.decorator import authorized
 
 from .._version import __version__
+from .._workspace_paths import is_inside
 from ..engine import Engine
 from ..engine.config import ApprovalConfig
 from ..protocol import ChatPromptParams
@@ -225,13 +226,8 @@ class IndexActionHandler(EcaApiHandler):
     def _inside(workspace: Workspace, file_path: str) -> None:
         path = Path(file_path)
         candidates = [path] if path.is_absolute() else [folder / path for folder in workspace.folders]
-        for candidate in candidates:
-            # the file may be gone (a delete event): resolve its parent, which must stay inside a folder
-            resolved = Path(os.path.realpath(candidate.parent)) / candidate.name
-            for folder in workspace.folders:
-                if resolved == folder or folder in resolved.parents:
-                    return
-        raise WorkspaceError(f"{file_path!r} is outside the workspace")
+        if not any(is_inside(candidate, workspace.folders) for candidate in candidates):
+            raise WorkspaceError(f"{file_path!r} is outside the workspace")
 
 
 # -- sessions ----------------------------------------------------------------------------------------------------

@@ -11,6 +11,7 @@ import os
 from collections.abc import Iterable
 from pathlib import Path
 
+from .._workspace_paths import containing_folder, is_inside, resolved_folders
 from .base import ToolContext
 
 __all__ = ["display", "is_inside", "resolve", "resolved_folders", "workspace_of"]
@@ -28,24 +29,9 @@ def resolve(path: str, ctx: ToolContext) -> Path:
     return p.resolve(strict=False)
 
 
-def resolved_folders(folders: Iterable[Path]) -> list[Path]:
-    return [Path(f).resolve(strict=False) for f in folders]
-
-
-def is_inside(path: Path, folders: Iterable[Path]) -> bool:
-    """Whether the *resolved* `path` is one of `folders` or below one (folders are resolved too)."""
-    p = Path(path).resolve(strict=False)
-    return any(p == f or p.is_relative_to(f) for f in resolved_folders(folders))
-
-
 def workspace_of(path: Path, folders: Iterable[Path]) -> Path | None:
     """The deepest (resolved) workspace folder containing `path`, or None."""
-    p = Path(path).resolve(strict=False)
-    best: Path | None = None
-    for f in resolved_folders(folders):
-        if (p == f or p.is_relative_to(f)) and (best is None or len(f.parts) > len(best.parts)):
-            best = f
-    return best
+    return containing_folder(path, folders)
 
 
 def display(path: Path, ctx: ToolContext) -> str:
