@@ -3,7 +3,6 @@ every server message checked against the server's models of the spec (an off-spe
 
 from __future__ import annotations
 
-import asyncio
 import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -11,11 +10,11 @@ from typing import Any
 from urllib.parse import urlencode
 
 from tornado.httpclient import HTTPRequest
-from tornado.websocket import WebSocketClientConnection, websocket_connect
+from tornado.websocket import websocket_connect
 
 from eca_notebook.server import _stream_schema as schema
 
-WAIT = 60  # a generous ceiling for one message on a busy machine
+from ._socket import WAIT, ReadingSocket
 
 _SERVER_MODELS = {
     "server.hello": schema.ServerHello, "assistant.thinking": schema.AssistantThinking,
@@ -28,28 +27,12 @@ _SERVER_MODELS = {
 
 
 @dataclass
-class Stream:
-    conn: WebSocketClientConnection
+class Stream(ReadingSocket):
     received: list[dict[str, Any]] = field(default_factory=list)
-    closed: bool = False
-    _changed: asyncio.Event = field(default_factory=asyncio.Event)
-    _reader: asyncio.Task[None] | None = None
 
-    def start(self) -> Stream:
-        self._reader = asyncio.get_running_loop().create_task(self._read())
-        return self
-
-    async def _read(self) -> None:
-        while True:
-            text = await self.conn.read_message()
-            if text is None:
-                self.closed = True
-                self._changed.set()
-                return
-            message = json.loads(text)
-            _SERVER_MODELS[message["type"]].model_validate(message)  # strict: off-spec output fails here
-            self.received.append(message)
-            self._changed.set()
+    def accept(self, message: Any) -> None:
+        _SERVER_MODELS[message["type"]].model_validate(message)  # strict: off-spec output fails here
+        self.received.append(message)
 
     @property
     def mark(self) -> int:
@@ -60,17 +43,10 @@ class Stream:
 
     async def wait_for(self, kind: str, where: Callable[[dict[str, Any]], Any] = lambda m: True, start: int = 0,
                        timeout: float = WAIT) -> dict[str, Any]:
-        async def loop() -> dict[str, Any]:
-            while True:
-                for message in self.received[start:]:
-                    if message["type"] == kind and where(message):
-                        return message
-                if self.closed:
-                    raise ConnectionError(f"closed while waiting for {kind}")
-                self._changed.clear()
-                await self._changed.wait()
+        def find() -> dict[str, Any] | None:
+            return next((m for m in self.received[start:] if m["type"] == kind and where(m)), None)
 
-        return await asyncio.wait_for(loop(), timeout)
+        return await self._wait(find, timeout, kind)
 
     async def send(self, message: dict[str, Any] | str) -> None:
         await self.conn.write_message(message if isinstance(message, str) else json.dumps(message))
@@ -108,14 +84,6 @@ class Stream:
         message = await self.wait_for("server.error", lambda m: m["error"]["code"] == code, start=start)
         assert message["error"]["recoverable"] is True, message
         return message
-
-    async def close(self) -> None:
-        self.conn.close()
-        if self._reader is not None:
-            try:
-                await asyncio.wait_for(self._reader, 10)
-            except Exception:
-                self._reader.cancel()
 
 
 def stream_url(port: int, base_url: str, session_id: str, **query: str) -> str:

@@ -21,10 +21,12 @@ from typing import Any
 import pytest
 from pytest_jupyter.jupyter_server import *  # noqa: F403 - the jp_* fixtures
 from tornado.httpclient import HTTPClientError, HTTPRequest
-from tornado.websocket import WebSocketClientConnection, websocket_connect
+from tornado.websocket import websocket_connect
 
 from eca_notebook.protocol import CONTENT_TYPES, METHODS, parse_params
 from eca_notebook.testing.llm_server import ScriptedLLMServer
+
+from ._socket import ReadingSocket
 
 # pytest-jupyter's own coroutine runner would run tests outside pytest-asyncio's loop: not here.
 del pytest_pyfunc_call, pytest_pycollect_makeitem  # noqa: F821
@@ -130,62 +132,33 @@ def api(jp_fetch):
 
 
 @dataclass
-class EcaSocket:
+class EcaSocket(ReadingSocket):
     """One ECA client over a WebSocket: requests with ids, notifications recorded (and validated)."""
 
-    conn: WebSocketClientConnection
     messages: list[dict[str, Any]] = field(default_factory=list)
     responses: dict[Any, dict[str, Any]] = field(default_factory=dict)
     all_responses: list[dict[str, Any]] = field(default_factory=list)
     requests_from_server: list[dict[str, Any]] = field(default_factory=list)
-    closed: bool = False
     _next_id: int = 0
-    _changed: asyncio.Event = field(default_factory=asyncio.Event)
-    _reader: asyncio.Task | None = None
 
-    def start(self) -> EcaSocket:
-        self._reader = asyncio.get_running_loop().create_task(self._read())
-        return self
-
-    async def _read(self) -> None:
-        while True:
-            text = await self.conn.read_message()
-            if text is None:
-                self.closed = True
-                self._changed.set()
-                return
-            message = json.loads(text)
-            if isinstance(message, list):  # a batch's responses
-                for response in message:
-                    self.responses[response.get("id")] = response
-                    self.all_responses.append(response)
-            elif "method" in message and "id" in message:
-                self.requests_from_server.append(message)
-            elif "method" in message:
-                method, params = message["method"], message.get("params")
-                spec = METHODS.get(method)
-                if spec is not None and spec.params is not None:
-                    parse_params(method, params)  # off-spec output fails the test
-                if method == "chat/contentReceived":
-                    assert params["content"]["type"] in CONTENT_TYPES, params
-                self.messages.append(message)
-            else:
-                self.responses[message.get("id")] = message
-                self.all_responses.append(message)
-            self._changed.set()
-
-    async def _wait(self, predicate: Callable[[], Any], timeout: float = 60) -> Any:
-        async def loop() -> Any:
-            while True:
-                found = predicate()
-                if found:
-                    return found
-                if self.closed:
-                    raise ConnectionError("socket closed")
-                self._changed.clear()
-                await self._changed.wait()
-
-        return await asyncio.wait_for(loop(), timeout)
+    def accept(self, message: Any) -> None:
+        if isinstance(message, list):  # a batch's responses
+            for response in message:
+                self.responses[response.get("id")] = response
+                self.all_responses.append(response)
+        elif "method" in message and "id" in message:
+            self.requests_from_server.append(message)
+        elif "method" in message:
+            method, params = message["method"], message.get("params")
+            spec = METHODS.get(method)
+            if spec is not None and spec.params is not None:
+                parse_params(method, params)  # off-spec output fails the test
+            if method == "chat/contentReceived":
+                assert params["content"]["type"] in CONTENT_TYPES, params
+            self.messages.append(message)
+        else:
+            self.responses[message.get("id")] = message
+            self.all_responses.append(message)
 
     async def send_raw(self, text: str | bytes) -> None:
         await self.conn.write_message(text, binary=isinstance(text, bytes))
@@ -240,17 +213,6 @@ class EcaSocket:
 
     def of(self, method: str) -> list[Any]:
         return [m.get("params") for m in self.messages if m["method"] == method]
-
-    async def wait_closed(self, timeout: float = 60) -> None:
-        await self._wait(lambda: self.closed, timeout) if not self.closed else None
-
-    async def close(self) -> None:
-        self.conn.close()
-        if self._reader is not None:
-            try:
-                await asyncio.wait_for(self._reader, 5)
-            except (TimeoutError, Exception):
-                self._reader.cancel()
 
 
 def ws_url(port: int, base_url: str, params: str = "") -> str:
