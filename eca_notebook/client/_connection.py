@@ -143,12 +143,18 @@ class ClientConnection:
             if opener is not None:
                 opener.append(ChatContentReceivedParams.model_validate(params))
             turn = self._turns.get(chat_id) if isinstance(chat_id, str) else None
+            content = params.get("content") or {}
+            asks = content.get("type") == "toolCallRun" and content.get("manualApproval")
             if turn is None:
+                # A subagent's chat (``parentChatId``) is part of its parent's turn: its content is not the turn's
+                # answer, but its approvals are asked of this client under the parent turn's policy.
+                parent = self._turns.get(params.get("parentChatId"))  # type: ignore[arg-type]
+                if parent is not None and asks and isinstance(chat_id, str):
+                    self._answer_approval(parent, content, chat_id)
                 return
             turn.add(params)
-            content = params.get("content") or {}
-            if content.get("type") == "toolCallRun" and content.get("manualApproval"):
-                self._answer_approval(turn, content)
+            if asks:
+                self._answer_approval(turn, content, turn.chat_id)
         elif method == "chat/statusChanged":
             turn = self._turns.get(params.get("chatId"))  # type: ignore[arg-type]
             if turn is not None:
@@ -161,12 +167,14 @@ class ClientConnection:
             chat = params.get("chat") or {}
             if "models" in chat:
                 self.models = list(chat.get("models") or [])
-            if "behaviors" in chat:
-                self.behaviors = list(chat.get("behaviors") or [])
+            agents_key = "agents" if "agents" in chat else "behaviors"  # (the newer name wins when both are sent)
+            if agents_key in chat:
+                self.behaviors = list(chat.get(agents_key) or [])
             if chat.get("selectModel") is not None:
                 self.default_model = chat["selectModel"]
-            if chat.get("selectBehavior") is not None:
-                self.default_behavior = chat["selectBehavior"]
+            selected = chat.get("selectAgent") or chat.get("selectBehavior")
+            if selected is not None:
+                self.default_behavior = selected
             if chat.get("welcomeMessage") is not None:
                 self.welcome_message = chat["welcomeMessage"]
             self._config_seen.set()
@@ -177,7 +185,7 @@ class ClientConnection:
         elif method == "$/showMessage":
             self.messages.append(params)
 
-    def _answer_approval(self, turn: TurnCollector, content: dict[str, Any]) -> None:
+    def _answer_approval(self, turn: TurnCollector, content: dict[str, Any], chat_id: str) -> None:
         policy = turn.policy
         if policy == MANUAL or self._closed:
             return
@@ -186,9 +194,9 @@ class ClientConnection:
         async def answer() -> None:
             approved, save = await decide(policy, content)
             if approved:
-                await self.approve(turn.chat_id, call_id, save=save)
+                await self.approve(chat_id, call_id, save=save)
             else:
-                await self.reject(turn.chat_id, call_id)
+                await self.reject(chat_id, call_id)
 
         self._spawn(answer(), f"{self.client_name}-approval-{call_id}")
 

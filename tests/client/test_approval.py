@@ -179,3 +179,25 @@ async def test_manual_leaves_the_call_pending_until_approved(client: EcaClient, 
     await client.approve(chat_id, call_id)
     result = await asyncio.wait_for(task, 30)
     assert (workspace / "manual.txt").exists() and result.tool_calls[0].status == "done"
+
+
+async def test_a_subagents_approval_is_asked_under_the_parent_turns_policy(client: EcaClient, llm: ScriptedLLMServer,
+                                                                           workspace: Path):
+    """The subagent works in its own chat (``parentChatId``): its approvals reach the prompt's policy and are
+    answered in that chat — the turn would otherwise wait for ever."""
+    asked: list[str] = []
+
+    def policy(content: dict[str, Any]) -> bool:
+        asked.append(content["name"])
+        return content["name"] != "shell_command"
+
+    spawn = ToolCall("p1", "eca__spawn_agent", json.dumps({"agent": "general", "task": "Create out.txt and run ls",
+                                                           "activity": "writing"}))
+    llm.enqueue(Reply([spawn]), Reply([write("c1", "out.txt"), shell("c2", "ls")]), Reply.text("child done"),
+                Reply.text("parent done"))
+    result = await asyncio.wait_for(client.prompt("delegate it", approval=policy), 120)
+    assert (workspace / "out.txt").read_text() == "hello\n"
+    assert sorted(asked) == ["shell_command", "write_file"]
+    assert result.text == "parent done"
+    assert [c.name for c in result.tool_calls] == ["spawn_agent"]  # the child's calls stay in its own chat
+    assert "rejected" in json.dumps(llm.requests[2].body["messages"])  # the child was told its ls was rejected
