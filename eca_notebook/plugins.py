@@ -39,7 +39,7 @@ class Command:
 
     name: str
     description: str
-    type: str  # "native" | "custom-prompt" | "mcp-prompt"
+    type: str  # "native" | "custom-prompt" | "mcp-prompt" | "skill"
     arguments: list[CommandArgument] = field(default_factory=list)
     template: str | None = None  # custom-prompt: the body with placeholders
     path: Path | None = None  # custom-prompt: where it was loaded from

@@ -112,11 +112,19 @@ class AcpConnection:
         if method != "chat/contentReceived":
             return
         session = replay or self.sessions.get(str(params.get("chatId")))
-        if session is None or session.workspace is not workspace:
+        parent = self.sessions.get(str(params.get("parentChatId"))) if session is None else None
+        if parent is not None and parent.workspace is workspace:  # a subagent of a session: shown in it
+            session = parent
+        elif session is None or session.workspace is not workspace:
             return  # a chat of this workspace that is not open as a session here
         try:
-            updates, ask = session.updates.translate(str(params.get("role")), params.get("content") or {},
-                                                     live=replay is None)
+            if parent is not None:
+                updates, ask = session.updates.translate_subagent(str(params.get("chatId")),
+                                                                  str(params.get("role")),
+                                                                  params.get("content") or {}, live=True)
+            else:
+                updates, ask = session.updates.translate(str(params.get("role")), params.get("content") or {},
+                                                         live=replay is None)
         except Exception:
             log.exception("could not translate a %s of session %s", method, session.id)
             return
@@ -241,7 +249,8 @@ class AcpConnection:
         if chat is None:
             raise RpcError(SESSION_NOT_FOUND, f"Session not found: {params.session_id}",
                            {"sessionId": params.session_id, "cwd": str(workspace.cwd)})
-        mode = chat.behavior if chat.behavior in engine.behaviors() else engine.selected_behavior
+        mode = engine.agents.canonical(chat.behavior)  # (a chat saved with the deprecated ``agent`` is ``code``)
+        mode = mode if mode in engine.behaviors() else engine.selected_behavior
         model = chat.model if chat.model in engine.registry.models() else None
         session = Session(id=chat.id, workspace=workspace, updates=SessionUpdates(workspace.cwd), mode=mode,
                           model=model)

@@ -39,8 +39,9 @@ Request = Callable[[str, dict[str, Any]], Awaitable[Any]]
 async def ask_permission(session: Session, ask: PermissionAsk, request: Request) -> None:
     """Ask the client about one tool call and pass the answer to the engine."""
     engine = session.engine
+    chat_id = ask.chat_id or session.id  # (a subagent's call is answered in the subagent's chat)
     if (ask.server, ask.tool) in session.rejected_always:
-        engine.reject(session.id, ask.call_id)
+        engine.reject(chat_id, ask.call_id)
         return
     try:
         result = await request("session/request_permission", {
@@ -49,14 +50,14 @@ async def ask_permission(session: Session, ask: PermissionAsk, request: Request)
         answer = PermissionResponse.model_validate(result)
     except (RpcError, ConnectionError, ValidationError) as exc:
         log.warning("session/request_permission for %s failed (%s): rejecting the call", ask.call_id, exc)
-        engine.reject(session.id, ask.call_id)
+        engine.reject(chat_id, ask.call_id)
         return
     kind = _OPTION_KINDS.get(answer.outcome.option_id or "") if answer.outcome.outcome == "selected" else None
     if kind == "allow_once":
-        engine.approve(session.id, ask.call_id)
+        engine.approve(chat_id, ask.call_id)
     elif kind == "allow_always":
-        engine.approve(session.id, ask.call_id, save="session")
+        engine.approve(chat_id, ask.call_id, save="session")
     else:  # reject_once, reject_always, cancelled, or an option we never offered
         if kind == "reject_always":
             session.rejected_always.add((ask.server, ask.tool))
-        engine.reject(session.id, ask.call_id)
+        engine.reject(chat_id, ask.call_id)

@@ -20,10 +20,16 @@ from ._workspaces import Workspace
 __all__ = ["MODE_DESCRIPTIONS", "SESSION_PAGE", "Session", "Turn", "available_commands", "session_page"]
 
 MODE_DESCRIPTIONS = {
-    "agent": "Reads and changes your files; every change is shown as a diff for your approval.",
+    "code": "Reads and changes your files; every change is shown as a diff for your approval.",
     "plan": "Analyses and proposes a plan; never changes a file.",
 }
-_OTHER_MODE = "A behavior from your configuration."
+_OTHER_MODE = "An agent from your configuration."
+
+
+def _describe(engine: Engine, agent_id: str) -> str:
+    """A mode's description: ours for the built-ins, else the agent's own ``description``."""
+    spec = engine.agents.get(agent_id)
+    return MODE_DESCRIPTIONS.get(agent_id) or (spec.description if spec is not None else None) or _OTHER_MODE
 SESSION_PAGE = 100
 
 
@@ -58,8 +64,7 @@ class Session:
     def state(self) -> dict[str, Any]:
         """The modes / models / configOptions block of a session/new or session/load answer."""
         engine = self.engine
-        modes = [{"id": b, "name": b.capitalize(), "description": MODE_DESCRIPTIONS.get(b, _OTHER_MODE)}
-                 for b in engine.behaviors()]
+        modes = [{"id": b, "name": b.capitalize(), "description": _describe(engine, b)} for b in engine.behaviors()]
         state: dict[str, Any] = {"modes": {"currentModeId": self.mode, "availableModes": modes}}
         models = engine.registry.models()
         current = self.current_model()
@@ -73,7 +78,7 @@ class Session:
         engine = self.engine
         options: list[dict[str, Any]] = [{
             "id": "mode", "name": "Mode", "category": "mode", "type": "select", "currentValue": self.mode,
-            "options": [{"value": b, "name": b.capitalize(), "description": MODE_DESCRIPTIONS.get(b, _OTHER_MODE)}
+            "options": [{"value": b, "name": b.capitalize(), "description": _describe(engine, b)}
                         for b in engine.behaviors()],
         }]
         current = self.current_model()
@@ -85,6 +90,7 @@ class Session:
 
     def apply_mode(self, mode: str) -> None:
         behaviors = self.engine.behaviors()
+        mode = self.engine.agents.canonical(mode) or mode  # (the deprecated ``agent`` is ``code``)
         if mode not in behaviors:
             raise RpcError(INVALID_PARAMS, f"unknown mode '{mode}'; available: {', '.join(behaviors)}",
                            {"modeId": mode})

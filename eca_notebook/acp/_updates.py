@@ -87,6 +87,7 @@ class PermissionAsk:
     tool_call: dict[str, Any]  # the ToolCallUpdate for the request
     tool: str
     server: str
+    chat_id: str | None = None  # the engine chat to answer in, when not the session's own (a subagent's)
 
 
 @dataclass
@@ -112,6 +113,9 @@ class SessionUpdates:
         self.cwd = Path(cwd)
         self._calls: dict[str, _Call] = {}  # engine id → the ACP call it currently names
         self._used: set[str] = set()
+        # a subagent's chat id → (the engine id of the parent's spawn_agent call, the subagent's own updates, the
+        # lines of progress shown as that call's content)
+        self._subagents: dict[str, tuple[str, SessionUpdates, list[str]]] = {}
         self.round_cap_hit = False  # the engine stopped the turn at toolCall.maxRounds (→ max_turn_requests)
 
     # -- entry point ---------------------------------------------------------------------------------------------
@@ -151,6 +155,50 @@ class SessionUpdates:
         if kind == "toolCallRejected":
             return self._rejected(content), None
         return [], None
+
+    def translate_subagent(self, child_id: str, role: str, content: dict[str, Any], *,
+                           live: bool) -> tuple[list[dict[str, Any]], PermissionAsk | None]:
+        """Updates for one content of a subagent's chat (``parentChatId`` is this session): its tool calls are
+        calls of this session (so a call that needs approval is asked here, answered in the subagent's chat), and
+        what it does is the parent's ``spawn_agent`` call's progress (its ``tool_call_update`` content). Its texts
+        are not the session's answer: the parent's call result carries the subagent's final answer."""
+        entry = self._subagents.get(child_id)
+        if entry is None:
+            return [], None
+        call_id, sub, lines = entry
+        updates, ask = sub.translate(role, content, live=live)
+        out = [u for u in updates if u.get("sessionUpdate") in ("tool_call", "tool_call_update")]
+        if ask is not None:
+            ask.chat_id = child_id
+        kind = content.get("type")
+        name = str(content.get("summary") or content.get("name") or "tool")
+        line = None
+        if kind == "toolCallRun":
+            line = f"- {name}" + (" (waiting for approval)" if content.get("manualApproval") else "")
+        elif kind == "toolCalled":
+            line = f"- {name}: {'failed' if content.get('error') else 'done'}"
+        elif kind == "toolCallRejected":
+            line = f"- {name}: rejected"
+        elif kind == "text" and role == "system" and str(content.get("text") or "").strip():
+            line = f"- {str(content['text']).strip()[:200]}"
+        if line is not None:
+            lines.append(line)
+            parent = self._calls.get(call_id)
+            if parent is not None and parent.status in ("pending", "in_progress"):
+                out.append({"sessionUpdate": "tool_call_update", "toolCallId": parent.acp_id,
+                            "status": "in_progress", "content": [_text("\n".join(lines[-40:]))]})
+        return out, ask
+
+    def _watch_subagent(self, content: dict[str, Any]) -> None:
+        """A ``spawn_agent`` call names its subagent's chat (``details.subagentChatId``): route that chat here."""
+        details = content.get("details")
+        if not isinstance(details, dict) or details.get("type") != "subagent":
+            return
+        child = details.get("subagentChatId")
+        if isinstance(child, str) and child and child not in self._subagents:
+            sub = SessionUpdates(self.cwd)
+            sub._used = self._used  # one session: the subagent's call ids must not collide with the parent's
+            self._subagents[child] = (str(content.get("id") or ""), sub, [])
 
     def unfinished(self) -> list[dict[str, Any]]:
         """``failed`` updates for calls a replayed chat left pending (the process ended while they waited)."""
@@ -249,6 +297,7 @@ class SessionUpdates:
         args: dict[str, Any] = raw_args if isinstance(raw_args, dict) else {}
         call = _Call(self._new_id(call_id), kind, diff_contents(name, args, content.get("details")))
         self._calls[call_id] = call
+        self._watch_subagent(content)
         update: dict[str, Any] = {
             "sessionUpdate": "tool_call",
             "toolCallId": call.acp_id,
@@ -297,7 +346,13 @@ class SessionUpdates:
     def _progress(self, content: dict[str, Any], status: str) -> list[dict[str, Any]]:
         call = self._call(content)
         call.status = status
-        return [{"sessionUpdate": "tool_call_update", "toolCallId": call.acp_id, "status": status}]
+        update: dict[str, Any] = {"sessionUpdate": "tool_call_update", "toolCallId": call.acp_id, "status": status}
+        details = content.get("details")
+        if isinstance(details, dict) and details.get("type") == "subagent" and details.get("step"):
+            self._watch_subagent(content)
+            steps = f"{details['step']}/{details['maxSteps']}" if details.get("maxSteps") else str(details["step"])
+            update["title"] = f"{content.get('summary') or details.get('agentName')} (step {steps})"
+        return [update]
 
     def _called(self, content: dict[str, Any]) -> list[dict[str, Any]]:
         call = self._call(content)

@@ -144,6 +144,7 @@ def _overhead(engine: Any, infos: dict[str, Any], model: str | None, behavior: s
     the engine does not know the model or the behavior."""
     info = infos.get(model) if model else None
     behavior = behavior or engine.selected_behavior
+    behavior = engine.agents.canonical(behavior) or behavior  # (the deprecated ``agent`` is ``code``)
     if info is None or behavior not in engine.behaviors():
         return None
     try:

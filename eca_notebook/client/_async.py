@@ -299,7 +299,10 @@ class EcaClient(ClientConnection):
         self.default_model = model  # the engine makes it its selected model either way
 
     async def select_behavior(self, behavior: str, chat_id: str | None = None) -> None:
-        """Make ``behavior`` (``agent``, ``plan`` or a custom one) the default for new prompts."""
+        """Make an agent (``code``, ``plan`` or a custom one) the default for new prompts; the deprecated id
+        ``agent`` names ``code``."""
+        if behavior == "agent" and "agent" not in self.behaviors and "code" in self.behaviors:
+            behavior = "code"
         if self.behaviors and behavior not in self.behaviors:
             raise ValueError(f"unknown behavior {behavior!r}; available: {', '.join(self.behaviors)}")
         params: dict[str, Any] = {"behavior": behavior}

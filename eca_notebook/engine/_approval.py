@@ -285,9 +285,22 @@ def _rule_reason(kind: str, selector: str, detail: str | None) -> str:
     return f"{reason} ({detail})" if detail else reason
 
 
+_STRICTNESS = {"allow": 0, "ask": 1, "deny": 2}
+
+
 def decide(request: ApprovalRequest, approval: ApprovalConfig, session: SessionApprovals) -> Verdict:
-    """The verdict for one call; see the module docstring for the precedence and why it is shaped so."""
+    """The verdict for one call; see the module docstring for the precedence and why it is shaped so.
+
+    While an untrusted workspace's approvals are held (``approval.floor``, engine/_trust.py) the verdict is the
+    stricter of the merged config's and the user's own: the workspace's ``ask``/``deny`` rules still apply, its
+    ``allow`` rules, ``byDefault: "allow"`` or removed rules do not."""
     verdict = _decide(request, approval, session)
+    floor = approval.floor
+    if floor is not None:
+        held = _decide(request, floor, session)
+        if _STRICTNESS[held.decision] > _STRICTNESS[verdict.decision]:
+            verdict = Verdict(held.decision, f"{held.reason}; the workspace config's looser approval waits for "
+                                             "/trust")
     log.debug("tool call approval decision for %s__%s: %s (%s)", request.server, request.tool, verdict.decision,
               verdict.reason)
     return verdict
@@ -327,4 +340,6 @@ def hidden_tools(approval: ApprovalConfig, tools: Iterable[tuple[str, str]]) -> 
     A deny rule *with* matchers keeps the tool visible: only matching calls are rejected.
     """
     unconditional = [s for s, rule in approval.deny.items() if rule is not None and not rule.args_matchers]
+    if approval.floor is not None:  # an untrusted workspace cannot unhide what the user's own config hides
+        unconditional += [s for s, rule in approval.floor.deny.items() if rule is not None and not rule.args_matchers]
     return {(server, tool) for server, tool in tools if any(selector_matches(s, server, tool) for s in unconditional)}

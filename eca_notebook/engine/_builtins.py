@@ -52,10 +52,10 @@ def prompt_show(engine: Engine, chat: Chat) -> str:
             "always": f"always offered: {tools}",
             "never": "never offered",
         }[mode]
-        return (f"System prompt ({behavior}, small model {info.id}):\n\n"
+        return (f"System prompt (agent {behavior}, small model {info.id}):\n\n"
                 f"{engine.compact_system_prompt(behavior, tools=False, info=info)}\n\n"
                 f"Tools (localModel.tools = {mode}): {when}")
-    return f"System prompt ({behavior}):\n\n{engine.system_prompt(behavior)}\n\nTools offered: {tools}"
+    return f"System prompt (agent {behavior}):\n\n{engine.system_prompt(behavior)}\n\nTools offered: {tools}"
 
 
 def repo_map_show(engine: Engine) -> str:
@@ -101,6 +101,10 @@ def doctor(engine: Engine) -> str:
         where = f" ({source.path})" if source.path else ""
         problem = f" — {source.problem}" if source.problem else (f" ({source.note})" if source.note else "")
         lines.append(f"  {source.name}{where}: {state}{problem}")
+    agents = engine.agents
+    lines += ["", f"Agents (selected: {engine.selected_behavior}):"]
+    lines += [f"  {line}" for line in agents.describe()]
+    lines += [f"  problem: {p}" for p in engine.problems if p in agents.problems or p.startswith("defaultAgent")]
     lines += ["", f"Default model: {engine.registry.default_model() or '(none)'}",
               f"Selected model: {engine.selected_model or '(none)'}", "", "Providers:"]
     for provider in engine.registry.providers.values():

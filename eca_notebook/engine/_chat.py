@@ -25,6 +25,7 @@ from .._text import user_words
 from ..providers.base import AssistantMessage, Message, Reasoning, ToolCall, ToolResultMessage, UserMessage
 
 MAX_CHAT_ID_LENGTH = 256
+SUBAGENT_PREFIX = "subagent-"  # the ids of subagent chats (_subagents.py): reserved, as the reference server does
 TITLE_LENGTH = 48
 
 
@@ -40,6 +41,8 @@ def invalid_chat_id(chat_id: str) -> str | None:
         return f"chatId is longer than {MAX_CHAT_ID_LENGTH} characters"
     if any(ch.isspace() for ch in chat_id):
         return "chatId contains whitespace"
+    if chat_id.startswith(SUBAGENT_PREFIX):
+        return f"chatId starting with '{SUBAGENT_PREFIX}' is reserved for subagent chats"
     return None
 
 
@@ -83,12 +86,17 @@ class Chat:
     messages: list[Message] = field(default_factory=list)
     contents: list[dict[str, Any]] = field(default_factory=list)
     usage: Usage = field(default_factory=Usage)
+    # trust mode (chat/prompt or chat/update ``trust``): calls that would ask run without asking (_toolcall.py)
+    trust: bool = False
     # runtime only, never saved
     task: asyncio.Task[None] | None = field(default=None, repr=False, compare=False)
     status: str = "idle"
     last_stop_reason: str | None = field(default=None, repr=False, compare=False)  # of the last provider response
     # what the chat learned about its model's context window (token estimate calibration, _context_window.py)
     context_window: Any = field(default=None, repr=False, compare=False)
+    # a subagent's chat (_subagents.py): the chat whose spawn_agent call runs it. Such a chat lives in memory only
+    # (never saved nor listed) and each of its contents tells the clients ``parentChatId``.
+    parent_chat_id: str | None = field(default=None, compare=False)
 
     @property
     def running(self) -> bool:
@@ -128,6 +136,7 @@ class Chat:
             "messages": [_message_to_dict(m) for m in self.messages],
             "contents": self.contents,
             "usage": dataclasses.asdict(self.usage),
+            **({"trust": True} if self.trust else {}),
         }
 
     @classmethod
@@ -144,6 +153,7 @@ class Chat:
             messages=[m for m in (_message_from_dict(d) for d in record.get("messages") or []) if m is not None],
             contents=list(record.get("contents") or []),
             usage=usage,
+            trust=record.get("trust") is True,
         )
 
 

@@ -45,7 +45,7 @@ class ChatBook:
         """Queue a save: the record is snapshotted here, encoded and written by the store's writer thread, so a
         50 MB chat never stalls the loop (every other chat and client) while it is written."""
         store = self.engine.store
-        if store is None:
+        if store is None or chat.parent_chat_id is not None:  # a subagent's chat lives in memory only
             return
         chat.updated_at = now_ms()
         try:
@@ -79,6 +79,7 @@ class ChatBook:
     def set_status(self, chat: Chat, status: Literal["running", "idle", "stopping"]) -> None:
         chat.status = status
         self.engine.broadcast("chat/statusChanged", {"chatId": chat.id, "status": status})
+        self.engine.hooks.status.status(chat)  # the user's chatStatusChanged hooks (_chat_status.py)
 
     def start(self, chat: Chat, turn: Turn) -> None:
         """Run the turn in the chat's task (``chat/promptStop`` cancels it)."""
@@ -118,6 +119,7 @@ class ChatBook:
         existed = engine.chats.pop(chat_id, None) is not None
         if engine.store is not None:
             existed = engine.store.delete(chat_id) or existed
+        engine.hooks.status.forget(chat_id)
         if existed:
             engine.broadcast("chat/deleted", {"chatId": chat_id})
         return existed
@@ -130,7 +132,7 @@ class ChatBook:
             for summary in engine.store.list():
                 summaries[summary["id"]] = {**summary, "status": "idle"}
         for chat in engine.chats.values():
-            if chat.message_count == 0 and chat.id not in summaries:
+            if (chat.message_count == 0 and chat.id not in summaries) or chat.parent_chat_id is not None:
                 continue
             summaries[chat.id] = {
                 "id": chat.id,
@@ -161,6 +163,8 @@ class ChatBook:
         for item in chat.contents:  # redacted again: a chat saved by an older version may hold a secret
             listener.send("chat/contentReceived", redact_json({"chatId": chat.id, "role": item["role"],
                                                                "content": item["content"]}))
+        # the reopened chat's trust mode, so the client's indicator matches what the server will auto-approve
+        listener.send("config/updated", {"chatId": chat.id, "chat": {"selectTrust": chat.trust}})
         result: dict[str, Any] = {"found": True}
         if chat.title:
             result["title"] = chat.title

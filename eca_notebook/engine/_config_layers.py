@@ -49,9 +49,9 @@ _PLAN_DENIED_SHELL = [
 DEFAULTS: dict[str, Any] = {
     "providers": {},
     "defaultModel": None,
-    "defaultBehavior": "agent",
+    "defaultBehavior": "code",
     "behavior": {
-        "agent": {},
+        "code": {},
         "plan": {
             "disabledTools": ["edit_file", "write_file", "move_file"],
             "toolCall": {
@@ -68,7 +68,7 @@ DEFAULTS: dict[str, Any] = {
                       "eca__editor_diagnostics": {}, "eca__update_plan": {}, "eca__notebook_read": {},
                       "eca__search_symbols": {}, "eca__search_text": {}, "eca__vector_search": {},
                       "eca__skill": {}, "eca__ask_user": {}, "eca__editor_definition": {},
-                      "eca__editor_references": {}},
+                      "eca__editor_references": {}, "eca__spawn_agent": {}},
             "ask": {},
             "deny": {},
         },
@@ -101,6 +101,11 @@ class LoadedConfig:
     raw: dict[str, Any]
     sources: list[ConfigSource] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
+    #: each workspace folder's own layer as read (before merging), for workspace trust (engine/_trust.py)
+    workspace_layers: dict[str, dict[str, Any]] = field(default_factory=dict)
+    #: the config of the user's own layers (every layer before the workspace files): the approvals an untrusted
+    #: workspace may tighten but not loosen (engine/_trust.py)
+    user_config: Config | None = None
 
 
 def global_config_path(env: Mapping[str, str] | None = None) -> Path:
@@ -112,24 +117,32 @@ def _normalize_layer(layer: Mapping[str, Any]) -> dict[str, Any]:
     """Map other spellings onto our keys, per layer (so "later wins" still holds across spellings).
 
     ``chatBehavior``/``chatAgent`` (early clients' initializationOptions) and ``defaultAgent`` → ``defaultBehavior``;
-    the reference's newer ``agent`` map → ``behavior``, with its ``code`` agent being our ``agent`` behaviour.
+    the reference's ``agent`` map and our older ``behavior`` map are one map (kept under ``behavior``), and the
+    deprecated id ``agent`` of the built-in ``code`` agent is read as ``code`` (in the map and the default).
     """
     out = dict(layer)
-    for alias in ("chatBehavior", "chatAgent", "defaultAgent"):
+    for alias in ("defaultAgent", "chatAgent", "chatBehavior"):
         if alias in out:
             value = out.pop(alias)
-            if alias == "defaultAgent" and value == "code":
-                value = "agent"
-            if value is not None and "defaultBehavior" not in layer:
+            if value is not None and "defaultBehavior" not in out:
                 out["defaultBehavior"] = value
+    if out.get("defaultBehavior") == "agent":
+        out["defaultBehavior"] = "code"
     if "agent" in out:
         agents = out.pop("agent")
         if isinstance(agents, Mapping):
-            agents = {("agent" if k == "code" else k): v for k, v in agents.items()}
             behavior = out.get("behavior")
             out["behavior"] = deep_merge(behavior, agents) if isinstance(behavior, Mapping) else agents
         elif "behavior" not in out:
             out["behavior"] = agents  # let validation report the wrong type under our name
+    behavior = out.get("behavior")
+    if isinstance(behavior, Mapping) and "agent" in behavior:
+        renamed = {k: v for k, v in behavior.items() if k != "agent"}
+        old = behavior["agent"]
+        code = renamed.get("code")
+        renamed["code"] = deep_merge(old, code) if isinstance(old, Mapping) and isinstance(code, Mapping) else (
+            code if code is not None else old)
+        out["behavior"] = renamed
     return out
 
 
@@ -218,6 +231,7 @@ class _Loader:
         self.config = Config.model_validate(interpolate_env(self.merged, env))
         self.sources = [ConfigSource("defaults", None, True, None)]
         self.problems: list[str] = []
+        self.workspace_layers: dict[str, dict[str, Any]] = {}
 
     def reject(self, name: str, path: str | None, problems: list[str]) -> None:
         self.problems.extend(problems)
@@ -265,6 +279,10 @@ class _Loader:
         if problem is not None:
             self.reject(name, str(path), [problem])
             return
+        if name.startswith("workspace:") and isinstance(data, Mapping):
+            # A repository never trusts itself: `trustedWorkspaces` counts only from the user's own layers.
+            data = {key: value for key, value in data.items() if key != "trustedWorkspaces"}
+            self.workspace_layers[name.removeprefix("workspace:")] = data
         self.apply(name, str(path), data, str(path))
 
 
@@ -321,7 +339,10 @@ def load_config(
         files.append((f"workspace:{folder}", Path(folder) / ".eca" / "config.json", False))
 
     pure = loader.config.pure_config
+    user_config: Config | None = None
     for name, path, required in files:
+        if name.startswith("workspace:") and user_config is None:
+            user_config = loader.config  # the user's own layers, before any workspace file
         if pure:
             loader.sources.append(ConfigSource(name, str(path), False, None, note="skipped: pureConfig"))
         else:
@@ -330,4 +351,6 @@ def load_config(
     problems = list(loader.problems)
     raw = interpolate_env(loader.merged, env, problems)
     config = Config.model_validate(raw)
-    return LoadedConfig(config=config, raw=raw, sources=loader.sources, problems=problems)
+    return LoadedConfig(config=config, raw=raw, sources=loader.sources, problems=problems,
+                        workspace_layers=loader.workspace_layers,
+                        user_config=user_config if user_config is not None else loader.config)

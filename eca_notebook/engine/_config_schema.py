@@ -16,7 +16,7 @@ from __future__ import annotations
 import re
 from typing import Any, Literal, get_args
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator, model_validator
 from pydantic.alias_generators import to_camel
 
 from .._merge import deep_merge
@@ -213,11 +213,25 @@ class ApprovalConfig(_ConfigModel):
     #: Ours: what to do with a call by its risk level (``{"low": "allow", "high": "ask"}``); a level left out only
     #: informs. Where it sits in the precedence: engine/_approval.py.
     risk: dict[Literal["low", "medium", "high"], Literal["allow", "ask", "deny"]] = Field(default_factory=dict)
+    # Set while an untrusted workspace's looser approvals are held (engine/_trust.py): the user's own approvals,
+    # which every decision must be at least as strict as (engine/_approval.py). Never serialised.
+    _floor: ApprovalConfig | None = PrivateAttr(default=None)
 
     @field_validator("allow", "ask", "deny", "risk", mode="before")
     @classmethod
     def _rules(cls, value: Any) -> Any:
         return _drop_null_entries(value)
+
+    @property
+    def floor(self) -> ApprovalConfig | None:
+        """The approvals a decision may not be looser than (the user's own, while a workspace is untrusted)."""
+        return self._floor
+
+    def held_to(self, floor: ApprovalConfig) -> ApprovalConfig:
+        """A copy whose decisions are never looser than *floor*'s (the workspace's loosening is held)."""
+        held = self.model_copy()
+        held._floor = floor
+        return held
 
 
 class ToolCallConfig(_ConfigModel):
@@ -245,8 +259,14 @@ class McpServerConfig(_ConfigModel):
 
 
 class BehaviorConfig(_ConfigModel):
-    """``behavior.<name>`` (the reference's newer spelling ``agent.<name>`` is accepted too)."""
+    """``agent.<id>`` (the deprecated spelling ``behavior.<id>`` is accepted too): one agent's settings, resolved with
+    built-ins, markdown agents and ``inherit`` by engine/_agents.py. ``mode``: ``primary``, ``subagent`` or both (a
+    list; unset means both); ``spawnableBy``: the primary agents that may spawn it (unset: all)."""
 
+    mode: str | list[str] | None = None
+    inherit: str | None = None
+    description: str | None = None
+    spawnable_by: str | list[str] | None = None
     system_prompt: str | None = None
     default_model: str | None = None
     tool_call: ToolCallConfig | None = None
@@ -330,7 +350,7 @@ class Config(_ConfigModel):
 
     providers: dict[str, ProviderConfig] = Field(default_factory=dict)
     default_model: str | None = None
-    default_behavior: str = "agent"
+    default_behavior: str = "code"
     behavior: dict[str, BehaviorConfig] = Field(default_factory=dict)
     mcp_servers: dict[str, McpServerConfig] = Field(default_factory=dict)
     tool_call: ToolCallConfig = Field(default_factory=ToolCallConfig)

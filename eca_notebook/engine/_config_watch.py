@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from .._redact import add_secrets
+from ._agents import agent_dirs, agent_files
 from ._models import ModelRegistry
 from .config import LoadedConfig, load_config
 
@@ -125,7 +126,7 @@ async def reload_config(engine: Engine) -> bool:
         return False
     if new.raw == old.raw:
         engine.loaded = new  # (e.g. a file fixed back to what it was: its problem is gone)
-        return False
+        return _announce_agents(engine)
     old_default = engine.registry.default_model()
     _apply(engine, new)
     await engine.registry.discover()
@@ -159,11 +160,29 @@ def _apply(engine: Engine, new: LoadedConfig) -> None:
         engine.mcp.timeout = new.config.mcp_timeout_seconds
 
 
+def _announce_agents(engine: Engine) -> bool:
+    """A markdown agent was added, removed or edited (the config itself is unchanged): when the agents a client may
+    select changed, tell the clients (``config/updated``). The engine's agents rebuild by themselves."""
+    if engine.behaviors() == engine.announced_agents:
+        return False
+    if engine.selected_behavior not in engine.behaviors():
+        engine.selected_behavior = engine._initial_behavior()
+    for problem in engine.agents.problems:
+        _show(engine, "warning", f"Config problem: {problem}")
+    engine.broadcast("config/updated", engine.config_updated().dump())
+    engine.broadcast("tool/serverUpdated", engine.native_tools().dump())
+    return True
+
+
 def watch_config(engine: Engine) -> ConfigWatcher | None:
-    """Start watching the engine's config files in its background tasks (None when there is none to watch)."""
+    """Start watching the engine's config files in its background tasks (None when there is none to watch); the
+    markdown agents' folders and files too, so an agent file added or removed is announced."""
     paths = watched_files(engine.loaded)
     if not paths:
         return None
+    extra = [*agent_dirs(engine.workspace_folders, engine.global_config_dir),
+             *agent_files(engine.workspace_folders, engine.global_config_dir)]
+    paths += [p for p in extra if p not in paths]
     watcher = ConfigWatcher(paths, lambda: reload_config(engine))
     engine.background.spawn(watcher.run(), "eca-config-watch")
     return watcher

@@ -58,6 +58,9 @@ __all__ = [
     "TAIL_SHARE",
     "TRIGGER",
     "TRIM_TO",
+    "AfterCompact",
+    "BeforeCompact",
+    "CompactionStopped",
     "ContextFull",
     "ContextKeeper",
     "ContextWindow",
@@ -119,6 +122,21 @@ class ContextFull(Exception):
         super().__init__(f"The conversation no longer fits the model's {window}: start a new chat, or /compact to "
                          "summarise it (a smaller attachment or a shorter message may also help).")
         self.context = context
+
+
+class CompactionStopped(ContextFull):
+    """A ``preCompact``/``postCompact`` hook answered ``continue: false``: the turn ends with its message."""
+
+    def __init__(self, message: str) -> None:
+        Exception.__init__(self, message)
+        self.context = None
+
+
+#: Asked before an automatic compaction (the user's ``preCompact`` hooks): None to go on, else (what the user is
+#: told, whether the turn stops too). After one: the user's ``postCompact`` hooks with the summary, answering (text
+#: to append to the summary, what the user is told when the turn stops there — else None).
+BeforeCompact = Callable[[], Awaitable[tuple[str, bool] | None]]
+AfterCompact = Callable[[str], Awaitable[tuple[str, str | None]]]
 
 
 # -- estimates ---------------------------------------------------------------------------------------------------
@@ -444,7 +462,8 @@ class ContextKeeper:
     """
 
     def __init__(self, chat: Chat, window: ContextWindow, summarise: Summarise, note: Callable[[str], None],
-                 progress: Callable[[str], None], *, compacting: bool = False, reasoning: bool = False) -> None:
+                 progress: Callable[[str], None], *, compacting: bool = False, reasoning: bool = False,
+                 before_compact: BeforeCompact | None = None, after_compact: AfterCompact | None = None) -> None:
         self.chat = chat
         self.window = window
         self.summarise = summarise
@@ -454,6 +473,9 @@ class ContextKeeper:
         self.reasoning = reasoning
         self.compactions = 0
         self._shortened_said = False
+        self.before_compact = before_compact  # the user's compaction hooks (_hooks.py), for automatic compaction
+        self.after_compact = after_compact
+        self._compaction_vetoed = False  # a preCompact hook blocked it: not asked again in this turn
 
     def _with_history(self, request: ProviderRequest, messages: Sequence[Message] | None = None) -> ProviderRequest:
         return dataclasses.replace(request, messages=list(self.chat.messages if messages is None else messages))
@@ -546,8 +568,17 @@ class ContextKeeper:
         cpt = window.chars_per_token
         messages = list(self.chat.messages)
         start = tail_start(messages, self._raw_tokens(TAIL_SHARE * max(1, allowance - fixed)), cpt)
-        if start == 0:
+        if start == 0 or self._compaction_vetoed:
             return False
+        if self.before_compact is not None:
+            veto = await self.before_compact()
+            if veto is not None:
+                why, stop = veto
+                if stop:
+                    raise CompactionStopped(why)
+                self._compaction_vetoed = True
+                self.note(why)
+                return False
         earlier, recent = messages[:start], messages[start:]
         room = _SUMMARY_TOKENS * (2 if self.reasoning else 1)
         summary_tokens = max(128, min(window.output_tokens or room, room, int(_SUMMARY_SHARE * allowance)))
@@ -583,7 +614,13 @@ class ContextKeeper:
         content_id = next((m.content_id for m in reversed(earlier) if isinstance(m, UserMessage) and m.content_id),
                           None)
         # the turn is this chat's only writer while it runs: nothing changed the history during the summary
-        self.chat.messages = [UserMessage(text=f"{COMPACT_PREFIX}\n\n{text}", content_id=content_id), *recent]
+        summary = UserMessage(text=f"{COMPACT_PREFIX}\n\n{text}", content_id=content_id)
+        self.chat.messages = [summary, *recent]
+        stopped: str | None = None
+        if self.after_compact is not None:
+            extra, stopped = await self.after_compact(text)
+            if extra:  # a postCompact hook's additionalContext stays visible after the summary
+                summary.text += extra
         left_out = (f" The oldest {_count(omitted, 'message')} did not fit in the summary request and "
                     f"{'was' if omitted == 1 else 'were'} left out." if omitted else "")
         if forced:
@@ -592,4 +629,6 @@ class ContextKeeper:
         else:
             self.note(f"Context was nearly full: compacted the earlier conversation ({_count(len(earlier), 'message')})"
                       f" into a summary; the prompt continues from it.{left_out}")
+        if stopped is not None:
+            raise CompactionStopped(stopped)
         return True

@@ -39,6 +39,7 @@ from typing import TYPE_CHECKING, Any
 
 from .._redact import redact
 from ..protocol import TextContent
+from ._chat_status import ChatStatusHooks
 
 if TYPE_CHECKING:
     from ._chat import Chat
@@ -223,14 +224,18 @@ class Hooks:
     def __init__(self, engine: Engine) -> None:
         self.engine = engine
         self.chat = RequestHooks(self)
+        self.status = ChatStatusHooks(self)  # chatStatusChanged, fed by the engine's contents and status changes
 
     def configured(self) -> dict[str, Mapping[str, Any]]:
         """The valid hook entries, by name (an entry that is not an object, or has no actions, is left out)."""
         raw = (self.engine.config.model_extra or {}).get("hooks") or {}
         if not isinstance(raw, Mapping):
             return {}
+        trust = getattr(self.engine, "trust", None)
+        held = trust.held_hooks() if trust is not None else set()  # an untrusted workspace's hooks (_trust.py)
         return {str(name): hook for name, hook in raw.items()
-                if isinstance(hook, Mapping) and isinstance(hook.get("actions"), list) and hook["actions"]}
+                if isinstance(hook, Mapping) and isinstance(hook.get("actions"), list) and hook["actions"]
+                and str(name) not in held}
 
     def has(self, hook_type: str) -> bool:
         """Whether any hook listens to this event (call sites skip building its data otherwise)."""
@@ -395,6 +400,35 @@ class RequestHooks:
     def after_compact(self, chat: Chat, trigger: str, summary: str) -> None:
         """``postCompact``, in the background, with the summary."""
         self.hooks.spawn("postCompact", {"triggered": trigger, "compact_summary": summary}, chat=chat)
+
+    def auto_compact(self, chat: Chat) -> tuple[Callable[[], Awaitable[tuple[str, bool] | None]],
+                                                Callable[[str], Awaitable[tuple[str, str | None]]]]:
+        """The turn's hooks for its *automatic* compaction (``_context_window.ContextKeeper``), ``triggered: auto``.
+
+        Before: None to go on, else (what the user is told, whether the turn stops): exit 2 blocks only the
+        compaction (the model goes on with the full context), ``continue: false`` stops the turn too. After: waited
+        for (unlike ``/compact``'s), so a hook's ``additionalContext`` is appended to the summary the turn goes on
+        from; ``continue: false`` stops the turn there."""
+        hooks = self.hooks
+
+        async def before() -> tuple[str, bool] | None:
+            if not hooks.has("preCompact"):
+                return None
+            outcome = await hooks.run("preCompact", {"triggered": "auto", "custom_instructions": ""}, chat=chat)
+            if outcome.stopped_by:
+                return _stopped(outcome), True
+            if outcome.blocked:
+                return f"Compaction blocked by hook '{outcome.blocked_by}'.", False
+            return None
+
+        async def after(summary: str) -> tuple[str, str | None]:
+            if not hooks.has("postCompact"):
+                return "", None
+            outcome = await hooks.run("postCompact", {"triggered": "auto", "compact_summary": summary}, chat=chat)
+            extra = "".join(f"\n\n<additionalContext>\n{c}\n</additionalContext>" for c in outcome.additional_context)
+            return extra, _stopped(outcome) if outcome.stopped_by else None
+
+        return before, after
 
 
 def _stopped(outcome: HookOutcome) -> str:

@@ -63,8 +63,10 @@ def config_show(engine: Engine) -> str:
     body = json.dumps(_masked(engine.loaded.raw), indent=2, sort_keys=True, default=str, ensure_ascii=False)
     head = "Resolved configuration (secrets masked). Applied layers, later wins: " + (", ".join(sources) or "none")
     problems = engine.problems
+    agents = "\n\nAgents (built-in, markdown and config, inherit resolved):\n" + "\n".join(
+        f"- {line}" for line in engine.agents.describe())
     tail = ("\n\nProblems:\n" + "\n".join(f"- {p}" for p in problems)) if problems else ""
-    return redact(f"{head}\n\n```json\n{body}\n```{tail}")
+    return redact(f"{head}\n\n```json\n{body}\n```{agents}{tail}")
 
 
 def context_show(engine: Engine, chat: Chat) -> str:
@@ -91,7 +93,7 @@ def context_show(engine: Engine, chat: Chat) -> str:
                       for key, t in sent.items())
     history_tokens = estimate_messages(chat.messages, per_token)
     rows = [
-        ("System prompt", system_tokens, f"{behavior} behavior"),
+        ("System prompt", system_tokens, f"agent {behavior}"),
         ("Rules", rules_tokens, f"{len(load_rules(engine.workspace_folders, engine.global_config_dir))} files"),
         ("Skills", skills_tokens, f"{len(skills.skills)} listed by name and description" if skills_tokens else "none"),
         ("Tools", tool_tokens, f"{len(sent)} of {len(offered)} definitions: a small model gets only the tools its "

@@ -25,6 +25,7 @@ from ..protocol import (
     TextContent,
 )
 from ..providers.base import Message, Provider, ToolSpec, UserMessage
+from ..tools.skill import Skill
 from . import _builtins, _chat_commands, _introspect, _small_model
 from ._chat import Chat, invalid_chat_id, title_from
 from ._context_window import COMPACT_PREFIX as COMPACT_PREFIX  # re-exported: _rewind reads it here
@@ -32,7 +33,7 @@ from ._context_window import COMPACT_PROMPT as COMPACT_PROMPT
 from ._models import UnknownModel
 from ._notebooks import named_notebooks
 from ._rewind import last_prompt_id
-from ._skills import engine_skills, list_skills
+from ._skills import engine_skills, list_skills, skill_prompt
 from ._toolcall import ToolCallRunner, llm_tool_name
 from ._turn import Turn
 from .commands import (
@@ -94,7 +95,12 @@ class PromptPipeline:
             self._note(chat, busy)
             return ChatPromptResult(chat_id=chat.id, model=chat.model, status="error", message=busy)
 
+        if params.trust is not None:
+            chat.trust = params.trust
+        elif not chat.messages and not chat.contents:  # a new chat starts as `chat.defaultTrust` says (reference)
+            chat.trust = engine.trust.default_chat_trust()
         behavior = params.behavior or params.agent or chat.behavior or engine.selected_behavior
+        behavior = engine.agents.canonical(behavior) or behavior  # (the deprecated ``agent`` is ``code``)
         if behavior not in engine.behaviors():
             behavior = engine.selected_behavior
         chat.behavior = behavior
@@ -113,11 +119,14 @@ class PromptPipeline:
             if handled is not None:
                 return handled
             custom = find_command(name, list(self.custom_commands().values()))
-            from_plugin = self._plugin_command(name) if custom is None else None
+            skill = self._skill_command(name) if custom is None else None  # a skill is a command too (_skills.py)
+            from_plugin = self._plugin_command(name) if custom is None and skill is None else None
             if name.lower() == "init":  # the model writes AGENTS.md with write_file: an approved change
                 message = _chat_commands.init_prompt(engine)
             elif custom is not None:
                 message = render_template(custom.template or "", argument)
+            elif skill is not None:
+                message = skill_prompt(skill, argument)
             elif from_plugin is not None:
                 plugin, plugin_command = from_plugin
                 try:
@@ -129,12 +138,17 @@ class PromptPipeline:
                 names = ", ".join("/" + c.name for c in self.commands())
                 return self.answer(chat, f"Unknown command '/{name}'. Available commands: {names}.")
 
-        model_id = params.model or chat.model or engine.selected_model or engine.registry.default_model()
+        agent = engine.agents.get(behavior)
+        agent_model = agent.default_model if agent is not None and agent.default_model in engine.registry.models() \
+            else None  # (an agent's defaultModel the registry does not know is ignored, not an error)
+        model_id = (params.model or chat.model or agent_model or engine.selected_model
+                    or engine.registry.default_model())
         resolved = self._resolve_model(chat, model_id)
         if isinstance(resolved, ChatPromptResult):
             return resolved
         provider, info = resolved
         chat.model = info.id
+        await engine.trust.ask_if_needed(chat)  # once per session, before the workspace's hooks could run (_trust.py)
         hooked, why = await engine.hooks.chat.before_request(chat, message, new_chat=not chat.messages)
         if hooked is None:  # a chatStart/preRequest hook blocked the prompt (_hooks.py)
             return self.answer(chat, why or "Blocked by a hook.")
@@ -209,7 +223,7 @@ class PromptPipeline:
         offered = toolbox.tools_for_turn(behavior, info, request, has_contexts) if with_tools else {}
         if system is None and info.compact:
             system = toolbox.compact_system_prompt(behavior, tools=bool(offered), info=info)
-        tool_call = engine.config.tool_call_for(behavior)
+        tool_call = engine.agents.tool_call_for(behavior)
         context = dataclasses.replace(toolbox.tool_context(), default_notebook=notebook or engine.default_notebook)
         delegate = engine.chat_delegates.get(chat.id)
         if delegate is not None:  # a door that applies this chat's changes / runs its commands itself
@@ -223,10 +237,11 @@ class PromptPipeline:
             pending=engine.pending_approvals,
             undo_log=engine.undo_log,
             hooks=engine.hooks.chat.tool_hooks(chat),
+            trusted=lambda: chat.trust,
             emit=lambda role, content: engine.emit_content(chat, role, content),
             progress=lambda state, text: engine.emit_content(
                 chat, "system", ProgressContent(state="finished" if state == "finished" else "running", text=text)),
-            unavailable={t.name: f"{t.name} is not available in the '{behavior}' behavior: do not call it; describe "
+            unavailable={t.name: f"{t.name} is not available to the '{behavior}' agent: do not call it; describe "
                                  "the change instead." for key, t in toolbox.all_tools().items() if key not in offered},
         )
         specs = [ToolSpec(llm_tool_name(t), t.description, t.parameters) for t in offered.values()]
@@ -237,7 +252,8 @@ class PromptPipeline:
                     tool_rounds=_small_model.tool_rounds([t.name for t in offered.values()]) if info.compact else None,
                     first_round_extra=_small_model.first_round_extra(info.provider, bool(offered)) if info.compact
                     else None, stop_loops=info.compact, compacting=compacting,
-                    system_note=delegate.system_note if delegate is not None else None)
+                    system_note=delegate.system_note if delegate is not None else None,
+                    compact_hooks=None if compacting else engine.hooks.chat.auto_compact(chat))
         engine.chat_book.start(chat, turn)
 
     # -- built-in commands ---------------------------------------------------------------------------------------
@@ -255,7 +271,7 @@ class PromptPipeline:
         if name == "resume":
             return self.answer(chat, _builtins.resume(engine, chat, argument))
         if name == "skills":
-            return self.answer(chat, list_skills(engine_skills(engine)))
+            return self.answer(chat, list_skills(engine_skills(engine), self._shadowed_skills()))
         if name == "rules":
             return self.answer(chat, _introspect.rules_show(engine))
         if name == "config":
@@ -264,6 +280,10 @@ class PromptPipeline:
             return self.answer(chat, _introspect.context_show(engine, chat))
         if name == "hooks":
             return self.answer(chat, engine.hooks.listing())
+        if name == "subagents":
+            return self.answer(chat, engine.subagents.listing(chat))
+        if name == "trust":
+            return self.answer(chat, await engine.trust.command(argument))
         if name == "compact":
             return await self._compact(chat, argument)
         if name == "model":
@@ -314,11 +334,30 @@ class PromptPipeline:
         return {c.name: c for c in load_custom_commands(engine.workspace_folders, engine.global_config_dir)}
 
     def commands(self) -> list[Command]:
-        """Every command a prompt may start with: built-in, custom (unless shadowing a built-in), plug-ins'."""
+        """Every command a prompt may start with: built-in, custom (unless shadowing a built-in), skills (as the
+        reference lists them: type ``skill``, unless a built-in or custom command has the name), plug-ins'."""
         builtin_names = {c.name for c in BUILTINS}
+        custom = [c for c in self.custom_commands().values() if c.name not in builtin_names]
         plugin_commands = [c for plugin in self.engine.plugins for c in plugin.commands()]
-        return [*BUILTINS, *(c for c in self.custom_commands().values() if c.name not in builtin_names),
-                *plugin_commands]
+        shadowed = self._shadowed_skills()
+        skills = [Command(s.name, s.description, "skill") for s in engine_skills(self.engine).skills
+                  if s.name not in shadowed]
+        return [*BUILTINS, *skills, *custom, *plugin_commands]
+
+    def _shadowed_skills(self) -> dict[str, str]:
+        """Skills whose name a built-in or custom command has (that command wins): name → which command it is."""
+        names = {c.name.lower(): f"the built-in command /{c.name}" for c in BUILTINS}
+        for c in self.custom_commands().values():
+            names.setdefault(c.name.lower(), f"the custom command /{c.name} ({c.path})")
+        return {s.name: names[s.name.lower()] for s in engine_skills(self.engine).skills if s.name.lower() in names}
+
+    def _skill_command(self, name: str) -> Skill | None:
+        """The skill ``/name`` runs: none when a built-in has the name (it wins, even one another door handles)."""
+        if find_command(name, BUILTINS) is not None:
+            return None
+        skills = engine_skills(self.engine).skills
+        return next((s for s in skills if s.name == name), None) or next(
+            (s for s in skills if s.name.lower() == name.lower()), None)
 
     def _plugin_command(self, name: str) -> tuple[Plugin, Command] | None:
         for plugin in self.engine.plugins:

@@ -328,7 +328,7 @@ class _Proposal:
             chat_id=chat.id,
             tools=toolbox.all_tools(),
             context=dataclasses.replace(toolbox.tool_context(), default_notebook=engine.default_notebook),
-            approval_config=engine.config.tool_call_for(behavior).approval,
+            approval_config=engine.agents.tool_call_for(behavior).approval,
             session=engine.session_approvals,
             pending=engine.pending_approvals,
             undo_log=engine.undo_log,

@@ -23,15 +23,16 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..plugins import BasePlugin
 from ..tools.base import Tool
-from ..tools.skill import Scope, Skill, SkillTool
-from .commands import _split_front_matter
+from ..tools.skill import Scope, Skill, SkillTool, skill_text
+from ._front_matter import FrontMatterError, parse_front_matter, split_front_matter
+from .commands import render_template
 
 if TYPE_CHECKING:
     from .engine import Engine
@@ -45,6 +46,7 @@ __all__ = [
     "list_skills",
     "read_roots",
     "render_skills",
+    "skill_prompt",
 ]
 
 log = logging.getLogger(__name__)
@@ -96,9 +98,12 @@ def _read(path: Path, scope: Scope) -> Skill | str:
         return f"{path}: not valid UTF-8"
     if not text.lstrip("\ufeff").startswith("---"):
         return f"{path}: no front matter (it must start with a '---' block giving name and description)"
-    meta, body = _split_front_matter(text)
-    if not meta and body == text:
+    if split_front_matter(text) is None:
         return f"{path}: the front matter is not closed (a second '---' line is missing)"
+    try:
+        meta, body = parse_front_matter(text)
+    except FrontMatterError as exc:
+        return f"{path}: {exc}"
     missing = [key for key in ("name", "description")
                if not isinstance(meta.get(key), str) or not str(meta.get(key)).strip()]
     if missing:
@@ -204,17 +209,38 @@ def render_skills(skills: SkillSet, tool_name: str = "eca__skill") -> str:
     return "\n".join(lines) + "\n"
 
 
-def list_skills(skills: SkillSet) -> str:
-    """``/skills``: each skill with its description and where it comes from; then the files that were skipped."""
+def list_skills(skills: SkillSet, shadowed: Mapping[str, str] | None = None) -> str:
+    """``/skills``: each skill with its description and where it comes from; then the files that were skipped.
+
+    Each skill is also the command ``/<name>``, except where ``shadowed`` (skill name → the command that wins, e.g.
+    ``"the built-in command /doctor"``) says another command has its name: the line says so."""
+    shadowed = shadowed or {}
     if not skills.skills:
         text = ("No skills found. A skill is a folder with a SKILL.md (front matter: name, description) under "
                 ".eca/skills/ or .agents/skills/ of a workspace folder, or ~/.config/eca/skills/.")
     else:
-        rows = [f"- {s.name}: {s.description} ({s.scope}, {s.folder})" for s in skills.skills]
-        text = "Skills available:\n\n" + "\n".join(rows)
+        rows = [f"- {s.name}: {s.description} ({s.scope}, {s.folder})"
+                + (f" — not a command: /{s.name} is {shadowed[s.name]}, which wins" if s.name in shadowed else "")
+                for s in skills.skills]
+        text = ("Skills available (each is also a command: `/<name> your request` loads it into the prompt):\n\n"
+                + "\n".join(rows))
     if skills.problems:
         text += "\n\nSkipped:\n" + "\n".join(f"- {p}" for p in skills.problems)
     return text
+
+
+def skill_prompt(skill: Skill, argument: str) -> str:
+    """The prompt of the command ``/<skill name> <words>``, as the reference runs a skill command: the skill is
+    loaded into the prompt (no tool round needed), its ``$ARGUMENTS``/``$1``/``{{name}}`` placeholders filled
+    from the words as a custom command's are; words no placeholder took are the request itself."""
+    words = argument.strip()
+    body = render_template(skill.body, words)
+    lines = [f"Load skill: {skill.name}", "", skill_text(skill, body)]
+    if words and body == skill.body:
+        lines += ["", f"Request: {words}"]
+    elif not words:
+        lines += ["", "Follow the skill's instructions."]
+    return "\n".join(lines)
 
 
 class SkillsPlugin(BasePlugin):

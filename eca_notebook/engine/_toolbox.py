@@ -87,13 +87,13 @@ class Toolbox:
 
     def offered_tools(self, behavior: str) -> dict[str, Tool]:
         """The tools the model may call in this behavior: minus disabledTools and tools hidden by a bare deny rule."""
-        config = self.engine.config
         tools = self.all_tools()
-        approval = config.tool_call_for(behavior).approval
+        agents = self.engine.agents
+        approval = agents.tool_call_for(behavior).approval
         identities = [(tool_server(t), t.name) for t in tools.values()]
         hidden = set(hidden_tools(approval, identities))
         hidden |= {(server, name) for server, name in identities
-                   for selector in config.disabled_tools_for(behavior) if selector_matches(selector, server, name)}
+                   for selector in agents.disabled_tools_for(behavior) if selector_matches(selector, server, name)}
         if self.diagnostics() is None:  # no connected client can answer editor/getDiagnostics
             hidden.add((NATIVE_SERVER, "editor_diagnostics"))
         code_index = self.engine.code_index
@@ -105,7 +105,8 @@ class Toolbox:
             hidden.add((NATIVE_SERVER, "editor_definition"))
         if code_index is None and self.references() is None:
             hidden.add((NATIVE_SERVER, "editor_references"))
-        return {key: t for key, t in tools.items() if (tool_server(t), t.name) not in hidden}
+        offered = {key: t for key, t in tools.items() if (tool_server(t), t.name) not in hidden}
+        return self.engine.subagents.offered(behavior, offered)  # spawn_agent only where a subagent may be spawned
 
     def native_tools(self) -> NativeServerUpdatedParams:
         """``tool/serverUpdated`` for the built-in server: its tools, those the selected behavior hides disabled."""
@@ -284,11 +285,11 @@ class Toolbox:
         if engine.workspace_folders:
             where = " (" + ", ".join(str(p) for p in engine.workspace_folders) + ")"
         prompt = BASE_SYSTEM_PROMPT.format(where=where)
-        if behavior == "plan":
+        agent = engine.agents.get(behavior)
+        if agent is not None and agent.is_or_inherits("plan"):
             prompt += PLAN_SYSTEM_PROMPT
-        custom = engine.config.behavior.get(behavior)
-        if custom is not None and custom.system_prompt:
-            prompt = custom.system_prompt
+        if agent is not None and agent.system_prompt:
+            prompt = agent.system_prompt
         offered = self.offered_tools(behavior)
         if offered:
             prompt += TOOLS_SYSTEM_PROMPT
@@ -305,11 +306,11 @@ class Toolbox:
     def compact_system_prompt(self, behavior: str, *, tools: bool, info: ModelInfo | None = None) -> str:
         """The system prompt for a small model (``ModelInfo.compact``): see ``_small_model.py``."""
         engine = self.engine
-        custom = engine.config.behavior.get(behavior)
+        agent = engine.agents.get(behavior)
         return _small_model.compact_system_prompt(
-            plan=behavior == "plan",
+            plan=agent is not None and agent.is_or_inherits("plan"),
             tools=tools,
             rules=render_rules(load_rules(engine.workspace_folders, engine.global_config_dir)),
-            custom=custom.system_prompt if custom is not None and custom.system_prompt else None,
+            custom=agent.system_prompt if agent is not None and agent.system_prompt else None,
             base=info.system_prompt if info is not None else None,
         )

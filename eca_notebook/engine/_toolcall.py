@@ -31,6 +31,7 @@ from .._redact import redact
 from ..protocol import (
     FileChangeDetails,
     RetrievalDetails,
+    SubagentDetails,
     TextContent,
     ToolCallDetails,
     ToolCalledContent,
@@ -143,17 +144,17 @@ class ToolCallContents:
                                                         summary=summary, details=_details(details), risk=risk))
 
 
-_DETAILS: TypeAdapter[FileChangeDetails | RetrievalDetails] = TypeAdapter(ToolCallDetails)
+_DETAILS: TypeAdapter[FileChangeDetails | RetrievalDetails | SubagentDetails] = TypeAdapter(ToolCallDetails)
 
 
-def _details(details: Any) -> FileChangeDetails | RetrievalDetails | None:
+def _details(details: Any) -> FileChangeDetails | RetrievalDetails | SubagentDetails | None:
     """A tool's details as the protocol model (tools build them as wire dicts or models)."""
-    if details is None or isinstance(details, (FileChangeDetails, RetrievalDetails)):
+    if details is None or isinstance(details, (FileChangeDetails, RetrievalDetails, SubagentDetails)):
         return details
     try:
         return _DETAILS.validate_python(details)
     except ValidationError:  # a tool's off-spec details must not fail its call: the call is shown without them
-        log.warning("tool call details dropped: not a fileChange or retrieval object: %r", details)
+        log.warning("tool call details dropped: not a fileChange, retrieval or subagent object: %r", details)
         return None
 
 
@@ -194,8 +195,12 @@ class ToolCallRunner:
         unavailable: dict[str, str] | None = None,
         undo_log: UndoLog | None = None,
         hooks: RunHooks | None = None,
+        trusted: Callable[[], bool] | None = None,
     ) -> None:
         self.hooks = hooks
+        # the chat's trust mode, read at each call (chat/update applies to the running prompt): an "ask" from the
+        # rules runs without asking — never a deny, an outside-workspace path, a must-ask command or a hook's ask
+        self.trusted = trusted
         self.undo_log = undo_log
         self.unavailable = unavailable or {}
         self.chat_id = chat_id
@@ -269,6 +274,9 @@ class ToolCallRunner:
                                      "Do not retry it; find another way or ask the user.", error=True)
 
         decision = verdict.decision
+        if (decision == "ask" and self.trusted is not None and self.trusted() and not request.outside_workspace
+                and request.must_ask is None):
+            decision = "allow"
         hook_data = {"tool_name": tool.name, "server": tool_server(tool), "tool_input": args, "tool_call_id": call.id}
         hooked = await self.hooks("preToolCall", {**hook_data, "approval": decision}) if self.hooks else None
         if hooked is not None:  # the user's preToolCall hooks (_hooks.py): reject, rewrite the arguments, or ask

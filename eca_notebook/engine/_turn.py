@@ -55,7 +55,7 @@ from ..providers.base import (
     Usage,
 )
 from ._chat import Chat
-from ._context_window import ContextFull, ContextKeeper, ContextWindow, is_overflow
+from ._context_window import AfterCompact, BeforeCompact, ContextFull, ContextKeeper, ContextWindow, is_overflow
 from ._repetition import RepetitionGuard
 from ._toolcall import ToolCallContents, ToolCallRunner, strip_prefix
 from .config import ModelInfo
@@ -142,6 +142,7 @@ class Turn:
         on_success: Callable[[], None] | None = None,
         compacting: bool = False,
         system_note: Callable[[], str | None] | None = None,
+        compact_hooks: tuple[BeforeCompact, AfterCompact] | None = None,
     ) -> None:
         # asked before each request: a door's note for the system prompt (what changed in the user's editor since
         # the prompt, from the session stream's client.context_update); None or "" adds nothing
@@ -168,7 +169,10 @@ class Turn:
         # ``compacting``: this turn is /compact itself, whose request is only shortened.
         self.context = ContextKeeper(chat, ContextWindow(model, self.max_tokens, chat), self._summarise, self._note,
                                      lambda text: self.progress("running", text), compacting=compacting,
-                                     reasoning=model.reasoning)
+                                     reasoning=model.reasoning,
+                                     # the user's preCompact/postCompact hooks, triggered "auto" (_hooks.py)
+                                     before_compact=compact_hooks[0] if compact_hooks else None,
+                                     after_compact=compact_hooks[1] if compact_hooks else None)
         self._sent_estimate = 0  # the uncalibrated estimate of the request being streamed (see ContextWindow)
         self._assistant: AssistantMessage | None = None
         self._text_parts: list[str] = []  # the current round's text chunks, see _join_text

@@ -22,6 +22,7 @@ from typing import Any
 
 from .._fuzzy import is_subsequence
 from ..plugins import Command, CommandArgument
+from ._front_matter import FrontMatterError, parse_front_matter
 
 __all__ = [
     "BUILTINS",
@@ -51,7 +52,11 @@ BUILTINS: list[Command] = [
     Command("resume", "Resume a saved chat: without an argument lists them, with a number or chat id opens one.",
             "native", [CommandArgument("chat", "Number from the list or chat id", False)]),
     Command("hooks", "List the configured hooks (config key `hooks`) by event.", "native"),
+    Command("trust", "Trust this workspace: start the MCP servers and run the hooks its own .eca/config.json "
+            "defines (`/trust off` takes it back).", "native", [CommandArgument("off", "`off` revokes", False)]),
     Command("skills", "List the available skills (SKILL.md folders) and where each comes from.", "native"),
+    Command("subagents", "List the subagents this chat's agent may spawn: description, model, max steps, tools.",
+            "native"),
     Command("rules", "List the rules (AGENTS.md, .eca/rules) that go into the system prompt.", "native"),
     Command("config", "Show the resolved configuration, secrets masked.", "native"),
     Command("context", "Estimate the tokens the next request sends: system prompt, rules, skills, tools, history.",
@@ -157,62 +162,17 @@ def render_template(template: str, args_text: str) -> str:
 # ---------------------------------------------------------------------------------------------------------------
 
 
-def _unquote(value: str) -> str:
-    value = value.strip()
-    if len(value) >= 2 and value[0] == value[-1] and value[0] in "'\"":
-        return value[1:-1]
-    return value
-
-
-def _split_front_matter(text: str) -> tuple[dict[str, Any], str]:
-    """(front matter, body). Understands the small YAML subset command files use: ``key: value`` scalars, block
-    scalars (``|``/``>``) and an ``arguments`` list of ``- name: …`` maps. No front matter → ``({}, text)``."""
-    lines = text.splitlines(keepends=True)
-    if not lines or lines[0].strip() != "---":
-        return {}, text
-    try:
-        end = next(i for i in range(1, len(lines)) if lines[i].strip() in ("---", "..."))
-    except StopIteration:
-        return {}, text
-    meta: dict[str, Any] = {}
-    block = [line.rstrip("\r\n") for line in lines[1:end]]
-    i = 0
-    while i < len(block):
-        line = block[i]
-        i += 1
-        if not line.strip() or line.lstrip().startswith("#") or line[0].isspace():
-            continue
-        key, sep, value = line.partition(":")
-        if not sep:
-            continue
-        key, value = key.strip(), value.strip()
-        if value in ("|", ">", "|-", ">-", "|+", ">+"):
-            collected = []
-            while i < len(block) and (not block[i].strip() or block[i][0].isspace()):
-                collected.append(block[i].strip())
-                i += 1
-            joiner = "\n" if value.startswith("|") else " "
-            meta[key] = joiner.join(collected).strip()
-        elif value:
-            meta[key] = _unquote(value)
-        else:  # a nested list (``arguments:``)
-            items: list[dict[str, str]] = []
-            while i < len(block) and (not block[i].strip() or block[i][0].isspace()):
-                item_line = block[i].strip()
-                i += 1
-                if not item_line:
-                    continue
-                if item_line.startswith("-"):
-                    items.append({})
-                    item_line = item_line[1:].strip()
-                    if item_line and ":" not in item_line:
-                        items[-1]["name"] = _unquote(item_line)
-                        continue
-                if items and item_line:
-                    k, _, v = item_line.partition(":")
-                    items[-1][k.strip()] = _unquote(v)
-            meta[key] = items
-    return meta, "".join(lines[end + 1:]).lstrip("\r\n")
+def _declared_arguments(value: Any) -> list[dict[str, str]]:
+    """The front matter's ``arguments``: a list of maps (``- name: x``) or of bare names, values as text."""
+    if not isinstance(value, list):
+        return []
+    items: list[dict[str, str]] = []
+    for item in value:
+        if isinstance(item, dict):
+            items.append({str(k): str(v) for k, v in item.items() if v is not None})
+        elif item is not None:
+            items.append({"name": str(item)})
+    return items
 
 
 def _truthy(value: Any, default: bool) -> bool:
@@ -272,9 +232,13 @@ def _load_command(path: Path) -> Command | None:
     except (OSError, UnicodeDecodeError) as exc:
         log.warning("custom command %s skipped: cannot read (%s)", path, type(exc).__name__)
         return None
-    meta, body = _split_front_matter(text)
+    try:
+        meta, body = parse_front_matter(text)
+    except FrontMatterError as exc:
+        log.warning("custom command %s skipped: %s", path, exc)
+        return None
     declared = meta.get("arguments")
-    arguments = _infer_arguments(body, declared if isinstance(declared, list) else [])
+    arguments = _infer_arguments(body, _declared_arguments(declared))
     if arguments is None:
         log.warning("custom command %s skipped: it mixes positional ($1, $ARGS) and named ({{name}}) placeholders",
                     path)

@@ -35,6 +35,11 @@ from ..protocol import (
     CompletionInlineResult,
     ConfigUpdatedChat,
     ConfigUpdatedParams,
+    McpAddServerParams,
+    McpAddServerResult,
+    McpRemoveServerResult,
+    McpUpdateServerParams,
+    McpUpdateServerResult,
     NativeServerUpdatedParams,
     RewritePromptParams,
     RewritePromptResult,
@@ -43,7 +48,8 @@ from ..protocol import (
 from ..retrieval import CodeIndex
 from ..tools.base import ChatDelegate, FileAccess, Tool, ToolContext, llm_name
 from ..tools.notebook_kernel import OwnKernelRunner
-from . import _builtins, _rewind
+from . import _builtins, _mcp_admin, _rewind
+from ._agents import Agents, build_agents, files_signature
 from ._approval import SessionApprovals
 from ._chat import Chat
 from ._chatbook import ChatBook
@@ -56,8 +62,10 @@ from ._notebooks import UndoLog
 from ._prompting import PromptPipeline
 from ._rewrite import Rewriter
 from ._skills import SkillsPlugin, engine_skills
+from ._subagents import Subagents, SubagentsPlugin
 from ._toolbox import Toolbox
 from ._toolcall import Answer, PendingApproval
+from ._trust import WorkspaceTrust, update_chat
 from ._turn import CURRENT_TURN
 from .commands import Command
 from .config import LoadedConfig, ModelInfo, global_config_path, load_config
@@ -70,7 +78,7 @@ __all__ = ["BUILTIN_BEHAVIORS", "DEFAULT_WELCOME", "Engine", "EngineOptions", "L
 
 log = logging.getLogger(__name__)
 
-BUILTIN_BEHAVIORS = ("agent", "plan")
+BUILTIN_BEHAVIORS = ("code", "plan")  # the built-in primary agents (engine/_agents.py); ``agent`` is ``code``
 DEFAULT_WELCOME = "Welcome to eca-notebook! Ask anything about your workspace."
 
 _CREDENTIAL_ENV = re.compile(r"(?i)(API_?KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL)")
@@ -149,6 +157,9 @@ class Engine:
 
             self.mcp = McpManager(self.config.mcp_servers, workspace_folders=self.workspace_folders,
                                   timeout=self.config.mcp_timeout_seconds)
+        self.trust = WorkspaceTrust(self)  # a workspace's own MCP servers and hooks wait for the user (_trust.py)
+        if self.mcp is not None:
+            self.mcp.held = self.trust.held_servers()
         self.file_access: FileAccess | None = None  # a door may route file tools through its client (ACP fs/*)
         # per chat: a door whose client applies that chat's file changes or runs its commands (the session stream)
         self.chat_delegates: dict[str, ChatDelegate] = {}
@@ -164,6 +175,7 @@ class Engine:
         self.session_approvals = SessionApprovals()
         self.pending_approvals: dict[tuple[str, str], PendingApproval] = {}
         self.selected_behavior: str = self._initial_behavior()
+        self.announced_agents: list[str] | None = None  # the agents the last config/updated listed
         self.selected_model: str | None = None
         # the workspace file index behind chat/queryContext, @-completion and the repo map
         self.index: WorkspaceIndex | None = WorkspaceIndex(self.workspace_folders) if self.workspace_folders else None
@@ -174,6 +186,7 @@ class Engine:
         self._closed = False
         self._index_task: asyncio.Task[None] | None = None
         self.config_watcher: ConfigWatcher | None = None  # watches the config files once started
+        self.subagents = Subagents(self)  # spawn_agent's side in the engine (_subagents.py)
         self.toolbox = Toolbox(self)
         self.chat_book = ChatBook(self)
         self.pipeline = PromptPipeline(self)
@@ -183,6 +196,7 @@ class Engine:
         if self.mcp is not None:
             self.add_plugin(self.mcp)
         self.add_plugin(SkillsPlugin(lambda: engine_skills(self)))  # SKILL.md folders (_skills.py)
+        self.add_plugin(SubagentsPlugin(self.subagents))  # the spawn_agent tool (_subagents.py)
 
     def _make_code_index(self) -> CodeIndex | None:
         """The content index, stored beside the chats (``$XDG_CACHE_HOME/eca-notebook/index/<same digest>/``); None
@@ -250,7 +264,11 @@ class Engine:
         # redacted before it is recorded: what is shown is what is saved and replayed
         clean: dict[str, Any] = redact_json(wire)
         chat.record_content(role, clean)
-        self._fan_out("chat/contentReceived", {"chatId": chat.id, "role": role, "content": clean})
+        params = {"chatId": chat.id, "role": role, "content": clean}
+        if chat.parent_chat_id is not None:  # a subagent's chat: clients nest it under the parent's call
+            params["parentChatId"] = chat.parent_chat_id
+        self._fan_out("chat/contentReceived", params)
+        self.hooks.status.content(chat, clean)  # a tool call's state may change the chatStatusChanged snapshot
 
     # -- start-up and config -------------------------------------------------------------------------------------
 
@@ -296,16 +314,37 @@ class Engine:
     @property
     def problems(self) -> list[str]:
         """What is wrong with the configuration, in words for the user."""
-        return list(self.loaded.problems)
+        problems = list(self.loaded.problems)
+        agents = self.agents
+        problems += [p for p in agents.problems if p not in problems]
+        wanted = self.config.default_behavior
+        if agents.canonical(wanted) not in agents.primary():
+            problems.append(f"defaultAgent '{wanted}' is not a primary agent (available: "
+                            f"{', '.join(agents.primary())}); using 'code'")
+        return problems
+
+    @property
+    def agents(self) -> Agents:
+        """The resolved agents (engine/_agents.py): rebuilt when the config is reloaded or an agent file changes."""
+        folders = list(getattr(self, "workspace_folders", []))
+        config_dir = getattr(self, "global_config_dir", None) or global_config_path(self.env).parent
+        key = (id(self.config), files_signature(folders, config_dir))
+        cached = getattr(self, "_agents_cache", None)
+        if cached is None or cached[0] != key:
+            cached = (key, build_agents(self.config, folders, config_dir))
+            self._agents_cache = cached
+        trust = getattr(self, "trust", None)  # an untrusted workspace's looser approvals are held (_trust.py)
+        cached[1].approval_floor = trust.approval_floor if trust is not None else None
+        return cached[1]
 
     def behaviors(self) -> list[str]:
-        """The behaviors a prompt may use: the built-in ``agent`` and ``plan``, then the config's own."""
-        custom = [name for name in self.config.behavior if name not in BUILTIN_BEHAVIORS]
-        return [*BUILTIN_BEHAVIORS, *custom]
+        """The agents a chat may select (primary ones): the built-in ``code`` and ``plan``, then custom ones."""
+        return self.agents.primary()
 
     def _initial_behavior(self) -> str:
         wanted = self.config.default_behavior
-        return wanted if wanted in self.behaviors() else "agent"
+        agent = self.agents.get(wanted)
+        return agent.id if agent is not None and agent.primary else "code"
 
     def welcome_message(self) -> str:
         """The text a client shows in an empty chat."""
@@ -314,12 +353,15 @@ class Engine:
     def config_updated(self) -> ConfigUpdatedParams:
         """``config/updated``: the models, behaviors and selections a client shows."""
         models = self.registry.models()
+        self.announced_agents = self.behaviors()  # (what the clients were told, for the config watch)
         return ConfigUpdatedParams(
             chat=ConfigUpdatedChat(
                 models=models,
                 behaviors=self.behaviors(),
+                agents=self.behaviors(),
                 select_model=self.selected_model or self.registry.default_model(),
                 select_behavior=self.selected_behavior,
+                select_agent=self.selected_behavior,
                 welcome_message=self.welcome_message(),
             )
         )
@@ -385,6 +427,24 @@ class Engine:
         """The system prompt for a small model."""
         return self.toolbox.compact_system_prompt(behavior, tools=tools, info=info)
 
+    # -- MCP servers managed by the user (_mcp_admin.py): written to the config file that owns them ---------------
+
+    async def add_mcp_server(self, params: McpAddServerParams) -> McpAddServerResult:
+        """``mcp/addServer``: persist the server (global or workspace file) and start it; errors are results."""
+        return await _mcp_admin.add_server(self, params)
+
+    async def remove_mcp_server(self, name: str) -> McpRemoveServerResult:
+        """``mcp/removeServer``: stop it, drop its tools and its entry from every config file defining it."""
+        return await _mcp_admin.remove_server(self, name)
+
+    async def update_mcp_server(self, params: McpUpdateServerParams) -> McpUpdateServerResult:
+        """``mcp/updateServer``: new command/args or URL, persisted, and the server restarted."""
+        return await _mcp_admin.update_server(self, params)
+
+    async def set_mcp_server_disabled(self, name: str, disabled: bool) -> str | None:
+        """``mcp/disableServer`` / ``mcp/enableServer``: persisted; a warning when it could only be done for now."""
+        return await _mcp_admin.set_disabled(self, name, disabled)
+
     # -- the prompt pipeline (_prompting.py) ---------------------------------------------------------------------
 
     async def prompt(self, params: ChatPromptParams) -> ChatPromptResult:
@@ -447,6 +507,10 @@ class Engine:
         """An empty chat (REST ``POST /sessions``): saved and announced, ready for its first prompt."""
         return self.chat_book.create(chat_id, title=title, model=model, behavior=behavior)
 
+    def update_chat(self, chat_id: str, *, title: str | None = None, trust: bool | None = None) -> bool:
+        """``chat/update``: title and trust mode (``_trust.update_chat``)."""
+        return update_chat(self, chat_id, title=title, trust=trust)
+
     async def stop(self, chat_id: str) -> bool:
         """Stop the chat's running prompt; False when nothing was running."""
         return await self.chat_book.stop(chat_id)
@@ -455,6 +519,8 @@ class Engine:
         """Stop and forget a chat, saved history included."""
         chat = self.chats.get(chat_id) if chat_id else None
         deleted = await self.chat_book.delete(chat_id)
+        if chat_id:
+            self.subagents.forget(chat_id)  # its subagents' chats go with it
         if deleted and chat_id:
             behavior = chat.behavior if chat is not None else None  # (the chat is gone: nothing is shown in it)
             self.hooks.spawn("chatEnd", {"chat_id": chat_id, "agent": behavior, "behavior": behavior,
@@ -479,9 +545,12 @@ class Engine:
         return _rewind.fork(self, chat_id, content_id).id
 
     def select_behavior(self, behavior: str, chat_id: str | None = None) -> None:
-        """Select the behavior of new prompts (and of the chat, when given); ValueError for an unknown one."""
-        if behavior not in self.behaviors():
-            raise ValueError(f"unknown behavior '{behavior}'; available: {', '.join(self.behaviors())}")
+        """Select the agent of new prompts (and of the chat, when given); ValueError for an unknown one (the
+        deprecated id ``agent`` is ``code``)."""
+        canonical = self.agents.canonical(behavior)
+        if canonical is None or canonical not in self.behaviors():
+            raise ValueError(f"unknown agent '{behavior}'; available: {', '.join(self.behaviors())}")
+        behavior = canonical
         self.selected_behavior = behavior
         chat = self.chats.get(chat_id) if chat_id else None
         if chat is not None:

@@ -62,6 +62,8 @@ class McpManager(BasePlugin):
         self._prompt_specs: dict[tuple[str, str], dict[str, Any]] = {}  # (server, command name) → MCP prompt
         self._progress: set[str] = set()
         self._closed = False
+        # name → why it does not start: a server from an untrusted workspace's config (engine/_trust.py)
+        self.held: dict[str, str] = {}
 
     @property
     def timeout(self) -> float:
@@ -82,9 +84,9 @@ class McpManager(BasePlugin):
     async def start(self) -> None:
         """Start every enabled server concurrently; returns when each is running or failed. Never raises."""
         for connection in self._servers.values():
-            if connection.status == "disabled":
+            if connection.status == "disabled" or connection.name in self.held:
                 self._broadcast("tool/serverUpdated", self.status(connection.name))
-        enabled = [c for c in self._servers.values() if c.status != "disabled"]
+        enabled = [c for c in self._servers.values() if c.status != "disabled" and c.name not in self.held]
         results = await asyncio.gather(*(c.start() for c in enabled), return_exceptions=True)
         for connection, result in zip(enabled, results, strict=True):
             if isinstance(result, BaseException):
@@ -95,8 +97,25 @@ class McpManager(BasePlugin):
         connection = self._known(name)
         if connection is None or self._closed:
             return False
+        if name in self.held:
+            self._broadcast("$/showMessage", {"type": "warning", "message": f"MCP server '{name}': {self.held[name]}."})
+            return False
         await connection.start()
         return connection.status == "running"
+
+    async def hold(self, held: dict[str, str]) -> None:
+        """Hold these servers (name → reason) from now on: a held one that runs is stopped (``/trust off``)."""
+        self.held = {name: why for name, why in held.items() if name in self._servers}
+        for name in self.held:
+            await self._servers[name].stop()
+            self._broadcast("tool/serverUpdated", self.status(name))
+
+    async def release(self, names: list[str]) -> None:
+        """Stop holding *names* and start those not disabled (the workspace was trusted); returns when each is
+        running or failed."""
+        released = [self._servers[n] for n in names if self.held.pop(n, None) is not None and n in self._servers]
+        startable = [c for c in released if c.status != "disabled"]
+        await asyncio.gather(*(c.start() for c in startable), return_exceptions=True)
 
     async def stop_server(self, name: str) -> bool:
         """``mcp/stopServer``: stop the server (its process, or its HTTP session); False for an unknown name."""
@@ -104,6 +123,45 @@ class McpManager(BasePlugin):
         if connection is None:
             return False
         await connection.stop()
+        return True
+
+    # -- servers added, changed or removed while running (mcp/addServer, updateServer, removeServer, …) -------------
+
+    def config_of(self, name: str) -> McpServerConfig | None:
+        connection = self._servers.get(name)
+        return connection.config if connection is not None else None
+
+    async def put_server(self, name: str, config: McpServerConfig) -> None:
+        """Run *name* with *config* from now on: a running server with that name is stopped first (its old process
+        or session must not outlive its entry), then the new connection is announced (``stopped`` or ``disabled``).
+        Starting it is the caller's decision (see ``engine/_mcp_admin.launch``)."""
+        old = self._servers.get(name)
+        if old is not None:
+            await old.stop()
+        cwd = self.workspace_folders[0] if self.workspace_folders else None
+        connection = McpConnection(name, config, cwd=cwd, timeout=self._timeout, on_change=self._changed,
+                                   on_failed=self._failed)
+        connection.closed = self._closed
+        self._servers[name] = connection
+        self._changed(connection)
+
+    async def remove_server(self, name: str) -> bool:
+        """Stop *name*, forget it and its tools, prompts and resources, and broadcast ``tool/serverRemoved``."""
+        connection = self._servers.get(name)
+        if connection is None:
+            return False
+        await connection.stop()
+        self._servers.pop(name, None)
+        self.held.pop(name, None)
+        had_tools = bool(self._tools.pop(name, None))
+        self._rebuild_commands()
+        if name in self._progress:
+            self._progress.discard(name)
+            self._broadcast("$/progress", {"type": "finish", "taskId": f"mcp-{name}",
+                                           "title": f"Starting MCP server {name}"})
+        self._broadcast("tool/serverRemoved", {"name": name})
+        if had_tools and self.engine is not None:
+            self.engine.tools_changed()
         return True
 
     async def aclose(self) -> None:
@@ -126,7 +184,10 @@ class McpManager(BasePlugin):
     def status(self, name: str) -> dict[str, Any]:
         """The ``tool/serverUpdated`` params (``McpServerUpdatedParams``) for one server."""
         connection = self._servers[name]
-        params: dict[str, Any] = {"type": "mcp", "name": name, **connection.describe(), "status": connection.status}
+        params: dict[str, Any] = {"type": "mcp", "name": name, **connection.describe(), "status": connection.status,
+                                  "disabled": bool(connection.config.disabled)}
+        if name in self.held and connection.status != "running":
+            params["status"], params["reason"] = "disabled", self.held[name]
         if connection.status == "running":
             offered = self._offered()
             tools = []
@@ -164,6 +225,8 @@ class McpManager(BasePlugin):
 
     def _changed(self, connection: McpConnection) -> None:
         """A server's status or lists changed: rebuild what we offer, tell the clients and the engine."""
+        if self._servers.get(connection.name) is not connection:
+            return  # replaced or removed (put_server / remove_server): its last words are not news
         before = [(t.name, t.spec) for t in self._tools.get(connection.name, [])]
         running = connection.status == "running"
         specs = connection.tools if running else []

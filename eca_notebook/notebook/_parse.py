@@ -14,13 +14,13 @@ from dataclasses import dataclass, field
 __all__ = ["FORMATS", "SUBCOMMANDS", "USAGE", "MagicRequest", "UsageError", "parse_magic"]
 
 FORMATS = ("markdown", "code", "text")
-SUBCOMMANDS = ("new", "chats", "model", "behavior", "stop", "undo", "config", "mcp", "fix", "rewrite", "help")
+SUBCOMMANDS = ("new", "chats", "model", "agent", "behavior", "stop", "undo", "config", "mcp", "fix", "rewrite", "help")
 
 USAGE = """\
 %eca [options] <prompt>          ask in the current chat (streams into a widget; the kernel stays free)
 %%eca [options]                  the cell body is the prompt
   -m, --model ID                 model for this prompt (see %eca model)
-  -b, --behavior NAME            agent | plan | a custom behavior
+  -a, --agent NAME               code | plan | a custom agent (-b, --behavior: the old name)
   -n, --new                      start a new chat
   -c, --chat NAME                use (and switch to) the chat called NAME (saved: survives restarts)
   -f, --file PATH                attach a file as context (repeatable)
@@ -30,7 +30,9 @@ USAGE = """\
   -y, --yes                      approve every tool call of this prompt without asking
 In the prompt: {expr} inserts a value (name, attribute, In[n], Out[n]); @name attaches a kernel variable
 (type, shape, dtypes, head); @In[n] / @Out[n] attach a cell's source / result; /command args runs an ECA command.
-Subcommands: %eca new | chats | model [id] | behavior [agent|plan] | stop | undo | config | mcp | fix [note] | help
+Subcommands: %eca new | chats | model [id] | agent [code|plan|…] | stop | undo | config | mcp | fix [note] | help
+%eca mcp add [--workspace] <name> <command> [args…] | <url>   add an MCP server (global config unless --workspace)
+%eca mcp remove|enable|disable <name>                          manage an MCP server (written to its config file)
 %eca rewrite <cell> <instruction>  rewrite a cell (In[n] | prev | #<cell-id>) and propose it as a diff"""
 
 
@@ -54,7 +56,8 @@ class MagicRequest:
     yes: bool = False
 
 
-_VALUE_OPTIONS = {"-m": "model", "--model": "model", "-b": "behavior", "--behavior": "behavior", "-c": "chat",
+_VALUE_OPTIONS = {"-m": "model", "--model": "model", "-a": "behavior", "--agent": "behavior", "-b": "behavior",
+                  "--behavior": "behavior", "-c": "chat",
                   "--chat": "chat", "-f": "files", "--file": "files", "-d": "dirs", "--dir": "dirs",
                   "-o": "format", "--format": "format"}
 _FLAG_OPTIONS = {"-n": "new", "--new": "new", "-w": "wait", "--wait": "wait", "-y": "yes", "--yes": "yes"}
@@ -121,10 +124,12 @@ def _subcommand(text: str) -> tuple[str, str] | None:
     name, rest = words[0], words[1:]
     if name in ("new", "chats", "stop", "undo", "config", "mcp", "help") and not rest:
         return name, ""
-    if name in ("model", "behavior") and len(rest) <= 1:
-        return name, rest[0] if rest else ""
+    if name in ("model", "agent", "behavior") and len(rest) <= 1:
+        return ("behavior" if name == "agent" else name), rest[0] if rest else ""  # (`behavior`: the old name)
     if name == "fix":
         return name, text.strip()[len("fix"):].strip()
+    if name == "mcp" and rest[0] in ("add", "remove", "enable", "disable"):  # (rest is not empty here)
+        return name, text.strip()[len("mcp"):].strip()
     if name == "rewrite" and rest and _REWRITE_TARGET.fullmatch(rest[0]):  # else a prompt starting "rewrite …"
         return name, text.strip()[len("rewrite"):].strip()
     return None

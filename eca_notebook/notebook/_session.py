@@ -150,7 +150,10 @@ class NotebookSession:
         if method == "tool/serverUpdated" and params.get("type") == "mcp":
             self.mcp_servers[str(params.get("name"))] = params
             return
-        chat_id = params.get("chatId")
+        if method == "tool/serverRemoved":
+            self.mcp_servers.pop(str(params.get("name")), None)
+            return
+        chat_id = params.get("parentChatId") or params.get("chatId")  # a subagent's: drawn in its parent's views
         for view in list(self.views.get(chat_id, ())) if isinstance(chat_id, str) else ():
             try:
                 view.handle(method, params)
@@ -365,12 +368,12 @@ class NotebookSession:
     # -- the views' controller -----------------------------------------------------------------------------------
 
     def approve(self, view: Any, call: ToolCallState, save: str | None, hunks: list[str] | None = None) -> None:
-        if self.client is not None and view.chat_id:
-            self.submit(self.client.approve(view.chat_id, call.id, save=save, hunks=hunks))
+        if self.client is not None and view.chat_id:  # (a subagent's call is answered in its own chat)
+            self.submit(self.client.approve(call.chat_id or view.chat_id, call.id, save=save, hunks=hunks))
 
     def reject(self, view: Any, call: ToolCallState) -> None:
         if self.client is not None and view.chat_id:
-            self.submit(self.client.reject(view.chat_id, call.id))
+            self.submit(self.client.reject(call.chat_id or view.chat_id, call.id))
 
     def undo(self, view: Any, call: ToolCallState, done: Callable[[bool, str], None]) -> None:
         """The card's Undo: ``done(undone, message)`` is called with the engine's answer."""

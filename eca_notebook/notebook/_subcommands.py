@@ -9,9 +9,10 @@ stderr, not raised.
 from __future__ import annotations
 
 import logging
+import shlex
 import sys
 import uuid
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from ._display import show_markdown
 from ._fix import fix
@@ -92,6 +93,9 @@ async def subcommand(session: NotebookSession, request: MagicRequest) -> Any:
         show_markdown(describe_config(session))
         return None
     if name == "mcp":
+        if arg:
+            await manage_mcp(client, arg)
+            return None
         show_markdown(describe_mcp(session))
         return None
     raise AssertionError(name)
@@ -111,7 +115,7 @@ def describe_config(session: NotebookSession) -> str:
             lines.append(f"- config {source.name}{where}: {state}{problem}")
     lines.append(f"- model: `{client.default_model or '(none)'}` of {len(client.models)} available "
                  "(`%eca model` lists them)")
-    lines.append(f"- behavior: `{client.default_behavior}` (of {', '.join(client.behaviors)})")
+    lines.append(f"- agent: `{client.default_behavior}` (of {', '.join(client.behaviors)})")
     lines.append(f"- current chat: `{session.chat_id or '(new on the next prompt)'}`")
     lines.append(f"- output: {session.mode()}")
     tools = [t.get("name") for t in client.tools if not t.get("disabled")]
@@ -144,6 +148,42 @@ def describe_mcp(session: NotebookSession) -> str:
     return "\n".join(lines)
 
 
+async def manage_mcp(client: EcaClient, arg: str) -> None:
+    """``%eca mcp add [--workspace] <name> <command> [args…] | <url>`` and ``%eca mcp remove|enable|disable <name>``:
+    the ``mcp/*`` requests, so the change is written to the config file that owns the server (engine/_mcp_admin.py)."""
+    from ..protocol import McpAddServerParams, McpDisableServerParams, McpEnableServerParams, McpRemoveServerParams
+
+    words = shlex.split(arg)
+    action, rest = words[0], words[1:]
+    workspace = "--workspace" in rest
+    rest = [w for w in rest if w != "--workspace"]
+    if not rest or (action == "add" and len(rest) < 2):
+        usage = "add [--workspace] <name> <command> [args…] | <url>" if action == "add" else f"{action} <name>"
+        print(f"%eca: usage: %eca mcp {usage}", file=sys.stderr)
+        return
+    name = rest[0]
+    if action in ("enable", "disable"):
+        note = McpEnableServerParams(name=name) if action == "enable" else McpDisableServerParams(name=name)
+        await client.notify(f"mcp/{action}Server", note.dump())
+        print(f"MCP server {name}: {action}d (see %eca mcp)")
+        return
+    if action == "remove":
+        result = await client.request("mcp/removeServer", McpRemoveServerParams(name=name).dump()) or {}
+    else:
+        scope: Literal["global", "workspace"] = "workspace" if workspace else "global"
+        target = rest[1]
+        if "://" in target and len(rest) == 2:
+            params = McpAddServerParams(name=name, url=target, scope=scope)
+        else:
+            params = McpAddServerParams(name=name, command=target, args=rest[2:], scope=scope)
+        result = await client.request("mcp/addServer", params.dump()) or {}
+    error = result.get("error")
+    if error:
+        print(f"%eca: {error.get('message')}", file=sys.stderr)
+    else:
+        print(f"MCP server {name}: {'removed' if action == 'remove' else 'added (starting; see %eca mcp)'}")
+
+
 def _cell(value: Any) -> str:
     return str(value or "").replace("|", "\\|").replace("\n", " ")
 
@@ -157,10 +197,10 @@ async def _select(client: EcaClient, chat_id: str | None, kind: str, arg: str) -
         except ValueError as exc:
             print(f"%eca: {exc}", file=sys.stderr)
             return None
-        print(f"{kind.capitalize()}: {arg}")
+        print(f"Model: {arg}" if kind == "model" else f"Agent: {client.default_behavior}")
         return None
     names, default = ((client.models, client.default_model) if kind == "model"
                       else (client.behaviors, client.default_behavior))
     listing = "\n".join(f"- **{n}** (selected)" if n == default else f"- {n}" for n in names)
-    show_markdown(listing or ("No models available." if kind == "model" else "No behaviors available."))
+    show_markdown(listing or ("No models available." if kind == "model" else "No agents available."))
     return None

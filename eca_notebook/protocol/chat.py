@@ -39,12 +39,15 @@ __all__ = [
     "ChatQueryContextResult",
     "ChatRollbackParams",
     "ChatRollbackResult",
+    "ChatSelectedAgentChangedParams",
     "ChatSelectedBehaviorChangedParams",
     "ChatSelectedModelChangedParams",
     "ChatStatusChangedParams",
     "ChatSummary",
     "ChatToolCallApproveParams",
     "ChatToolCallRejectParams",
+    "ChatUpdateParams",
+    "ChatUpdateResult",
 ]
 
 _Contexts = Annotated[list[ChatContext], NoneAsEmptyList]
@@ -63,6 +66,9 @@ class ChatPromptParams(EcaModel):
     #: copied here so the engine has one place to look.
     request_id: str | int | None = None
     contexts: _Contexts = Field(default_factory=list)
+    #: Trust mode for this chat (the reference's): tool calls that would ask are auto-approved — never a ``deny``,
+    #: and here never a call outside the workspace. Kept on the chat; absent leaves it as it was.
+    trust: bool | None = None
 
     @model_validator(mode="before")
     @classmethod
@@ -184,6 +190,26 @@ class ChatDeleteParams(EcaModel):
 
 class ChatDeleteResult(EcaModel):
     """Empty object."""
+
+
+class ChatUpdateParams(EcaModel):
+    """``chat/update``: change a chat's title or its trust mode (applies at once, to the running prompt too)."""
+
+    chat_id: ChatId
+    title: str | None = None
+    trust: bool | None = None
+
+
+class ChatUpdateResult(EcaModel):
+    """Empty object."""
+
+
+class ChatSelectedAgentChangedParams(EcaModel):
+    """``chat/selectedAgentChanged``: the user picked another agent (the reference's newer name of
+    ``chat/selectedBehaviorChanged``, which stays)."""
+
+    agent: str
+    chat_id: ChatId | None = None
 
 
 class ChatSelectedBehaviorChangedParams(EcaModel):

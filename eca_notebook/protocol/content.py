@@ -38,6 +38,7 @@ __all__ = [
     "ReasonTextChunk",
     "ReasonTextContent",
     "RetrievalDetails",
+    "SubagentDetails",
     "TextChunk",
     "TextContent",
     "ToolCallDetails",
@@ -201,14 +202,33 @@ class RetrievalDetails(EcaModel):
     message: str | None = None
 
 
+class SubagentDetails(EcaModel):
+    """Attached to a ``spawn_agent`` call (the reference's ``SubagentDetails``): which subagent runs the task, in
+    which chat — every ``chat/contentReceived`` of that chat carries ``parentChatId`` — and how far it got. Sent
+    again on ``toolCallRunning`` each time the subagent starts a step."""
+
+    type: Literal["subagent"] = "subagent"
+    #: The subagent's chat (``subagent-…``): links its contents to this call.
+    subagent_chat_id: str | None = None
+    model: str
+    variant: str | None = None
+    agent_name: str
+    #: None: no step limit.
+    max_steps: int | None = None
+    step: int = 0
+
+
 def _details_type(value: Any) -> str:
     kind = value.get("type") if isinstance(value, dict) else getattr(value, "type", None)
-    return "retrieval" if kind == "retrieval" else "fileChange"  # details without a type are the original kind
+    if kind in ("retrieval", "subagent"):
+        return str(kind)
+    return "fileChange"  # details without a type are the original kind
 
 
-#: What a tool call's ``details`` may be: a file change (the diff to approve) or a code search's outcome.
+#: What a tool call's ``details`` may be: a file change (the diff to approve), a code search's outcome or a subagent.
 ToolCallDetails = Annotated[
-    Annotated[FileChangeDetails, Tag("fileChange")] | Annotated[RetrievalDetails, Tag("retrieval")],
+    Annotated[FileChangeDetails, Tag("fileChange")] | Annotated[RetrievalDetails, Tag("retrieval")]
+    | Annotated[SubagentDetails, Tag("subagent")],
     Discriminator(_details_type),
 ]
 

@@ -67,6 +67,9 @@ class ToolCallState:
     undone: bool = False
     #: The engine's risk assessment (wire form ``{"level", "reason"}``), from the first content that carries it.
     risk: dict[str, Any] | None = None
+    #: A subagent's call (shown nested in its parent's ``spawn_agent`` card): the subagent's chat, where it is
+    #: approved; None: a call of the chat shown.
+    chat_id: str | None = None
 
     @property
     def reject_reason(self) -> str | None:

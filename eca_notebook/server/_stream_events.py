@@ -115,6 +115,8 @@ class Ask:
     call: Call
     risk: Literal["low", "medium", "high"] = "medium"
     reason: str = ""
+    #: The engine chat the call waits in, when not the session's own: a subagent's (its parent is the session's).
+    chat_id: str | None = None
 
 
 @dataclass
@@ -188,6 +190,10 @@ class SessionBook:
             return self._run(content)
         if kind == "toolCallRunning":  # approved: its details are now what will be written (the chosen hunks)
             details = _dict(content.get("details"))
+            if details.get("type") == "subagent" and details.get("step"):  # a subagent's step: nested progress
+                steps = f"{details['step']}/{details['maxSteps']}" if details.get("maxSteps") else details["step"]
+                label = content.get("summary") or details.get("agentName") or "subagent"
+                return [AssistantThinking(phase="executing", message=f"{label}: step {steps}")], None, False
             call = self.calls.get(str(content.get("id") or ""))
             if call is not None and details.get("type") == "fileChange":
                 call.details = details

@@ -45,7 +45,10 @@ from ._stream_context import (
 )
 from ._stream_events import Ask, Call, SessionBook, TurnRecord, hunks_in_diff, relative, working_directory
 from ._stream_schema import (
+    AgentPlan,
     AssistantMessageFinal,
+    AssistantThinking,
+    AssistantToken,
     ClientApprovalResponse,
     ClientCancel,
     ClientCommandResult,
@@ -130,6 +133,7 @@ class StreamSession:
         self._command_waits: dict[str, asyncio.Future[CommandOutcome]] = {}
         self._patch_waits: dict[str, asyncio.Future[ClientPatchApplyResult]] = {}
         self._delegate: ChatDelegate | None = None
+        self._subagents: dict[str, SessionBook] = {}  # a subagent's chat id → its contents' translation
         self._turn_task: asyncio.Task[None] | None = None
         self._tasks = BackgroundTasks("session-stream", logger=log)
         self._closed = False
@@ -137,8 +141,15 @@ class StreamSession:
     # -- the engine's side ---------------------------------------------------------------------------------------
 
     def send(self, method: str, params: dict[str, Any]) -> None:
-        """Listener: this chat's contents only (the engine sends every chat's to every listener)."""
+        """Listener: this chat's contents only (the engine sends every chat's to every listener), and its
+        subagents'."""
         if params.get("chatId") != self.chat_id:
+            if method == "chat/contentReceived" and params.get("parentChatId") == self.chat_id:
+                try:
+                    self._subagent_content(str(params.get("chatId")), str(params.get("role")),
+                                           params.get("content") or {})
+                except Exception:
+                    log.exception("could not translate a subagent content of session %s", self.chat_id)
             return
         if method == "chat/contentReceived":
             try:
@@ -165,14 +176,39 @@ class StreamSession:
             self.error("MODEL_ERROR", turn.error, {"session_id": self.chat_id})
         if ask is not None and approved_already:
             # the user approved "all" earlier in this turn: later changes of the turn need no new answer
-            self._later(self.engine.approve, self.chat_id, ask.call_id)
+            self._later(self.engine.approve, ask.chat_id or self.chat_id, ask.call_id)
             ask = None
         if ask is not None:
             changed = self._ask(ask) or changed
         if content.get("type") in ("toolCallRunning", "toolCalled", "toolCallRejected"):
             # answered elsewhere too (the panel shows the same chat): the call no longer waits for this client
             call_id = str(content.get("id") or "")
-            for request_id in [r for r, a in self.asks.items() if a.call_id == call_id]:
+            for request_id in [r for r, a in self.asks.items() if a.call_id == call_id and a.chat_id is None]:
+                del self.asks[request_id]
+                changed = True
+        if changed:
+            self.emit_state()
+
+    def _subagent_content(self, child: str, role: str, content: dict[str, Any]) -> None:
+        """A content of a subagent this session's chat spawned: its tool calls (``tool.execute``, patches) and their
+        approvals are this session's — answered in the subagent's chat — while its texts are not the answer (the
+        parent's ``spawn_agent`` result carries it)."""
+        book = self._subagents.get(child)
+        if book is None:
+            book = self._subagents[child] = SessionBook(self.book.folders)
+        messages, ask, changed = book.translate(role, content)
+        for message in messages:
+            if isinstance(message, (AssistantToken, AgentPlan)) or (
+                    isinstance(message, AssistantThinking) and message.phase == "planning"):
+                continue
+            self.emit(message)
+        if ask is not None:
+            ask.chat_id = child
+            ask.request_id = f"req_{child}_{ask.call_id}"
+            changed = self._ask(ask) or changed
+        if content.get("type") in ("toolCallRunning", "toolCalled", "toolCallRejected"):
+            call_id = str(content.get("id") or "")
+            for request_id in [r for r, a in self.asks.items() if a.call_id == call_id and a.chat_id == child]:
                 del self.asks[request_id]
                 changed = True
         if changed:
@@ -401,7 +437,7 @@ class StreamSession:
         call = ask.call
         if ask.kind == "command":
             if self.command_mode is None:
-                self._later(self.engine.reject, self.chat_id, ask.call_id)
+                self._later(self.engine.reject, ask.chat_id or self.chat_id, ask.call_id)
                 self.error("POLICY_VIOLATION", "running commands is not allowed for this session "
                                                "(commandExecution.modes)", {"command": call.args.get("command")})
                 return False
@@ -454,12 +490,13 @@ class StreamSession:
             self.book.turn.approve_all = True  # and every later file change or tool call of this turn
         for target in targets:
             self.asks.pop(target.request_id, None)
+            chat_id = target.chat_id or self.chat_id  # (a subagent's call waits in its own chat)
             if not message.approved:
-                self.engine.reject(self.chat_id, target.call_id)
+                self.engine.reject(chat_id, target.call_id)
             elif message.scope == "hunk" and target is ask:
-                self.engine.approve(self.chat_id, target.call_id, hunks=list(message.hunks or []))
+                self.engine.approve(chat_id, target.call_id, hunks=list(message.hunks or []))
             else:
-                self.engine.approve(self.chat_id, target.call_id)
+                self.engine.approve(chat_id, target.call_id)
         self.emit_state()
 
     # -- commands in the client's terminal (local_terminal) ------------------------------------------------------
@@ -502,7 +539,7 @@ class StreamSession:
         if ask is not None:  # a result for a command still awaiting approval counts as approved
             self.asks.pop(command_id, None)
             self._early[command_id] = outcome
-            self.engine.approve(self.chat_id, ask.call_id)
+            self.engine.approve(ask.chat_id or self.chat_id, ask.call_id)
             self.emit_state()
             return
         future = self._command_waits.get(command_id)

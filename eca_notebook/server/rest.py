@@ -133,11 +133,16 @@ class PolicyHandler(EcaApiHandler):
         approval = body.approval.model_dump(mode="json")
         persisted = False
         if not engine.config.pure_config:
+            trusted = engine.trust.trusted_now()
             try:
                 await asyncio.to_thread(persist_approval, engine, workspace.folders, approval)
             except PolicyFileError as exc:
                 raise ApiHTTPError(409, str(exc)) from None
             persisted = True
+            # The user's own policy is now in the workspace file: reload it at once and keep a trusted workspace
+            # trusted, or its allow rules would be held as the workspace's own (engine/_trust.py).
+            await engine.reload_config()
+            engine.trust.keep_trusted(trusted)
         engine.config.tool_call.approval = ApprovalConfig.model_validate(approval)
         engine.tools_changed()  # a bare deny hides a tool: clients get the native tool list again
         self.send(self._policy(workspace, engine, persisted=persisted))
@@ -267,7 +272,8 @@ class SessionsHandler(EcaApiHandler):
         problems: list[dict[str, Any]] = []
         if body.model is not None and body.model not in engine.registry.models():
             problems.append({"loc": ["model"], "msg": f"unknown model {body.model!r}", "type": "value_error"})
-        if body.behavior is not None and body.behavior not in engine.behaviors():
+        behavior = engine.agents.canonical(body.behavior) or body.behavior  # (the deprecated ``agent`` is ``code``)
+        if behavior is not None and behavior not in engine.behaviors():
             problems.append({"loc": ["behavior"], "msg": f"unknown behavior {body.behavior!r}", "type": "value_error"})
         if problems:
             raise ApiHTTPError(400, "invalid body: " + "; ".join(p["msg"] for p in problems), details=problems)
@@ -276,9 +282,9 @@ class SessionsHandler(EcaApiHandler):
             raise ApiHTTPError(409, f"session {chat_id!r} already exists")
         prompt_status = None
         if body.message is None or body.title is not None:
-            engine.create_chat(chat_id, title=body.title, model=body.model, behavior=body.behavior)
+            engine.create_chat(chat_id, title=body.title, model=body.model, behavior=behavior)
         if body.message is not None:
-            params = ChatPromptParams(chat_id=chat_id, message=body.message, model=body.model, behavior=body.behavior)
+            params = ChatPromptParams(chat_id=chat_id, message=body.message, model=body.model, behavior=behavior)
             result = await engine.prompt(params)
             prompt_status = result.status
         chat = engine.get_chat(chat_id)
@@ -359,7 +365,7 @@ class CurrentModelHandler(EcaApiHandler):
             available = ", ".join(engine.registry.models()) or "none"
             problems.append({"loc": ["model"], "msg": f"unknown model {body.model!r} (available: {available})",
                              "type": "value_error"})
-        if body.behavior is not None and body.behavior not in engine.behaviors():
+        if body.behavior is not None and engine.agents.canonical(body.behavior) not in engine.behaviors():
             problems.append({"loc": ["behavior"], "msg": f"unknown behavior {body.behavior!r} (available: "
                                                          f"{', '.join(engine.behaviors())})", "type": "value_error"})
         if problems:

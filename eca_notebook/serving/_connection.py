@@ -46,16 +46,23 @@ from ..protocol import (
     ChatQueryContextParams,
     ChatRollbackParams,
     ChatRollbackResult,
+    ChatSelectedAgentChangedParams,
     ChatSelectedBehaviorChangedParams,
     ChatSelectedModelChangedParams,
     ChatToolCallApproveParams,
     ChatToolCallRejectParams,
     ChatToolCallUndoParams,
+    ChatUpdateParams,
     CompletionInlineParams,
     InitializeParams,
     InitializeResult,
+    McpAddServerParams,
+    McpDisableServerParams,
+    McpEnableServerParams,
+    McpRemoveServerParams,
     McpStartServerParams,
     McpStopServerParams,
+    McpUpdateServerParams,
     RewritePromptParams,
     RewriteStopParams,
     invalid_params,
@@ -216,11 +223,13 @@ class ServerConnection:
         r("chat/prompt", self.chat_prompt)
         r("chat/promptStop", self.chat_prompt_stop)
         r("chat/delete", self.chat_delete)
+        r("chat/update", self.chat_update)
         r("chat/list", self.chat_list)
         r("chat/open", self.chat_open)
         r("chat/rollback", self.chat_rollback)
         r("chat/fork", self.chat_fork)
         r("chat/selectedBehaviorChanged", self.selected_behavior_changed)
+        r("chat/selectedAgentChanged", self.selected_agent_changed)
         r("chat/selectedModelChanged", self.selected_model_changed)
         r("chat/queryContext", self.query_context)
         r("chat/queryCommands", self.query_commands)
@@ -229,6 +238,11 @@ class ServerConnection:
         r("chat/toolCallUndo", self.tool_call_undo)
         r("mcp/startServer", self.mcp_start_server)
         r("mcp/stopServer", self.mcp_stop_server)
+        r("mcp/addServer", self.mcp_add_server)
+        r("mcp/removeServer", self.mcp_remove_server)
+        r("mcp/updateServer", self.mcp_update_server)
+        r("mcp/enableServer", self.mcp_enable_server)
+        r("mcp/disableServer", self.mcp_disable_server)
         r("completion/inline", self.completion_inline)
         r("rewrite/prompt", self.rewrite_prompt)
         r("rewrite/stop", self.rewrite_stop)
@@ -304,6 +318,11 @@ class ServerConnection:
         await self._engine().delete(params.chat_id)
         return {}
 
+    def chat_update(self, params: ChatUpdateParams) -> dict[str, Any]:
+        if not self._engine().update_chat(params.chat_id, title=params.title, trust=params.trust):
+            raise RpcError(INVALID_REQUEST, f"Unknown chat: {params.chat_id}")
+        return {}
+
     def chat_list(self, params: ChatListParams | None) -> dict[str, Any]:
         chats = self._engine().list_chats(params)
         return {"chats": [{**c, "id": self.aliases.external(c["id"])} for c in chats]}
@@ -323,6 +342,12 @@ class ServerConnection:
     def selected_behavior_changed(self, params: ChatSelectedBehaviorChangedParams) -> None:
         try:
             self._engine().select_behavior(params.behavior, params.chat_id)
+        except ValueError as exc:
+            self.send("$/showMessage", {"type": "warning", "message": str(exc)})
+
+    def selected_agent_changed(self, params: ChatSelectedAgentChangedParams) -> None:
+        try:
+            self._engine().select_behavior(params.agent, params.chat_id)
         except ValueError as exc:
             self.send("$/showMessage", {"type": "warning", "message": str(exc)})
 
@@ -367,6 +392,28 @@ class ServerConnection:
         manager = self._mcp(params.name)
         if manager is not None:
             self._spawn(manager.stop_server(params.name), "eca-mcp-stop")
+
+    # mcp/addServer|removeServer|updateServer|enableServer|disableServer: engine/_mcp_admin.py (errors are results)
+
+    async def mcp_add_server(self, params: McpAddServerParams) -> dict[str, Any]:
+        return (await self._engine().add_mcp_server(params)).dump()
+
+    async def mcp_remove_server(self, params: McpRemoveServerParams) -> dict[str, Any]:
+        return (await self._engine().remove_mcp_server(params.name)).dump()
+
+    async def mcp_update_server(self, params: McpUpdateServerParams) -> dict[str, Any]:
+        return (await self._engine().update_mcp_server(params)).dump()
+
+    def mcp_enable_server(self, params: McpEnableServerParams) -> None:
+        self._spawn(self._mcp_set_disabled(params.name, False), "eca-mcp-enable")
+
+    def mcp_disable_server(self, params: McpDisableServerParams) -> None:
+        self._spawn(self._mcp_set_disabled(params.name, True), "eca-mcp-disable")
+
+    async def _mcp_set_disabled(self, name: str, disabled: bool) -> None:
+        warning = await self._engine().set_mcp_server_disabled(name, disabled)
+        if warning:
+            self.send("$/showMessage", {"type": "warning", "message": warning})
 
     async def completion_inline(self, params: CompletionInlineParams) -> dict[str, Any]:
         # a newer request of this connection without a path supersedes this one (engine/_inline.py)

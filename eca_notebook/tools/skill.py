@@ -21,7 +21,7 @@ from ._args import ToolArgs
 from ._tool import NativeTool
 from .base import Prepared, ToolContext, ToolResult
 
-__all__ = ["Scope", "Skill", "SkillArgs", "SkillTool"]
+__all__ = ["Scope", "Skill", "SkillArgs", "SkillTool", "skill_text"]
 
 _MAX_LISTED_FILES = 100  # the files the tool lists of one skill folder
 
@@ -88,11 +88,18 @@ class SkillTool(NativeTool[SkillArgs]):
         if skill is None:
             names = ", ".join(s.name for s in skills) or "none"
             raise self.fail(f"no skill named '{wanted}'. Available skills: {names}")
-        files, cut = _folder_files(skill.folder)
-        parts = [f"**Skill**: {skill.name}", f"**Base directory**: {skill.folder}", "", skill.body.strip()]
-        if files:
-            parts += ["", f"Other files in {skill.folder} (read them with read_file when the skill needs them):"]
-            parts += [f"- {f}" for f in files]
-            if cut:
-                parts.append(f"- … (only the first {_MAX_LISTED_FILES} are listed)")
-        return ToolResult(output="\n".join(parts))
+        return ToolResult(output=skill_text(skill))
+
+
+def skill_text(skill: Skill, body: str | None = None) -> str:
+    """What the model reads of a loaded skill — by this tool, or in the prompt of a ``/skill-name`` command: its
+    name, folder, body (``body``: the command's, its arguments filled in) and the folder's other files."""
+    files, cut = _folder_files(skill.folder)
+    parts = [f"**Skill**: {skill.name}", f"**Base directory**: {skill.folder}", "",
+             (skill.body if body is None else body).strip()]
+    if files:
+        parts += ["", f"Other files in {skill.folder} (read them with read_file when the skill needs them):"]
+        parts += [f"- {f}" for f in files]
+        if cut:
+            parts.append(f"- … (only the first {_MAX_LISTED_FILES} are listed)")
+    return "\n".join(parts)

@@ -21,6 +21,15 @@ import type {
   CompletionInlineResult,
   ConfigUpdatedParams,
   EditorDiagnostic,
+  EditorGetDefinitionParams,
+  EditorGetDefinitionResult,
+  EditorGetReferencesParams,
+  EditorGetReferencesResult,
+  McpAddServerParams,
+  McpAddServerResult,
+  McpRemoveServerResult,
+  McpUpdateServerParams,
+  McpUpdateServerResult,
   NotebookApplyEditParams,
   NotebookApplyEditResult,
   NotebookGetCellsParams,
@@ -63,6 +72,15 @@ export interface NotebookProvider {
   runCells(params: NotebookRunCellsParams, signal?: AbortSignal): Promise<NotebookRunCellsResult>;
 }
 
+/**
+ * Answers `editor/getDefinition` and `editor/getReferences` (see `lspNavigation.ts`): a `no-server` or `error` status
+ * makes the engine answer from its content index instead.
+ */
+export interface NavigationProvider {
+  definition(params: EditorGetDefinitionParams): Promise<EditorGetDefinitionResult>;
+  references(params: EditorGetReferencesParams): Promise<EditorGetReferencesResult>;
+}
+
 export interface KeyValueStorage {
   getItem(key: string): string | null;
   setItem(key: string, value: string): void;
@@ -82,6 +100,11 @@ export interface EcaClientOptions {
    * (`capabilities.codeAssistant.editor.notebooks`) is advertised and the requests are served only when given.
    */
   notebooks?: NotebookProvider;
+  /**
+   * Answers `editor/getDefinition` / `editor/getReferences`; the capabilities (`editor.definition`, `.references`)
+   * are advertised and the requests served only when given.
+   */
+  navigation?: NavigationProvider;
   /** `$/showMessage` and the client's own errors. */
   onMessage?: (message: ShowMessageParams) => void;
   /** Remembers the chat shown last, so a page reload shows it again. */
@@ -110,7 +133,18 @@ export class EcaClient {
   /** Start-up work the server reports with `$/progress` ("Loading models"), if any. */
   serverProgress: string | null = null;
   /** MCP servers by name, as their last `tool/serverUpdated` described them (status, tools). */
-  readonly mcpServers = new Map<string, { name: string; status: string; tools?: unknown[] | null }>();
+  readonly mcpServers = new Map<
+    string,
+    {
+      name: string;
+      status: string;
+      tools?: unknown[] | null;
+      command?: string | null;
+      args?: string[];
+      url?: string | null;
+      disabled?: boolean | null;
+    }
+  >();
   /** How many times `initialize` succeeded (reconnects count). */
   handshakes = 0;
   /** The model's questions (`chat/askQuestion`) waiting for an answer in the panel, per chat. */
@@ -181,7 +215,12 @@ export class EcaClient {
         capabilities: {
           codeAssistant: {
             chat: true,
-            editor: { diagnostics: Boolean(this._options.diagnostics), notebooks: Boolean(this._options.notebooks) },
+            editor: {
+              diagnostics: Boolean(this._options.diagnostics),
+              notebooks: Boolean(this._options.notebooks),
+              definition: Boolean(this._options.navigation),
+              references: Boolean(this._options.navigation)
+            },
             chatCapabilities: { askQuestion: true }
           }
         },
@@ -237,7 +276,7 @@ export class EcaClient {
     t.onNotification('config/updated', (params: ConfigUpdatedParams) => this._applyConfig(params));
     t.onNotification('chat/contentReceived', (params: any) => {
       if (params && typeof params.chatId === 'string' && params.content) {
-        this.store.applyContent(params.chatId, params.role as Role, params.content);
+        this.store.applyContent(params.chatId, params.role as Role, params.content, params.parentChatId);
       }
     });
     t.onNotification('chat/opened', (params: any) => {
@@ -283,6 +322,11 @@ export class EcaClient {
         this.store.changed();
       }
     });
+    t.onNotification('tool/serverRemoved', (params: any) => {
+      if (typeof params?.name === 'string' && this.mcpServers.delete(params.name)) {
+        this.store.changed();
+      }
+    });
     t.onNotification('rewrite/contentReceived', (params: RewriteContentReceivedParams) => {
       const listener = params?.rewriteId ? this._rewrites.get(params.rewriteId) : undefined;
       if (listener && params.content) {
@@ -305,6 +349,11 @@ export class EcaClient {
     t.onRequest('chat/askQuestion', (params: ChatAskQuestionParams, signal: AbortSignal) =>
       this.questions.ask(params, signal)
     );
+    const navigation = this._options.navigation;
+    if (navigation) {
+      t.onRequest('editor/getDefinition', (params: EditorGetDefinitionParams) => navigation.definition(params));
+      t.onRequest('editor/getReferences', (params: EditorGetReferencesParams) => navigation.references(params));
+    }
     const notebooks = this._options.notebooks;
     if (notebooks) {
       t.onRequest('notebook/getCells', (params: NotebookGetCellsParams) => notebooks.getCells(params));
@@ -324,16 +373,19 @@ export class EcaClient {
     if (chat.models) {
       config.models = chat.models;
     }
-    if (chat.behaviors) {
-      config.behaviors = chat.behaviors;
+    // `agents`/`selectAgent`: the reference's newer names of the same lists (older servers send only behaviors)
+    const agents = chat.agents ?? chat.behaviors;
+    if (agents) {
+      config.behaviors = agents;
     }
     if (chat.selectModel) {
       config.model = chat.selectModel;
     } else if (config.model && chat.models && !chat.models.includes(config.model)) {
       config.model = chat.models[0];
     }
-    if (chat.selectBehavior) {
-      config.behavior = chat.selectBehavior;
+    const selectAgent = chat.selectAgent ?? chat.selectBehavior;
+    if (selectAgent) {
+      config.behavior = selectAgent;
     }
     if (chat.welcomeMessage !== undefined) {
       config.welcomeMessage = chat.welcomeMessage;
@@ -428,6 +480,26 @@ export class EcaClient {
   /** Start or stop an MCP server (`mcp/startServer` / `mcp/stopServer`); its new status arrives as a notification. */
   setMcpServerRunning(name: string, running: boolean): Promise<void> {
     return running ? this.notify('mcp/startServer', { name }) : this.notify('mcp/stopServer', { name });
+  }
+
+  /** `mcp/addServer`: written to the global or workspace config and started; the row arrives as `tool/serverUpdated`. */
+  addMcpServer(params: McpAddServerParams): Promise<McpAddServerResult> {
+    return this.call('mcp/addServer', params, { timeoutMs: 60000 });
+  }
+
+  /** `mcp/updateServer`: a new command/args or URL, written to the server's config file; it restarts. */
+  updateMcpServer(params: McpUpdateServerParams): Promise<McpUpdateServerResult> {
+    return this.call('mcp/updateServer', params, { timeoutMs: 60000 });
+  }
+
+  /** `mcp/removeServer`: stopped and deleted from its config file; the row goes with `tool/serverRemoved`. */
+  removeMcpServer(name: string): Promise<McpRemoveServerResult> {
+    return this.call('mcp/removeServer', { name }, { timeoutMs: 60000 });
+  }
+
+  /** `mcp/enableServer` / `mcp/disableServer` (persisted as `disabled: true` in its config file). */
+  setMcpServerEnabled(name: string, enabled: boolean): Promise<void> {
+    return enabled ? this.notify('mcp/enableServer', { name }) : this.notify('mcp/disableServer', { name });
   }
 
   async stop(chatId?: string): Promise<void> {

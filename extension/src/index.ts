@@ -6,6 +6,8 @@
  * ECA JSON-RPC over it: `initialize` with no workspace folders (the server uses its root), `initialized`, then
  * chats. `$/showMessage` becomes a JupyterLab notification; `editor/getDiagnostics` is answered from the open
  * notebooks' error outputs, and the engine's `notebook/*` requests (read, edit, run cells) from the open notebooks.
+ * `editor/getDefinition` / `editor/getReferences` are answered from JupyterLab's language servers when its LSP plug-in is
+ * there (lspNavigation.ts; otherwise, or with no server for the file, the engine answers from its content index).
  */
 
 import {
@@ -17,6 +19,7 @@ import {
 import { ICommandPalette, Notification } from '@jupyterlab/apputils';
 import { URLExt } from '@jupyterlab/coreutils';
 import { IEditorTracker } from '@jupyterlab/fileeditor';
+import { ILSPDocumentConnectionManager, ILSPFeatureManager } from '@jupyterlab/lsp';
 import { INotebookTracker } from '@jupyterlab/notebook';
 import { IRenderMimeRegistry } from '@jupyterlab/rendermime';
 import { ServerConnection } from '@jupyterlab/services';
@@ -25,6 +28,7 @@ import { LabIcon } from '@jupyterlab/ui-components';
 import { EcaClient } from './client';
 import { inlineCompletionPlugin } from './inlineCompletion';
 import { JupyterEditorContext } from './jupyterContext';
+import { JupyterLspNavigation } from './lspNavigation';
 import { JupyterNotebookAccess } from './notebookAccess';
 import { serveNotebookComms } from './notebookComm';
 import { rewritePlugin } from './rewrite';
@@ -76,7 +80,16 @@ const plugin: JupyterFrontEndPlugin<IEcaChat> = {
   description: 'A chat panel for the ECA code assistant.',
   autoStart: true,
   provides: IEcaChat,
-  optional: [IRenderMimeRegistry, INotebookTracker, IEditorTracker, ICommandPalette, ILayoutRestorer, ILabShell],
+  optional: [
+    IRenderMimeRegistry,
+    INotebookTracker,
+    IEditorTracker,
+    ICommandPalette,
+    ILayoutRestorer,
+    ILabShell,
+    ILSPDocumentConnectionManager,
+    ILSPFeatureManager
+  ],
   activate: (
     app: JupyterFrontEnd,
     rendermime: IRenderMimeRegistry | null,
@@ -84,7 +97,9 @@ const plugin: JupyterFrontEndPlugin<IEcaChat> = {
     editors: IEditorTracker | null,
     palette: ICommandPalette | null,
     restorer: ILayoutRestorer | null,
-    labShell: ILabShell | null
+    labShell: ILabShell | null,
+    lspDocuments: ILSPDocumentConnectionManager | null,
+    lspFeatures: ILSPFeatureManager | null
   ): IEcaChat => {
     const settings = ServerConnection.makeSettings();
     const editorContext = new JupyterEditorContext(app, notebooks, editors);
@@ -92,6 +107,10 @@ const plugin: JupyterFrontEndPlugin<IEcaChat> = {
     if (notebooks && notebookAccess) {
       serveNotebookComms(notebooks, notebookAccess); // a %eca in a notebook reaches its page the same way
     }
+    // Code navigation from the lab's language servers when its LSP plug-in is there; without it the engine answers
+    // the navigation tools from its content index.
+    const navigation = lspDocuments ? new JupyterLspNavigation(app, lspDocuments, lspFeatures) : undefined;
+    (window as any).__ecaNavigation = navigation ?? null; // for the browser tests: its answers and `stats`
     const client = new EcaClient({
       url: () => socketUrl(settings),
       createSocket: url => new settings.WebSocket(url) as any,
@@ -99,6 +118,7 @@ const plugin: JupyterFrontEndPlugin<IEcaChat> = {
       storage: safeStorage(),
       diagnostics: notebooks ? uri => editorContext.diagnostics(uri) : undefined,
       notebooks: notebookAccess,
+      navigation,
       onMessage: message => {
         Notification.emit(message.message, message.type, {
           autoClose: message.type === 'error' ? false : 8000

@@ -16,6 +16,7 @@ import type {
   FileChangeDetails,
   PlanStep,
   RetrievalDetails,
+  SubagentDetails,
   ToolCallOutput,
   ToolCallRisk,
   UsageContent
@@ -54,7 +55,9 @@ export interface ToolItem extends ItemBase {
   argumentsText: string;
   arguments?: Record<string, unknown>;
   summary?: string;
-  details?: FileChangeDetails | RetrievalDetails;
+  details?: FileChangeDetails | RetrievalDetails | SubagentDetails;
+  /** A `spawn_agent` call (`details.type === 'subagent'`): the subagent's chat, shown nested in this card. */
+  subagent?: ChatView;
   /** The engine's risk level and reason (`low` / `medium` / `high`), on every content of the call after prepare. */
   risk?: ToolCallRisk;
   manualApproval: boolean;
@@ -96,6 +99,9 @@ export interface ChatView {
   createdAt?: number;
   updatedAt?: number;
   model?: string;
+  /** A subagent's chat (its contents carry `parentChatId`): shown inside the parent's `spawn_agent` card, never
+   * in the chat list. */
+  parentChatId?: string;
   /** The server knows this chat (it was listed, opened or prompted); a fresh "new chat" is not known yet. */
   known: boolean;
   /** Items hold the whole chat (created here, or replayed by `chat/open`); otherwise only what streamed by. */
@@ -296,6 +302,19 @@ export function applyContent(chat: ChatView, role: Role, content: ChatContent): 
   return true;
 }
 
+/** The reference reserves this chat id prefix for subagents' chats. */
+export const SUBAGENT_CHAT_PREFIX = 'subagent-';
+
+/** Whether a chat is a subagent's (nested in its parent's tool card, not a chat of its own in the list). */
+export function isSubagentChat(chat: ChatView): boolean {
+  return Boolean(chat.parentChatId) || chat.id.startsWith(SUBAGENT_CHAT_PREFIX);
+}
+
+/** A `spawn_agent` call's subagent details, when the call has them. */
+export function subagentDetails(item: ToolItem): SubagentDetails | undefined {
+  return item.details && item.details.type === 'subagent' ? item.details : undefined;
+}
+
 /** Approval buttons are shown for these cards (the user has not answered yet). */
 export function awaitingApproval(chat: ChatView): ToolItem[] {
   return chat.items.filter((i): i is ToolItem => i.kind === 'tool' && i.state === 'waiting');
@@ -341,10 +360,11 @@ export class ChatStore {
     return chat;
   }
 
-  /** Chats for the list, newest first; a fresh "new chat" without messages is left out. */
+  /** Chats for the list, newest first; a fresh "new chat" without messages is left out, and so are subagents'
+   * chats (shown inside their parent's card). */
   list(): ChatView[] {
     return [...this.chats.values()]
-      .filter(c => c.known || c.items.length > 0)
+      .filter(c => (c.known || c.items.length > 0) && !isSubagentChat(c))
       .sort((a, b) => (b.updatedAt ?? b.createdAt ?? 0) - (a.updatedAt ?? a.createdAt ?? 0));
   }
 
@@ -355,13 +375,49 @@ export class ChatStore {
     }
   }
 
-  applyContent(chatId: string, role: Role, content: ChatContent): void {
+  /** Fold one `chat/contentReceived`; `parentChatId` (a subagent's content) nests the chat in its parent's card. */
+  applyContent(chatId: string, role: Role, content: ChatContent, parentChatId?: string): void {
     const chat = this.ensure(chatId);
     this.stats.contents += 1;
     chat.known = true;
+    if (parentChatId) {
+      chat.parentChatId = parentChatId;
+    }
     if (applyContent(chat, role, content)) {
       chat.updatedAt = Date.now();
+      if ('details' in content && content.details?.type === 'subagent') {
+        this._linkSubagent(chat, chat._tools.get((content as { id: string }).id));
+      }
+      if (isSubagentChat(chat)) {
+        this._touchParent(chat);
+      }
       this.changed();
+    }
+  }
+
+  /** A `spawn_agent` card learnt its subagent's chat id: the card holds that chat (created if nothing came yet). */
+  private _linkSubagent(parent: ChatView, item: ToolItem | undefined): void {
+    const id = item && subagentDetails(item)?.subagentChatId;
+    if (!item || !id) {
+      return;
+    }
+    const child = this.ensure(id, { loaded: true });
+    child.parentChatId = parent.id;
+    item.subagent = child;
+  }
+
+  /** A subagent's chat changed: its parent's card re-renders (it shows the child's progress). */
+  private _touchParent(child: ChatView): void {
+    const parent = child.parentChatId ? this.chats.get(child.parentChatId) : undefined;
+    if (!parent) {
+      return;
+    }
+    for (const item of parent._tools.values()) {
+      if (subagentDetails(item)?.subagentChatId === child.id) {
+        item.subagent = child;
+        item.version += 1;
+        parent.version += 1;
+      }
     }
   }
 
@@ -382,7 +438,8 @@ export class ChatStore {
       chat.version += 1;
     }
     for (const [id, chat] of this.chats) {
-      if (chat.known && !seen.has(id) && id !== this.currentId) {
+      // (a subagent's chat is never listed: it goes with its parent)
+      if (chat.known && !seen.has(id) && id !== this.currentId && !isSubagentChat(chat)) {
         this.chats.delete(id);
       }
     }
@@ -397,6 +454,9 @@ export class ChatStore {
       chat.progress = undefined;
     }
     chat.version += 1;
+    if (isSubagentChat(chat)) {
+      this._touchParent(chat);
+    }
     this.changed();
   }
 

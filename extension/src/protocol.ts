@@ -169,6 +169,7 @@ export interface ChatPromptParams {
   agent?: string;
   requestId?: string | number;
   contexts?: Array<ChatContext>;
+  trust?: boolean;
 }
 
 /** The answer to ``chat/prompt``: the turn is under way (``prompting``) or could not start. */
@@ -218,6 +219,12 @@ export interface ChatRollbackParams {
 
 /** Empty object (reference server). */
 export interface ChatRollbackResult {
+}
+
+/** ``chat/selectedAgentChanged``: the user picked another agent (the reference's newer name of ``chat/selectedBehaviorChanged``, which stays). */
+export interface ChatSelectedAgentChangedParams {
+  agent: string;
+  chatId?: string;
 }
 
 /** ``chat/selectedBehaviorChanged``: the user picked another behavior. */
@@ -275,6 +282,17 @@ export interface ChatToolCallUndoResult {
   message: string;
 }
 
+/** ``chat/update``: change a chat's title or its trust mode (applies at once, to the running prompt too). */
+export interface ChatUpdateParams {
+  chatId: string;
+  title?: string;
+  trust?: boolean;
+}
+
+/** Empty object. */
+export interface ChatUpdateResult {
+}
+
 /** What the client can do: its editor and code-assistant capabilities. */
 export interface ClientCapabilities {
   codeAssistant?: CodeAssistantCapabilities;
@@ -329,13 +347,17 @@ export interface CompletionInlineResult {
 export interface ConfigUpdatedChat {
   models?: Array<string>;
   behaviors?: Array<string>;
+  agents?: Array<string>;
   selectModel?: string;
   selectBehavior?: string;
+  selectAgent?: string;
+  selectTrust?: boolean;
   welcomeMessage?: string;
 }
 
 /** ``config/updated``: the server's config as the client needs it. */
 export interface ConfigUpdatedParams {
+  chatId?: string;
   chat?: ConfigUpdatedChat;
 }
 
@@ -491,6 +513,58 @@ export interface LinesRange {
   end: number;
 }
 
+/** ``mcp/addServer``: a new ``mcpServers`` entry, written to the global config (default) or to a workspace folder's ``.eca/config.json`` (``scope: "workspace"`` with ``workspaceUri``), then started. */
+export interface McpAddServerParams {
+  name: string;
+  command?: string;
+  args?: Array<string>;
+  env?: { [key: string]: string };
+  url?: string;
+  headers?: { [key: string]: string };
+  clientId?: string;
+  clientSecret?: string;
+  oauthPort?: number;
+  authScope?: string;
+  disabled?: boolean;
+  scope?: "global" | "workspace";
+  workspaceUri?: string;
+}
+
+/** ``server`` on success (what ``tool/serverUpdated`` says next), else ``error``. */
+export interface McpAddServerResult {
+  server?: McpServerUpdatedParams;
+  error?: McpError;
+}
+
+/** ``mcp/disableServer``: write ``disabled: true`` into the server's config entry and stop it. */
+export interface McpDisableServerParams {
+  name: string;
+}
+
+/** ``mcp/enableServer``: drop ``disabled`` from the server's config entry and start it. */
+export interface McpEnableServerParams {
+  name: string;
+}
+
+/** Why an ``mcp/addServer`` / ``mcp/removeServer`` failed: answered in the result (as the reference does), so a client shows it next to its form instead of treating it as a transport error. */
+export interface McpError {
+  code: string;
+  message: string;
+  data?: unknown;
+}
+
+/** ``mcp/removeServer``: stop the server and delete its entry from the config file that defines it. */
+export interface McpRemoveServerParams {
+  name: string;
+}
+
+/** ``name`` and ``removed`` on success, else ``error``. */
+export interface McpRemoveServerResult {
+  name?: string;
+  removed?: boolean;
+  error?: McpError;
+}
+
 /** A resource of an MCP server attached to a prompt. */
 export interface McpResourceContext {
   type: "mcpResource";
@@ -509,6 +583,8 @@ export interface McpServerUpdatedParams {
   args?: Array<string>;
   url?: string;
   status: "running" | "starting" | "stopped" | "failed" | "disabled";
+  disabled?: boolean;
+  reason?: string;
   tools?: Array<ServerTool>;
 }
 
@@ -520,6 +596,19 @@ export interface McpStartServerParams {
 /** ``mcp/stopServer``: stop an MCP server by name. */
 export interface McpStopServerParams {
   name: string;
+}
+
+/** ``mcp/updateServer``: a new command/args or URL for a server, written to its config file; it restarts. */
+export interface McpUpdateServerParams {
+  name: string;
+  command?: string;
+  args?: Array<string>;
+  url?: string;
+}
+
+/** ``{}`` on success as in the reference; ``error`` (our addition, optional) says why an update was refused. */
+export interface McpUpdateServerResult {
+  error?: McpError;
 }
 
 /** The chat's metadata, e.g. the title derived from its first prompt. */
@@ -764,6 +853,17 @@ export interface ShowMessageParams {
   message: string;
 }
 
+/** Attached to a ``spawn_agent`` call (the reference's ``SubagentDetails``): which subagent runs the task, in which chat — every ``chat/contentReceived`` of that chat carries ``parentChatId`` — and how far it got. Sent again on ``toolCallRunning`` each time the subagent starts a step. */
+export interface SubagentDetails {
+  type: "subagent";
+  subagentChatId?: string;
+  model: string;
+  variant?: string;
+  agentName: string;
+  maxSteps?: number;
+  step: number;
+}
+
 /** Text: a chunk of the assistant's answer, the user's prompt echoed, or a system note. */
 export interface TextContent {
   type: "text";
@@ -787,7 +887,7 @@ export interface ToolCallPrepareContent {
   server: string;
   argumentsText: string;
   summary?: string;
-  details?: FileChangeDetails | RetrievalDetails;
+  details?: FileChangeDetails | RetrievalDetails | SubagentDetails;
   manualApproval?: boolean;
 }
 
@@ -801,7 +901,7 @@ export interface ToolCallRejectedContent {
   arguments: { [key: string]: unknown };
   reason: string;
   summary?: string;
-  details?: FileChangeDetails | RetrievalDetails;
+  details?: FileChangeDetails | RetrievalDetails | SubagentDetails;
   risk?: ToolCallRisk;
 }
 
@@ -821,7 +921,7 @@ export interface ToolCallRunContent {
   arguments: { [key: string]: unknown };
   manualApproval: boolean;
   summary?: string;
-  details?: FileChangeDetails | RetrievalDetails;
+  details?: FileChangeDetails | RetrievalDetails | SubagentDetails;
   risk?: ToolCallRisk;
 }
 
@@ -834,7 +934,7 @@ export interface ToolCallRunningContent {
   server: string;
   arguments: { [key: string]: unknown };
   summary?: string;
-  details?: FileChangeDetails | RetrievalDetails;
+  details?: FileChangeDetails | RetrievalDetails | SubagentDetails;
   risk?: ToolCallRisk;
 }
 
@@ -850,8 +950,13 @@ export interface ToolCalledContent {
   outputs: Array<ToolCallOutput>;
   totalTimeMs: number;
   summary?: string;
-  details?: FileChangeDetails | RetrievalDetails;
+  details?: FileChangeDetails | RetrievalDetails | SubagentDetails;
   risk?: ToolCallRisk;
+}
+
+/** ``tool/serverRemoved``: an MCP server was removed (``mcp/removeServer``); clients drop its row. */
+export interface ToolServerRemovedParams {
+  name: string;
 }
 
 /** Any content whose ``type`` is not one of :data:`CONTENT_TYPES`; its other keys are kept as extras. */
@@ -909,6 +1014,7 @@ export interface ClientRequests {
   "chat/queryContext": { params: ChatQueryContextParams; result: ChatQueryContextResult };
   "chat/queryCommands": { params: ChatQueryCommandsParams; result: ChatQueryCommandsResult };
   "chat/delete": { params: ChatDeleteParams; result: ChatDeleteResult };
+  "chat/update": { params: ChatUpdateParams; result: ChatUpdateResult };
   "chat/list": { params: ChatListParams; result: ChatListResult };
   "chat/open": { params: ChatOpenParams; result: ChatOpenResult };
   "chat/rollback": { params: ChatRollbackParams; result: ChatRollbackResult };
@@ -916,6 +1022,9 @@ export interface ClientRequests {
   "chat/toolCallUndo": { params: ChatToolCallUndoParams; result: ChatToolCallUndoResult };
   "completion/inline": { params: CompletionInlineParams; result: CompletionInlineResult };
   "rewrite/prompt": { params: RewritePromptParams; result: RewritePromptResult };
+  "mcp/addServer": { params: McpAddServerParams; result: McpAddServerResult };
+  "mcp/removeServer": { params: McpRemoveServerParams; result: McpRemoveServerResult };
+  "mcp/updateServer": { params: McpUpdateServerParams; result: McpUpdateServerResult };
 }
 
 export interface ClientNotifications {
@@ -925,10 +1034,13 @@ export interface ClientNotifications {
   "chat/toolCallReject": ChatToolCallRejectParams;
   "chat/promptStop": ChatPromptStopParams;
   "chat/selectedBehaviorChanged": ChatSelectedBehaviorChangedParams;
+  "chat/selectedAgentChanged": ChatSelectedAgentChangedParams;
   "chat/selectedModelChanged": ChatSelectedModelChangedParams;
   "rewrite/stop": RewriteStopParams;
   "mcp/stopServer": McpStopServerParams;
   "mcp/startServer": McpStartServerParams;
+  "mcp/enableServer": McpEnableServerParams;
+  "mcp/disableServer": McpDisableServerParams;
   "$/cancelRequest": CancelRequestParams;
 }
 
@@ -951,6 +1063,7 @@ export interface ServerNotifications {
   "rewrite/contentReceived": RewriteContentReceivedParams;
   "config/updated": ConfigUpdatedParams;
   "tool/serverUpdated": ToolServerUpdatedParams;
+  "tool/serverRemoved": ToolServerRemovedParams;
   "$/showMessage": ShowMessageParams;
   "$/progress": ProgressParams;
   "$/cancelRequest": CancelRequestParams;
@@ -968,7 +1081,9 @@ export const METHODS = {
   "chat/queryCommands": { direction: "client->server", kind: "request" },
   "chat/promptStop": { direction: "client->server", kind: "notification" },
   "chat/delete": { direction: "client->server", kind: "request" },
+  "chat/update": { direction: "client->server", kind: "request" },
   "chat/selectedBehaviorChanged": { direction: "client->server", kind: "notification" },
+  "chat/selectedAgentChanged": { direction: "client->server", kind: "notification" },
   "chat/selectedModelChanged": { direction: "client->server", kind: "notification" },
   "chat/list": { direction: "client->server", kind: "request" },
   "chat/open": { direction: "client->server", kind: "request" },
@@ -995,6 +1110,12 @@ export const METHODS = {
   "tool/serverUpdated": { direction: "server->client", kind: "notification" },
   "mcp/stopServer": { direction: "client->server", kind: "notification" },
   "mcp/startServer": { direction: "client->server", kind: "notification" },
+  "mcp/enableServer": { direction: "client->server", kind: "notification" },
+  "mcp/disableServer": { direction: "client->server", kind: "notification" },
+  "mcp/addServer": { direction: "client->server", kind: "request" },
+  "mcp/removeServer": { direction: "client->server", kind: "request" },
+  "mcp/updateServer": { direction: "client->server", kind: "request" },
+  "tool/serverRemoved": { direction: "server->client", kind: "notification" },
   "$/showMessage": { direction: "server->client", kind: "notification" },
   "$/progress": { direction: "server->client", kind: "notification" },
   "$/cancelRequest": { direction: "both", kind: "notification" },

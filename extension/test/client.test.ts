@@ -1,7 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 
-import { EcaClient, LAST_CHAT_KEY, NotebookProvider } from '../src/client';
+import { EcaClient, LAST_CHAT_KEY, NavigationProvider, NotebookProvider } from '../src/client';
 import { ChatStore } from '../src/model';
 import { FakeSocket, ManualClock, tick } from './fakes';
 
@@ -51,7 +51,9 @@ function memoryStorage(): Storage {
   } as any;
 }
 
-function setup(options: { storage?: Storage; diagnostics?: boolean; notebooks?: NotebookProvider } = {}) {
+function setup(
+  options: { storage?: Storage; diagnostics?: boolean; notebooks?: NotebookProvider; navigation?: NavigationProvider } = {}
+) {
   const server = new FakeServer();
   const clock = new ManualClock();
   const store = new ChatStore(() => undefined);
@@ -66,6 +68,7 @@ function setup(options: { storage?: Storage; diagnostics?: boolean; notebooks?: 
     newId: () => `new-${++n}`,
     diagnostics: options.diagnostics ? () => [] : undefined,
     notebooks: options.notebooks,
+    navigation: options.navigation,
     onMessage: message => messages.push(message)
   });
   return { server, clock, client, store, messages };
@@ -119,6 +122,13 @@ test('config/updated feeds the pickers; prompts carry the selected model and beh
   // A forced selection from the server wins over the user's choice.
   server.notify('config/updated', { chat: { selectBehavior: 'agent' } });
   assert.equal(client.config.behavior, 'agent');
+  // Newer servers name them agents too; those names win.
+  server.notify('config/updated', {
+    chat: { behaviors: ['code', 'plan'], agents: ['code', 'plan', 'reviewer'], selectBehavior: 'code',
+            selectAgent: 'reviewer' }
+  });
+  assert.deepEqual(client.config.behaviors, ['code', 'plan', 'reviewer']);
+  assert.equal(client.config.behavior, 'reviewer');
 });
 
 test('switching to a chat that was not loaded replays it with chat/open', async () => {
@@ -400,4 +410,40 @@ test('fork sends chat/fork and shows the new chat without replaying it again', a
     ['one']
   );
   assert.equal(server.socket.methods().filter(m => m === 'chat/open').length, 0);
+});
+
+test('editor/getDefinition and getReferences are advertised and answered only with a navigation provider', async () => {
+  {
+    const { server, client } = setup();
+    await connect(server, client);
+    const editor = server.socket.sent[0].params.capabilities.codeAssistant.editor;
+    assert.equal(editor.definition, false);
+    assert.equal(editor.references, false);
+    server.socket.receive({ jsonrpc: '2.0', id: 'd0', method: 'editor/getDefinition', params: {} });
+    await tick();
+    assert.equal(server.socket.sent.find(m => m.id === 'd0').error.code, -32601);
+  }
+  const asked: unknown[] = [];
+  const location = { uri: 'file:///w/a.py', range: { start: { line: 1, character: 5 }, end: { line: 1, character: 9 } } };
+  const navigation: NavigationProvider = {
+    definition: async params => (asked.push(params), { status: 'success', locations: [location] }),
+    references: async params => (asked.push(params), { status: 'no-server', message: 'off' })
+  };
+  const { server, client } = setup({ navigation });
+  await connect(server, client);
+  const editor = server.socket.sent[0].params.capabilities.codeAssistant.editor;
+  assert.equal(editor.definition, true);
+  assert.equal(editor.references, true);
+  const position = { line: 3, character: 7 };
+  server.socket.receive({ jsonrpc: '2.0', id: 'd1', method: 'editor/getDefinition', params: { uri: 'file:///w/b.py', position } });
+  server.socket.receive({
+    jsonrpc: '2.0',
+    id: 'r1',
+    method: 'editor/getReferences',
+    params: { uri: 'file:///w/b.py', position, includeDeclaration: false }
+  });
+  await tick();
+  assert.deepEqual(server.socket.sent.find(m => m.id === 'd1').result, { status: 'success', locations: [location] });
+  assert.deepEqual(server.socket.sent.find(m => m.id === 'r1').result, { status: 'no-server', message: 'off' });
+  assert.deepEqual(asked[1], { uri: 'file:///w/b.py', position, includeDeclaration: false });
 });

@@ -118,10 +118,10 @@ async def test_initialize_and_new_session_describe_the_agent(spawn_agent, worksp
         assert init.agent_capabilities.session_capabilities.list is not None
         assert init.agent_info.name == "eca-notebook"
         session = await conn.new_session(cwd=str(workspace), mcp_servers=[])
-        assert session.modes.current_mode_id == "agent"
-        assert {m.id for m in session.modes.available_modes} >= {"agent", "plan"}
+        assert session.modes.current_mode_id == "code"
+        assert [m.id for m in session.modes.available_modes] == ["code", "plan"]  # the primary agents
         options = {o.id: o for o in session.config_options}
-        assert options["mode"].current_value == "agent" and options["model"].current_value == DEFAULT_MODEL
+        assert options["mode"].current_value == "code" and options["model"].current_value == DEFAULT_MODEL
         await client.wait(lambda c: c.of("available_commands_update"))
     commands = {c["name"] for c in client.of("available_commands_update")[0]["availableCommands"]}
     assert {"doctor", "compact", "costs"} <= commands
@@ -301,7 +301,7 @@ async def test_load_replays_a_saved_session_in_a_new_process(spawn_agent, llm, w
         loaded = await conn.load_session(session_id=session_id, cwd=str(workspace), mcp_servers=[])
         replayed = list(second.updates)
         kinds = [u["sessionUpdate"] for u in replayed]
-        assert loaded.modes.current_mode_id == "agent"
+        assert loaded.modes.current_mode_id == "code"
         assert kinds[0] == "user_message_chunk"
         assert second.text("user_message_chunk").strip() == "What do the notes say?"
         assert "Reading." in second.text() and "It says: remember me." in second.text()
@@ -487,3 +487,22 @@ async def test_title_skips_the_hosts_guidance(spawn_agent, llm, workspace):
     sent = [b["input"][-1]["content"] for b in completion_bodies(llm)]
     # the model still reads the host's guidance
     assert all(JUPYTER_AI_GUIDANCE in json.dumps(s, ensure_ascii=False) for s in sent)
+
+
+async def test_modes_are_the_primary_agents(spawn_agent, llm, workspace, strict):
+    agents = workspace / ".eca" / "agents"
+    agents.mkdir(parents=True)
+    (agents / "reviewer.md").write_text("---\nmode: primary\ndescription: Reviews the diff\n---\nREVIEWER-PROMPT\n")
+    (agents / "helper.md").write_text("---\nmode: subagent\ndescription: Helps\n---\nHELPER\n")
+    llm.enqueue(Reply.text("Reviewed."))
+    client = Client()
+    async with spawn_agent(client) as (conn, _):
+        await conn.initialize(protocol_version=1, client_capabilities=client.capabilities())
+        session = await conn.new_session(cwd=str(workspace), mcp_servers=[])
+        modes = {m.id: m.description for m in session.modes.available_modes}
+        assert list(modes) == ["code", "plan", "reviewer"]  # a subagent is not a mode
+        assert modes["reviewer"] == "Reviews the diff"
+        await conn.set_session_mode(session_id=session.session_id, mode_id="reviewer")
+        await conn.prompt(session_id=session.session_id, prompt=[text_block("review")])
+        await conn.set_session_mode(session_id=session.session_id, mode_id="agent")  # the deprecated id of code
+    assert completion_bodies(llm)[0]["instructions"].startswith("REVIEWER-PROMPT")

@@ -214,7 +214,7 @@ def test_the_estimate_counts_the_system_prompt_and_tools_the_engine_really_sends
     estimate = results.estimate
     assert estimate is not None
     (overhead,) = estimate.overheads
-    assert (overhead.model, overhead.behavior) == (MODEL, "agent")
+    assert (overhead.model, overhead.behavior) == (MODEL, "code")
     # what the request really carried besides the prompt, counted like the estimate counts (characters ÷ 4)
     body = llm.requests[0].body
     system = "".join(str(m["content"]) for m in body["messages"] if m["role"] == "system")
@@ -227,7 +227,7 @@ def test_the_estimate_counts_the_system_prompt_and_tools_the_engine_really_sends
     assert estimate.output_tokens == 300
     assert estimate.cost == pytest.approx((estimate.input_tokens * 100 + 300 * 1000) / 1e6)
     said = str(estimate)
-    assert f"≈ {overhead.tokens:,} tokens a request ({MODEL}, agent; from the engine)" in said
+    assert f"≈ {overhead.tokens:,} tokens a request ({MODEL}, code; from the engine)" in said
     assert "300 output tokens an answer" in said and "one model request per item" in said
     # a model the engine does not know: the fixed guess, and the estimate says so
     guessed = run([{"message": prompt, "model": "nope/none"}], workspace, config, env).estimate

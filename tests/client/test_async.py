@@ -21,8 +21,8 @@ def types(result: PromptResult) -> list[str]:
 async def test_start_reads_models_behaviors_and_tools(client: EcaClient):
     assert client.models == ["fake/m1", "fake/m2"]
     assert client.default_model == "fake/m1"
-    assert client.behaviors[:2] == ["agent", "plan"]
-    assert client.default_behavior == "agent"
+    assert client.behaviors[:2] == ["code", "plan"]
+    assert client.default_behavior == "code"
     assert client.welcome_message
     assert {"read_file", "write_file", "shell_command"} <= {t["name"] for t in client.tools}
     assert client.engine is not None and client.engine.workspace_folders
@@ -100,6 +100,8 @@ async def test_model_and_behavior_are_passed_and_selectable(client: EcaClient, l
         await client.select_behavior("nonsense")
     await client.select_behavior("plan")
     assert client.default_behavior == "plan"
+    await client.select_behavior("agent")  # the deprecated id of `code`
+    assert client.default_behavior == "code"
 
 
 async def test_stream_yields_contents_in_engine_order(client: EcaClient, llm: ScriptedLLMServer):

@@ -181,7 +181,7 @@ class EcaProcess:
 
 METHODS_FROM_SERVER = [
     "chat/contentReceived", "config/updated", "tool/serverUpdated", "$/showMessage", "$/progress",
-    "chat/opened", "chat/deleted", "chat/cleared", "chat/statusChanged",
+    "chat/opened", "chat/deleted", "chat/cleared", "chat/statusChanged", "tool/serverRemoved",
 ]
 
 

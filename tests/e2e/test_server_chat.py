@@ -301,7 +301,11 @@ async def test_restart_lists_and_reopens_saved_chats(spawn, llm, workspace):
     # chat/opened then the saved contents, all before the response
     replay = again.messages[mark:]
     assert replay[0].method == "chat/opened" and replay[0].params == {"chatId": chat_id, "title": "remember me"}
-    replayed = shape([(m.params["role"], m.params["content"]) for m in replay[1:]])
+    # the chat's trust toggle, scoped to it (as the reference does on a restore), then its contents
+    scoped = [m.params for m in replay if m.method == "config/updated"]
+    assert scoped == [{"chatId": chat_id, "chat": {"selectTrust": False}}]
+    replayed = shape([(m.params["role"], m.params["content"]) for m in replay[1:]
+                      if m.method == "chat/contentReceived"])
     assert ("assistant", "text", "first answer") in replayed
     assert ("assistant", "reasonText", "hmm") in replayed
     assert replayed[0] == ("user", "text", "remember me\n")

@@ -1,9 +1,11 @@
 """The user's hooks through a real ``eca-notebook server``: a ``preToolCall`` hook (exit 2) blocks a write — the card
 is rejected with the hook's reason, the model is told why — a ``postToolCall`` hook sees the result of an allowed
-call, what a hook prints never shows a secret, and ``/hooks`` lists them."""
+call, a ``chatStatusChanged`` hook sees the chat run, run a tool and go idle, what a hook prints never shows a
+secret, and ``/hooks`` lists them."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import sys
 from pathlib import Path
@@ -32,7 +34,7 @@ if event["tool_name"] == "write_file":
 AUDIT = """
 import json, os, sys
 event = json.load(sys.stdin)
-with open(os.path.join(os.environ["HOOK_LOG"], "post.jsonl"), "a") as f:
+with open(os.path.join(os.environ["HOOK_LOG"], event["hook_type"] + ".jsonl"), "a") as f:
     f.write(json.dumps(event) + "\\n")
 """
 
@@ -45,6 +47,8 @@ def write_hooks(home: Path, tmp_path: Path) -> Path:
                   "actions": [{"type": "shell", "shell": f"{sys.executable} {tmp_path / 'guard.py'}"}]},
         "audit": {"type": "postToolCall",
                   "actions": [{"type": "shell", "shell": f"{sys.executable} {tmp_path / 'audit.py'}"}]},
+        "status": {"type": "chatStatusChanged",
+                   "actions": [{"type": "shell", "shell": f"{sys.executable} {tmp_path / 'audit.py'}"}]},
     }}
     (home / ".config" / "eca").mkdir(parents=True, exist_ok=True)
     (home / ".config" / "eca" / "config.json").write_text(json.dumps(config))
@@ -82,8 +86,19 @@ async def test_a_pre_tool_call_hook_blocks_a_write_and_the_model_is_told_why(spa
         ("preToolCall", "write_file", "eca"), ("preToolCall", "read_file", "eca")]
     assert pre[0]["tool_input"] == {"path": "new.txt", "content": "x"} and pre[0]["chat_id"] == chat_id
     assert pre[0]["cwd"] == str(workspace)
-    post = [json.loads(line) for line in (logs / "post.jsonl").read_text().splitlines()]
+    post = [json.loads(line) for line in (logs / "postToolCall.jsonl").read_text().splitlines()]
     assert len(post) == 1 and post[0]["tool_name"] == "read_file" and "demo project" in post[0]["tool_response"]
+
+    status_log = logs / "chatStatusChanged.jsonl"
+    for _ in range(1200):  # the advisory hook runs in the background: its last event (idle) comes after the turn
+        if status_log.exists() and '"status": "idle"' in status_log.read_text():
+            break
+        await asyncio.sleep(0.1)
+    statuses = [json.loads(line) for line in status_log.read_text().splitlines()]
+    assert statuses[0]["status"] == "running" and statuses[-1]["status"] == "idle"
+    assert all(e["chat_id"] == chat_id for e in statuses)
+    assert ["c2"] in [e["running_tool_call_ids"] for e in statuses]  # the read ran
+    assert all(a != b for a, b in zip(statuses, statuses[1:], strict=False))  # never the same snapshot twice
 
     _, listed = await run(eca, "/hooks", chat_id)
     text = system_texts(listed)

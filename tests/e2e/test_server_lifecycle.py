@@ -32,7 +32,7 @@ async def test_handshake_order_and_initialize_result(spawn, workspace):
     # early-revision fields are filled; Ollama's models are discovered after the handshake (config/updated)
     assert set(API_MODELS.values()) - {API_MODELS["ollama"]} <= set(result["models"])
     assert result["chatDefaultModel"] in result["models"]
-    assert result["chatBehaviors"][:2] == ["agent", "plan"]
+    assert result["chatBehaviors"][:2] == ["code", "plan"]
     assert result["chatDefaultBehavior"] == "plan"
     assert result["chatWelcomeMessage"]
 
@@ -41,7 +41,7 @@ async def test_handshake_order_and_initialize_result(spawn, workspace):
     order = [m.method for m in eca.messages if m.method in ("config/updated", "tool/serverUpdated")]
     assert order == ["config/updated", "tool/serverUpdated"]
     chat = eca.of("config/updated")[0]["chat"]
-    assert chat["selectBehavior"] == "plan" and chat["selectModel"] in chat["models"]
+    assert chat["selectBehavior"] == chat["selectAgent"] == "plan" and chat["selectModel"] in chat["models"]
     assert "ollama/llama3.2:1b" in chat["models"]  # discovered from the (scripted) Ollama daemon
     native = eca.of("tool/serverUpdated")[0]
     assert native["type"] == "native" and native["name"] == "ECA" and native["status"] == "running"

@@ -62,3 +62,21 @@ async def test_skills_is_a_listed_command(spawn, workspace):
     assert "skills" in [c["name"] for c in result["commands"]]
     _, contents = await run(eca, "/skills")
     assert "No skills found" in system_texts(contents)
+
+
+async def test_a_skill_is_a_command_whose_text_reaches_the_model(spawn, llm, workspace):
+    skill(workspace / ".eca" / "skills" / "review", "review-pr", "Review a pull request",
+          "REVIEW-STEPS: read the diff of $1, then comment.\n")
+    llm.enqueue(Reply.text("Reviewed."))
+    eca = await spawn()
+    await eca.initialize(workspace)
+    listed = await eca.request("chat/queryCommands", {"query": "review"})
+    assert {"name": "review-pr", "description": "Review a pull request", "type": "skill",
+            "arguments": []} in listed["commands"]
+
+    chat_id, _ = await run(eca, "/review-pr main.py", model="openai/gpt-4.1")
+    await eca.wait_idle(chat_id)
+    (request,) = completion_requests(llm)
+    sent = json.dumps(request.body["input"])
+    assert "Load skill: review-pr" in sent and "REVIEW-STEPS: read the diff of main.py, then comment." in sent
+    assert not of_type(eca.contents(chat_id), "toolCalled")  # loaded by the command: no tool round

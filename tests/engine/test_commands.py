@@ -67,7 +67,8 @@ def test_find_command_exact_then_case_insensitive() -> None:
 def test_builtins() -> None:
     by_name = {c.name: c for c in BUILTINS}
     assert set(by_name) == {"doctor", "costs", "prompt-show", "repo-map-show", "compact", "resume", "skills",
-                            "rules", "config", "context", "hooks", "init", "model", "fork", "export", "import"}
+                            "rules", "config", "context", "hooks", "init", "subagents", "model", "fork", "export",
+                            "import", "trust"}
     assert all(c.type == "native" and c.description for c in BUILTINS)
     assert [(a.required) for a in by_name["resume"].arguments] == [False]
     assert [(a.required) for a in by_name["compact"].arguments] == [False]

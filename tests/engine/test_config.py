@@ -120,7 +120,7 @@ async def test_defaults_survive_partial_override(env: dict[str, str]) -> None:
     allow = cfg.tool_call.approval.allow
     assert "eca__shell_command" in allow and "eca__read_file" in allow  # nested merge kept the default rules
     assert cfg.tool_call.max_rounds == 40
-    assert cfg.default_behavior == "agent"
+    assert cfg.default_behavior == "code"
 
 
 async def test_pure_config_skips_disk_layers(tmp_path: Path, home: Path, env: dict[str, str]) -> None:
@@ -414,7 +414,7 @@ async def test_early_client_initialization_options(env: dict[str, str]) -> None:
 
     loaded = load_config(initialization_options={"chatBehavior": None, "defaultBehavior": None}, env=env)
     assert loaded.problems == []
-    assert loaded.config.default_behavior == "agent"
+    assert loaded.config.default_behavior == "code"
 
 
 async def test_reference_agent_spelling(env: dict[str, str]) -> None:
@@ -422,9 +422,14 @@ async def test_reference_agent_spelling(env: dict[str, str]) -> None:
         initialization_options={"defaultAgent": "code", "agent": {"reviewer": {"systemPrompt": "Review."}}}, env=env
     )
     assert loaded.problems == []
-    assert loaded.config.default_behavior == "agent"
+    assert loaded.config.default_behavior == "code"
     assert loaded.config.behavior["reviewer"].system_prompt == "Review."
     assert "plan" in loaded.config.behavior  # defaults merged, not replaced
+    # the deprecated id of the built-in `code` agent, as a default and as a key of either map
+    old = load_config(initialization_options={"defaultBehavior": "agent", "behavior": {"agent": {"maxSteps": 3}},
+                                              "agent": {"agent": {"description": "d"}}}, env=env)
+    assert old.problems == [] and old.config.default_behavior == "code" and "agent" not in old.config.behavior
+    assert (old.config.behavior["code"].max_steps, old.config.behavior["code"].description) == (3, "d")
 
 
 async def test_null_resets_defaults_and_removes_entries(home: Path, env: dict[str, str], tmp_path: Path) -> None:

@@ -79,7 +79,9 @@ async def test_an_edited_workspace_config_applies_and_clients_get_config_updated
     await h.until(lambda m, p: m == "tool/serverUpdated" and p["type"] == "native"
                   and native_tool(h, "shell_command").get("disabled") is True)
 
-    # the new approval rule decides the next call: write_file runs without asking
+    # the new approval rule decides the next call (once the workspace is trusted): write_file runs without asking
+    assert [w.approvals for w in h.engine.trust.held()] == [["eca__write_file"]]
+    await h.engine.trust.trust()
     llm.enqueue(Reply([ToolCall("w1", "eca__write_file", json.dumps({"path": "new.txt", "content": "x"}))]),
                 Reply.text("written"))
     chat_id = (await h.client.request("chat/prompt", {"message": "write it"}))["chatId"]

@@ -186,3 +186,52 @@ async def test_approval_rules_select_skills_by_name_and_disabled_tools_hide_them
         await client.aclose()
     body = llm.requests[-1].body
     assert "eca__skill" not in tool_names(body) and "<skills" not in json.dumps(body)
+
+
+# -- skills as commands -------------------------------------------------------------------------------------------
+
+
+def test_a_skill_command_prompt_loads_the_skill_with_the_words(layout: tuple[Path, Path]) -> None:
+    from eca_notebook.engine._skills import skill_prompt
+
+    ws, glob = layout
+    skill(ws / ".eca" / "skills" / "plain", "plain", "No placeholders", body="PLAIN-STEPS\n")
+    skill(ws / ".eca" / "skills" / "args", "args", "With placeholders", body="Review $1, then $ARGUMENTS.\n")
+    found = discover_skills([ws], glob)
+    plain, args = found.get("plain"), found.get("args")
+    assert plain is not None and args is not None
+    text = skill_prompt(plain, "check the login code")
+    assert text.startswith("Load skill: plain") and "PLAIN-STEPS" in text
+    assert text.endswith("Request: check the login code") and f"**Base directory**: {plain.folder}" in text
+    filled = skill_prompt(args, "auth.py carefully")
+    assert "Review auth.py, then auth.py carefully." in filled and "Request:" not in filled  # the words were used
+    assert "Follow the skill's instructions." in skill_prompt(plain, "")
+    listed = list_skills(found, {"plain": "the built-in command /plain"})
+    assert "- plain: No placeholders (workspace," in listed
+    assert "not a command: /plain is the built-in command /plain, which wins" in listed
+    args_line = next(line for line in listed.splitlines() if line.startswith("- args:"))
+    assert "which wins" not in args_line
+
+
+async def test_skills_are_commands_and_a_built_in_name_stays_the_built_in(
+        workspace: Path, env: dict[str, str], config: dict[str, Any], llm: ScriptedLLMServer) -> None:
+    skill(workspace / ".eca" / "skills" / "review", "review-pr", "Review a pull request", body="REVIEW-STEPS\n")
+    skill(workspace / ".eca" / "skills" / "doctor", "doctor", "A skill with a built-in's name", body="NEVER-SENT\n")
+    llm.enqueue(Reply.text("Reviewed."))
+    client = await EcaClient.start(workspace=workspace, config=config, env=env, approval=lambda content: True)
+    try:
+        commands = {c["name"]: c for c in await client.query_commands("")}
+        result = await client.prompt("/review-pr check the login code")
+        doctor = await client.prompt("/doctor", chat_id=result.chat_id)
+        listing = await client.prompt("/skills", chat_id=result.chat_id)
+    finally:
+        await client.aclose()
+    assert commands["review-pr"] == {"name": "review-pr", "description": "Review a pull request", "type": "skill",
+                                     "arguments": []}
+    assert commands["doctor"]["type"] == "native"  # the built-in, listed once
+    assert result.ok and result.text == "Reviewed."
+    sent = json.dumps(llm.requests[0].body["messages"][-1])
+    assert "Load skill: review-pr" in sent and "REVIEW-STEPS" in sent and "Request: check the login code" in sent
+    assert len(llm.requests) == 1 and "NEVER-SENT" not in json.dumps([r.body for r in llm.requests])
+    assert doctor.system  # /doctor answered as ever
+    assert "not a command: /doctor is the built-in command /doctor, which wins" in "\n".join(listing.system)

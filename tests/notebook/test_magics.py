@@ -110,9 +110,13 @@ def test_subcommands(shell, session, llm, capsys):
     shell.run_cell(f"%eca model {MODEL}")
     assert f"Model: {MODEL}" in capsys.readouterr().out
     shell.run_cell("%eca behavior plan")
-    assert "Behavior: plan" in capsys.readouterr().out
+    assert "Agent: plan" in capsys.readouterr().out
     shell.run_cell("%eca behavior")
     assert "**plan** (selected)" in capsys.readouterr().out
+    shell.run_cell("%eca agent agent")  # the deprecated id of `code`
+    assert "Agent: code" in capsys.readouterr().out
+    shell.run_cell("%eca agent")
+    assert "**code** (selected)" in capsys.readouterr().out
     shell.run_cell("%eca chats")
     assert "No chats yet." in capsys.readouterr().out
     llm.enqueue(Reply.text("hello"))

@@ -19,6 +19,7 @@ def test_all_options():
     assert (req.behavior, req.chat, req.files, req.dirs, req.format, req.wait, req.yes) == (
         "plan", "analysis", ["my file.py", "b.py"], ["src"], "code", True, True)
     assert req.prompt == "explain"
+    assert parse_magic("--agent reviewer go").behavior == parse_magic("-a reviewer go").behavior == "reviewer"
 
 
 def test_option_with_equals_and_double_dash():
@@ -36,7 +37,8 @@ def test_cell_magic_joins_first_line_words_and_body():
 @pytest.mark.parametrize("line,command,argument", [
     ("new", "new", ""), ("chats", "chats", ""), ("model", "model", ""),
     ("model openai/gpt-4.1", "model", "openai/gpt-4.1"),
-    ("behavior plan", "behavior", "plan"), ("stop", "stop", ""), ("config", "config", ""), ("mcp", "mcp", ""),
+    ("behavior plan", "behavior", "plan"), ("agent plan", "behavior", "plan"), ("agent", "behavior", ""),
+    ("stop", "stop", ""), ("config", "config", ""), ("mcp", "mcp", ""),
     ("fix", "fix", ""), ("fix it without pandas", "fix", "it without pandas"), ("help", "help", ""),
 ])
 def test_subcommands(line: str, command: str, argument: str):

@@ -104,7 +104,9 @@ def test_prompt_streams_tool_call_is_approved_and_chat_survives_reload(page, lab
     assert len(loaded) == 1 and loaded[0].split("/")[-1].startswith(built_remote_entry()), (
         f"the page runs another build of the panel than the repository's: {loaded}")
     assert page.locator(".eca-ModelPicker").input_value() == DEFAULT_MODEL, "model picker fed by config/updated"
-    assert "agent" in page.locator(".eca-BehaviorPicker").inner_text()
+    agents = page.locator(".eca-AgentPicker")
+    assert agents.get_attribute("aria-label") == "Agent"
+    assert agents.input_value() == "code" and "plan" in agents.inner_text()
     screenshot(page, "01-panel-open")
 
     send(page, "Please fix hello.py")

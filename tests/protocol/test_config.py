@@ -12,3 +12,9 @@ def test_round_trip() -> None:
 def test_missing_means_unchanged_so_none_is_omitted() -> None:
     assert ConfigUpdatedParams(chat=ConfigUpdatedChat(models=["m"])).dump() == {"chat": {"models": ["m"]}}
     assert ConfigUpdatedParams().dump() == {}
+
+
+def test_agents_beside_behaviors() -> None:
+    chat = ConfigUpdatedChat(behaviors=["code", "plan"], agents=["code", "plan"], select_agent="plan")
+    assert ConfigUpdatedParams(chat=chat).dump() == {
+        "chat": {"behaviors": ["code", "plan"], "agents": ["code", "plan"], "selectAgent": "plan"}}

@@ -360,8 +360,8 @@ async def test_models_list_current_and_select(api, connect, workspace):
 
     status, current = await api("GET", "models", "current")
     assert status == 200
-    assert check(s.CurrentModel, current)["model"] == MODEL and current["behavior"] == "agent"
-    assert current["behaviors"] == ["agent", "plan"]
+    assert check(s.CurrentModel, current)["model"] == MODEL and current["behavior"] == "code"
+    assert current["behaviors"] == ["code", "plan"]
 
     sock = await connect()
     await sock.initialize()
@@ -374,8 +374,8 @@ async def test_models_list_current_and_select(api, connect, workspace):
     _, current = await api("GET", "models", "current")
     assert current["model"] == "openai/o4-mini"
 
-    status, only_behavior = await api("PUT", "models", "current", body={"behavior": "agent"})
-    assert status == 200 and only_behavior["model"] == "openai/o4-mini" and only_behavior["behavior"] == "agent"
+    status, only_behavior = await api("PUT", "models", "current", body={"behavior": "agent"})  # the deprecated id
+    assert status == 200 and only_behavior["model"] == "openai/o4-mini" and only_behavior["behavior"] == "code"
 
 
 @pytest.mark.parametrize(
@@ -392,7 +392,7 @@ async def test_select_model_validates(api, workspace, body, loc):
     status, error = await api("PUT", "models", "current", body=body)
     assert_error(status, error, 400, loc=loc)
     _, current = await api("GET", "models", "current")
-    assert current["model"] == MODEL and current["behavior"] == "agent"
+    assert current["model"] == MODEL and current["behavior"] == "code"
 
 
 def test_schemas_refuse_unknown_fields():

@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import importlib.util
 import json
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -662,6 +663,9 @@ async def test_terminal_client_prints_a_commands_answer(base, llm):
 async def test_client_applies_a_patch_that_needs_no_approval(session, llm, app_py, workspace):
     (workspace / ".eca").mkdir()
     (workspace / ".eca" / "config.json").write_text(json.dumps({"toolCall": {"approval": {"byDefault": "allow"}}}))
+    user_config = Path(os.environ["XDG_CONFIG_HOME"]) / "eca" / "config.json"  # trusted: its approvals apply
+    user_config.parent.mkdir(parents=True, exist_ok=True)
+    user_config.write_text(json.dumps({"trustedWorkspaces": [str(workspace)]}))
     stream, _, _ = await session(["apply_patches"])
     llm.enqueue(Reply([write_call("call_n1", "app.py", NEW)]), Reply.text("Written without asking."))
     start = stream.mark

@@ -39,7 +39,7 @@ async def test_full_chat_with_an_approved_edit(connect, llm, workspace):
     methods = [m["method"] for m in sock.messages]
     assert methods.index("config/updated") < methods.index("tool/serverUpdated")
     config = sock.of("config/updated")[0]["chat"]
-    assert config["selectModel"] == MODEL and "agent" in config["behaviors"]
+    assert config["selectModel"] == MODEL and config["behaviors"] == config["agents"] == ["code", "plan"]
     tools = {t["name"] for t in sock.of("tool/serverUpdated")[0]["tools"]}
     assert {"read_file", "edit_file", "shell_command"} <= tools
 

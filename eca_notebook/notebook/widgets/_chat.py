@@ -120,6 +120,9 @@ class ChatView:
         self.transcript = Transcript()
         self.chat_id: str | None = None
         self.cards: dict[str, ToolCard] = {}
+        # a subagent's chat id → what it did, shown inside the parent's spawn_agent card (its contents carry
+        # ``parentChatId``: this chat)
+        self.subagents: dict[str, Transcript] = {}
         self.markdown_updates = 0  # markdown redraws sent (what the coalescing bounds)
         self._widgets: dict[int, Any] = {}  # id(block) → its widget
         self._dirty: dict[int, Block] = {}
@@ -174,8 +177,12 @@ class ChatView:
         self.coalescer.mark()
 
     def handle(self, method: str, params: dict[str, Any]) -> None:
-        """One engine notification; those of other chats are ignored."""
-        if self.chat_id is None or params.get("chatId") != self.chat_id:
+        """One engine notification; those of other chats are ignored, except a subagent's of this chat."""
+        if self.chat_id is None:
+            return
+        if params.get("chatId") != self.chat_id:
+            if params.get("parentChatId") == self.chat_id and params.get("chatId"):
+                self._subagent(str(params["chatId"]), method, params)
             return
         if method == "chat/cleared":
             if params.get("messages"):
@@ -189,6 +196,17 @@ class ChatView:
             self._mark(block)
         if (self.transcript.progress, self.transcript.usage, self.transcript.plan_content) != before:
             self._chrome_dirty = True
+        self.coalescer.mark()
+
+    def _subagent(self, child_id: str, method: str, params: dict[str, Any]) -> None:
+        """A subagent's notification: folded into its own transcript; the parent's card that shows it is redrawn."""
+        transcript = self.subagents.setdefault(child_id, Transcript())
+        for block in transcript.apply(method, params):
+            if block.tool is not None:
+                block.tool.chat_id = child_id  # its approval goes to the subagent's chat
+        for block in self.transcript.blocks:
+            if block.tool is not None and (block.tool.details or {}).get("subagentChatId") == child_id:
+                self._mark(block)
         self.coalescer.mark()
 
     def _prompt_echo(self, content: dict[str, Any]) -> None:
@@ -227,6 +245,7 @@ class ChatView:
         """The chat was rewound: drop what is shown; the server's replay of the kept messages draws it again."""
         self.transcript.clear()
         self.cards.clear()
+        self.subagents.clear()
         self._widgets.clear()
         self._dirty.clear()
         self.blocks_box.children = ()
@@ -360,6 +379,11 @@ class ChatView:
                 item.set_title(0, f"Reasoning{seconds}")
         elif block.kind == "tool":
             item.render()
+            child = str((block.tool.details or {}).get("subagentChatId") or "") if block.tool is not None else ""
+            if child:
+                transcript = self.subagents.get(child)
+                item.show_subagent(transcript.blocks if transcript is not None else [],
+                                   transcript.progress if transcript is not None else "")
         elif block.kind == "user":
             item.render()
         else:

@@ -9,10 +9,10 @@ the state updates so the chat view can coalesce redraws of a call whose argument
 from __future__ import annotations
 
 import html
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
-from .._transcript import ToolCallState
+from .._transcript import Block, ToolCallState
 from ._diff import render_diff_html
 
 __all__ = ["STATUS_LABELS", "ToolCard"]
@@ -103,8 +103,14 @@ class ToolCard:
         self.output_box = widgets.Accordion(children=[self.output_html], titles=("Output",),
                                             layout=widgets.Layout(display="none"))
         self.output_box.selected_index = None
-        self.widget = widgets.VBox([self.header, self.args_view, self.diff_view, self.hunk_view, self.buttons,
-                                    self.output_box,
+        # a spawn_agent call: the subagent's steps (texts, nested cards), collapsible, shown by show_subagent
+        self.subagent_body = widgets.VBox()
+        self.subagent_box = widgets.Accordion(children=[self.subagent_body], titles=("Subagent",),
+                                              layout=widgets.Layout(display="none"))
+        self.subagent_box.add_class("eca-subagent")
+        self.nested: dict[int, Any] = {}  # id(block) → its nested widget (ToolCard or HTML)
+        self.widget = widgets.VBox([self.header, self.subagent_box, self.args_view, self.diff_view, self.hunk_view,
+                                    self.buttons, self.output_box,
                                     widgets.HBox([self.undo_button, self.undo_note])])
         self.widget.add_class("eca-card")
         self.render()
@@ -198,6 +204,43 @@ class ToolCard:
     def _undoable(self) -> bool:
         details = self.state.details or {}
         return self.state.status == "done" and bool(details.get("undoable"))
+
+    def show_subagent(self, blocks: Sequence[Block], progress: str = "") -> None:
+        """Draw the subagent of a ``spawn_agent`` call inside this card: agent, activity, step N/maxSteps as the
+        title; its texts and its tool calls (nested cards whose Approve answers in the subagent's chat) inside.
+        Open at first; the user may fold it."""
+        import ipywidgets as widgets
+
+        details = self.state.details or {}
+        args = self.state.arguments if isinstance(self.state.arguments, dict) else {}
+        activity = str(args.get("activity") or self.state.summary or "working on a task")
+        steps = f"step {details.get('step', 0)}" + (f"/{details['maxSteps']}" if details.get("maxSteps") else "")
+        title = f"{details.get('agentName', 'subagent')} · {activity} · {steps}"
+        if progress and self.state.status == "running":
+            title += f" · {progress}"
+        if self.subagent_box.get_title(0) != title:
+            self.subagent_box.set_title(0, title)
+        if self.subagent_box.layout.display is not None:
+            self.subagent_box.layout.display = None
+            self.subagent_box.selected_index = 0
+        shown = []
+        for block in blocks:
+            item = self.nested.get(id(block))
+            if block.kind == "tool" and block.tool is not None:
+                if item is None:
+                    item = self.nested[id(block)] = ToolCard(block.tool, on_decision=self.on_decision)
+                item.render()
+                shown.append(item.widget)
+            elif block.kind in ("text", "note") and block.text.strip():
+                if item is None:
+                    item = self.nested[id(block)] = widgets.HTML()
+                    item.add_class("eca-subagent-text")
+                value = f'<div style="white-space: pre-wrap">{html.escape(block.text)}</div>'
+                if item.value != value:
+                    item.value = value
+                shown.append(item)
+        if tuple(shown) != self.subagent_body.children:
+            self.subagent_body.children = tuple(shown)
 
     def render(self) -> None:
         state = self.state

@@ -56,18 +56,20 @@ export function ChatApp(props: ChatAppProps): JSX.Element {
     },
     [props.onError]
   );
+  // (`chatId`: a subagent's call, nested in this chat's spawn_agent card, is answered in the subagent's chat)
   const onApprove = React.useCallback(
-    (id: string, save?: 'session', hunks?: string[]) => chat && guard(client.approve(chat.id, id, save, hunks)),
+    (id: string, save?: 'session', hunks?: string[], chatId?: string) =>
+      chat && guard(client.approve(chatId ?? chat.id, id, save, hunks)),
     [client, chat, guard]
   );
   const onReject = React.useCallback(
-    (id: string) => chat && guard(client.reject(chat.id, id)),
+    (id: string, chatId?: string) => chat && guard(client.reject(chatId ?? chat.id, id)),
     [client, chat, guard]
   );
   const onUndo = React.useCallback(
-    (id: string) => {
+    (id: string, chatId?: string) => {
       if (chat) {
-        const action = client.undoToolCall(chat.id, id);
+        const action = client.undoToolCall(chatId ?? chat.id, id);
         guard(action);
         return action;
       }
@@ -128,10 +130,14 @@ export function ChatApp(props: ChatAppProps): JSX.Element {
           {client.serverProgress}…
         </div>
       )}
-      {client.mcpServers.size > 0 && (
+      {(connected || client.mcpServers.size > 0) && (
         <McpServers
           servers={[...client.mcpServers.values()]}
           onToggle={(name, running) => guard(client.setMcpServerRunning(name, running))}
+          onAdd={draft => client.addMcpServer(draft)}
+          onUpdate={(name, change) => client.updateMcpServer({ name, ...change })}
+          onRemove={name => client.removeMcpServer(name)}
+          onSetEnabled={(name, enabled) => guard(client.setMcpServerEnabled(name, enabled))}
         />
       )}
       {chat ? (

@@ -19,8 +19,8 @@ interface ItemProps {
   streaming: boolean;
   rendermime: IRenderMimeRegistry | null;
   onApprove: ApproveHandler;
-  onReject: (id: string) => void;
-  onUndo: (id: string) => Promise<unknown> | void;
+  onReject: (id: string, chatId?: string) => void;
+  onUndo: (id: string, chatId?: string) => Promise<unknown> | void;
   /** The chat is running a prompt (user messages offer no rewind then). */
   busy: boolean;
   onRewind?: (contentId: string, revertFiles: boolean) => Promise<unknown> | void;
@@ -98,8 +98,8 @@ export interface MessageListProps {
   rendermime: IRenderMimeRegistry | null;
   welcome?: string;
   onApprove: ApproveHandler;
-  onReject: (id: string) => void;
-  onUndo: (id: string) => Promise<unknown> | void;
+  onReject: (id: string, chatId?: string) => void;
+  onUndo: (id: string, chatId?: string) => Promise<unknown> | void;
   /** "Rewind to here" on user messages (`chat/rollback`); absent: not offered. */
   onRewind?: (contentId: string, revertFiles: boolean) => Promise<unknown> | void;
   /** "Fork from here" on user messages (`chat/fork`); absent: not offered. */

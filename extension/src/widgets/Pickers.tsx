@@ -34,9 +34,9 @@ export function Pickers(props: PickersProps): JSX.Element {
         ))}
       </select>
       <select
-        className="eca-BehaviorPicker jp-mod-styled"
-        title="Behavior"
-        aria-label="Behavior"
+        className="eca-BehaviorPicker eca-AgentPicker jp-mod-styled"
+        title="Agent"
+        aria-label="Agent"
         value={config.behavior ?? ''}
         onChange={event => props.onBehavior(event.target.value)}
         disabled={config.behaviors.length === 0}

@@ -7,7 +7,7 @@
 import { PageConfig } from '@jupyterlab/coreutils';
 import * as React from 'react';
 
-import type { ToolItem, ToolState } from '../model';
+import { subagentDetails, type ChatView, type ToolItem, type ToolState } from '../model';
 import { DiffView } from './DiffView';
 import { HunkList } from './HunkList';
 
@@ -21,16 +21,79 @@ const STATE_LABEL: Record<ToolState, string> = {
   rejected: 'rejected'
 };
 
-/** Approve a waiting call; `hunks`: only those hunks of its file change (absent: all of it). */
-export type ApproveHandler = (id: string, save?: 'session', hunks?: string[]) => void;
+/** Approve a waiting call; `hunks`: only those hunks of its file change (absent: all of it); `chatId`: the chat of
+ * the call when it is not the one shown (a subagent's call, nested in its parent's card). */
+export type ApproveHandler = (id: string, save?: 'session', hunks?: string[], chatId?: string) => void;
 
 export interface ToolCardProps {
   item: ToolItem;
   version: number;
   onApprove: ApproveHandler;
-  onReject: (id: string) => void;
+  onReject: (id: string, chatId?: string) => void;
   /** `chat/toolCallUndo`; the promise settles when the server answered (the card then shows "undone" or stays). */
-  onUndo: (id: string) => Promise<unknown> | void;
+  onUndo: (id: string, chatId?: string) => Promise<unknown> | void;
+}
+
+/** The `spawn_agent` label: the activity the model gave the subagent, else the card's summary. */
+function subagentActivity(item: ToolItem): string {
+  const activity = item.arguments?.activity;
+  return typeof activity === 'string' && activity ? activity : item.summary || 'Working on a task';
+}
+
+/**
+ * A subagent's progress inside its parent's `spawn_agent` card: its texts and its tool calls as nested cards (with
+ * their own approve buttons, answered in the subagent's chat), collapsible; open while the subagent works.
+ */
+function SubagentView(props: ToolCardProps & { child: ChatView | undefined }): JSX.Element {
+  const { item, child } = props;
+  const details = subagentDetails(item)!;
+  const working = item.state === 'running' || item.state === 'approved' || item.state === 'preparing';
+  const [open, setOpen] = React.useState(true);
+  const childId = child?.id ?? details.subagentChatId;
+  const { onApprove: approveIn, onReject: rejectIn, onUndo: undoIn } = props;
+  const onApprove: ApproveHandler = React.useCallback(
+    (id, save, hunks) => approveIn(id, save, hunks, childId),
+    [approveIn, childId]
+  );
+  const onReject = React.useCallback((id: string) => rejectIn(id, childId), [rejectIn, childId]);
+  const onUndo = React.useCallback((id: string) => undoIn(id, childId), [undoIn, childId]);
+  const items = child?.items ?? [];
+  return (
+    <div className="eca-Subagent" data-subagent-chat-id={childId}>
+      <div className="eca-Subagent-header">
+        <span className="eca-Subagent-agent">{details.agentName}</span>
+        <span className="eca-Subagent-activity">{subagentActivity(item)}</span>
+        <span className="eca-Subagent-step">
+          step {details.step}
+          {details.maxSteps ? `/${details.maxSteps}` : ''}
+        </span>
+        {working && child?.progress && <span className="eca-Subagent-progress">{child.progress}</span>}
+      </div>
+      <details
+        className="eca-Subagent-body"
+        open={open}
+        onToggle={e => setOpen((e.currentTarget as HTMLDetailsElement).open)}
+      >
+        <summary>{open ? 'Hide the subagent’s steps' : `Show the subagent’s steps (${items.length})`}</summary>
+        {items.map(child =>
+          child.kind === 'tool' ? (
+            <ToolCard
+              key={child.key}
+              item={child}
+              version={child.version}
+              onApprove={onApprove}
+              onReject={onReject}
+              onUndo={onUndo}
+            />
+          ) : child.kind === 'assistant' || child.kind === 'system' || child.kind === 'user' ? (
+            <div key={child.key} className={`eca-Subagent-text eca-mod-${child.kind}`}>
+              {child.text}
+            </div>
+          ) : null
+        )}
+      </details>
+    </div>
+  );
 }
 
 /** The diff's title: a notebook cell change names the notebook and the cell. */
@@ -62,6 +125,7 @@ export function ToolCard(props: ToolCardProps): JSX.Element {
   const output = (item.outputs ?? []).map(o => o.text ?? (o as any).content ?? '').join('\n');
   const fileChange = item.details && item.details.type === 'fileChange' ? item.details : undefined;
   const retrieval = item.details && item.details.type === 'retrieval' ? item.details : undefined;
+  const subagent = subagentDetails(item);
   const canUndo = item.state === 'done' && Boolean(fileChange?.undoable) && !item.undone;
   const hunks = React.useMemo(() => fileChange?.hunks ?? [], [fileChange]);
   const waiting = item.state === 'waiting';
@@ -143,6 +207,7 @@ export function ToolCard(props: ToolCardProps): JSX.Element {
           )}
         </div>
       )}
+      {subagent && <SubagentView {...props} child={item.subagent} />}
       {retrieval?.message && item.state === 'done' && (
         <div className="eca-ToolCard-found">{retrieval.message}</div>
       )}
