@@ -318,24 +318,24 @@ class Hooks:
 def hooks_listing(hooks: Mapping[str, Mapping[str, Any]]) -> str:
     """The reference's ``/hooks`` text: hooks grouped by event, each with its description, visibility and matcher."""
     if not hooks:
-        return "No hooks configured. Add hooks to your config under the `hooks` key."
+        return 'No hooks configured. Add hooks to your config under the "hooks" key.'
     by_type: dict[str, list[str]] = {}
     for name in sorted(hooks):
         hook = hooks[name]
-        line = f"- `{name}`"
+        line = f"  - {name}"
         if hook.get("description"):
             line += f" — {hook['description']}"
         if hook.get("visible", True) is False:
-            line += " *(hidden)*"
+            line += " (hidden)"
         matcher = hook.get("matcher")
         if matcher is not None:
-            line += f" matcher: `{matcher if isinstance(matcher, str) else json.dumps(matcher)}`"
+            line += f" matcher: {matcher if isinstance(matcher, str) else json.dumps(matcher)}"
         by_type.setdefault(_hook_type(hook), []).append(line)
     order = [*HOOK_TYPES, *sorted(t for t in by_type if t not in HOOK_TYPES)]
     parts = ["Hooks active:\n"]
     for kind in order:
         if kind in by_type:
-            parts.append(f"**{kind}**\n" + "\n".join(by_type[kind]) + "\n")
+            parts.append(f"{kind}:\n" + "\n".join(by_type[kind]) + "\n")
     return "\n".join(parts)
 
 

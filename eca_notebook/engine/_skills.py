@@ -222,7 +222,7 @@ def list_skills(skills: SkillSet, shadowed: Mapping[str, str] | None = None) -> 
         rows = [f"- {s.name}: {s.description} ({s.scope}, {s.folder})"
                 + (f" — not a command: /{s.name} is {shadowed[s.name]}, which wins" if s.name in shadowed else "")
                 for s in skills.skills]
-        text = ("Skills available (each is also a command: `/<name> your request` loads it into the prompt):\n\n"
+        text = ("Skills available (each is also a command: /<name> your request loads it into the prompt):\n\n"
                 + "\n".join(rows))
     if skills.problems:
         text += "\n\nSkipped:\n" + "\n".join(f"- {p}" for p in skills.problems)

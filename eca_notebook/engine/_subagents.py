@@ -184,11 +184,11 @@ class Subagents:
                  f"{self.max_per_turn()} per prompt):", ""]
         for sub in found:
             model = self.model_for(chat.id if chat is not None else None, sub.info(), None) or "(the chat's)"
-            tools = ", ".join(sorted(t.name for t in self.child_tools(sub.id).values())) or "(none)"
-            lines += [f"**{sub.id}** — {sub.description}",
-                      f"- model: {model}",
-                      f"- max steps: {sub.max_steps if sub.max_steps is not None else 'no limit'}",
-                      f"- tools: {tools}", ""]
+            tools = ", ".join(sorted(key.removeprefix("eca__") for key in self.child_tools(sub.id))) or "(none)"
+            lines += [f"{sub.id} — {sub.description}",
+                      f"  - model: {model}",
+                      f"  - max steps: {sub.max_steps if sub.max_steps is not None else 'no limit'}",
+                      f"  - tools: {tools}", ""]
         return "\n".join(lines).rstrip()
 
     # -- running one ---------------------------------------------------------------------------------------------

@@ -201,22 +201,17 @@ class HeldWorkspace:
     hooks: dict[str, str] = field(default_factory=dict)  # name → "event: command"
     approvals: list[str] = field(default_factory=list)  # what its approvals let run unasked (approval_loosening)
 
-    def describe(self, *, markdown: bool = False) -> str:
-        """One item a line. Plain text by default: the clients show a question as it is (no markdown rendering), so
-        no backticks there; *markdown* for a chat message (a markdown list, names in code spans)."""
-        def code(text: str) -> str:
-            return f"`{text}`" if markdown else text
-
-        bullet = "- " if markdown else "  • "
-        head = f"Workspace {code(str(self.folder))} has its own config that"
+    def describe(self) -> str:
+        """One item a line, plain text: every door shows questions and system messages as they are (no markdown)."""
+        head = f"Workspace {self.folder} has its own config that"
         if self.servers or self.hooks:
             head += " runs commands on this machine" + (" and" if self.approvals else ":")
         if self.approvals:
             head += " lets tools run without asking:"
         lines = [head]
-        lines += [f"{bullet}MCP server {code(name)}: {code(what)}" for name, what in self.servers.items()]
-        lines += [f"{bullet}hook {code(name)}: {code(what)}" for name, what in self.hooks.items()]
-        lines += [f"{bullet}allows without asking: {code(what)}" for what in self.approvals]
+        lines += [f"  • MCP server {name}: {what}" for name, what in self.servers.items()]
+        lines += [f"  • hook {name}: {what}" for name, what in self.hooks.items()]
+        lines += [f"  • allows without asking: {what}" for what in self.approvals]
         return "\n".join(lines)
 
 
@@ -406,10 +401,10 @@ class WorkspaceTrust:
                 self._declined.add(workspace.digest)  # asked (or told) once per session, whatever the answer
             ask = self.engine.toolbox.questions()
             if ask is None:
-                summary = "\n\n".join(w.describe(markdown=True) for w in held)
+                summary = "\n\n".join(w.describe() for w in held)
                 self.engine.emit_content(chat, "system", _text(
                     f"{summary}\n\nThey are held back (servers not started, hooks not run, tools still asked) "
-                    "until you trust the workspace: send `/trust` to trust it (`/trust off` takes it back)."))
+                    "until you trust the workspace: send /trust to trust it (/trust off takes it back)."))
                 return
             summary = "\n\n".join(w.describe() for w in held)
             params = ChatAskQuestionParams(
@@ -429,7 +424,7 @@ class WorkspaceTrust:
                     "Workspace trusted: its MCP servers, hooks and approvals apply."))
             else:
                 self.engine.emit_content(chat, "system", _text(
-                    "Workspace not trusted: its MCP servers, hooks and looser approvals stay held. Send `/trust` "
+                    "Workspace not trusted: its MCP servers, hooks and looser approvals stay held. Send /trust "
                     "to trust it."))
 
     async def command(self, argument: str) -> str:
@@ -445,9 +440,9 @@ class WorkspaceTrust:
             return ("Nothing to trust: no workspace config of this session defines MCP servers, hooks or looser "
                     "approvals held back.")
         await self.trust()
-        names = [f"`{n}`" for w in held for n in w.servers]
-        hooks = [f"`{n}`" for w in held for n in w.hooks]
-        approvals = [f"`{a}`" for w in held for a in w.approvals]
+        names = [n for w in held for n in w.servers]
+        hooks = [n for w in held for n in w.hooks]
+        approvals = [a for w in held for a in w.approvals]
         parts = [f"MCP servers started: {', '.join(names)}." if names else "",
                  f"Hooks enabled: {', '.join(hooks)}." if hooks else "",
                  f"Allowed without asking: {', '.join(approvals)}." if approvals else ""]

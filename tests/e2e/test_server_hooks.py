@@ -102,5 +102,5 @@ async def test_a_pre_tool_call_hook_blocks_a_write_and_the_model_is_told_why(spa
 
     _, listed = await run(eca, "/hooks", chat_id)
     text = system_texts(listed)
-    assert "**preToolCall**\n- `guard` — No writes matcher: `eca__.*`" in text and "**postToolCall**" in text
+    assert "preToolCall:\n  - guard — No writes matcher: eca__.*" in text and "postToolCall:" in text
     assert await eca.shutdown() == 0

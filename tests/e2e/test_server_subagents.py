@@ -107,6 +107,6 @@ async def test_subagents_command_and_reserved_ids(spawn, llm, workspace):
     await eca.initialize(workspace)
     _, contents = await run(eca, "/subagents")
     text = system_texts(contents)
-    assert "**explorer**" in text and "**general**" in text and "read_file" in text
+    assert "explorer — " in text and "general — " in text and "read_file" in text
     result = await eca.request("chat/prompt", {"message": "hi", "chatId": "subagent-mine"})
     assert result["status"] == "error" and "reserved" in result["message"]

@@ -88,7 +88,7 @@ async def test_without_questions_the_chat_says_so_and_slash_trust_decides(spawn,
     await eca.wait_for(demo_is("disabled"))
     chat_id, contents = await run(eca, "hello", model=MODEL)
     told = system_texts(contents)
-    assert "`/trust`" in told and "MCP server `demo`" in told and runs(log) == 0
+    assert "send /trust" in told and "MCP server demo" in told and runs(log) == 0
 
     _, contents = await run(eca, "/trust", chat_id=chat_id)
     assert "Workspace trusted" in system_texts(contents)

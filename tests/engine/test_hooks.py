@@ -88,8 +88,8 @@ def test_listing_groups_by_event() -> None:
     text = hooks_listing({"b": {"type": "postToolCall", "actions": [{}]},
                           "a": {"type": "preToolCall", "description": "Guard", "visible": False,
                                 "matcher": {"eca__shell_command": {}}, "actions": [{}]}})
-    assert text.index("**preToolCall**") < text.index("**postToolCall**")
-    assert '- `a` — Guard *(hidden)* matcher: `{"eca__shell_command": {}}`' in text
+    assert text.index("preToolCall:") < text.index("postToolCall:")
+    assert '  - a — Guard (hidden) matcher: {"eca__shell_command": {}}' in text
 
 
 # -- in the engine -------------------------------------------------------------------------------------------------

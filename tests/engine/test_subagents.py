@@ -56,7 +56,7 @@ async def test_spawn_agent_lists_the_subagents_a_primary_agent_may_spawn(env, wo
         assert {"read_file", "grep"} <= explorer and not explorer & {"write_file", "edit_file", "move_file"}
         assert "write_file" in {t.name for t in eng.subagents.child_tools("general").values()}
         listing = eng.subagents.listing(None)
-        assert "**explorer**" in listing and "max steps: no limit" in listing and "reviewer" not in listing
+        assert "explorer — " in listing and "max steps: no limit" in listing and "reviewer" not in listing
     finally:
         await eng.aclose()
 
