@@ -14,6 +14,7 @@ an unknown parent or an inheritance cycle becomes a problem in words (shown by `
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,6 +25,7 @@ from pydantic import ValidationError
 from .._merge import deep_merge
 from ._config_layers import _PLAN_DENIED_SHELL
 from ._config_schema import BehaviorConfig, Config, ToolCallConfig
+from ._config_syntax import DynamicSource, interpolate_env, resolve_dynamic, trusted_by_user, workspace_of
 from ._front_matter import FrontMatterError, parse_front_matter
 
 __all__ = [
@@ -71,10 +73,10 @@ _EDIT_TOOLS = ["edit_file", "write_file", "move_file", "notebook_edit_cell", "no
 _BUILTIN: dict[str, dict[str, Any]] = {
     "code": {"mode": "primary",
              "description": "Default, generic agent used to do most tasks; has access to all tools by default."},
-    "plan": {"mode": "primary",
+    "plan": {"mode": "primary", "readOnly": True,
              "description": "Builds a plan before the user switches to the code agent to carry out a complex task. "
                             "Has no edit tools, only previews changes."},
-    "explorer": {"mode": "subagent",
+    "explorer": {"mode": "subagent", "readOnly": True,
                  "description": "Codebase search specialist. Focuses on finding and reading file contents without "
                                 "modifying the system. Read-only, no edit tools.",
                  "systemPrompt": EXPLORER_SYSTEM_PROMPT,
@@ -106,6 +108,7 @@ class AgentSpec:
     spawnable_by: tuple[str, ...] = ()
     source: str = "built-in"
     inherits: tuple[str, ...] = ()  # the chain of agents it inherits from, nearest first
+    read_only: bool = False  # hides every tool that changes files or notebooks (``mutates``)
 
     @property
     def primary(self) -> bool:
@@ -222,11 +225,14 @@ def _md_tools(tools: Any) -> dict[str, Any] | None:
     return {"approval": approval}
 
 
-def parse_agent_markdown(path: Path) -> tuple[str, dict[str, Any]] | str:
+def parse_agent_markdown(path: Path, dynamic: DynamicSource | None = None,
+                         problems: list[str] | None = None) -> tuple[str, dict[str, Any]] | str:
     """(agent id, its settings in config spelling) from a markdown agent file, or a problem in words.
 
     The id is the front matter's ``name`` or the file name without extensions, trimmed and lowercased; the body is
-    the system prompt. Keys as in config, plus the reference's markdown spellings ``model`` and ``steps``."""
+    the system prompt. Keys as in config, plus the reference's markdown spellings ``model`` and ``steps``. With
+    *dynamic*, ``${env:}``/``${file:}``/``${cmd:}``… in the front matter values and the body are resolved as in
+    config files (engine/_config_syntax.py), their problems appended to *problems*."""
     try:
         data = path.read_bytes()[:_MAX_AGENT_BYTES]
         text = data.decode("utf-8-sig")
@@ -238,6 +244,9 @@ def parse_agent_markdown(path: Path) -> tuple[str, dict[str, Any]] | str:
         meta, body = parse_front_matter(text)
     except FrontMatterError as exc:
         return f"agent file {path}: {exc}"
+    if dynamic is not None:
+        meta = resolve_dynamic(interpolate_env(meta, dynamic.env, problems), dynamic, problems)
+        body = resolve_dynamic(interpolate_env(body, dynamic.env, problems), dynamic, problems)
     agent_id = str(meta.get("name") or path.name.split(".", 1)[0]).strip().lower()
     if not agent_id or any(c.isspace() for c in agent_id):
         return f"agent file {path}: the agent id '{agent_id}' is empty or has spaces"
@@ -324,14 +333,26 @@ def _modes(agent_id: str, value: Any, problems: list[str]) -> frozenset[str]:
     return frozenset(modes & set(MODES)) or frozenset(MODES)
 
 
-def build_agents(config: Config, workspace_folders: Sequence[Path], global_config_dir: Path) -> Agents:
-    """Resolve the agents of ``config`` plus the markdown files (see the module docstring)."""
+def build_agents(config: Config, workspace_folders: Sequence[Path], global_config_dir: Path,
+                 env: Mapping[str, str] | None = None) -> Agents:
+    """Resolve the agents of ``config`` plus the markdown files (see the module docstring). Dynamic strings in the
+    markdown files are resolved here (once per build): a workspace's file runs ``${cmd:}`` only when the user's
+    ``trustedWorkspaces`` lists the folder, and reads ``${file:}`` only inside it."""
     problems: list[str] = []
+    env = os.environ if env is None else env
+    trusted = (config.model_extra or {}).get("trustedWorkspaces")
+    netrc_file = (config.model_extra or {}).get("netrcFile")
+    cmd_cache: dict[str, str | None] = {}
     layers: dict[str, dict[str, Any]] = {k: dict(v) for k, v in _BUILTIN.items()}
     sources: dict[str, str] = dict.fromkeys(_BUILTIN, "built-in")
     if not config.pure_config:
         for path in agent_files(workspace_folders, global_config_dir):
-            parsed = parse_agent_markdown(path)
+            workspace = workspace_of(path, workspace_folders)
+            dynamic = DynamicSource(label=f"agent file {path}", env=env, base_dir=path.parent, workspace=workspace,
+                                    cmd_allowed=workspace is None or trusted_by_user(workspace, trusted),
+                                    netrc_file=netrc_file if isinstance(netrc_file, str) else None,
+                                    cmd_cache=cmd_cache)
+            parsed = parse_agent_markdown(path, dynamic, problems)
             if isinstance(parsed, str):
                 problems.append(parsed)
                 continue
@@ -391,6 +412,7 @@ def build_agents(config: Config, workspace_folders: Sequence[Path], global_confi
             disabled_tools=tuple(model.disabled_tools or ()),
             max_steps=model.max_steps,
             spawnable_by=tuple(spawnable),
+            read_only=bool(model.read_only),
             source=sources[agent_id],
             inherits=chain,
         )

@@ -94,9 +94,13 @@ class Chat:
     last_stop_reason: str | None = field(default=None, repr=False, compare=False)  # of the last provider response
     # what the chat learned about its model's context window (token estimate calibration, _context_window.py)
     context_window: Any = field(default=None, repr=False, compare=False)
-    # a subagent's chat (_subagents.py): the chat whose spawn_agent call runs it. Such a chat lives in memory only
-    # (never saved nor listed) and each of its contents tells the clients ``parentChatId``.
+    # a subagent's chat (_subagents.py): the chat whose spawn_agent call runs it. Such a chat is never saved on its
+    # own nor listed (its contents go in the parent's record) and each of its contents tells the clients
+    # ``parentChatId``.
     parent_chat_id: str | None = field(default=None, compare=False)
+    # a parent's subagents as they were shown (subagent chat id → its contents): saved inside the parent's record,
+    # so ``chat/open`` after a reload or a restart replays them nested under the parent's spawn_agent call
+    subagent_contents: dict[str, list[dict[str, Any]]] = field(default_factory=dict, compare=False)
 
     @property
     def running(self) -> bool:
@@ -137,6 +141,8 @@ class Chat:
             "contents": self.contents,
             "usage": dataclasses.asdict(self.usage),
             **({"trust": True} if self.trust else {}),
+            **({"subagents": [{"chatId": k, "contents": v} for k, v in self.subagent_contents.items()]}
+               if self.subagent_contents else {}),
         }
 
     @classmethod
@@ -154,6 +160,8 @@ class Chat:
             contents=list(record.get("contents") or []),
             usage=usage,
             trust=record.get("trust") is True,
+            subagent_contents={str(s["chatId"]): list(s.get("contents") or []) for s in record.get("subagents") or []
+                               if isinstance(s, dict) and isinstance(s.get("chatId"), str)},
         )
 
 

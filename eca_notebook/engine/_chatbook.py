@@ -45,12 +45,18 @@ class ChatBook:
         """Queue a save: the record is snapshotted here, encoded and written by the store's writer thread, so a
         50 MB chat never stalls the loop (every other chat and client) while it is written."""
         store = self.engine.store
-        if store is None or chat.parent_chat_id is not None:  # a subagent's chat lives in memory only
+        if store is None or chat.parent_chat_id is not None:  # a subagent's chat: saved inside its parent's
             return
         chat.updated_at = now_ms()
         try:
+            for child_id in self.engine.subagents.children.get(chat.id, ()):  # its subagents go in its record
+                child = self.engine.chats.get(child_id)
+                if child is not None:
+                    chat.subagent_contents[child_id] = child.contents
             record = chat.to_record()  # (its messages are converted to fresh dicts: only contents are live)
             record["contents"] = snapshot(record["contents"])
+            if "subagents" in record:
+                record["subagents"] = snapshot(record["subagents"])
             store.save_in_background(record, copy=False)
         except Exception:  # saving must never break a chat; the next save retries
             log.exception("could not save chat %s", chat.id)
@@ -160,9 +166,21 @@ class ChatBook:
         if chat.title:
             opened["title"] = chat.title
         listener.send("chat/opened", opened)
+        children = dict(chat.subagent_contents)
+        for child_id in self.engine.subagents.children.get(chat.id, ()):  # still in memory: as they are now
+            child = self.engine.chats.get(child_id)
+            if child is not None:
+                children[child_id] = child.contents
         for item in chat.contents:  # redacted again: a chat saved by an older version may hold a secret
             listener.send("chat/contentReceived", redact_json({"chatId": chat.id, "role": item["role"],
                                                                "content": item["content"]}))
+            details = item["content"].get("details") if isinstance(item.get("content"), dict) else None
+            named = details.get("subagentChatId") if isinstance(details, dict) else None
+            # a subagent's contents right after its spawn_agent call first names it (once), as the clients nest them
+            for child_item in children.pop(named, ()) if isinstance(named, str) else ():
+                listener.send("chat/contentReceived", redact_json({
+                    "chatId": named, "parentChatId": chat.id, "role": child_item["role"],
+                    "content": child_item["content"]}))
         # the reopened chat's trust mode, so the client's indicator matches what the server will auto-approve
         listener.send("config/updated", {"chatId": chat.id, "chat": {"selectTrust": chat.trust}})
         result: dict[str, Any] = {"found": True}

@@ -26,7 +26,7 @@ from pydantic import ValidationError
 
 from .._merge import deep_merge
 from ._config_schema import Config
-from ._config_syntax import interpolate_env, parse_jsonc
+from ._config_syntax import DynamicSource, interpolate_env, parse_jsonc, resolve_dynamic, trusted_by_user
 from ._paths import xdg_config_home
 
 __all__ = ["DEFAULTS", "ConfigSource", "LoadedConfig", "global_config_path", "load_config"]
@@ -232,6 +232,21 @@ class _Loader:
         self.sources = [ConfigSource("defaults", None, True, None)]
         self.problems: list[str] = []
         self.workspace_layers: dict[str, dict[str, Any]] = {}
+        self.cmd_cache: dict[str, str | None] = {}  # each ${cmd:} runs once per load
+
+    def dynamic(self, data: Any, label: str, path: Path | None = None, workspace: Path | None = None) -> Any:
+        """*data* with its ``${file:}``/``${cmd:}``/``${netrc:}``/``${classpath:}`` resolved, per layer because what a
+        string may do depends on the file it is in (engine/_config_syntax.py); ``${env:}`` is left for after the
+        merge. A workspace layer's commands run only when the user's own layers trust that folder."""
+        netrc_file = data.get("netrcFile") if isinstance(data, Mapping) else None
+        if not isinstance(netrc_file, str):
+            netrc_file = self.merged.get("netrcFile") if isinstance(self.merged.get("netrcFile"), str) else None
+        trusted = interpolate_env(self.merged.get("trustedWorkspaces"), self.env)
+        source = DynamicSource(label=label, env=self.env, base_dir=path.parent if path is not None else None,
+                               workspace=workspace,
+                               cmd_allowed=workspace is None or trusted_by_user(workspace, trusted),
+                               netrc_file=netrc_file, cmd_cache=self.cmd_cache)
+        return resolve_dynamic(data, source, self.problems)
 
     def reject(self, name: str, path: str | None, problems: list[str]) -> None:
         self.problems.extend(problems)
@@ -279,10 +294,13 @@ class _Loader:
         if problem is not None:
             self.reject(name, str(path), [problem])
             return
-        if name.startswith("workspace:") and isinstance(data, Mapping):
+        workspace = Path(name.removeprefix("workspace:")) if name.startswith("workspace:") else None
+        if workspace is not None and isinstance(data, Mapping):
             # A repository never trusts itself: `trustedWorkspaces` counts only from the user's own layers.
             data = {key: value for key, value in data.items() if key != "trustedWorkspaces"}
-            self.workspace_layers[name.removeprefix("workspace:")] = data
+        data = self.dynamic(data, str(path), path, workspace)
+        if workspace is not None and isinstance(data, Mapping):
+            self.workspace_layers[name.removeprefix("workspace:")] = dict(data)
         self.apply(name, str(path), data, str(path))
 
 
@@ -309,13 +327,16 @@ def load_config(
 
     defaults → ``initializationOptions`` → env ``ECA_CONFIG`` (JSON) → the global file (or *config_file* instead) →
     ``<folder>/.eca/config.json`` for each workspace folder. ``pureConfig: true`` in a layer before the files skips
-    all of them. ``${env:…}`` is interpolated after merging. Never raises for bad user input: see ``problems``.
+    all of them. ``${file:…}``, ``${cmd:…}``, ``${netrc:…}`` are resolved per layer as it is read (a workspace's
+    commands only when the user trusts it: engine/_config_syntax.py), ``${env:…}`` after merging. Never raises for
+    bad user input: see ``problems``.
     """
     env = os.environ if env is None else env
     loader = _Loader(env)
 
     if initialization_options is not None:
-        loader.apply("initializationOptions", None, initialization_options, "initializationOptions")
+        loader.apply("initializationOptions", None,
+                     loader.dynamic(initialization_options, "initializationOptions"), "initializationOptions")
     else:
         loader.sources.append(ConfigSource("initializationOptions", None, False, None, note="not given"))
 
@@ -326,7 +347,7 @@ def load_config(
         except json.JSONDecodeError as exc:
             loader.reject("ECA_CONFIG", None, [f"ECA_CONFIG: invalid JSON: {exc.msg} (column {exc.colno})"])
         else:
-            loader.apply("ECA_CONFIG", None, data, "ECA_CONFIG")
+            loader.apply("ECA_CONFIG", None, loader.dynamic(data, "ECA_CONFIG"), "ECA_CONFIG")
     else:
         loader.sources.append(ConfigSource("ECA_CONFIG", None, False, None, note="not set"))
 

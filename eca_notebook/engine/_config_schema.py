@@ -272,6 +272,9 @@ class BehaviorConfig(_ConfigModel):
     tool_call: ToolCallConfig | None = None
     disabled_tools: list[str] | None = None
     max_steps: int | None = Field(default=None, ge=1)
+    # ours: hide every tool that changes files or notebooks (a tool's ``mutates``), whatever its origin; the
+    # built-in ``plan`` and ``explorer`` are read-only
+    read_only: bool | None = None
 
 
 class LocalModelConfig(_ConfigModel):

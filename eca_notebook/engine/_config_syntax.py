@@ -1,17 +1,49 @@
-"""What a config layer may contain beyond plain JSON: comments and trailing commas, and ``${env:NAME}`` references.
+"""What a config layer may contain beyond plain JSON: comments and trailing commas, and dynamic strings.
 
 The reference's docs show commented config files (its schema declares ``allowComments``), and its users put keys in
-environment variables rather than in files; a server that rejected either would drop a user's whole file.
+environment variables, files, password managers and ``~/.netrc`` rather than in the config file; a server that
+rejected any of them would drop a user's whole file. Dynamic strings, in every string value (keys untouched):
+
+* ``${env:NAME}`` / ``${env:NAME:default}`` — :func:`interpolate_env`;
+* ``${file:/abs/path}`` / ``${file:../rel}`` (relative to the folder of the file the string is in) — the file's text;
+* ``${cmd:some command}`` — the trimmed stdout of ``bash -c`` (10 s limit); failure → ``""`` and a problem;
+* ``${netrc:[login@]machine[:port]}`` — the password of that entry of ``netrcFile`` / ``~/.netrc`` / ``~/_netrc``;
+* ``${classpath:…}`` — a file inside the reference server's jar: we have none, so ``""`` (the built-in prompt then
+  applies) and a problem.
+
+:func:`resolve_dynamic` does the last four for one source (a config layer, a markdown agent or skill), since what is
+allowed depends on where the string was written (:class:`DynamicSource`): a *workspace* file is the repository's,
+not the user's, so its ``${cmd:}`` runs only when the user trusts that folder in their own ``trustedWorkspaces``
+(otherwise ``""`` and a problem saying so), and its ``${file:}`` reads only inside that folder. Command output and
+netrc passwords are registered as secrets (``_redact.add_secrets``) and never logged; problems name the reference,
+never a value.
 """
 
 from __future__ import annotations
 
 import json
+import logging
+import netrc
+import os
 import re
-from collections.abc import Mapping
+import shutil
+import subprocess
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
-__all__ = ["interpolate_env", "parse_jsonc"]
+from .._redact import add_secrets
+
+__all__ = ["CMD_TIMEOUT_SECONDS", "DynamicSource", "interpolate_env", "parse_jsonc", "resolve_dynamic",
+           "trusted_by_user", "workspace_of"]
+
+log = logging.getLogger(__name__)
+
+#: How long one ``${cmd:}`` may run (the reference allows 30 s; a password manager answers in far less, and a load
+#: blocked longer looks like a hung server).
+CMD_TIMEOUT_SECONDS = 10.0
+_MAX_FILE_BYTES = 1024 * 1024  # a ${file:} beyond this is cut: it would go into every request
 
 
 _ENV_REF = re.compile(r"\$\{env:([A-Za-z_][A-Za-z0-9_]*)(?::([^}]*))?\}")
@@ -46,6 +78,178 @@ def interpolate_env(value: Any, env: Mapping[str, str], problems: list[str] | No
     if isinstance(value, list):
         return [interpolate_env(v, env, problems) for v in value]
     return value
+
+
+_DYNAMIC_REF = re.compile(r"\$\{(file|cmd|classpath|netrc):([^}]+)\}")
+
+
+@dataclass
+class DynamicSource:
+    """Where the strings being resolved were written, which decides what they may do.
+
+    ``base_dir``: what a relative ``${file:}`` is relative to (the folder of the config or markdown file; None → the
+    process's working directory). ``workspace``: set when the source is a workspace's own file — ``${file:}`` then
+    reads only inside it, and ``${cmd:}`` runs only when ``cmd_allowed`` (the user trusts the folder).
+    ``label`` names the source in problems. ``cmd_cache``: one run per distinct command per load (share it between
+    the sources of one load). ``netrc_file``: the config's ``netrcFile`` (else ``~/.netrc``, ``~/_netrc``).
+    """
+
+    label: str
+    env: Mapping[str, str] = field(default_factory=lambda: os.environ)
+    base_dir: Path | None = None
+    workspace: Path | None = None
+    cmd_allowed: bool = True
+    netrc_file: str | None = None
+    cmd_cache: dict[str, str | None] = field(default_factory=dict)
+
+
+def resolve_dynamic(value: Any, source: DynamicSource, problems: list[str] | None = None) -> Any:
+    """Replace ``${file:}``, ``${cmd:}``, ``${netrc:}`` and ``${classpath:}`` in every string of *value*
+    (recursively; keys and ``${env:}`` untouched — see :func:`interpolate_env`). Never raises: a reference that
+    cannot be resolved becomes ``""`` and a problem (appended once to *problems*; logged as a warning either way)."""
+    if isinstance(value, str):
+        if "${" not in value or _DYNAMIC_REF.search(value) is None:
+            return value
+        return _DYNAMIC_REF.sub(lambda m: _resolve_one(m.group(1), m.group(2), source, problems), value)
+    if isinstance(value, Mapping):
+        return {k: resolve_dynamic(v, source, problems) for k, v in value.items()}
+    if isinstance(value, list):
+        return [resolve_dynamic(v, source, problems) for v in value]
+    return value
+
+
+def _problem(problems: list[str] | None, message: str) -> str:
+    if problems is not None and message not in problems:
+        problems.append(message)
+        log.warning("config: %s", message)
+    elif problems is None:
+        log.warning("config: %s", message)
+    return ""
+
+
+def _resolve_one(kind: str, arg: str, source: DynamicSource, problems: list[str] | None) -> str:
+    ref = f"${{{kind}:{arg}}}"
+    where = f"{source.label}: {ref}"
+    if kind == "file":
+        return _read_file_ref(arg.strip(), source, problems, where)
+    if kind == "cmd":
+        return _run_cmd_ref(arg.strip(), source, problems, where)
+    if kind == "netrc":
+        return _netrc_ref(arg.strip(), source, problems, where)
+    # classpath: a file inside the reference server's jar (its built-in prompts). Ours are built in, and an empty
+    # prompt means "the built-in one", so empty is the equivalent; say so, since other uses get nothing.
+    return _problem(problems, f"{where}: eca-notebook has no classpath (that is a file inside the reference "
+                              "server); using an empty string — for a prompt, the built-in one applies")
+
+
+def _read_file_ref(arg: str, source: DynamicSource, problems: list[str] | None, where: str) -> str:
+    path = Path(os.path.expanduser(arg))
+    if not path.is_absolute():
+        path = (source.base_dir or Path.cwd()) / path
+    if source.workspace is not None:
+        try:
+            inside = path.resolve().is_relative_to(source.workspace.resolve())
+        except OSError:
+            inside = False
+        if not inside:
+            return _problem(problems, f"{where}: a workspace file may only read files inside {source.workspace}; "
+                                      "using an empty string")
+    try:
+        with path.open("rb") as f:
+            data = f.read(_MAX_FILE_BYTES)
+        return data.decode("utf-8-sig", errors="replace")
+    except OSError as exc:
+        return _problem(problems, f"{where}: cannot read {path} ({exc.strerror or type(exc).__name__}); "
+                                  "using an empty string")
+
+
+def _run_cmd_ref(command: str, source: DynamicSource, problems: list[str] | None, where: str) -> str:
+    if not source.cmd_allowed:
+        folder = source.workspace or source.base_dir
+        return _problem(problems, f"{where}: not run — commands in a workspace's own files run only when you trust "
+                                  f"the folder in your user config (\"trustedWorkspaces\": [\"{folder}\"]); "
+                                  "using an empty string")
+    if command in source.cmd_cache:
+        cached = source.cmd_cache[command]
+        return "" if cached is None else cached
+    shell = shutil.which("bash", path=source.env.get("PATH")) or "/bin/sh"
+    try:
+        done = subprocess.run([shell, "-c", command], capture_output=True, text=True, errors="replace",
+                              timeout=CMD_TIMEOUT_SECONDS, env=dict(source.env), stdin=subprocess.DEVNULL,
+                              cwd=source.base_dir if source.base_dir is not None and source.base_dir.is_dir()
+                              else None)
+    except subprocess.TimeoutExpired:
+        source.cmd_cache[command] = None
+        return _problem(problems, f"{where}: timed out after {CMD_TIMEOUT_SECONDS:g} s; using an empty string")
+    except OSError as exc:
+        source.cmd_cache[command] = None
+        return _problem(problems, f"{where}: cannot run ({exc.strerror or type(exc).__name__}); "
+                                  "using an empty string")
+    if done.returncode != 0:
+        source.cmd_cache[command] = None  # (stdout/stderr are not shown: they may hold the secret)
+        return _problem(problems, f"{where}: exited with status {done.returncode}; using an empty string")
+    out = done.stdout.strip()
+    add_secrets([out])  # it is usually a key: keep it out of every log, saved chat and error message
+    source.cmd_cache[command] = out
+    return out
+
+
+def _netrc_ref(spec: str, source: DynamicSource, problems: list[str] | None, where: str) -> str:
+    login, _, machine = spec.rpartition("@")
+    host = machine.split(":", 1)[0]  # (Python's netrc has no ports: the entry for the host is used)
+    if source.netrc_file:
+        files = [Path(os.path.expanduser(source.netrc_file))]
+    else:
+        home = Path(source.env.get("HOME") or os.path.expanduser("~"))
+        files = [home / ".netrc", home / "_netrc"]
+    for path in files:
+        if not path.is_file():
+            continue
+        try:
+            entry = netrc.netrc(str(path)).authenticators(host)
+        except (OSError, netrc.NetrcParseError) as exc:
+            _problem(problems, f"{where}: cannot read {path} ({type(exc).__name__})")
+            continue
+        if entry is not None and (not login or entry[0] == login) and entry[2]:
+            add_secrets([entry[2]])
+            return entry[2]
+    return _problem(problems, f"{where}: no matching entry in {' or '.join(str(f) for f in files)}; "
+                              "using an empty string")
+
+
+def workspace_of(path: Path, workspace_folders: Iterable[Path]) -> Path | None:
+    """The workspace folder *path* is in (a workspace's own ``.eca`` files), or None (the user's own files)."""
+    try:
+        resolved = Path(path).resolve()
+    except OSError:
+        resolved = Path(path)
+    for folder in workspace_folders:
+        try:
+            root = Path(folder).resolve()
+        except OSError:
+            root = Path(folder)
+        if resolved == root or resolved.is_relative_to(root):
+            return Path(folder)
+    return None
+
+
+def trusted_by_user(folder: Path, trusted: Any) -> bool:
+    """Whether the user's ``trustedWorkspaces`` (a path or a list of them) lists *folder* or a folder above it."""
+    values = [trusted] if isinstance(trusted, str) else trusted if isinstance(trusted, list) else []
+    try:
+        target = Path(folder).resolve()
+    except OSError:
+        target = Path(folder)
+    for value in values:
+        if not isinstance(value, str) or not value.strip():
+            continue
+        try:
+            root = Path(os.path.expanduser(value)).resolve()
+        except OSError:
+            continue
+        if target == root or target.is_relative_to(root):
+            return True
+    return False
 
 
 def parse_jsonc(text: str) -> Any:

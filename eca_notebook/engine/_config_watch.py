@@ -112,9 +112,11 @@ def _rejected_files(loaded: LoadedConfig) -> dict[str, str]:
 
 async def reload_config(engine: Engine) -> bool:
     """Load every layer again and apply it; True when the engine took a new configuration (see the module doc)."""
-    new = load_config(workspace_folders=engine.workspace_folders,
-                      initialization_options=engine.options.initialization_options,
-                      config_file=engine.options.config_file, env=engine.env)
+    # Off the event loop: reading the layers may run ``${cmd:…}`` (up to its time limit) — in a notebook the loop
+    # is the kernel's.
+    new = await asyncio.to_thread(load_config, workspace_folders=engine.workspace_folders,
+                                  initialization_options=engine.options.initialization_options,
+                                  config_file=engine.options.config_file, env=engine.env)
     old = engine.loaded
     before = _rejected_files(old)
     broken = {name: why for name, why in _rejected_files(new).items() if before.get(name) != why}

@@ -32,7 +32,7 @@ import os
 import re
 import signal
 import sys
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Collection, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -225,6 +225,7 @@ class Hooks:
         self.engine = engine
         self.chat = RequestHooks(self)
         self.status = ChatStatusHooks(self)  # chatStatusChanged, fed by the engine's contents and status changes
+        self.session_started: set[str] = set()  # sessionStart hooks run this session (once each, see _trust.py)
 
     def configured(self) -> dict[str, Mapping[str, Any]]:
         """The valid hook entries, by name (an entry that is not an object, or has no actions, is left out)."""
@@ -251,13 +252,16 @@ class Hooks:
         return data
 
     async def run(self, hook_type: str, data: Mapping[str, Any] | None = None, *,
-                  chat: Chat | None = None) -> HookOutcome:
+                  chat: Chat | None = None, names: Collection[str] | None = None) -> HookOutcome:
         """Run the hooks of ``hook_type`` (alphabetically, actions in order) and merge what they answered.
 
-        With ``chat``, a hook's ``systemMessage`` is shown in that chat as ``Hook '<name>': <text>``."""
+        With ``chat``, a hook's ``systemMessage`` is shown in that chat as ``Hook '<name>': <text>``. With
+        ``names``, only those hooks (a workspace's ``sessionStart`` hooks, run late once it is trusted)."""
         outcome = HookOutcome()
         hooks = sorted((name, hook) for name, hook in self.configured().items()
-                       if _matches(hook, hook_type, data or {}))
+                       if _matches(hook, hook_type, data or {}) and (names is None or name in names))
+        if hook_type == "sessionStart":
+            self.session_started.update(name for name, _ in hooks)
         if not hooks:
             return outcome
         base = self.base_data(chat)

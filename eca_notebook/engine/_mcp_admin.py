@@ -208,12 +208,12 @@ def _manager(engine: Engine) -> Any:
     return engine.mcp
 
 
-def _refresh_loaded(engine: Engine) -> None:
+async def _refresh_loaded(engine: Engine) -> None:
     """Take the config we just wrote as the engine's, when only ``mcpServers`` changed (see the module doc); any
     other difference is somebody else's edit and is left to the config watcher, which reloads everything."""
-    new = load_config(workspace_folders=engine.workspace_folders,
-                      initialization_options=engine.options.initialization_options,
-                      config_file=engine.options.config_file, env=engine.env)
+    new = await asyncio.to_thread(load_config, workspace_folders=engine.workspace_folders,  # (may run ${cmd:})
+                                  initialization_options=engine.options.initialization_options,
+                                  config_file=engine.options.config_file, env=engine.env)
     old = engine.loaded
 
     def rest(raw: Mapping[str, Any]) -> dict[str, Any]:
@@ -286,7 +286,7 @@ async def _add(engine: Engine, params: McpAddServerParams) -> McpAddServerResult
 
     edit_config_file(path, put)
     log.info("MCP server %s added to %s", name, path)
-    _refresh_loaded(engine)
+    await _refresh_loaded(engine)
     manager = _manager(engine)
     await manager.put_server(name, _server_config(engine, name, entry))
     status = McpServerUpdatedParams.model_validate(manager.status(name))
@@ -315,7 +315,7 @@ async def remove_server(engine: Engine, name: str) -> McpRemoveServerResult:
             for path in files:
                 edit_config_file(path, drop)
                 log.info("MCP server %s removed from %s", name, path)
-            _refresh_loaded(engine)
+            await _refresh_loaded(engine)
             if manager is not None:
                 await manager.remove_server(name)
             return McpRemoveServerResult(name=name, removed=True)
@@ -367,7 +367,7 @@ async def update_server(engine: Engine, params: McpUpdateServerParams) -> McpUpd
 
             edit_config_file(files[-1], change)
             log.info("MCP server %s updated in %s", name, files[-1])
-            _refresh_loaded(engine)
+            await _refresh_loaded(engine)
             manager = _manager(engine)
             config = _server_config(engine, name, merged)
             await manager.put_server(name, config)
@@ -405,7 +405,7 @@ async def set_disabled(engine: Engine, name: str, disabled: bool) -> str | None:
                     edit_config_file(path, mark)
             except ConfigEditError as exc:
                 warning = f"MCP server '{name}': {exc.message}; the change applies until a restart only."
-            _refresh_loaded(engine)
+            await _refresh_loaded(engine)
         else:
             warning = (f"MCP server '{name}' is not defined in a config file; it is "
                        f"{'disabled' if disabled else 'enabled'} until a restart only.")

@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any
 from ..plugins import BasePlugin
 from ..tools.base import Tool
 from ..tools.skill import Scope, Skill, SkillTool, skill_text
+from ._config_syntax import DynamicSource, interpolate_env, resolve_dynamic, trusted_by_user
 from ._front_matter import FrontMatterError, parse_front_matter, split_front_matter
 from .commands import render_template
 
@@ -67,26 +68,30 @@ class SkillSet:
 
 
 # (path) -> ((mtime_ns, size), Skill | problem): a turn asks for the skills several times; re-parse only on change
-_parsed: dict[Path, tuple[tuple[int, int], Skill | str]] = {}
+_parsed: dict[Path, tuple[tuple[int, int, bool], Skill | str]] = {}
+# (path) -> problems of its dynamic strings (engine/_config_syntax.py) at its last parse, shown with the skill problems
+_dynamic_problems: dict[Path, list[str]] = {}
 
 
-def _parse(path: Path, scope: Scope) -> Skill | str:
+def _parse(path: Path, scope: Scope, trusted: Any = None) -> Skill | str:
     try:
         stat = path.stat()
     except OSError as exc:
         return f"{path}: cannot read ({exc.strerror or type(exc).__name__})"
-    key = (stat.st_mtime_ns, stat.st_size)
+    workspace = _workspace_root(path) if scope == "workspace" else None
+    cmd_allowed = workspace is None or trusted_by_user(workspace, trusted)
+    key = (stat.st_mtime_ns, stat.st_size, cmd_allowed)
     cached = _parsed.get(path)
     if cached is not None and cached[0] == key:
         found = cached[1]
         return Skill(found.name, found.description, found.path, found.body, scope) if isinstance(found, Skill) \
             else found
-    result = _read(path, scope)
+    result = _read(path, scope, cmd_allowed)
     _parsed[path] = (key, result)
     return result
 
 
-def _read(path: Path, scope: Scope) -> Skill | str:
+def _read(path: Path, scope: Scope, cmd_allowed: bool = True) -> Skill | str:
     try:
         with path.open("rb") as f:
             data = f.read(MAX_SKILL_BYTES + 1)
@@ -104,6 +109,16 @@ def _read(path: Path, scope: Scope) -> Skill | str:
         meta, body = parse_front_matter(text)
     except FrontMatterError as exc:
         return f"{path}: {exc}"
+    # Dynamic strings as in config files, once per parse (a file change parses again). A workspace's skill is the
+    # repository's, not the user's: its ${cmd:} runs only when the user's trustedWorkspaces lists the folder, and its
+    # ${file:} reads only inside that workspace.
+    workspace = _workspace_root(path) if scope == "workspace" else None
+    dynamic = DynamicSource(label=f"skill {path}", base_dir=path.parent, workspace=workspace,
+                            cmd_allowed=workspace is None or cmd_allowed)
+    problems: list[str] = []
+    meta = resolve_dynamic(interpolate_env(meta, dynamic.env, problems), dynamic, problems)
+    body = resolve_dynamic(interpolate_env(body, dynamic.env, problems), dynamic, problems)
+    _dynamic_problems[path] = problems
     missing = [key for key in ("name", "description")
                if not isinstance(meta.get(key), str) or not str(meta.get(key)).strip()]
     if missing:
@@ -115,6 +130,14 @@ def _read(path: Path, scope: Scope) -> Skill | str:
         body = body.rstrip() + f"\n\n[Skill truncated: {path.name} is larger than {MAX_SKILL_BYTES // 1024} KB.]"
     return Skill(name=name, description=" ".join(str(meta["description"]).split()), path=path, body=body,
                  scope=scope)
+
+
+def _workspace_root(path: Path) -> Path:
+    """The workspace folder of a skill found in ``<folder>/.eca/skills`` or ``<folder>/.agents/skills``."""
+    for parent in path.parents:
+        if parent.name in (".eca", ".agents"):
+            return parent.parent
+    return path.parent
 
 
 def _skill_files(root: Path) -> list[Path]:
@@ -147,8 +170,10 @@ def _config_roots(entries: Any, workspace_folders: Sequence[Path]) -> list[Path]
     return roots
 
 
-def discover_skills(workspace_folders: Sequence[Path], global_config_dir: Path, config_paths: Any = None) -> SkillSet:
-    """Every skill, in the order above; a name defined twice keeps its first definition (the later one is noted)."""
+def discover_skills(workspace_folders: Sequence[Path], global_config_dir: Path, config_paths: Any = None,
+                    trusted: Any = None) -> SkillSet:
+    """Every skill, in the order above; a name defined twice keeps its first definition (the later one is noted).
+    *trusted*: the user's ``trustedWorkspaces`` (a workspace skill's ``${cmd:}`` runs only in those)."""
     sources: list[tuple[Path, Scope]] = []
     for folder in workspace_folders:
         sources += [(Path(folder) / ".eca" / "skills", "workspace"), (Path(folder) / ".agents" / "skills", "workspace")]
@@ -165,7 +190,8 @@ def discover_skills(workspace_folders: Sequence[Path], global_config_dir: Path, 
             if key in seen_files:
                 continue
             seen_files.add(key)
-            parsed = _parse(path, scope)
+            parsed = _parse(path, scope, trusted)
+            result.problems += _dynamic_problems.get(path, [])
             if isinstance(parsed, str):
                 log.warning("skill skipped: %s", parsed)
                 result.problems.append(parsed)
@@ -180,7 +206,9 @@ def discover_skills(workspace_folders: Sequence[Path], global_config_dir: Path, 
 
 def engine_skills(engine: Engine) -> SkillSet:
     """The skills of this engine's workspace folders, global config dir and ``skills`` config entries."""
-    return discover_skills(engine.workspace_folders, engine.global_config_dir, engine.loaded.raw.get("skills"))
+    raw = engine.loaded.raw
+    return discover_skills(engine.workspace_folders, engine.global_config_dir, raw.get("skills"),
+                           raw.get("trustedWorkspaces"))
 
 
 def read_roots(skills: SkillSet, workspace_folders: Iterable[Path]) -> tuple[Path, ...]:

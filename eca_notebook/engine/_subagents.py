@@ -8,9 +8,10 @@ carries ``parentChatId``; the parent's call carries :class:`~eca_notebook.protoc
 ``toolCallRunning`` at each step. The subagent's final answer is the call's result.
 
 Why its own chat and not the parent's: the parent's context keeps only the answer (not the search that found it),
-and the subagent starts with a fresh context window. A subagent chat lives in memory only (never saved nor listed by
-``chat/list``: the parent's saved call holds its answer); deleting the parent forgets it. Stopping the parent stops
-it (its waiting approvals end as rejected) and the parent's call ends as stopped. A parent turn spawns at most
+and the subagent starts with a fresh context window. A subagent chat is never saved as a chat of its own nor listed
+by ``chat/list``: what it showed is saved inside the parent's record (``Chat.subagent_contents``) and ``chat/open`` of
+the parent replays it with ``parentChatId`` (``_chatbook.py``); deleting the parent forgets it. Stopping the parent
+stops it (its waiting approvals end as rejected) and the parent's call ends as stopped. A parent turn spawns at most
 ``subagents.maxPerTurn`` subagents (default 8); beyond, the tool answers with an error the model can read.
 
 Hooks: ``subagentStart`` before the subagent's first request (``additionalContext`` is added to the task,
@@ -167,8 +168,10 @@ class Subagents:
 
     def system_prompt(self, agent: Subagent) -> str:
         """The engine's prompt for the agent (rules, tool guidance), with the agent's own instructions."""
-        prompt = self.engine.system_prompt(agent.id)
-        if agent.system_prompt and agent.system_prompt not in prompt:
+        prompt = self.engine.system_prompt(agent.id, subagent=True)
+        spec = self.engine.agents.get(agent.id)
+        own_in_prompt = spec is not None and spec.system_prompt == agent.system_prompt  # (rendered as a template)
+        if agent.system_prompt and not own_in_prompt and agent.system_prompt not in prompt:
             prompt += "\n\n" + agent.system_prompt
         return prompt
 

@@ -32,8 +32,9 @@ from ..tools.skill import SkillTool
 from . import _small_model
 from ._approval import hidden_tools, selector_matches
 from ._notebooks import listener_notebooks
-from ._rules import load_rules, render_rules
+from ._rules import Rule, load_rules, render_rules
 from ._skills import engine_skills, read_roots, render_skills
+from ._templates import render_prompt_template, template_variables
 from ._toolcall import NATIVE_SERVER, Answer
 from .commands import BUILTINS
 from .config import ModelInfo
@@ -94,6 +95,9 @@ class Toolbox:
         hidden = set(hidden_tools(approval, identities))
         hidden |= {(server, name) for server, name in identities
                    for selector in agents.disabled_tools_for(behavior) if selector_matches(selector, server, name)}
+        spec = agents.get(behavior)
+        if spec is not None and spec.read_only:  # plan, explorer: nothing that changes files or notebooks
+            hidden |= {(tool_server(t), t.name) for t in tools.values() if getattr(t, "mutates", False)}
         if self.diagnostics() is None:  # no connected client can answer editor/getDiagnostics
             hidden.add((NATIVE_SERVER, "editor_diagnostics"))
         code_index = self.engine.code_index
@@ -278,8 +282,31 @@ class Toolbox:
 
     # -- system prompts ------------------------------------------------------------------------------------------
 
-    def system_prompt(self, behavior: str) -> str:
-        """Base prompt (or the behavior's own), tool guidance, then the user's rules (AGENTS.md, .eca/rules)."""
+    def _templated(self, behavior: str, *, subagent: bool,
+                   offered: dict[str, Tool] | None = None) -> tuple[str | None, list[Rule]]:
+        """The agent's own prompt and the rules, rendered as templates (engine/_templates.py: ``isSubagent``,
+        ``workspaceRoots``, ``toolEnabled_<name>``); a rule rendering to nothing is left out, as in the reference.
+        Template errors keep the raw text and become config problems."""
+        engine = self.engine
+        agent = engine.agents.get(behavior)
+        if offered is None:
+            offered = self.offered_tools(behavior)
+        variables = template_variables(subagent=subagent, workspace_folders=engine.workspace_folders,
+                                       tool_names=offered)
+        problems = engine.loaded.problems
+        custom = None
+        if agent is not None and agent.system_prompt:
+            custom = render_prompt_template(agent.system_prompt, variables, f"agent '{agent.id}' prompt", problems)
+        rules = []
+        for rule in load_rules(engine.workspace_folders, engine.global_config_dir):
+            content = render_prompt_template(rule.content, variables, f"rule {rule.path}", problems)
+            if content.strip():
+                rules.append(Rule(rule.name, rule.path, content))
+        return custom, rules
+
+    def system_prompt(self, behavior: str, *, subagent: bool = False) -> str:
+        """Base prompt (or the behavior's own), tool guidance, then the user's rules (AGENTS.md, .eca/rules).
+        *subagent*: the prompt of a subagent's chat (the templates' ``isSubagent``)."""
         engine = self.engine
         where = ""
         if engine.workspace_folders:
@@ -288,14 +315,15 @@ class Toolbox:
         agent = engine.agents.get(behavior)
         if agent is not None and agent.is_or_inherits("plan"):
             prompt += PLAN_SYSTEM_PROMPT
-        if agent is not None and agent.system_prompt:
-            prompt = agent.system_prompt
         offered = self.offered_tools(behavior)
+        custom, rule_list = self._templated(behavior, subagent=subagent, offered=offered)
+        if custom:
+            prompt = custom
         if offered:
             prompt += TOOLS_SYSTEM_PROMPT
         if any(t.name == "notebook_read" for t in offered.values()):
             prompt += NOTEBOOK_SYSTEM_PROMPT
-        rules = render_rules(load_rules(engine.workspace_folders, engine.global_config_dir))
+        rules = render_rules(rule_list)
         if rules:
             prompt += "\n\n" + rules
         skill_tool = next((key for key, t in offered.items() if isinstance(t, SkillTool)), None)
@@ -307,10 +335,11 @@ class Toolbox:
         """The system prompt for a small model (``ModelInfo.compact``): see ``_small_model.py``."""
         engine = self.engine
         agent = engine.agents.get(behavior)
+        custom, rule_list = self._templated(behavior, subagent=False)
         return _small_model.compact_system_prompt(
             plan=agent is not None and agent.is_or_inherits("plan"),
             tools=tools,
-            rules=render_rules(load_rules(engine.workspace_folders, engine.global_config_dir)),
-            custom=agent.system_prompt if agent is not None and agent.system_prompt else None,
+            rules=render_rules(rule_list),
+            custom=custom or None,
             base=info.system_prompt if info is not None else None,
         )

@@ -21,13 +21,17 @@ Deciding, per workspace folder (first match wins):
 2. the user's config lists it (or a folder above it) in ``trustedWorkspaces`` → trusted. Only the user's own layers
    count: the config loader drops ``trustedWorkspaces`` from every workspace file (a repository never trusts itself);
 3. the state file records "trusted" for the folder with the same digest of its code → trusted. The key is the
-   resolved folder path and the value keeps a SHA-256 of the workspace layer's ``mcpServers`` + ``hooks``, so an
-   edited server command or hook asks again;
+   resolved folder path and the value keeps a SHA-256 of the workspace layer's ``mcpServers`` + ``hooks`` (with
+   the content of each hook script ``file`` inside the folder: the config names it, the file is the code), so an
+   edited server command, hook or hook script asks again;
 4. otherwise held: the first prompt of the session asks once (``chat/askQuestion``), or says how to decide
    (``/trust``) to a client that cannot answer questions. "Not now" holds for the rest of this session only.
 
 The state file is ``$XDG_CACHE_HOME/eca-notebook/trusted-workspaces.json``, beside the saved chats, written whole
 and atomically.
+
+Trusting mid-session: the servers start at once, and the workspace's ``sessionStart`` hooks — held when the session
+started — run then, once per session (a later ``/trust off`` and ``/trust`` does not run them again).
 """
 
 from __future__ import annotations
@@ -165,6 +169,29 @@ def approval_loosening(layer: Mapping[str, Any], below: Agents | None = None) ->
     return out
 
 
+def hook_files(folder: Path, hooks: Mapping[str, Any]) -> dict[str, str | None]:
+    """The hook scripts (``actions[].file``) inside *folder*: resolved path → SHA-256 of the content (None when
+    unreadable). Part of the trust digest, so an edited script asks again; a script outside the workspace is not
+    the repository's to change."""
+    root = _resolve(folder)
+    found: dict[str, str | None] = {}
+    for entry in hooks.values():
+        actions = entry.get("actions") if isinstance(entry, Mapping) else None
+        for action in actions if isinstance(actions, list) else []:
+            file = action.get("file") if isinstance(action, Mapping) else None
+            if not isinstance(file, str) or not file.strip():
+                continue
+            path = Path(file).expanduser()
+            path = (path if path.is_absolute() else root / path).resolve()
+            if path != root and root not in path.parents:
+                continue
+            try:
+                found[str(path)] = hashlib.sha256(path.read_bytes()).hexdigest()
+            except OSError:
+                found[str(path)] = None
+    return found
+
+
 def _digest(code: Mapping[str, Any]) -> str:
     text = json.dumps(code, sort_keys=True, ensure_ascii=False, default=str)
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
@@ -227,7 +254,8 @@ def held_code(workspace_layers: Mapping[str, Mapping[str, Any]], trusted_folders
         if not code["mcpServers"] and not code["hooks"] and not code.get("approvals"):
             continue
         path = _resolve(folder)
-        digest = _digest(code)
+        scripts = hook_files(path, code["hooks"])
+        digest = _digest({**code, "hookFiles": scripts} if scripts else code)  # (no scripts: the digest as before)
         if any(path == root or root in path.parents for root in roots):
             continue
         saved = state.get(str(path))
@@ -310,7 +338,7 @@ class WorkspaceTrust:
         config_dir = getattr(self.engine, "global_config_dir", None) or global_config_path(self.engine.env).parent
         key = (id(user_config), files_signature([], config_dir))
         if self._user_agents is None or self._user_agents[0] != key:
-            self._user_agents = (key, build_agents(user_config, [], config_dir))
+            self._user_agents = (key, build_agents(user_config, [], config_dir, self.engine.env))
         return self._user_agents[1]
 
     def approval_floor(self) -> Agents | None:
@@ -344,7 +372,21 @@ class WorkspaceTrust:
             self._session[str(workspace.folder)] = workspace.digest  # even if the file cannot be written
         self._write_state(state)
         await self._release([name for workspace in held for name in workspace.servers])
+        self._start_session_hooks({name for workspace in held for name in workspace.hooks})
         return held
+
+    def _start_session_hooks(self, names: set[str]) -> None:
+        """The trusted workspaces' ``sessionStart`` hooks, held when the session started: run them now (in the
+        background, as at start), each once per session. Before the engine started, its start runs them."""
+        engine = self.engine
+        if not engine.started:
+            return
+        hooks = engine.hooks
+        names = {name for name, hook in hooks.configured().items()
+                 if name in names and name not in hooks.session_started and hook.get("type") == "sessionStart"}
+        if names:
+            hooks.session_started |= names  # (now: a second /trust before this run starts runs none)
+            engine.background.spawn(hooks.run("sessionStart", names=names), "eca-hook-sessionStart")
 
     def trusted_now(self) -> set[str]:
         """This engine's folders that are not held (trusted, or defining no code), for :meth:`keep_trusted`."""

@@ -331,7 +331,7 @@ class Engine:
         key = (id(self.config), files_signature(folders, config_dir))
         cached = getattr(self, "_agents_cache", None)
         if cached is None or cached[0] != key:
-            cached = (key, build_agents(self.config, folders, config_dir))
+            cached = (key, build_agents(self.config, folders, config_dir, self.env))
             self._agents_cache = cached
         trust = getattr(self, "trust", None)  # an untrusted workspace's looser approvals are held (_trust.py)
         cached[1].approval_floor = trust.approval_floor if trust is not None else None
@@ -419,9 +419,10 @@ class Engine:
         """Reject a waiting tool call."""
         return self.toolbox.answer_approval(chat_id, call_id, Answer(False))
 
-    def system_prompt(self, behavior: str) -> str:
-        """The system prompt of a behavior, rules included."""
-        return self.toolbox.system_prompt(behavior)
+    def system_prompt(self, behavior: str, *, subagent: bool = False) -> str:
+        """The system prompt of a behavior, rules included (*subagent*: for a subagent's chat, ``isSubagent`` in
+        prompt templates)."""
+        return self.toolbox.system_prompt(behavior, subagent=subagent)
 
     def compact_system_prompt(self, behavior: str, *, tools: bool, info: ModelInfo | None = None) -> str:
         """The system prompt for a small model."""

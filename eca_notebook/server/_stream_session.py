@@ -195,7 +195,9 @@ class StreamSession:
         parent's ``spawn_agent`` result carries it)."""
         book = self._subagents.get(child)
         if book is None:
-            book = self._subagents[child] = SessionBook(self.book.folders)
+            # its file changes are the session's: pending and applied patches shared with the session's book
+            book = self._subagents[child] = SessionBook(self.book.folders, pending_patches=self.book.pending_patches,
+                                                        applied_patches=self.book.applied_patches)
         messages, ask, changed = book.translate(role, content)
         for message in messages:
             if isinstance(message, (AssistantToken, AgentPlan)) or (

@@ -218,7 +218,7 @@ class Tool(Protocol):
 
     @property
     def mutates(self) -> bool:
-        """Changes files: hidden in the ``plan`` behavior."""
+        """Changes files or notebooks: hidden from read-only agents (``plan``, ``explorer``, ``readOnly: true``)."""
 
     @property
     def default_approval(self) -> Approval:

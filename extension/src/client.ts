@@ -126,6 +126,17 @@ function randomId(): string {
   return 'chat-' + Date.now().toString(36) + '-' + Math.random().toString(36).slice(2, 10);
 }
 
+/** An MCP server as its last `tool/serverUpdated` described it (the panel's MCP list shows these). */
+export interface McpServerInfo {
+  name: string;
+  status: string;
+  tools?: unknown[] | null;
+  command?: string | null;
+  args?: string[];
+  url?: string | null;
+  disabled?: boolean | null;
+}
+
 export class EcaClient {
   readonly transport: JsonRpcTransport;
   readonly store: ChatStore;
@@ -133,18 +144,7 @@ export class EcaClient {
   /** Start-up work the server reports with `$/progress` ("Loading models"), if any. */
   serverProgress: string | null = null;
   /** MCP servers by name, as their last `tool/serverUpdated` described them (status, tools). */
-  readonly mcpServers = new Map<
-    string,
-    {
-      name: string;
-      status: string;
-      tools?: unknown[] | null;
-      command?: string | null;
-      args?: string[];
-      url?: string | null;
-      disabled?: boolean | null;
-    }
-  >();
+  readonly mcpServers = new Map<string, McpServerInfo>();
   /** How many times `initialize` succeeded (reconnects count). */
   handshakes = 0;
   /** The model's questions (`chat/askQuestion`) waiting for an answer in the panel, per chat. */

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import re
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -116,6 +117,11 @@ def dask_client():
     pytest.importorskip("distributed")
     from eca_notebook.batch import local_cluster
 
+    # An in-process IPython shell of another test module (tests/notebook) puts its user module, which has no
+    # ``__spec__``, in sys.modules["__main__"]; multiprocessing's spawn reads that attribute to start the workers.
+    main = sys.modules["__main__"]
+    if not hasattr(main, "__spec__"):
+        main.__spec__ = None
     client = local_cluster(n_workers=2, threads_per_worker=4, silence_logs=50)
     yield client
     client.close()

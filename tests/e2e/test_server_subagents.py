@@ -110,3 +110,67 @@ async def test_subagents_command_and_reserved_ids(spawn, llm, workspace):
     assert "explorer — " in text and "general — " in text and "read_file" in text
     result = await eca.request("chat/prompt", {"message": "hi", "chatId": "subagent-mine"})
     assert result["status"] == "error" and "reserved" in result["message"]
+
+
+def kinds(messages: list[dict]) -> list[tuple[str, str]]:
+    """(role, content type) of each content, consecutive text chunks of one role counted once."""
+    found: list[tuple[str, str]] = []
+    for m in messages:
+        kind = (m["role"], m["content"]["type"])
+        if not (kind[1] == "text" and found and found[-1] == kind):
+            found.append(kind)
+    return found
+
+
+async def test_a_reopened_parent_brings_its_subagents_back(spawn, llm, workspace):
+    """The subagent's chat is saved inside its parent's record: after a restart, ``chat/open`` of the parent replays
+    the subagent's contents (with ``parentChatId``) right after the spawn_agent call first names it; a later turn
+    of the reopened parent keeps them."""
+    (workspace / "notes.txt").write_text("the answer is 42\n")
+    llm.enqueue(
+        Reply([call("spawn_agent", {"agent": "explorer", "task": "Find the answer in notes.txt",
+                                    "activity": "finding the answer"}, "call_parent")]),
+        Reply([call("read_file", {"path": "notes.txt"}, "call_child")]),
+        Reply.text("Found it: the answer is 42 (notes.txt)."),
+        Reply.text("The subagent says 42."),
+    )
+    eca = await spawn()
+    await eca.initialize(workspace)
+    parent = await prompt(eca, "what is the answer?", model=MODEL)
+    await eca.wait_idle(parent)
+    live = child_messages(eca, parent)
+    child = live[0]["chatId"]
+    assert await eca.shutdown() == 0
+
+    async def reopen() -> list:
+        again = await spawn()
+        await again.initialize(workspace)
+        mark = len(again.messages)
+        assert (await again.request("chat/open", {"chatId": parent}))["found"] is True
+        return again, [m.params for m in again.messages[mark:] if m.method == "chat/contentReceived"]
+
+    again, replay = await reopen()
+    nested = [p for p in replay if p.get("parentChatId") == parent]
+    assert kinds(nested) == kinds(live) and {p["chatId"] for p in nested} == {child}
+    texts = [p["content"]["text"] for p in nested if p["role"] == "assistant" and p["content"]["type"] == "text"]
+    assert any("Found it: the answer is 42" in t for t in texts)  # (its chunks merged into one text)
+    assert "Find the answer in notes.txt" in nested[0]["content"]["text"]
+    assert any(p["content"]["type"] == "toolCalled" and p["content"]["name"] == "read_file" for p in nested)
+    # placed after the parent's spawn_agent call first names the subagent, before that call's result
+    first = next(i for i, p in enumerate(replay) if (p["content"].get("details") or {}).get("subagentChatId") == child)
+    called = next(i for i, p in enumerate(replay)
+                  if p["chatId"] == parent and p["content"]["type"] == "toolCalled")
+    at = replay.index(nested[0])
+    assert first < at and all(p.get("parentChatId") == parent for p in replay[at:at + len(nested)])
+    assert at + len(nested) <= called
+    # the parent's own contents never carry parentChatId
+    assert all("parentChatId" not in p for p in replay if p["chatId"] == parent)
+
+    # a later turn of the reopened parent saves it again: its subagent stays
+    llm.enqueue(Reply.text("Still 42."))
+    mark = len(again.messages)
+    await prompt(again, "sure?", chatId=parent, model=MODEL)
+    await again.wait_idle(parent, start=mark)
+    assert await again.shutdown() == 0
+    _, replay = await reopen()
+    assert [p["content"] for p in replay if p.get("parentChatId") == parent] == [p["content"] for p in nested]

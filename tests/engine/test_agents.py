@@ -162,3 +162,17 @@ def test_markdown_parsing(tmp_path):
     assert plain == ("plain", {"systemPrompt": "Just a prompt."})
     listed = parse_agent_markdown(write(tmp_path / "l.md", "---\n- a\n---\n"))
     assert isinstance(listed, str) and "must be a map" in listed
+
+
+async def test_read_only_agents_hide_every_tool_that_changes_files_or_notebooks(make):
+    """plan and explorer (and an agent saying ``readOnly: true``, or inheriting plan) are offered no tool whose
+    ``mutates`` is set — notebook edits included, not only the file tools plan's config lists."""
+    engine = make({"agent": {"safe": {"readOnly": True}, "my-plan": {"inherit": "plan"}}})
+    changing = {"edit_file", "write_file", "move_file", "notebook_edit_cell", "notebook_insert_cell",
+                "notebook_delete_cell", "notebook_move_cell"}
+    code = {t.name for t in engine.offered_tools("code").values()}
+    assert changing <= code
+    for agent in ("plan", "explorer", "safe", "my-plan"):
+        offered = {t.name for t in engine.offered_tools(agent).values()}
+        assert not offered & changing, agent
+        assert {"read_file", "notebook_read"} <= offered, agent

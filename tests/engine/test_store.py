@@ -378,3 +378,23 @@ def test_background_saves_scrub_secrets_and_stay_private(root: Path):
     text = store.path_for("c").read_text()
     assert SECRET not in text and "key ***" in text
     assert stat.S_IMODE(os.stat(store.path_for("c")).st_mode) == 0o600
+
+
+def test_a_parents_subagent_contents_round_trip_with_secrets_scrubbed(root: Path) -> None:
+    """A subagent's chat is saved inside its parent's record (so chat/open replays it after a restart): through the
+    same atomic write and the same redaction as the parent's own contents."""
+    from eca_notebook.engine._chat import Chat
+
+    secret = "sk-live-subagent-0123456789"
+    parent = Chat(id="p", title="t")
+    parent.subagent_contents["subagent-1"] = [
+        {"role": "user", "content": {"type": "text", "text": f"use {secret}\n"}},
+        {"role": "assistant", "content": {"type": "text", "text": "done"}}]
+    store = ChatStore(root, secrets=lambda: [secret])
+    store.save(parent.to_record())
+    assert secret not in store.path_for("p").read_text()
+    again = Chat.from_record(store.load("p") or {})
+    assert list(again.subagent_contents) == ["subagent-1"]
+    assert again.subagent_contents["subagent-1"][1]["content"]["text"] == "done"
+    assert "***" in again.subagent_contents["subagent-1"][0]["content"]["text"]
+    assert "subagents" not in Chat(id="q").to_record()  # no subagent: the record as before

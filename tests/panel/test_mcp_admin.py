@@ -51,13 +51,20 @@ def test_add_disable_enable_edit_remove_from_the_panel(page, llm, tmp_path: Path
         form.get_by_label("Name", exact=True).fill("demo")
         form.get_by_label("Command", exact=True).fill(sys.executable)
         form.get_by_label("Arguments", exact=True).fill(str(DEMO))
+        env_field = form.get_by_label("Environment (KEY=value, one per line)")
+        env_field.fill("DEMO_TOKEN\n")  # not KEY=value: refused in the form, nothing sent
         form.get_by_label("Scope").select_option("workspace")
+        form.get_by_role("button", name="Add server").click()
+        assert "line 1 is not KEY=value" in form.get_by_role("alert").inner_text()
+        env_field.fill("DEMO_TOKEN=s3cret-demo-value\n\nDEMO_MODE = a=b\n")
         form.get_by_role("button", name="Add server").click()
         row = page.locator(".eca-McpServer", has_text="demo")
         page.locator('.eca-McpServer[data-status="running"]', has_text="demo").wait_for(timeout=90_000)
         data = wait_file(ws_file, lambda d: "demo" in d.get("mcpServers", {}))
         assert data["welcomeMessage"] == "Managed MCP test"
-        assert data["mcpServers"]["demo"] == {"command": sys.executable, "args": [str(DEMO)]}
+        assert data["mcpServers"]["demo"] == {"command": sys.executable, "args": [str(DEMO)],
+                                              "env": {"DEMO_TOKEN": "s3cret-demo-value", "DEMO_MODE": "a=b"}}
+        assert "s3cret-demo-value" not in page.content()  # a secret: never shown back in the list
         screenshot(page, "20-mcp-added")
 
         # a duplicate is refused inline, next to the form
@@ -83,8 +90,30 @@ def test_add_disable_enable_edit_remove_from_the_panel(page, llm, tmp_path: Path
         assert edit.get_by_label("Command", exact=True).input_value() == sys.executable
         edit.get_by_label("Arguments", exact=True).fill(f"{DEMO} --edited")
         edit.get_by_role("button", name="Save").click()
-        wait_file(ws_file, lambda d: d["mcpServers"]["demo"]["args"] == [str(DEMO), "--edited"])
+        data = wait_file(ws_file, lambda d: d["mcpServers"]["demo"]["args"] == [str(DEMO), "--edited"])
+        assert data["mcpServers"]["demo"]["env"]["DEMO_TOKEN"] == "s3cret-demo-value"  # an edit keeps the env
         page.locator('.eca-McpServer[data-status="running"]', has_text="demo").wait_for(timeout=90_000)
+
+        # Add a URL server with headers: written to the file, never shown (nothing listens: it just fails)
+        page.get_by_role("button", name="Add MCP server").click()
+        form = page.get_by_role("form", name="Add MCP server")
+        form.get_by_label("Name", exact=True).fill("remote")
+        form.get_by_label("Transport").select_option("url")
+        form.get_by_label("URL", exact=True).fill("http://127.0.0.1:9/mcp")
+        form.get_by_label("Headers (Name: value, one per line)").fill(
+            "Authorization: Bearer hdr-s3cret-token\nX-Team: a:b\n")
+        form.get_by_label("Scope").select_option("workspace")
+        form.get_by_role("button", name="Add server").click()
+        remote = page.locator(".eca-McpServer", has_text="remote")
+        remote.wait_for(timeout=60_000)
+        data = wait_file(ws_file, lambda d: "remote" in d.get("mcpServers", {}))
+        assert data["mcpServers"]["remote"] == {"url": "http://127.0.0.1:9/mcp", "headers": {
+            "Authorization": "Bearer hdr-s3cret-token", "X-Team": "a:b"}}
+        assert "hdr-s3cret-token" not in page.content()
+        remote.get_by_role("button", name="Remove remote").click()
+        page.get_by_role("group", name="Confirm removing remote").get_by_role("button", name="Yes, remove").click()
+        remote.wait_for(state="detached", timeout=60_000)
+        wait_file(ws_file, lambda d: "remote" not in d.get("mcpServers", {}))
 
         # Remove, after confirming
         row.get_by_role("button", name="Remove demo").click()

@@ -47,6 +47,20 @@ def test_a_subagent_reads_a_file_nested_in_the_parent_card(page, lab, llm, works
         page.locator(".eca-ChatHeader-toggle").click()
     page.locator(".eca-ChatList-item.eca-mod-current").wait_for()
     assert page.locator('.eca-ChatList-item[data-chat-id^="subagent-"]').count() == 0
+
+    # after a reload (chat/open replays the parent, its subagent's contents with parentChatId) the nesting is back
+    page.reload()
+    open_panel(page, lab)
+    page.get_by_text("The subagent found 42.").wait_for()
+    card = page.locator('.eca-ToolCard[data-tool-call-id="call_parent"]')
+    nested = card.locator(".eca-Subagent")
+    assert nested.locator(".eca-Subagent-agent").inner_text() == "explorer"
+    inner = nested.locator('.eca-ToolCard[data-tool-call-id="call_child"]')
+    inner.wait_for()
+    assert inner.get_attribute("data-tool-state") == "done"
+    assert "Found it: the answer is 42" in nested.locator(".eca-Subagent-text").all_inner_texts()[-1]
+    assert page.locator('.eca-ChatList-item[data-chat-id^="subagent-"]').count() == 0
+    screenshot(page, "subagents-03-after-reload")
     assert not page.eca_errors, page.eca_errors
 
 

@@ -28,8 +28,9 @@ async def test_subagent_calls_and_approval_through_the_stream(session, llm, work
     ask = await stream.wait_for("tool.request_approval", lambda m: m["tool_name"] == "write_file", start=start)
     assert ask["request_id"].startswith("req_subagent-") and ask["request_id"].endswith("_call_c")
     assert ask["args"]["file_path"] == "out.txt"
-    await stream.wait_for("session.state", lambda m: m["state"]["pending_approvals"] == [ask["request_id"]],
-                          start=start)
+    # the subagent's file change is the session's pending patch, with its approval
+    await stream.wait_for("session.state", lambda m: m["state"]["pending_approvals"] == [ask["request_id"]]
+                          and m["state"]["pending_patches"] == ["patch_call_c"], start=start)
     await stream.approve(ask["request_id"], "file", "out.txt")
     final = await stream.final(start)
     assert final["message"] == "Parent done."  # the subagent's text is not the answer
@@ -41,4 +42,6 @@ async def test_subagent_calls_and_approval_through_the_stream(session, llm, work
     assert "Child wrote out.txt." in json.dumps(spawn["result"])
     steps = [m["message"] for m in stream.of("assistant.thinking", start) if "step" in m["message"]]
     assert "general: writing: step 1" in steps
-    assert stream.of("session.state")[-1]["state"]["pending_approvals"] == []
+    last = stream.of("session.state")[-1]["state"]
+    assert last["pending_approvals"] == [] and last["pending_patches"] == []
+    assert last["applied_patches"] == ["patch_call_c"]  # applied, as the session's own

@@ -8,22 +8,17 @@
 
 import * as React from 'react';
 
-export interface McpServerInfo {
-  name: string;
-  status: string;
-  tools?: unknown[] | null;
-  command?: string | null;
-  args?: string[];
-  url?: string | null;
-  disabled?: boolean | null;
-}
+import type { McpServerInfo } from '../client';
 
-/** What the Add form sends (`mcp/addServer` params). */
+/** What the Add form sends (`mcp/addServer` params). `env` / `headers` are secrets: they go to the config file
+ * and are never shown again (`tool/serverUpdated` does not carry them). */
 export interface McpServerDraft {
   name: string;
   command?: string;
   args?: string[];
+  env?: Record<string, string>;
   url?: string;
+  headers?: Record<string, string>;
   scope: 'global' | 'workspace';
 }
 
@@ -46,6 +41,30 @@ export function splitArgs(text: string): string[] {
   let m: RegExpExecArray | null;
   while ((m = re.exec(text)) !== null) {
     out.push(m[1] ?? m[2]);
+  }
+  return out;
+}
+
+/**
+ * `KEY=value` (env) or `Name: value` (headers) lines into a map: blank lines skipped, the first separator splits
+ * (a value may hold more). Throws, naming the line by its number (its text may be a secret), when one has no
+ * separator or no key.
+ */
+export function parsePairs(text: string, separator: '=' | ':', what: string): Record<string, string> {
+  const out: Record<string, string> = {};
+  const lines = text.split('\n');
+  for (let i = 0; i < lines.length; i++) {
+    const line = lines[i].trim();
+    if (!line) {
+      continue;
+    }
+    const at = line.indexOf(separator);
+    const key = at > 0 ? line.slice(0, at).trim() : '';
+    if (!key) {
+      const shape = separator === '=' ? 'KEY=value' : 'Name: value';
+      throw new Error(`${what}: line ${i + 1} is not ${shape}`);
+    }
+    out[key] = line.slice(at + 1).trim();
   }
   return out;
 }
@@ -75,15 +94,32 @@ function AddForm(props: { onAdd: NonNullable<McpServersProps['onAdd']>; onDone: 
   const [command, setCommand] = React.useState('');
   const [args, setArgs] = React.useState('');
   const [url, setUrl] = React.useState('');
+  const [env, setEnv] = React.useState('');
+  const [headers, setHeaders] = React.useState('');
   const [scope, setScope] = React.useState<'global' | 'workspace'>('workspace');
   const [error, setError] = React.useState<string | null>(null);
   const [busy, setBusy] = React.useState(false);
   const submit = async (event: React.FormEvent) => {
     event.preventDefault();
-    const draft: McpServerDraft =
-      kind === 'command'
-        ? { name: name.trim(), command: command.trim(), args: splitArgs(args), scope }
-        : { name: name.trim(), url: url.trim(), scope };
+    let draft: McpServerDraft;
+    try {
+      if (kind === 'command') {
+        const vars = parsePairs(env, '=', 'Environment');
+        draft = { name: name.trim(), command: command.trim(), args: splitArgs(args), scope };
+        if (Object.keys(vars).length) {
+          draft.env = vars;
+        }
+      } else {
+        const sent = parsePairs(headers, ':', 'Headers');
+        draft = { name: name.trim(), url: url.trim(), scope };
+        if (Object.keys(sent).length) {
+          draft.headers = sent;
+        }
+      }
+    } catch (err) {
+      setError(err instanceof Error ? err.message : String(err));
+      return;
+    }
     setBusy(true);
     const ok = await run(() => props.onAdd(draft), setError);
     setBusy(false);
@@ -114,12 +150,22 @@ function AddForm(props: { onAdd: NonNullable<McpServersProps['onAdd']>; onDone: 
             Arguments
             <input value={args} onChange={e => setArgs(e.target.value)} />
           </label>
+          <label>
+            Environment (KEY=value, one per line)
+            <textarea value={env} rows={2} spellCheck={false} onChange={e => setEnv(e.target.value)} />
+          </label>
         </>
       ) : (
-        <label>
-          URL
-          <input value={url} required onChange={e => setUrl(e.target.value)} />
-        </label>
+        <>
+          <label>
+            URL
+            <input value={url} required onChange={e => setUrl(e.target.value)} />
+          </label>
+          <label>
+            Headers (Name: value, one per line)
+            <textarea value={headers} rows={2} spellCheck={false} onChange={e => setHeaders(e.target.value)} />
+          </label>
+        </>
       )}
       <label>
         Scope

@@ -1,0 +1,80 @@
+"""Templates in custom agent prompts and rules, as the reference renders them with Selmer.
+
+Why: a user's prompt or rule written for the reference adapts to the chat — ``{% if isSubagent %}…{% else %}…
+{% endif %}``, ``{% if toolEnabled_eca__shell_command %}…{% endif %}``, ``{{ workspaceRoots }}`` — and sending those
+tags to the model verbatim would give it contradicting instructions. Selmer's tags used there (``if``/``else``/
+``endif``, ``{{ var }}``, ``for``) are Jinja2's, so Jinja2 renders them.
+
+Safety and robustness: a workspace's rules are the repository's text, so they render in Jinja2's
+:class:`~jinja2.sandbox.SandboxedEnvironment` (no attribute access to Python internals); an unknown variable renders
+empty (as in Selmer); a broken template keeps its raw text (the reference does the same) and is reported as a config
+problem — a prompt is never lost and a turn never fails for it. Text without ``{%`` or ``{{`` is returned untouched,
+so prompts that merely mention braces are not disturbed.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from jinja2 import TemplateError
+from jinja2.sandbox import SandboxedEnvironment
+
+__all__ = ["is_template", "render_prompt_template", "template_variables"]
+
+log = logging.getLogger(__name__)
+
+_env = SandboxedEnvironment(keep_trailing_newline=True, autoescape=False)
+
+
+def is_template(text: str) -> bool:
+    """Whether *text* has template tags at all (only then is it rendered)."""
+    return "{%" in text or "{{" in text
+
+
+def template_variables(*, subagent: bool, workspace_folders: Sequence[Path],
+                       tool_names: Iterable[str]) -> dict[str, Any]:
+    """The reference's variables: ``isSubagent``, ``workspaceRoots`` (the folders, comma-separated),
+    ``toolEnabled_<full tool name>`` for each tool offered, plus its ``osName``, ``shell``, ``userName``,
+    ``homeDir``."""
+    variables: dict[str, Any] = {
+        "isSubagent": subagent,
+        "workspaceRoots": ", ".join(str(f) for f in workspace_folders),
+        "osName": f"{os.uname().sysname} {os.uname().release}" if hasattr(os, "uname") else os.name,
+        "shell": os.environ.get("SHELL") or os.environ.get("ComSpec") or "",
+        "userName": _user_name(),
+        "homeDir": str(Path.home()),
+    }
+    for name in tool_names:
+        variables[f"toolEnabled_{name}"] = True
+    return variables
+
+
+def _user_name() -> str:
+    try:
+        import getpass
+
+        return getpass.getuser()
+    except Exception:  # no user name in this environment (containers): an empty name is fine in a prompt
+        return ""
+
+
+def render_prompt_template(text: str, variables: Mapping[str, Any], label: str,
+                           problems: list[str] | None = None) -> str:
+    """*text* rendered with *variables*; on a template error the raw text, and a problem naming *label*."""
+    if not is_template(text):
+        return text
+    try:
+        return _env.from_string(text).render(dict(variables))
+    except TemplateError as exc:
+        message = f"{label}: template error ({type(exc).__name__}: {exc}); its text is used as written"
+    except Exception as exc:  # a sandbox violation or a filter failing on a value: same treatment
+        message = f"{label}: template error ({type(exc).__name__}); its text is used as written"
+    if problems is None or message not in problems:  # (once, not at every request)
+        log.warning("%s", message)
+        if problems is not None:
+            problems.append(message)
+    return text
