@@ -187,7 +187,8 @@ class Subagents:
                  f"{self.max_per_turn()} per prompt):", ""]
         for sub in found:
             model = self.model_for(chat.id if chat is not None else None, sub.info(), None) or "(the chat's)"
-            tools = ", ".join(sorted(key.removeprefix("eca__") for key in self.child_tools(sub.id))) or "(none)"
+            tools = ", ".join(sorted(t.name if tool_server(t) == NATIVE_SERVER else f"{tool_server(t)}__{t.name}"
+                                     for t in self.child_tools(sub.id).values())) or "(none)"
             lines += [f"{sub.id} — {sub.description}",
                       f"  - model: {model}",
                       f"  - max steps: {sub.max_steps if sub.max_steps is not None else 'no limit'}",

@@ -58,6 +58,8 @@ export interface ClientConfig {
   behaviors: string[];
   model?: string;
   behavior?: string;
+  /** The session-wide trust mode (a `config/updated` `selectTrust` without `chatId`): a chat without its own. */
+  trust?: boolean;
   welcomeMessage?: string;
 }
 
@@ -369,7 +371,16 @@ export class EcaClient {
     if (!chat) {
       return;
     }
+    if (typeof chat.selectTrust === 'boolean' && params?.chatId) {
+      // chat-scoped (chat/open, chat/update): this chat's trust indicator only
+      const view = this.store.ensure(params.chatId);
+      view.trust = chat.selectTrust;
+      view.version += 1;
+    }
     const config = { ...this.config };
+    if (typeof chat.selectTrust === 'boolean' && !params?.chatId) {
+      config.trust = chat.selectTrust;
+    }
     if (chat.models) {
       config.models = chat.models;
     }
@@ -469,6 +480,9 @@ export class EcaClient {
     }
     if (this.config.behavior) {
       params.behavior = this.config.behavior;
+    }
+    if (chat.trust !== undefined) {
+      params.trust = chat.trust; // a new chat's toggle reaches the server with its first prompt
     }
     const result: ChatPromptResult = await this.call('chat/prompt', params);
     if (result?.model) {
@@ -603,6 +617,26 @@ export class EcaClient {
     this.store.changed();
     const chatId = this.store.current?.known ? this.store.current.id : undefined;
     await this.notify('chat/selectedBehaviorChanged', chatId ? { behavior, chatId } : { behavior });
+  }
+
+  /** The trust mode a chat runs in (the current one by default): its own, else the session's, else off. */
+  trustOf(chat: ChatView | null | undefined = this.store.current): boolean {
+    return chat?.trust ?? this.config.trust ?? false;
+  }
+
+  /**
+   * The panel's Trust toggle: the current chat's trust mode. A chat the server knows gets `chat/update` (applies at
+   * once, to a running prompt too; the server answers with a chat-scoped `config/updated`); a new chat sends it with
+   * its first `chat/prompt`.
+   */
+  async setTrust(trust: boolean): Promise<void> {
+    const chat = this.store.current ?? this.newChat();
+    chat.trust = trust;
+    chat.version += 1;
+    this.store.changed();
+    if (chat.known) {
+      await this.call('chat/update', { chatId: chat.id, trust });
+    }
   }
 
   async queryContext(query: string, contexts: ChatContext[] = []): Promise<ChatContext[]> {

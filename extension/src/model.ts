@@ -99,6 +99,9 @@ export interface ChatView {
   createdAt?: number;
   updatedAt?: number;
   model?: string;
+  /** The chat's trust mode (tool calls that would ask run without asking), as the server's chat-scoped
+   * `config/updated` `selectTrust` or the user's toggle set it; absent when neither did (the session default). */
+  trust?: boolean;
   /** A subagent's chat (its contents carry `parentChatId`): shown inside the parent's `spawn_agent` card, never
    * in the chat list. */
   parentChatId?: string;

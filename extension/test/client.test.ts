@@ -447,3 +447,44 @@ test('editor/getDefinition and getReferences are advertised and answered only wi
   assert.deepEqual(server.socket.sent.find(m => m.id === 'r1').result, { status: 'no-server', message: 'off' });
   assert.deepEqual(asked[1], { uri: 'file:///w/b.py', position, includeDeclaration: false });
 });
+
+test('the trust toggle: a new chat sends it with its first prompt, a known one with chat/update; per chat', async () => {
+  const { server, client, store } = setup();
+  server.handlers['chat/update'] = () => ({});
+  await connect(server, client);
+  assert.equal(client.trustOf(), false, 'off unless the server or the user says otherwise');
+  // a new chat: nothing to update yet, the toggle goes out with the first prompt
+  await client.setTrust(true);
+  assert.equal(server.socket.last('chat/update'), undefined);
+  assert.equal(client.trustOf(), true);
+  await client.prompt('write it');
+  assert.equal(server.socket.last('chat/prompt').params.trust, true);
+  // a known chat: chat/update at once; the server's chat-scoped answer is what the indicator shows
+  await client.setTrust(false);
+  assert.deepEqual(server.socket.last('chat/update').params, { chatId: 'new-1', trust: false });
+  assert.equal(client.trustOf(), false);
+  server.notify('config/updated', { chatId: 'new-1', chat: { selectTrust: true } });
+  assert.equal(client.trustOf(), true);
+  // another chat keeps its own state; a session-wide selectTrust is the default of chats without their own
+  client.newChat();
+  assert.equal(store.currentId, 'new-2');
+  assert.equal(client.trustOf(), false);
+  server.notify('config/updated', { chat: { selectTrust: true } });
+  assert.equal(client.trustOf(), true, 'the session default');
+  server.notify('config/updated', { chatId: 'other', chat: { selectTrust: false } });
+  assert.equal(client.trustOf(), true, 'another chat scoped update does not touch this one');
+  assert.equal(client.trustOf(store.chats.get('other')), false);
+  await client.prompt('hello');
+  assert.equal(server.socket.last('chat/prompt').params.trust, undefined, 'untouched: the server decides');
+  // reopening a chat: chat/open's chat-scoped config/updated sets its indicator
+  server.handlers['chat/open'] = (params: any, socket: FakeSocket) => {
+    queueMicrotask(() =>
+      socket.receive({ jsonrpc: '2.0', method: 'config/updated', params: { chatId: params.chatId, chat: { selectTrust: false } } })
+    );
+    return { found: true };
+  };
+  await client.openChat('new-1');
+  await tick(10);
+  await client.selectChat('new-1');
+  assert.equal(client.trustOf(), false);
+});

@@ -17,7 +17,7 @@ import { MessageList } from './MessageList';
 import { McpServers } from './McpServers';
 import { PlanView } from './PlanView';
 import { QuestionCard } from './QuestionCard';
-import { Pickers, Usage } from './Pickers';
+import { Pickers, TrustToggle, Usage } from './Pickers';
 
 export interface ChatAppProps {
   client: EcaClient;
@@ -171,6 +171,7 @@ export function ChatApp(props: ChatAppProps): JSX.Element {
               onModel={model => guard(client.selectModel(model))}
               onBehavior={behavior => guard(client.selectBehavior(behavior))}
             />
+            <TrustToggle trust={client.trustOf(chat)} onChange={trust => guard(client.setTrust(trust))} />
             <Usage usage={chat?.usage} />
           </>
         }

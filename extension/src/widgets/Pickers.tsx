@@ -1,5 +1,6 @@
 /**
- * Model and behaviour pickers, fed by `config/updated` (the server may force a selection), and the chat's usage.
+ * Model and behaviour pickers, fed by `config/updated` (the server may force a selection), the chat's trust toggle
+ * and its usage.
  */
 
 import * as React from 'react';
@@ -48,6 +49,28 @@ export function Pickers(props: PickersProps): JSX.Element {
         ))}
       </select>
     </span>
+  );
+}
+
+export const TRUST_TITLE =
+  "Approve this chat's tool calls without asking (deny rules and paths outside the workspace still ask)";
+
+/**
+ * The chat's trust mode (the reference clients' trust indicator): a toggle button (`aria-pressed`), in the warning
+ * colour while on, since tool calls then run without an approval card.
+ */
+export function TrustToggle(props: { trust: boolean; onChange: (trust: boolean) => void }): JSX.Element {
+  return (
+    <button
+      type="button"
+      className={'eca-TrustToggle' + (props.trust ? ' eca-mod-trusted' : '')}
+      aria-pressed={props.trust}
+      aria-label="Trust"
+      title={TRUST_TITLE}
+      onClick={() => props.onChange(!props.trust)}
+    >
+      {props.trust ? 'Trust: on' : 'Trust'}
+    </button>
   );
 }
 
