@@ -18,7 +18,8 @@ def child_messages(eca, parent_id: str) -> list[dict]:
             if m.method == "chat/contentReceived" and m.params.get("parentChatId") == parent_id]
 
 
-async def test_subagent_explores_and_answers_the_parent(spawn, llm, workspace):
+async def explore_notes(spawn, llm, workspace):
+    """A server whose parent chat asked; its model spawned ``explorer``, which read notes.txt and answered."""
     (workspace / "notes.txt").write_text("the answer is 42\n")
     llm.enqueue(
         Reply([call("spawn_agent", {"agent": "explorer", "task": "Find the answer in notes.txt",
@@ -31,6 +32,11 @@ async def test_subagent_explores_and_answers_the_parent(spawn, llm, workspace):
     await eca.initialize(workspace)
     parent = await prompt(eca, "what is the answer?", model=MODEL)
     await eca.wait_idle(parent)
+    return eca, parent
+
+
+async def test_subagent_explores_and_answers_the_parent(spawn, llm, workspace):
+    eca, parent = await explore_notes(spawn, llm, workspace)
 
     contents = eca.contents(parent)
     [run] = [c for c in of_type(contents, "toolCallRun") if c["name"] == "spawn_agent"]
@@ -126,18 +132,7 @@ async def test_a_reopened_parent_brings_its_subagents_back(spawn, llm, workspace
     """The subagent's chat is saved inside its parent's record: after a restart, ``chat/open`` of the parent replays
     the subagent's contents (with ``parentChatId``) right after the spawn_agent call first names it; a later turn
     of the reopened parent keeps them."""
-    (workspace / "notes.txt").write_text("the answer is 42\n")
-    llm.enqueue(
-        Reply([call("spawn_agent", {"agent": "explorer", "task": "Find the answer in notes.txt",
-                                    "activity": "finding the answer"}, "call_parent")]),
-        Reply([call("read_file", {"path": "notes.txt"}, "call_child")]),
-        Reply.text("Found it: the answer is 42 (notes.txt)."),
-        Reply.text("The subagent says 42."),
-    )
-    eca = await spawn()
-    await eca.initialize(workspace)
-    parent = await prompt(eca, "what is the answer?", model=MODEL)
-    await eca.wait_idle(parent)
+    eca, parent = await explore_notes(spawn, llm, workspace)
     live = child_messages(eca, parent)
     child = live[0]["chatId"]
     assert await eca.shutdown() == 0

@@ -129,10 +129,7 @@ function AddForm(props: { onAdd: NonNullable<McpServersProps['onAdd']>; onDone: 
   };
   return (
     <form className="eca-McpForm" aria-label="Add MCP server" onSubmit={submit}>
-      <label>
-        Name
-        <input value={name} required onChange={e => setName(e.target.value)} />
-      </label>
+      <TextField label="Name" value={name} onChange={setName} required />
       <label>
         Transport
         <select value={kind} onChange={e => setKind(e.target.value as 'command' | 'url')}>
@@ -142,14 +139,8 @@ function AddForm(props: { onAdd: NonNullable<McpServersProps['onAdd']>; onDone: 
       </label>
       {kind === 'command' ? (
         <>
-          <label>
-            Command
-            <input value={command} required onChange={e => setCommand(e.target.value)} />
-          </label>
-          <label>
-            Arguments
-            <input value={args} onChange={e => setArgs(e.target.value)} />
-          </label>
+          <TextField label="Command" value={command} onChange={setCommand} required />
+          <TextField label="Arguments" value={args} onChange={setArgs} />
           <label>
             Environment (KEY=value, one per line)
             <textarea value={env} rows={2} spellCheck={false} onChange={e => setEnv(e.target.value)} />
@@ -157,10 +148,7 @@ function AddForm(props: { onAdd: NonNullable<McpServersProps['onAdd']>; onDone: 
         </>
       ) : (
         <>
-          <label>
-            URL
-            <input value={url} required onChange={e => setUrl(e.target.value)} />
-          </label>
+          <TextField label="URL" value={url} onChange={setUrl} required />
           <label>
             Headers (Name: value, one per line)
             <textarea value={headers} rows={2} spellCheck={false} onChange={e => setHeaders(e.target.value)} />
@@ -174,20 +162,44 @@ function AddForm(props: { onAdd: NonNullable<McpServersProps['onAdd']>; onDone: 
           <option value="global">Global (user config)</option>
         </select>
       </label>
-      {error && (
+      <FormFooter error={error} busy={busy} submit="Add server" onCancel={props.onDone} />
+    </form>
+  );
+}
+
+/** A labelled one-line input of the add and edit forms (the label wraps it, so it names the input). */
+function TextField(props: {
+  label: string;
+  value: string;
+  onChange: (value: string) => void;
+  required?: boolean;
+}): JSX.Element {
+  return (
+    <label>
+      {props.label}
+      <input value={props.value} required={props.required} onChange={e => props.onChange(e.target.value)} />
+    </label>
+  );
+}
+
+/** The forms' error line (an alert) and their submit / Cancel buttons. */
+function FormFooter(props: { error: string | null; busy: boolean; submit: string; onCancel: () => void }): JSX.Element {
+  return (
+    <>
+      {props.error && (
         <div className="eca-McpForm-error" role="alert">
-          {error}
+          {props.error}
         </div>
       )}
       <div className="eca-McpForm-buttons">
-        <button type="submit" className="jp-mod-styled jp-mod-accept" disabled={busy}>
-          Add server
+        <button type="submit" className="jp-mod-styled jp-mod-accept" disabled={props.busy}>
+          {props.submit}
         </button>
-        <button type="button" className="jp-mod-styled" onClick={props.onDone}>
+        <button type="button" className="jp-mod-styled" onClick={props.onCancel}>
           Cancel
         </button>
       </div>
-    </form>
+    </>
   );
 }
 
@@ -216,35 +228,14 @@ function EditForm(props: {
   return (
     <form className="eca-McpForm" aria-label={`Edit MCP server ${server.name}`} onSubmit={submit}>
       {remote ? (
-        <label>
-          URL
-          <input value={url} required onChange={e => setUrl(e.target.value)} />
-        </label>
+        <TextField label="URL" value={url} onChange={setUrl} required />
       ) : (
         <>
-          <label>
-            Command
-            <input value={command} required onChange={e => setCommand(e.target.value)} />
-          </label>
-          <label>
-            Arguments
-            <input value={args} onChange={e => setArgs(e.target.value)} />
-          </label>
+          <TextField label="Command" value={command} onChange={setCommand} required />
+          <TextField label="Arguments" value={args} onChange={setArgs} />
         </>
       )}
-      {error && (
-        <div className="eca-McpForm-error" role="alert">
-          {error}
-        </div>
-      )}
-      <div className="eca-McpForm-buttons">
-        <button type="submit" className="jp-mod-styled jp-mod-accept" disabled={busy}>
-          Save
-        </button>
-        <button type="button" className="jp-mod-styled" onClick={props.onDone}>
-          Cancel
-        </button>
-      </div>
+      <FormFooter error={error} busy={busy} submit="Save" onCancel={props.onDone} />
     </form>
   );
 }
