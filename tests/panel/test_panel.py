@@ -50,10 +50,11 @@ def type_keys(box, text: str) -> None:
     assert box.input_value().endswith(text), box.input_value()
 
 
-def wait_for_completion(page, box, label: str, timeout: float = 60.0) -> None:
+def wait_for_completion(page, box, label: str, timeout: float = 120.0) -> None:
     """Wait for the completion item `label`. JupyterLab may take the focus away after the last key (a notebook whose
-    kernel just came up focuses its cell), which closes the popup: then focus the composer and retype the last key,
-    as a user would, so the query runs again. Fails when the item never shows."""
+    kernel just came up focuses its cell), which closes the popup, and a query typed before the panel knew a
+    just-opened notebook's cells finds none: then retype the last key in the composer, as a user would, so the query
+    runs again. Fails when the item never shows."""
     item = page.locator(".eca-Completion", has_text=label)
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
@@ -61,11 +62,10 @@ def wait_for_completion(page, box, label: str, timeout: float = 60.0) -> None:
             item.wait_for(timeout=5_000)
             return
         except PlaywrightTimeoutError:
-            if not page.evaluate(FOCUSED):
-                last = box.input_value()[-1]
-                box.press("End")
-                box.press("Backspace")
-                box.press("Space" if last == " " else last)
+            last = box.input_value()[-1]
+            box.press("End")
+            box.press("Backspace")
+            box.press("Space" if last == " " else last)
     raise AssertionError(f"the completion {label!r} never showed")
 
 
