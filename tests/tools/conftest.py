@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from eca_notebook.testing.llm_server import ScriptedLLMServer
 from eca_notebook.tools.base import Prepared, Tool, ToolContext, ToolResult
 
 HAS_RG = shutil.which("rg") is not None
@@ -70,3 +71,16 @@ def pid_alive(pid: int) -> bool:
     except OSError:
         return True
     return stat.rsplit(")", 1)[1].split()[0] != "Z"
+
+
+@pytest.fixture
+async def door(tmp_path: Path, llm: ScriptedLLMServer):
+    """A server connection (the code-search and navigation tools' door) on a workspace with code, initialized."""
+    from ..retrieval.conftest import make_workspace
+    from ..serving.test_server_connection import session
+
+    make_workspace(tmp_path / "code")
+    async with session(tmp_path, llm, methods=("chat/contentReceived", "tool/serverUpdated")) as harness:
+        await harness.client.notify("initialized")
+        await harness.until(lambda m, p: m == "tool/serverUpdated")
+        yield harness

@@ -21,15 +21,6 @@ from ..serving.test_server_connection import session
 from .test_retrieval import finished, tool_result
 
 
-@pytest.fixture
-async def door(tmp_path: Path, llm: ScriptedLLMServer):
-    make_workspace(tmp_path / "code")
-    async with session(tmp_path, llm, methods=("chat/contentReceived", "tool/serverUpdated")) as harness:
-        await harness.client.notify("initialized")
-        await harness.until(lambda m, p: m == "tool/serverUpdated")
-        yield harness
-
-
 async def test_without_an_editor_the_engine_answers_from_the_index(door, llm):
     offered = door.engine.toolbox.offered_tools("agent")
     assert {"eca__editor_definition", "eca__editor_references"} <= set(offered)

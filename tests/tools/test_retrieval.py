@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -13,7 +12,6 @@ import pytest
 from eca_notebook.retrieval import CodeIndex
 from eca_notebook.testing.llm_server import Reply, ScriptedLLMServer, ToolCall
 
-from ..retrieval.conftest import make_workspace
 from ..serving.test_server_connection import Harness, session
 
 
@@ -25,15 +23,6 @@ async def finished(harness: Harness, prompt: asyncio.Task[Any], chat_id: str = "
 
 def tool_result(llm: ScriptedLLMServer, request: int) -> str:
     return str(llm.requests[request].body["messages"][-1]["content"])
-
-
-@pytest.fixture
-async def door(tmp_path: Path, llm: ScriptedLLMServer):
-    make_workspace(tmp_path / "code")
-    async with session(tmp_path, llm, methods=("chat/contentReceived", "tool/serverUpdated")) as harness:
-        await harness.client.notify("initialized")
-        await harness.until(lambda m, p: m == "tool/serverUpdated")
-        yield harness
 
 
 async def test_search_symbols_and_text_reach_the_model_with_retrieval_details(door, llm):
