@@ -15,6 +15,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from .._text import user_words
 from ..plugins import Plugin
 from ..protocol import (
     ChatPromptParams,
@@ -154,7 +155,15 @@ class PromptPipeline:
             return self.answer(chat, why or "Blocked by a hook.")
         message = hooked
 
-        request = message  # what the user asked, before contexts are appended (a small model's tools depend on it)
+        # what the user asked, before contexts are appended and without a host's guidance before it (a small
+        # model's tools depend on it: Jupyter AI's "System note: … use the notebook MCP tools …" offered a
+        # 135M model insert_cell for "Say hello in five words", and it called it)
+        request = user_words(message)
+        if info.compact:
+            # and a small model gets only those words: the 135M model read the guidance as the question (it answered
+            # "Say hello in five words" with "System note: …" or with the prompt itself). What the guidance asks is
+            # kept by the tools instead: as a guest, write_file/edit_file never write notebook JSON (_toolbox.py).
+            message = request
         if params.contexts:
             budgets = ({"max_bytes": _small_model.CONTEXT_BYTES, "per_context_bytes": _small_model.PER_CONTEXT_BYTES}
                        if info.compact else {})
@@ -371,7 +380,8 @@ class PromptPipeline:
         return [to_wire(c) for c in query_commands(query.lstrip("/"), self.commands())]
 
     async def query_context(self, query: str, already: list[Any]) -> list[dict[str, Any]]:
-        """``chat/queryContext``: plug-ins' contexts, then the workspace index's matches for ``@query``."""
+        """``chat/queryContext``: plug-ins' contexts, then the workspace index's matches for ``@query`` (files, then
+        code symbols from the content index when it is open)."""
         engine = self.engine
         extra: list[dict[str, Any]] = []
         for plugin in engine.plugins:
@@ -381,7 +391,8 @@ class PromptPipeline:
                 log.exception("context query of %s failed", plugin.name)
         if engine.index is None:
             return extra
-        return await query_context(query, index=engine.index, already=already, extra=extra)
+        return await query_context(query, index=engine.index, already=already, extra=extra,
+                                   code_index=engine.code_index)
 
     async def read_plugin_context(self, context: Any) -> str:
         """The text of an MCP resource context, from the plug-in that provides it."""

@@ -15,6 +15,8 @@ from eca_notebook.engine._small_model import (
     tools_for_prompt,
 )
 
+from ..test_text import JUPYTER_AI_GUIDANCE
+
 
 @pytest.fixture
 def folder(tmp_path: Path) -> Path:
@@ -120,3 +122,62 @@ def test_a_models_own_prompt_is_used_verbatim():
     trained = "You are a helpful AI assistant named SmolLM, trained by Hugging Face"
     assert compact_system_prompt(plan=False, tools=False, base=trained) == trained
     assert compact_system_prompt(plan=False, tools=True, base=trained).startswith(trained + ". You may use a tool")
+
+
+# A host's guidance of Jupyter AI's kind, naming tools of the MCP server it hands over (the demo server's here)
+HOST_GUIDANCE = JUPYTER_AI_GUIDANCE.replace("insert_cell, edit_cell", "echo, add")
+DEMO = Path(__file__).parents[1] / "mcp" / "servers" / "demo_server.py"
+
+
+async def test_a_hosts_guidance_before_the_prompt_does_not_choose_the_tools(workspace: Path, env: dict[str, str],
+                                                                            llm) -> None:
+    """The tools a small model gets follow the user's own words, not the guidance a host put before them: inside
+    Jupyter AI, whose guidance names its MCP server's insert_cell, the embedded model was offered that tool for
+    "Say hello in five words" and called it."""
+    import asyncio
+    import sys
+
+    from eca_notebook.client import EcaClient
+    from eca_notebook.testing.llm_server import Reply
+
+    config = {"localModel": False, "defaultModel": "tiny/m",
+              "mcpServers": {"demo": {"command": sys.executable, "args": [str(DEMO)]}},
+              "providers": {"tiny": {"api": "openai-chat", "url": llm.url,
+                                     "models": {"m": {"compact": True, "limit": {"context": 8192}}}}}}
+    llm.enqueue(Reply.text("Hello there, how are you?"), Reply.text("Sure."))
+    eca = await EcaClient.start(workspace=workspace, config=config, env=env, approval=lambda content: False)
+    try:
+        for _ in range(900):  # up to 90 s for the MCP server to start on a busy machine
+            if eca.engine.mcp.status("demo").get("status") == "running":
+                break
+            await asyncio.sleep(0.1)
+        assert eca.engine.mcp.status("demo").get("status") == "running", eca.engine.mcp.status("demo")
+        plain = await eca.prompt(f"{HOST_GUIDANCE}\n\nSay hello in five words.")
+        assert plain.ok, plain.error
+        first = llm.requests[-1].body
+        assert not first.get("tools"), [t["function"]["name"] for t in first["tools"]]
+        # nor does the model read it: the 135M model took it for the question (the tools keep what it asks)
+        assert first["messages"][-1] == {"role": "user", "content": "Say hello in five words."}
+        # the user's own words still choose: naming a tool offers it
+        named = await eca.prompt(f"{HOST_GUIDANCE}\n\nUse echo to say hi.", chat_id=plain.chat_id)
+        assert named.ok, named.error
+        names = {t["function"]["name"] for t in llm.requests[-1].body.get("tools") or []}
+        assert any(n.endswith("__echo") for n in names) and not any(n.endswith("__add") for n in names), names
+    finally:
+        await eca.aclose()
+
+
+async def test_a_full_size_model_reads_the_hosts_guidance(workspace: Path, env: dict[str, str], llm) -> None:
+    from eca_notebook.client import EcaClient
+    from eca_notebook.testing.llm_server import Reply
+
+    config = {"localModel": False, "defaultModel": "big/m",
+              "providers": {"big": {"api": "openai-chat", "url": llm.url, "models": {"m": {}}}}}
+    llm.enqueue(Reply.text("Hello."))
+    eca = await EcaClient.start(workspace=workspace, config=config, env=env, approval=lambda content: False)
+    try:
+        result = await eca.prompt(f"{JUPYTER_AI_GUIDANCE}\n\nSay hello in five words.")
+        assert result.ok, result.error
+        assert llm.requests[-1].body["messages"][-1]["content"] == f"{JUPYTER_AI_GUIDANCE}\n\nSay hello in five words."
+    finally:
+        await eca.aclose()

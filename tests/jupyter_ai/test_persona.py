@@ -130,6 +130,8 @@ async def test_text_an_approved_edit_and_a_rejected_write(workspace: Path, llm: 
         await room.until(lambda: any("Hello from ECA." in r for r in room.replies()), "the answer")
         first = bodies(llm)[0]
         assert JUPYTER_AI_GUIDANCE in json.dumps(first, ensure_ascii=False)  # the host's guidance reached the model
+        # the "@ECA" that routed the message is not part of the request (it was the title's first word)
+        assert "say hello" in json.dumps(first) and "@ECA" not in json.dumps(first)
 
         llm.enqueue(call("edit_file", {"path": "app.py", "original_content": "'hi'", "new_content": "'hello'"}),
                     Reply.text("Edited."))
@@ -190,3 +192,16 @@ async def test_a_chat_resumes_after_a_restart(workspace: Path, llm: ScriptedLLMS
         assert "remember 42" in history and "Noted: the answer is 42." in history
     finally:
         await again.close()
+
+
+@pytest.mark.parametrize(("body", "expected"), [
+    ("@ECA say hello", "say hello"),
+    ("  @ECA: fix app.py", "fix app.py"),
+    ("@ECA", "@ECA"),  # nothing else: left as it is
+    ("@ECAT say hello", "@ECAT say hello"),  # another name
+    ("please ask @ECA", "please ask @ECA"),  # not leading
+])
+def test_the_routing_mention_is_taken_off(body: str, expected: str):
+    from eca_notebook.jupyter_ai._persona import without_mention
+
+    assert without_mention(body, "ECA") == expected
