@@ -10,7 +10,10 @@ How the server going away is noticed:
 * stdio: the server's stdout reaches end of file (it exited or crashed). A thin wrapper around the session's read
   stream sees that and wakes the runner, whether or not a call was in flight.
 * streamable HTTP: the SDK's HTTP transport fails its task group on a connection error, which cancels the runner's
-  wait; the runner reports the error.
+  wait; the runner reports the error. A server that dies *during* a request breaks that request's response stream
+  instead: mcp 2.x answers the request with "connection closed"; mcp 1.x (which Jupyter AI brings) swallows the
+  error and never answers, so the call would wait for the whole timeout. With 1.x, :class:`_ResponseWatch` sees the
+  broken response body in the HTTP client and wakes the runner, as end-of-file does for stdio.
 
 Either way pending calls end with "connection closed" from the SDK, the status becomes ``failed`` and the runner
 leaves the transport, which (stdio) closes stdin, then terminates and kills the server's whole process group — the
@@ -30,6 +33,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 import anyio
+import httpx
 
 from .._redact import add_secrets, redact, secret_env_values, secret_header_values, secrets_of_url
 from .._tasks import BackgroundTasks
@@ -125,6 +129,53 @@ class _EofWatch:
 
     async def __aexit__(self, *exc_info: Any) -> None:
         await self.aclose()
+
+
+class _WatchedBody(httpx.AsyncByteStream):
+    """One response body of a request POSTed to the server, passed through; calls `on_broken` if it breaks (the
+    connection failed before the body ended) and the SDK cannot resume it — no SSE event id was seen, the condition
+    under which mcp 1.x reconnects with ``Last-Event-ID`` instead of giving up."""
+
+    def __init__(self, stream: httpx.AsyncByteStream, on_broken: Callable[[BaseException], None]) -> None:
+        self._stream = stream
+        self._on_broken = on_broken
+        self._resumable = False
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        tail = b"\n"  # an "id:" field at the very start counts as at the start of a line
+        try:
+            async for chunk in self._stream:
+                if not self._resumable:
+                    seen = tail + chunk
+                    self._resumable = b"\nid:" in seen or b"\rid:" in seen
+                    tail = seen[-3:]
+                yield chunk
+        except httpx.TimeoutException:
+            raise  # a silent server is not a gone one: the call's own timeout applies
+        except httpx.TransportError as exc:
+            if not self._resumable:
+                self._on_broken(exc)
+            raise
+
+    async def aclose(self) -> None:
+        await self._stream.aclose()
+
+
+class _ResponseWatch:
+    """An httpx response hook for mcp 1.x's HTTP client: watches the body of every response to a POSTed message.
+
+    Why: a server that dies while answering leaves a half-sent response; mcp 1.x's transport catches the read error
+    ("SSE stream ended", logged at debug level) and never answers the request, so the caller would wait for the
+    whole MCP timeout. mcp 2.x answers such a request with CONNECTION_CLOSED itself; this gives 1.x the same
+    outcome through the connection's usual path (`on_broken` wakes the runner, which fails the connection and
+    ends the calls still waiting)."""
+
+    def __init__(self, on_broken: Callable[[BaseException], None]) -> None:
+        self._on_broken = on_broken
+
+    async def __call__(self, response: httpx.Response) -> None:
+        if response.request.method == "POST" and response.is_success and response.status_code != 202:
+            response.stream = _WatchedBody(response.stream, self._on_broken)  # type: ignore[arg-type]
 
 
 class _StderrTail:
@@ -242,6 +293,7 @@ class McpConnection:
         self._lock = asyncio.Lock()
         self._scope: anyio.CancelScope | None = None
         self._lost: str | None = None  # why a call saw the connection end (HTTP has no end-of-file to watch)
+        self._lost_detail: str | None = None  # what the calls still waiting are told (mcp 1.x over HTTP)
         self.closed = False  # set when the manager closes: no more starts
 
     # -- shape ---------------------------------------------------------------------------------------------------
@@ -282,6 +334,7 @@ class McpConnection:
             else:
                 self._stopping = False
                 self._lost = None
+                self._lost_detail = None
                 self._wake = asyncio.Event()
                 self._ended = asyncio.Event()
                 self._settled = settled = asyncio.Event()
@@ -409,7 +462,20 @@ class McpConnection:
             )
             return stdio_client(params, errlog=stderr.writer)
         assert self.config.url is not None  # a server is stdio or remote (checked when the config is read)
-        return _http_transport(self.config.url, dict(self.config.headers))
+        return _http_transport(self.config.url, dict(self.config.headers), on_broken=self._response_broke)
+
+    def _response_broke(self, exc: BaseException) -> None:
+        """mcp 1.x over HTTP: a response stream broke (see :class:`_ResponseWatch`); the server is gone or
+        unreachable, and the request it carried will never be answered."""
+        if self._stopping or self._task is None or self._task.done():
+            return
+        detail = self.redact(f"the server disconnected: {describe_error(exc)}")
+        log.debug("MCP server %s: a response stream broke: %s", self.name, describe_error(exc))
+        self._lost = self._lost or detail
+        self._lost_detail = self._lost_detail or detail
+        self._wake.set()
+        if self.status == "starting" and self._scope is not None:
+            self._scope.cancel()  # the handshake itself was cut off: do not wait for its timeout
 
     def _session(self, read: Any, write: Any) -> Any:
         from mcp import ClientSession, types
@@ -491,8 +557,8 @@ class McpConnection:
         except TimeoutError:
             raise TimeoutError(self._timed_out(what)) from None
         except _Ended:
-            raise ServerGone(f"MCP server '{self.name}' closed the connection during {what} (connection closed)") \
-                from None
+            detail = self._lost_detail or "connection closed"
+            raise ServerGone(f"MCP server '{self.name}' closed the connection during {what} ({detail})") from None
         except Exception as exc:
             code = error_code(exc)
             if code == REQUEST_TIMEOUT:
@@ -537,10 +603,12 @@ async def _unless_ended(call: Awaitable[Any], ended: asyncio.Event) -> Any:
 
 
 @contextlib.asynccontextmanager
-async def _http_transport(url: str, headers: Mapping[str, str]) -> AsyncIterator[tuple[Any, Any]]:
+async def _http_transport(url: str, headers: Mapping[str, str], *,
+                          on_broken: Callable[[BaseException], None] | None = None) -> AsyncIterator[tuple[Any, Any]]:
     """Streamable HTTP with the configured headers, for the 2.x SDK (``streamable_http_client`` over an httpx2
     client) or the 1.x one (1.25+ has the same function, yielding a third value, the session id getter; older 1.x
-    only ``streamablehttp_client(url, headers=…)``). Jupyter AI 3.2 brings mcp 1.x (see pyproject's mcp extra)."""
+    only ``streamablehttp_client(url, headers=…)``). Jupyter AI 3.2 brings mcp 1.x (see pyproject's mcp extra).
+    `on_broken` is told when a response stream of the 1.x SDK's httpx client breaks (:class:`_ResponseWatch`)."""
     try:
         from mcp.client.streamable_http import streamable_http_client
     except ImportError:  # mcp 1.x before 1.25
@@ -552,5 +620,8 @@ async def _http_transport(url: str, headers: Mapping[str, str]) -> AsyncIterator
     from mcp.shared._httpx_utils import create_mcp_http_client
 
     async with create_mcp_http_client(headers=dict(headers)) as client:
+        if on_broken is not None and isinstance(client, httpx.AsyncClient):  # 1.x; 2.x speaks httpx2 and needs none
+            client.event_hooks = {**client.event_hooks,
+                                  "response": [*client.event_hooks.get("response", []), _ResponseWatch(on_broken)]}
         async with streamable_http_client(url, http_client=client) as streams:
             yield streams[0], streams[1]

@@ -1,8 +1,8 @@
 """A small MCP server for the tests, written with the SDK's own server side.
 
 Run as ``python demo_server.py`` (stdio) or ``python demo_server.py --http`` (streamable HTTP on 127.0.0.1, an
-ephemeral port printed as ``PORT <n>`` on stdout). It offers tools that behave well and badly (fail, crash, hang,
-malformed), a prompt with arguments, a resource, and a tool that adds another tool and says so
+ephemeral port, or ``--port N``, printed as ``PORT <n>`` on stdout). It offers tools that behave well and badly
+(fail, crash, hang, malformed), a prompt with arguments, a resource, and a tool that adds another tool and says so
 (``notifications/tools/list_changed``).
 """
 
@@ -145,7 +145,9 @@ def main() -> None:
     import uvicorn
 
     sock = socket.socket()
-    sock.bind(("127.0.0.1", 0))
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # --port N: a restarted server takes its old port
+    port = int(sys.argv[sys.argv.index("--port") + 1]) if "--port" in sys.argv else 0
+    sock.bind(("127.0.0.1", port))
     sock.listen(64)
     print(f"PORT {sock.getsockname()[1]}", flush=True)
     config = uvicorn.Config(server.streamable_http_app(), log_level="warning", lifespan="on")
