@@ -55,9 +55,15 @@ async def _acquire(name: str, limit: dict[str, Any], holder: str, tokens: float,
     plugin = _plugin(dask_scheduler)
     loop = asyncio.get_running_loop()
     async with plugin.cond:
+        wanted = RateLimit.model_validate(limit)
         state = plugin.states.get(name)
-        if state is None:
-            state = plugin.states[name] = LimiterState(RateLimit.model_validate(limit), loop.time())
+        if state is None or state.limit != wanted:
+            # the scheduler outlives a batch: a later batch with other limits for this provider gets fresh buckets
+            # of its own limits (the leases still out and a 429 pause carry over: they are the provider's)
+            fresh = LimiterState(wanted, loop.time())
+            if state is not None:
+                fresh.leases, fresh.paused_until = state.leases, state.paused_until
+            state = plugin.states[name] = fresh
         while True:
             if holder not in dask_scheduler.workers:
                 raise RuntimeError(f"worker {holder} left the cluster")

@@ -146,6 +146,9 @@ class EngineSpec(_Model):
     config: dict[str, Any] | None = None
     env: dict[str, str] | None = None
     keep_chats: bool = False
+    #: the engine's default model (resolved by the driver when a limit is per provider): the provider whose limit
+    #: holds an item that names no model
+    default_model: str | None = None
 
     def key(self, workspace: str | None = None) -> str:
         """Identifies an engine a worker can reuse for items of the same workspace and settings."""

@@ -1,8 +1,9 @@
 """Progress of a batch as it runs: a widget in a notebook, a tqdm bar in a terminal, or your own callback.
 
-Every reporter gets the same :class:`Totals` (items done and failed, tokens and cost so far, the estimate made
-before the start), updated from the driver as each result is written. Updates are throttled (a 10,000-item batch
-must not send 10,000 widget messages), and the last one is always shown.
+Every reporter gets the same :class:`Totals` (items done and failed, tokens and cost so far — the whole batch's,
+resumed items included, and this run's share — and the estimate made before the start), updated from the driver
+as each result is written. Updates are throttled (a 10,000-item batch must not send 10,000 widget messages), and
+the last one is always shown.
 """
 
 from __future__ import annotations
@@ -22,15 +23,22 @@ _INTERVAL = 0.2  # seconds between two displayed updates
 
 @dataclass
 class Totals:
-    """Where a batch stands. ``resumed``: items found in the results store (not sent again)."""
+    """Where a batch stands. ``resumed``: items found in the results store (not sent again).
+
+    ``tokens`` and ``cost`` are the whole batch's: what the resumed items used (read from their records in the
+    store) plus what this run added (``run_tokens``, ``run_cost``) — rerun after a crash and the line still says
+    what the batch has cost in all, with this run's share beside it. The budget is held against ``cost``.
+    """
 
     total: int = 0
     resumed: int = 0
     done: int = 0
     failed: int = 0
     skipped: int = 0
-    tokens: int = 0
-    cost: float = 0.0
+    run_tokens: int = 0
+    run_cost: float = 0.0
+    resumed_tokens: int = 0
+    resumed_cost: float = 0.0
     estimated_cost: float | None = None
     stopped: str | None = None  # why the batch stopped early (the budget)
 
@@ -38,26 +46,50 @@ class Totals:
     def finished(self) -> int:
         return self.resumed + self.done + self.failed
 
+    @property
+    def tokens(self) -> int:
+        """Tokens of the whole batch: the resumed items' and this run's."""
+        return self.resumed_tokens + self.run_tokens
+
+    @property
+    def cost(self) -> float:
+        """USD of the whole batch: the resumed items' and this run's."""
+        return self.resumed_cost + self.run_cost
+
+    def resume(self, result: ItemResult) -> None:
+        """Count an item taken from the results store (not sent again): its usage and cost are the batch's."""
+        self.resumed += 1
+        self.resumed_tokens += result.tokens or 0
+        self.resumed_cost += result.cost or 0.0
+
     def add(self, result: ItemResult) -> None:
+        """Count a result of this run."""
         if result.status == "done":
             self.done += 1
         elif result.status == "failed":
             self.failed += 1
         else:
             self.skipped += 1
-        self.tokens += result.tokens or 0
-        self.cost += result.cost or 0.0
+        self.run_tokens += result.tokens or 0
+        self.run_cost += result.cost or 0.0
 
     def line(self) -> str:
-        """One line: ``42/100 · 2 failed · 12,345 tokens · $0.0123 (est. $0.03)``."""
+        """One line: ``42/100 · 2 failed · 12,345 tokens · $0.0123 (est. $0.03)``; on a resumed batch the totals
+        are the whole batch's and this run's share follows: ``100/100 · 58 resumed · 0 failed · 29,000 tokens ·
+        $0.0290 (this run $0.0120, est. $0.0125)`` (the estimate is of this run's items)."""
         parts = [f"{self.finished}/{self.total}"]
         if self.resumed:
             parts.append(f"{self.resumed} resumed")
         parts.append(f"{self.failed} failed")
         parts.append(f"{self.tokens:,} tokens")
         cost = f"${self.cost:.4f}"
+        notes = []
+        if self.resumed:
+            notes.append(f"this run ${self.run_cost:.4f}")
         if self.estimated_cost is not None:
-            cost += f" (est. ${self.estimated_cost:.4f})"
+            notes.append(f"est. ${self.estimated_cost:.4f}")
+        if notes:
+            cost += f" ({', '.join(notes)})"
         parts.append(cost)
         if self.stopped:
             parts.append(self.stopped)

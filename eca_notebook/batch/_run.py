@@ -18,6 +18,7 @@ from ._cost import CostEstimate, estimate_cost
 from ._executors import Job, as_executor
 from ._models import EngineSpec, ItemResult, RateLimit, WorkItem, item_id
 from ._progress import Totals, make_progress
+from ._runtime import default_model
 from ._store import ResultStore
 
 __all__ = ["BatchResults", "abatch", "batch", "work_items"]
@@ -127,7 +128,8 @@ def batch(
     ``store``: a JSON Lines file (or :class:`ResultStore`) each result is written to as it completes; items found
     there are not sent again (``retry_failed`` resends the failed ones). ``retries``: more attempts for a failed
     item, with backoff. ``rate_limit``: a :class:`RateLimit` for all, or ``{provider: RateLimit}``, held across all
-    workers. ``budget``: USD; no new item is sent once this run has spent it (the rest come back ``skipped``).
+    workers. ``budget``: USD for the whole batch — what the items resumed from the store cost counts too; no new
+    item is sent once it is spent (the rest come back ``skipped``).
     ``progress``: ``"auto"`` (a widget in Jupyter, tqdm in a terminal), False, or a callable of :class:`Totals`.
     """
     items = work_items(prompts, **defaults)
@@ -141,8 +143,16 @@ def batch(
             stored = results_store.get(item.id)
             if stored is not None and (stored.status == "done" or not retry_failed):
                 by_id[item.id] = stored
-        totals.resumed = len(by_id)
+                totals.resume(stored)  # its tokens and cost are the batch's too (and count against the budget)
     todo = [item for item in items if item.id not in by_id]
+    limits = _limits(rate_limit)
+    if todo and any(name != "*" for name in limits) and any(item.model is None for item in todo):
+        # a limit per provider holds items that name no model too: they run on the engine's default model
+        try:
+            spec = spec.model_copy(update={"default_model": default_model(spec)})
+        except Exception:
+            log.warning("eca batch: the default model is unknown; items that name no model run under the '*' "
+                        "limit only", exc_info=True)
     cost_estimate: CostEstimate | None = None
     if estimate and todo:
         try:
@@ -170,7 +180,7 @@ def batch(
     if reporter is not None:
         reporter.start(totals)
     try:
-        run.run(todo, Job(spec, _limits(rate_limit), max(0, int(retries)), retry_delay), on_result, keep_going)
+        run.run(todo, Job(spec, limits, max(0, int(retries)), retry_delay), on_result, keep_going)
     finally:
         if reporter is not None:
             reporter.close(totals)

@@ -26,7 +26,7 @@ from ._limits import Lease, Limiter, estimate_tokens
 from ._models import EngineSpec, FileDiff, ItemResult, RateLimit, ToolCallSummary, WorkItem
 from ._structured import parse_structured, schema_instructions
 
-__all__ = ["WorkspacePolicy", "limit_for", "run_item", "runtime"]
+__all__ = ["WorkspacePolicy", "default_model", "limit_for", "run_item", "runtime"]
 
 log = logging.getLogger(__name__)
 
@@ -137,9 +137,24 @@ def runtime() -> _Runtime:
         return _runtime
 
 
-def limit_for(item: WorkItem, limits: dict[str, RateLimit]) -> tuple[str, RateLimit] | None:
-    """The limit an item runs under: its provider's (the part of ``model`` before ``/``), else ``"*"``."""
-    provider = item.model.split("/", 1)[0] if item.model and "/" in item.model else None
+def default_model(spec: EngineSpec) -> str | None:
+    """The model the engine ``spec`` describes answers with when an item names none (asked of the engine: it may
+    come from the user's own config files, not only ``spec.config``)."""
+    rt = runtime()
+    target = Path(spec.workspace).expanduser().resolve()
+
+    async def ask() -> str | None:
+        client = await rt.client(spec, target.parent if target.is_file() else target, shared=True)
+        return client.default_model
+
+    return rt.call(ask())
+
+
+def limit_for(item: WorkItem, limits: dict[str, RateLimit], default: str | None = None) -> tuple[str, RateLimit] | None:
+    """The limit an item runs under: its provider's (the part of its model — or of ``default``, the engine's
+    default model, when it names none — before ``/``), else ``"*"``."""
+    model = item.model or default
+    provider = model.split("/", 1)[0] if model and "/" in model else None
     if provider is not None and provider in limits:
         return provider, limits[provider]
     if "*" in limits:
@@ -157,7 +172,7 @@ def run_item(item: WorkItem, spec: EngineSpec, *, limits: dict[str, RateLimit], 
     with the tokens used, and retry a failure up to ``retries`` more times with exponential backoff. Never raises for
     a failing prompt: the result says what failed."""
     started = time.monotonic()
-    chosen = limit_for(item, limits)
+    chosen = limit_for(item, limits, spec.default_model)
     reserve = float(estimate_tokens(item.message))
     attempts = 0
     while True:

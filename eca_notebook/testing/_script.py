@@ -8,6 +8,7 @@ another process can enqueue them over HTTP.
 from __future__ import annotations
 
 import math
+import time
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any, ClassVar
 
@@ -163,6 +164,8 @@ class RecordedRequest:
     path: str
     headers: dict[str, str]  # lower-case keys
     body: Any  # parsed JSON, raw text when not JSON, None when empty
+    #: when the request arrived (``time.monotonic()`` of the server's process): tests of spacing (rate limits)
+    at: float = field(default_factory=time.monotonic)
 
     def to_json(self) -> dict[str, Any]:
         return {"method": self.method, "path": self.path, "headers": self.headers, "body": self.body}

@@ -30,6 +30,15 @@ def user_text(body: Any) -> str:
     return ""
 
 
+def spaced(arrivals: list[float], burst: int, per_second: float, slack: float = 1.0) -> list[tuple[int, float]]:
+    """The requests (index, seconds after the first) that came sooner than a token bucket of ``burst`` refilled at
+    ``per_second`` lets them: the k-th lease is granted ≥ (k - burst + 1) / rate after the first, and the first
+    request arrives at most ``slack`` after its own lease (lower bounds only: a busy machine only adds time)."""
+    first = arrivals[0]
+    return [(k, at - first) for k, at in enumerate(arrivals)
+            if k >= burst and at - first < (k - burst + 1) / per_second - slack]
+
+
 def tool_round(body: Any) -> bool:
     """The request carries a tool result: the model's second round."""
     messages = (body or {}).get("messages") or []

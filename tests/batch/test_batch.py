@@ -23,7 +23,7 @@ from eca_notebook.batch import (
 from eca_notebook.client import EcaClient
 from eca_notebook.testing.llm_server import Error, Reply, ScriptedLLMServer
 
-from .conftest import MODEL, Echo, user_text
+from .conftest import MODEL, Echo, spaced, user_text
 
 
 def run(prompts: list[Any], workspace: Path, config: dict[str, Any], env: dict[str, str], **kwargs: Any):
@@ -96,12 +96,18 @@ def test_concurrency_limit_holds_in_process(echo: Echo, llm: ScriptedLLMServer, 
     assert llm.peak_in_flight == 3
 
 
-def test_requests_per_minute_spaces_the_starts(echo: Echo, llm: ScriptedLLMServer, workspace: Path,
-                                               config: dict[str, Any], env: dict[str, str]):
-    run([f"r{i}" for i in range(4)], workspace, config, env, concurrency=4,
-        rate_limit={"fake": RateLimit(requests_per_minute=300, burst=1)})  # one request every 0.2 s
-    assert len(llm.requests) == 4
-    # (request arrival times are not recorded by the server; the limiter's own arithmetic is tested below)
+def test_requests_per_minute_spaces_the_requests_the_server_sees(echo: Echo, llm: ScriptedLLMServer,
+                                                                 workspace: Path, config: dict[str, Any],
+                                                                 env: dict[str, str]):
+    # 60 a minute from a bucket of 2: two at once, then one a second. The limit names the provider and the items
+    # name no model: they run on the default model (fake/m1), so the "fake" limit holds them.
+    results = run([f"r{i}" for i in range(8)], workspace, config, env, concurrency=8,
+                  rate_limit={"fake": RateLimit(requests_per_minute=60, burst=2)})
+    assert all(r.ok for r in results)
+    arrivals = sorted(r.at for r in llm.requests if user_text(r.body))
+    assert len(arrivals) == 8
+    assert spaced(arrivals, burst=2, per_second=1.0) == []
+    assert arrivals[-1] - arrivals[0] >= 5.0  # 8 starts at most 2 at once then 1/s: ≥ 6 s less a second's slack
 
 
 def test_limiter_state_buckets_and_penalty():

@@ -15,11 +15,12 @@ from typing import Any
 
 import pytest
 
-from eca_notebook.batch import DaskExecutor, RateLimit, ResultStore, batch
+from eca_notebook.batch import DaskExecutor, EngineSpec, RateLimit, ResultStore, batch
+from eca_notebook.batch._runtime import runtime
 from eca_notebook.client import BatchExecutor, EcaClient
 from eca_notebook.testing.llm_server import ScriptedLLMServer
 
-from .conftest import Echo, user_text
+from .conftest import Echo, spaced, user_text
 
 pytestmark = pytest.mark.slow
 
@@ -60,6 +61,33 @@ def test_the_rate_limit_holds_across_workers(echo: Echo, llm: ScriptedLLMServer,
     assert all(r.ok for r in results)
     assert llm.peak_in_flight == 3  # 8 worker threads, 3 requests at a time
     assert len({r.worker for r in results}) == 2
+
+
+def test_requests_per_minute_holds_across_workers_as_the_server_sees_it(
+        echo: Echo, llm: ScriptedLLMServer, dask_client: Any, workspace: Path, config: dict[str, Any],
+        env: dict[str, str]):
+    # every worker's engine started first: a cold start would hold leases granted a second apart and send their
+    # requests together, which says nothing about the limiter (the first request must come right after its lease)
+    spec = EngineSpec(workspace=str(workspace.resolve()), config=config, env=dict(env))
+
+    def warm() -> None:
+        rt = runtime()
+        rt.call(rt.client(spec, Path(spec.workspace), shared=True))
+
+    dask_client.run(warm)
+    # an earlier batch on this cluster with another limit for the provider: the scheduler keeps limiter states
+    # between batches, and this batch's own limit must replace that one
+    batch(["before"], executor=dask_client, workspace=workspace, config=config, env=env, progress=False,
+          rate_limit={"fake": RateLimit(requests_per_minute=6000, max_concurrent=8)})
+    llm.clear()
+    # 60 a minute from a bucket of 2, kept on the scheduler for the 8 threads of both workers
+    results = batch([f"paced {i}" for i in range(8)], executor=dask_client, workspace=workspace, config=config,
+                    env=env, progress=False, rate_limit={"fake": RateLimit(requests_per_minute=60, burst=2)})
+    assert all(r.ok for r in results)
+    arrivals = sorted(r.at for r in llm.requests if user_text(r.body))
+    assert len(arrivals) == 8
+    assert spaced(arrivals, burst=2, per_second=1.0) == []
+    assert arrivals[-1] - arrivals[0] >= 5.0
 
 
 def test_a_killed_worker_loses_nothing(echo: Echo, llm: ScriptedLLMServer, dask_client: Any, workspace: Path,

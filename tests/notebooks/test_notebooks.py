@@ -50,6 +50,7 @@ def test_notebook_executes(path: Path, tmp_path: Path, monkeypatch):
     if path.name == "08-batch-at-scale.ipynb":
         text = outputs_text(nb)
         assert "sent to the model this run: 2 — resumed from the store: 2" in text
+        assert "4/4 · 2 resumed · " in text and "(this run $" in text  # the whole batch's cost, this run's beside
         assert "tool schemas ≈" in text and "(school/tutor, code; from the engine)" in text
     # -- 02, 03, 05, 06: the %eca notebooks (eca_notebook.notebook) ---------------------------------------------
     if path.name in MAGIC_NOTEBOOK_CHECKS:
