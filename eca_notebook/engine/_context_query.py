@@ -2,16 +2,22 @@
 
 The repo map when the query looks like it, the git contexts (``@git``, ``@git:diff`` …) when it looks like "git"
 (or is blank, inside a repository), then files and directories from the workspace index (or, for a path outside the
-workspace, that directory's entries), then other contexts (MCP resources) that fuzzily match. What is
-already attached is left out, so the list only offers something new.
+workspace, that directory's entries), then code symbols (classes, functions, methods … named like the query) as
+``file`` contexts with the definition's ``linesRange``, then other contexts (MCP resources) that fuzzily match.
+What is already attached is left out, so the list only offers something new.
+
+Symbols come from the content index (:class:`~eca_notebook.retrieval.CodeIndex`), which is lazy and may take long
+to build on a big workspace: a keystroke never waits for it. Until it can answer at once the answer has no symbols
+and the index starts opening in the background, so the next keystrokes get them.
 """
 
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 from urllib.parse import unquote, urlparse
 
 from pydantic import ValidationError
@@ -22,6 +28,7 @@ from ..protocol.context import (
     DirectoryContext,
     FileContext,
     GitContext,
+    LinesRange,
     McpResourceContext,
     RepoMapContext,
     WebContext,
@@ -32,6 +39,19 @@ from ._index import WorkspaceIndex, _fold
 
 __all__ = ["query_context"]
 
+#: at most this many symbols per answer: they follow the files and must not crowd them out
+SYMBOL_LIMIT = 8
+#: what a query must look like to be looked up as a symbol (``Circle``, ``area``, ``Circle.area``): 2+ characters
+_IDENTIFIER = re.compile(r"[A-Za-z_$][\w$]+(?:\.[A-Za-z_$][\w$]*)*")
+
+
+class _SymbolSource(Protocol):
+    """What of :class:`~eca_notebook.retrieval.CodeIndex` the query needs (the engine's ``code_index``)."""
+
+    async def symbols_if_open(self, query: str, *, limit: int = ...) -> list[Any] | None: ...
+
+    def absolute(self, display: str) -> Path: ...
+
 
 async def query_context(
     query: str,
@@ -40,14 +60,16 @@ async def query_context(
     already: Sequence[ChatContext | dict[str, Any]],
     limit: int = 50,
     extra: Sequence[ChatContext | dict[str, Any]] = (),
+    code_index: _SymbolSource | None = None,
 ) -> list[dict[str, Any]]:
     """Contexts the user may attach for `query`, as wire dicts, best first, at most `limit`.
 
     ``{"type": "repoMap"}`` comes first for a blank query or one that looks like "repo"; then the git contexts
     (see :func:`~._context_git.git_offers`, each with a one-line ``description``); then files and directories
     from the index (or, for an absolute / ``~`` / ``../`` path outside the workspace, that directory's entries);
-    then the `extra` contexts (e.g. MCP resources) whose name, uri, path or url fuzzily match. Contexts already
-    attached (``already``) are left out.
+    then, for an identifier-like query, up to :data:`SYMBOL_LIMIT` definitions from `code_index` when it can answer
+    without building (see :func:`symbol_offers`); then the `extra` contexts (e.g. MCP resources) whose name,
+    uri, path or url fuzzily match. Contexts already attached (``already``) are left out.
     """
     q = (query or "").strip()
     base = index.folders[0] if index.folders else Path.cwd()
@@ -66,19 +88,42 @@ async def query_context(
         offer(RepoMapContext())
     for git in await git_offers(q, index.folders):
         offer(git)
+    symbols = await symbol_offers(q, code_index)
+    room = max(limit - len(symbols), 0)  # the symbols follow the files: keep room for them
     outside = _outside_path_query(q, index.folders)
     if outside is not None:
         for path, is_dir in _list_matching(*outside, limit):
             offer(DirectoryContext(path=str(path)) if is_dir else FileContext(path=str(path)))
     else:
         for entry in index.query(q, limit + len(attached)):
-            offer(DirectoryContext(path=str(entry.path)) if entry.is_dir else FileContext(path=str(entry.path)))
-            if len(out) >= limit:
+            if len(out) >= room:
                 break
+            offer(DirectoryContext(path=str(entry.path)) if entry.is_dir else FileContext(path=str(entry.path)))
+    for symbol in symbols:
+        offer(symbol)
     for ctx in _validated(extra):
         if _extra_matches(q, ctx):
             offer(ctx)
     return out[:limit]
+
+
+async def symbol_offers(query: str, code_index: _SymbolSource | None) -> list[FileContext]:
+    """The definitions named like `query`, as ``file`` contexts with their ``linesRange`` and a ``description``
+    (``"class Circle"``, ``"method Circle.area"``): none unless `query` looks like an identifier of 2+ characters
+    and the index answers without building (it then starts opening, see ``CodeIndex.symbols_if_open``).
+    Definitions in notebooks are left out: their lines count within a cell, not the file."""
+    if code_index is None or not _IDENTIFIER.fullmatch(query):
+        return []
+    hits = await code_index.symbols_if_open(query, limit=SYMBOL_LIMIT)
+    out: list[FileContext] = []
+    for hit in hits or ():
+        if hit.cell_index is not None:
+            continue
+        name = f"{hit.container}.{hit.name}" if hit.container else hit.name
+        out.append(FileContext(path=str(code_index.absolute(hit.path)),
+                               lines_range=LinesRange(start=hit.start_line, end=max(hit.end_line, hit.start_line)),
+                               description=f"{hit.kind} {name}"))
+    return out
 
 
 def _validated(contexts: Sequence[Any]) -> list[Any]:
@@ -102,7 +147,9 @@ def _norm(path: str, base: Path) -> str:
 def _key(ctx: Any, base: Path) -> tuple[str, ...] | None:
     """What makes two contexts "the same attachment" (a file with a line range is not the whole file)."""
     if isinstance(ctx, FileContext):
-        return None if ctx.lines_range else ("file", _norm(ctx.path, base))
+        if ctx.lines_range:  # a file's lines are not the whole file; the same lines again (a symbol) are the same
+            return ("file", _norm(ctx.path, base), str(ctx.lines_range.start), str(ctx.lines_range.end))
+        return ("file", _norm(ctx.path, base))
     if isinstance(ctx, DirectoryContext):
         return ("directory", _norm(ctx.path, base))
     if isinstance(ctx, RepoMapContext):

@@ -52,11 +52,16 @@ class Range(EcaModel):
 
 
 class FileContext(EcaModel):
-    """A file attached to a prompt, optionally only some of its lines."""
+    """A file attached to a prompt, optionally only some of its lines.
+
+    ``description`` (an extension of the spec, optional) is only a label: the server fills it in
+    ``chat/queryContext`` answers that offer a code symbol's definition (``"class Circle"``, with ``linesRange``
+    its lines) and ignores it when rendering."""
 
     type: Literal["file"] = "file"
     path: str
     lines_range: LinesRange | None = None
+    description: str | None = None
 
 
 class DirectoryContext(EcaModel):

@@ -84,6 +84,7 @@ class CodeIndex:
         self._known_files: int | None = None  # files stored, as of the last scan (None: not counted yet)
         self._stored_at: float | None = None  # when the stored index was last checked against the disk (epoch)
         self._background: asyncio.Task[Any] | None = None
+        self._opening: asyncio.Task[Any] | None = None  # symbols_if_open(): the build it started
 
     # -- state ---------------------------------------------------------------------------------------------------
 
@@ -346,6 +347,19 @@ class CodeIndex:
         hits.note = note
         return hits
 
+    async def symbols_if_open(self, query: str, *, limit: int = 5) -> list[SymbolHit] | None:
+        """:meth:`search_symbols` for a keystroke (the ``@`` completion), which must never wait on a build: the
+        hits when the index can answer at once (scanned in this process, or a stored index being checked in the
+        background), else None — and then the index starts opening in the background, so later keystrokes find
+        it ready. Never scans in the caller's stead, however old the last scan."""
+        if not self._scanned and not self._refreshing():
+            if self._opening is None or self._opening.done():
+                task = asyncio.get_running_loop().create_task(self.ensure_built(), name="eca-code-index-open")
+                task.add_done_callback(_log_failure)
+                self._opening = task
+            return None
+        return list(await asyncio.to_thread(self._guarded, _search.search_symbols, query, None, None, limit))
+
     async def search_text(self, query: str, *, path: str | None = None, limit: int = 20,
                           progress: Progress | None = None) -> SearchHits[TextHit]:
         """Chunks matching every word of `query` (the last as a prefix; identifiers match their parts), BM25-ranked
@@ -410,6 +424,9 @@ class CodeIndex:
         task, self._background = self._background, None
         if task is not None:  # (not cancelled: its worker thread would go on with a database closed under it)
             await asyncio.gather(task, return_exceptions=True)
+        opening, self._opening = self._opening, None
+        if opening is not None:
+            await asyncio.gather(opening, return_exceptions=True)
         if self._lock is not None:
             async with self._lock:
                 pass

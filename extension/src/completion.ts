@@ -63,6 +63,11 @@ export function contextLabel(context: ChatContext): { label: string; detail: str
   switch (context.type) {
     case 'file': {
       const range = context.linesRange ? `:${context.linesRange.start}-${context.linesRange.end}` : '';
+      if (context.description && context.linesRange) {
+        // a code symbol the server offered (`chat/queryContext`): its kind and name, then where it starts
+        const where = `${basename(context.path)}:${context.linesRange.start}`;
+        return { label: `${context.description} — ${where}`, detail: context.path + range, icon: 'file' };
+      }
       return { label: basename(context.path) + range, detail: context.path, icon: 'file' };
     }
     case 'directory':

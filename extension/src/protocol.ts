@@ -462,11 +462,12 @@ export interface FileChangeHunk {
   applied?: boolean;
 }
 
-/** A file attached to a prompt, optionally only some of its lines. */
+/** A file attached to a prompt, optionally only some of its lines. ``description`` (an extension of the spec, optional) is only a label: the server fills it in ``chat/queryContext`` answers that offer a code symbol's definition (``"class Circle"``, with ``linesRange`` its lines) and ignores it when rendering. */
 export interface FileContext {
   type: "file";
   path: string;
   linesRange?: LinesRange;
+  description?: string;
 }
 
 /** The workspace's git state (an extension of the spec's context types, ``@git`` in the composer): the branch, staged, modified and untracked files, recent commits and the working diff, gathered when the prompt is sent. ``part`` narrows it to one of ``"status"`` (branch and changed files), ``"diff"`` (staged and unstaged changes) or ``"log"`` (recent commits); None is all of them. A plain string rather than a closed set so a newer client's part is a user-facing problem at render time, not an invalid prompt. ``description`` is only a label: the server fills it in ``chat/queryContext`` answers (e.g. "main · 2 staged, 1 modified") and ignores it when rendering. */

@@ -38,6 +38,16 @@ test('context labels are short; details keep the full path', () => {
     detail: 'src/app/main.py',
     icon: 'file'
   });
+  assert.deepEqual(
+    contextLabel({
+      type: 'file',
+      path: '/w/geometry/shapes.py',
+      linesRange: { start: 8, end: 15 },
+      description: 'class Circle'
+    }),
+    { label: 'class Circle — shapes.py:8', detail: '/w/geometry/shapes.py:8-15', icon: 'file' },
+    'a code symbol shows its kind, name and where it starts'
+  );
   assert.equal(contextLabel({ type: 'directory', path: 'src/app/' }).label, 'app/');
   assert.deepEqual(contextLabel({ type: 'git', description: 'Git: main · 1 staged' }), {
     label: 'git',

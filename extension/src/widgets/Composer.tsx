@@ -1,7 +1,7 @@
 /**
  * The prompt box: Enter sends (Shift+Enter for a new line), `/` completes commands (`chat/queryCommands`), `@`
- * completes contexts (`chat/queryContext`: files, directories, plus the open notebooks' cells), attached contexts
- * show as removable chips, and the active notebook/editor rides along as a toggleable chip.
+ * completes contexts (`chat/queryContext`: files, directories, code symbols, plus the open notebooks' cells),
+ * attached contexts show as removable chips, and the active notebook/editor rides along as a toggleable chip.
  */
 
 import * as React from 'react';
