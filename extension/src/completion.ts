@@ -64,9 +64,10 @@ export function contextLabel(context: ChatContext): { label: string; detail: str
     case 'file': {
       const range = context.linesRange ? `:${context.linesRange.start}-${context.linesRange.end}` : '';
       if (context.description && context.linesRange) {
-        // a code symbol the server offered (`chat/queryContext`): its kind and name, then where it starts
-        const where = `${basename(context.path)}:${context.linesRange.start}`;
-        return { label: `${context.description} — ${where}`, detail: context.path + range, icon: 'file' };
+        // a code symbol the server offered (`chat/queryContext`): its kind and name as the label (short enough for
+        // a narrow panel), then where it is — the file's name and lines first, as the detail is cut at the end
+        const where = `${basename(context.path)}${range}`;
+        return { label: context.description, detail: `${where} · ${context.path}`, icon: 'file' };
       }
       return { label: basename(context.path) + range, detail: context.path, icon: 'file' };
     }

@@ -45,8 +45,8 @@ test('context labels are short; details keep the full path', () => {
       linesRange: { start: 8, end: 15 },
       description: 'class Circle'
     }),
-    { label: 'class Circle — shapes.py:8', detail: '/w/geometry/shapes.py:8-15', icon: 'file' },
-    'a code symbol shows its kind, name and where it starts'
+    { label: 'class Circle', detail: 'shapes.py:8-15 · /w/geometry/shapes.py', icon: 'file' },
+    'a code symbol shows its kind and name, then its file and lines'
   );
   assert.equal(contextLabel({ type: 'directory', path: 'src/app/' }).label, 'app/');
   assert.deepEqual(contextLabel({ type: 'git', description: 'Git: main · 1 staged' }), {
