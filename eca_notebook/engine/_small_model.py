@@ -97,6 +97,11 @@ _NOTEBOOK_TOOLS_BY_INTENT = {"read": ("notebook_read",), "change": ("notebook_re
                                                                   "notebook_insert_cell"),
                              "run": ("notebook_read", "notebook_run_cells")}
 _NOTEBOOK_WORDS = re.compile(r"(?i)\bnotebooks?\b|\.ipynb\b|\bcells?\b")
+# Making a file that does not exist yet needs write_file alone: given read_file too, the 135M model read the missing
+# file again and again and then looped in its answer (measured in Jupyter AI: "Create a file hello.py that prints
+# hello"); given edit_file, it "edited" nothing.
+_CREATE_VERB = re.compile(_LEAD + r"(?:create|write|make|save|generate)\b", re.IGNORECASE)
+_CREATE_TOOLS = ("write_file",)
 
 
 def prompt_intents(message: str, *, has_contexts: bool = False, folders: Sequence[Path] = ()) -> set[str]:
@@ -163,9 +168,11 @@ def tools_for_prompt(
     # a request that names a notebook gets only the notebook tools: given read_file too, the 135M model reads
     # README.md instead (measured in `make lab`: "Read fixme.ipynb and fix the cell that raises")
     only_notebook = bool(named_notebooks(message))
-    for intent in prompt_intents(message, has_contexts=has_contexts, folders=folders):
+    intents = prompt_intents(message, has_contexts=has_contexts, folders=folders)
+    creating = intents == {"change"} and not has_contexts and _creates_new_file(message, folders)
+    for intent in intents:
         if not only_notebook:
-            wanted.update(_TOOLS_BY_INTENT[intent])
+            wanted.update(_CREATE_TOOLS if creating else _TOOLS_BY_INTENT[intent])
         if about_notebook:
             wanted.update(_NOTEBOOK_TOOLS_BY_INTENT[intent])
     # a tool the user names ("use read_file to …") is offered whatever the wording
@@ -174,10 +181,22 @@ def tools_for_prompt(
     return {key: tool for key, tool in available.items() if names.get(key) in wanted or key in named}
 
 
+def _creates_new_file(message: str, folders: Sequence[Path]) -> bool:
+    """Whether `message` asks to create files (an imperative create/write/make…) that all do not exist yet (and
+    are not notebooks, which have tools of their own)."""
+    if not _CREATE_VERB.search(_FENCED.sub(" ", message)):
+        return False
+    paths = [m.group(0) for m in _PATH.finditer(message)]
+    return bool(paths) and not any(p.lower().endswith(".ipynb") or any((f / p).exists() for f in folders)
+                                   for p in paths)
+
+
 def tool_rounds(offered_names: Sequence[str]) -> int:
     """Rounds with tool calls a small model gets before it must answer: one when it may only read (read, then
-    answer — measured: given more, the 135M model goes on reading other files), :data:`TOOL_ROUNDS` otherwise."""
-    return 1 if set(offered_names) <= set(_READ_TOOLS) else TOOL_ROUNDS
+    answer — measured: given more, the 135M model goes on reading other files) or only create a file (write, then
+    answer: given more, it wrote the file again), :data:`TOOL_ROUNDS` otherwise."""
+    names = set(offered_names)
+    return 1 if names <= set(_READ_TOOLS) or names <= set(_CREATE_TOOLS) else TOOL_ROUNDS
 
 
 def first_round_extra(provider: str, tools_offered: bool) -> dict[str, str]:

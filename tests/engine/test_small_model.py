@@ -96,6 +96,14 @@ def test_tools_follow_the_intent_and_the_mode(folder: Path):
     assert pick("Use create_issue to report it") == ["github__create_issue"]
     assert pick("Use the eca__grep tool") == ["eca__grep"]
     assert pick("Fix the bug in stats.py", mode="never") == []
+    # a file that does not exist yet is created with write_file alone (in one round); an existing one is not
+    assert pick("Create a file hello.py that prints hello") == ["eca__write_file"]
+    assert pick("Please write greet.py with a function that says hi") == ["eca__write_file"]
+    assert pick("Create stats.py with a mean function") == ["eca__edit_file", "eca__move_file", "eca__read_file",
+                                                           "eca__write_file"]
+    assert pick("Create new.py like stats.py") == ["eca__edit_file", "eca__move_file", "eca__read_file",
+                                                  "eca__write_file"]  # it reads stats.py first
+    assert tool_rounds(["write_file"]) == 1 and tool_rounds(["read_file", "write_file"]) > 1
 
 
 def test_reading_gets_one_tool_round_changing_more():
