@@ -15,8 +15,8 @@ import pytest
 from eca_notebook.testing.llm_server import Reply
 
 from ..engine.test_context_git import make_repo
-from ._lab import open_panel, screenshot
-from .test_panel import COMPOSER, completion_bodies, type_keys, wait_for_completion
+from ._lab import screenshot
+from .test_panel import complete_in_composer, completion_bodies
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
@@ -28,11 +28,7 @@ def workspace(tmp_path_factory) -> Path:
 
 def test_typing_at_git_offers_it_and_attaches_a_chip(page, lab, llm, workspace: Path):
     llm.enqueue(Reply.text("Your branch looks good."))
-    open_panel(page, lab, workspace="git-context")
-    box = page.locator(COMPOSER)
-    box.click()
-    type_keys(box, "review @git")
-    wait_for_completion(page, box, "git:diff")
+    box = complete_in_composer(page, lab, "git-context", "review @git", "git:diff")
     whole = page.locator(".eca-Completion", has=page.locator(".eca-Completion-label", has_text="git")).first
     assert whole.locator(".eca-Completion-label").inner_text() == "git"
     assert whole.locator(".eca-Completion-detail").inner_text().startswith("main · 2 staged, 1 modified, 1 untracked")

@@ -69,6 +69,17 @@ def wait_for_completion(page, box, label: str, timeout: float = 120.0) -> None:
     raise AssertionError(f"the completion {label!r} never showed")
 
 
+def complete_in_composer(page, lab, workspace: str, typed: str, label: str):
+    """Open the panel on the JupyterLab `workspace`, type `typed` into the composer a key at a time and wait for the
+    completion item `label` (what a user does before picking from the ``@`` or ``/`` list); the composer."""
+    open_panel(page, lab, workspace=workspace)
+    box = page.locator(COMPOSER)
+    box.click()
+    type_keys(box, typed)
+    wait_for_completion(page, box, label)
+    return box
+
+
 def wait_until(predicate, timeout: float = 30.0, interval: float = 0.05, message: str = "condition"):
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:

@@ -15,8 +15,8 @@ import pytest
 from eca_notebook.testing.llm_server import Reply
 
 from ..e2e.test_symbol_context import make_shapes
-from ._lab import open_panel, screenshot
-from .test_panel import COMPOSER, completion_bodies, type_keys, wait_for_completion
+from ._lab import screenshot
+from .test_panel import complete_in_composer, completion_bodies
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
@@ -30,11 +30,7 @@ def workspace(tmp_path_factory) -> Path:
 
 def test_typing_at_circle_offers_the_class_and_sends_only_its_lines(page, lab, llm, workspace: Path):
     llm.enqueue(Reply.text("Circle keeps a radius and computes its area."))
-    open_panel(page, lab, workspace="symbol-context")
-    box = page.locator(COMPOSER)
-    box.click()
-    type_keys(box, "explain @Circle")
-    wait_for_completion(page, box, "class Circle")
+    box = complete_in_composer(page, lab, "symbol-context", "explain @Circle", "class Circle")
     item = page.locator(".eca-Completion", has_text="class Circle").first
     assert item.locator(".eca-Completion-label").inner_text() == "class Circle"
     assert item.locator(".eca-Completion-detail").inner_text().startswith("shapes.py:8-15 · ")
