@@ -11,7 +11,8 @@ other file a few lines of prose. Then:
      index, flagged as possibly stale, while the check against the disk runs in the background), how long that
      check (reopen + scan) takes, files re-read and re-parsed (should be 0); then a scan of the unchanged tree;
   3. modifies 100 files and applies the 100 ``modified`` events (``apply_changes``); time, files re-indexed;
-  4. ``search_symbols`` and ``search_text`` for generated names and words: p50 / p95 in ms;
+  4. ``search_symbols`` and ``search_text`` for generated names and words: p50 / p95 in ms; then the ``@``
+     completion (``chat/queryContext``) while typing symbol names, with and without the code index's symbols;
   5. the baseline, measured in the same run: ``rg`` for the same queries over the same tree (a definition regex for
      symbols, the words for text), p50 / p95, and the ratios rg / index.
 
@@ -186,6 +187,7 @@ async def run(args: argparse.Namespace) -> None:
             text_ms.append((time.perf_counter() - t0) * 1000)
         print(summary("search_symbols", sym_ms) + f"   exact name first: {found}/{len(names)}")
         print(summary("search_text", text_ms))
+        await typing_at(root, index, names)
         await index.close()
 
         # 5. rg baseline
@@ -205,6 +207,33 @@ async def run(args: argparse.Namespace) -> None:
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
         print(load())
+
+
+async def typing_at(root: Path, index: CodeIndex, names: list[str]) -> None:
+    """The ``@`` completion while a user types a symbol's name a key at a time (``ge``, ``get``, ``getU``…):
+    ``chat/queryContext`` with files only (the baseline, measured here) and with the open code index's symbols."""
+    from eca_notebook.engine._index import WorkspaceIndex
+    from eca_notebook.engine.contexts import query_context
+
+    files = WorkspaceIndex([root])
+    await files.build()
+    keys = [name[:n] for name in names[:25] for n in range(2, len(name) + 1)]
+    plain: list[float] = []
+    with_symbols: list[float] = []
+    offered = 0
+    for q in keys:
+        t0 = time.perf_counter()
+        await query_context(q, index=files, already=[])
+        plain.append((time.perf_counter() - t0) * 1000)
+        t0 = time.perf_counter()
+        answer = await query_context(q, index=files, already=[], code_index=index)
+        with_symbols.append((time.perf_counter() - t0) * 1000)
+        offered += any(c.get("description") for c in answer)
+    print(f"@ typing {len(keys)} keystrokes of {min(len(names), 25)} symbol names:")
+    print(summary("  queryContext, files only", plain))
+    print(summary("  queryContext, files + symbols", with_symbols) + f"   symbols offered: {offered}/{len(keys)}")
+    print(f"ratio with / without symbols:  p50 {statistics.median(with_symbols) / statistics.median(plain):7.1f}x   "
+          f"p95 {pct(with_symbols, 95) / pct(plain, 95):7.1f}x")
 
 
 def main() -> None:
