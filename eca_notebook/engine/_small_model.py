@@ -169,6 +169,11 @@ def tools_for_prompt(
     # README.md instead (measured in `make lab`: "Read fixme.ipynb and fix the cell that raises")
     only_notebook = bool(named_notebooks(message))
     intents = prompt_intents(message, has_contexts=has_contexts, folders=folders)
+    if has_contexts and "read" in intents and "read" not in prompt_intents(message, folders=folders):
+        # "Explain this" about an attached file: its text is in the prompt already. Given read tools, the 135M model
+        # looked for something else instead (measured in `make lab`: @Circle attached, "Explain briefly." called
+        # directory_tree("toshow.jsonl") and answered about JSON)
+        intents.discard("read")
     creating = intents == {"change"} and not has_contexts and _creates_new_file(message, folders)
     for intent in intents:
         if not only_notebook:

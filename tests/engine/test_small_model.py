@@ -104,6 +104,13 @@ def test_tools_follow_the_intent_and_the_mode(folder: Path):
     assert pick("Create new.py like stats.py") == ["eca__edit_file", "eca__move_file", "eca__read_file",
                                                   "eca__write_file"]  # it reads stats.py first
     assert tool_rounds(["write_file"]) == 1 and tool_rounds(["read_file", "write_file"]) > 1
+    # explaining what is attached reads nothing more (its text is in the prompt); changing it still gets the tools
+    with_context = lambda message: sorted(tools_for_prompt(TOOLS, TOOLS, message, has_contexts=True,  # noqa: E731
+                                                           folders=[folder]))
+    assert with_context("Explain briefly.") == [] and with_context("Summarize this") == []
+    assert with_context("Explain stats.py and the Makefile") == ["eca__directory_tree", "eca__grep",
+                                                                 "eca__read_file"]
+    assert "eca__edit_file" in with_context("Fix this")
 
 
 def test_reading_gets_one_tool_round_changing_more():
