@@ -97,6 +97,52 @@ export function contextLabel(context: ChatContext): { label: string; detail: str
   }
 }
 
+/**
+ * What stays in the prompt where `@query` was typed once a context is picked: a short mention of it
+ * (`@README.md`, `@shapes.py:8-15`, `@Circle`, `@git:diff`, `@src/`), so "compare @a.py with @b.py" still reads
+ * as the user meant — the model gets the contexts themselves after the message. The reference ECA client (eca-emacs)
+ * keeps such a mention in the prompt too.
+ */
+export function mentionOf(context: ChatContext): string {
+  switch (context.type) {
+    case 'file': {
+      if (context.description && context.linesRange) {
+        // a code symbol ("class Circle", "method Circle.area"): its name
+        const words = context.description.trim().split(/\s+/);
+        return '@' + words[words.length - 1];
+      }
+      const range = context.linesRange ? `:${context.linesRange.start}-${context.linesRange.end}` : '';
+      return '@' + basename(context.path) + range;
+    }
+    case 'directory':
+      return '@' + basename(context.path) + '/';
+    case 'web':
+      return '@' + context.url;
+    case 'repoMap':
+      return '@repoMap';
+    case 'cursor':
+      return '@cursor';
+    case 'mcpResource':
+      return `@${context.server}:${(context.name || context.uri).replace(/\s+/g, '-')}`;
+    case 'git':
+      return context.part ? `@git:${context.part}` : '@git';
+    default:
+      return '@' + String((context as any).type);
+  }
+}
+
+/** The mention of an attached notebook cell (its block after the message names the notebook and the cell). */
+export function cellMention(cell: CellAttachment): string {
+  return `@${basename(cell.path)}:cell${cell.index + 1}`;
+}
+
+/** Replace the trigger's `@query` with `mention` and a space (unless one follows already), the caret after it. */
+export function insertMention(text: string, trigger: Trigger, mention: string): { text: string; caret: number } {
+  const rest = text.slice(trigger.end);
+  const next = replaceTrigger(text, trigger, /^\s/.test(rest) ? mention : mention + ' ');
+  return /^\s/.test(rest) ? { text: next.text, caret: next.caret + 1 } : next;
+}
+
 /** Same context (ignoring label-only differences), for de-duplicating attachments. */
 export function sameContext(a: ChatContext, b: ChatContext): boolean {
   return JSON.stringify(a) === JSON.stringify(b);

@@ -1,7 +1,15 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 
-import { composeMessage, contextLabel, findTrigger, replaceTrigger } from '../src/completion';
+import {
+  cellMention,
+  composeMessage,
+  contextLabel,
+  findTrigger,
+  insertMention,
+  mentionOf,
+  replaceTrigger
+} from '../src/completion';
 
 test('"/" completes only as the first word; "@" anywhere after a space', () => {
   assert.deepEqual(findTrigger('/doc', 4), { kind: 'command', query: 'doc', start: 0, end: 4 });
@@ -62,5 +70,31 @@ test('context labels are short; details keep the full path', () => {
       position: { start: { line: 4, character: 0 }, end: { line: 4, character: 0 } }
     }).label,
     'a.py:4'
+  );
+});
+
+test('a picked context leaves a short mention where @query was typed', () => {
+  const text = 'compare @a.p with the other';
+  const trigger = findTrigger(text, 'compare @a.p'.length)!;
+  assert.deepEqual(insertMention(text, trigger, mentionOf({ type: 'file', path: '/w/src/a.py' })), {
+    text: 'compare @a.py with the other',
+    caret: 'compare @a.py '.length
+  });
+  const end = 'explain @Circ';
+  assert.deepEqual(
+    insertMention(
+      end,
+      findTrigger(end, end.length)!,
+      mentionOf({ type: 'file', path: '/w/shapes.py', linesRange: { start: 8, end: 15 }, description: 'class Circle' })
+    ),
+    { text: 'explain @Circle ', caret: 'explain @Circle '.length }
+  );
+  assert.equal(mentionOf({ type: 'file', path: '/w/a.py', linesRange: { start: 2, end: 4 } }), '@a.py:2-4');
+  assert.equal(mentionOf({ type: 'directory', path: '/w/src/' }), '@src/');
+  assert.equal(mentionOf({ type: 'git', part: 'diff' }), '@git:diff');
+  assert.equal(mentionOf({ type: 'repoMap' }), '@repoMap');
+  assert.equal(
+    cellMention({ path: 'nb/analysis.ipynb', index: 0, cellType: 'code', language: 'python', source: 'x' }),
+    '@analysis.ipynb:cell1'
   );
 });

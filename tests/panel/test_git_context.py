@@ -39,7 +39,7 @@ def test_typing_at_git_offers_it_and_attaches_a_chip(page, lab, llm, workspace: 
     chip = page.locator(".eca-Chip:not(.eca-mod-auto)", has_text="git")
     chip.wait_for()
     assert chip.get_attribute("title", timeout=5_000).startswith("main · ")
-    assert box.input_value() == "review ", box.input_value()
+    assert box.input_value() == "review @git ", box.input_value()
     box.press("Enter")
     page.get_by_text("Your branch looks good.").wait_for()
     body = completion_bodies(llm)[-1]

@@ -201,7 +201,7 @@ def test_completions_contexts_and_commands(page, lab, llm, workspace: Path):
     box.press("Enter")
     chip = page.locator(".eca-Chip:not(.eca-mod-auto)", has_text="README.md")
     chip.wait_for()
-    assert box.input_value() == "explain "
+    assert box.input_value() == "explain @README.md ", box.input_value()  # the mention stays, as typed
     box.press("Enter")
     page.get_by_text("Noted.").wait_for()
     body = completion_bodies(llm)[-1]
@@ -228,7 +228,7 @@ def test_completions_contexts_and_commands(page, lab, llm, workspace: Path):
     # send the text without the cell); the chip to wait for is the attached one, not the active notebook's
     page.locator(".eca-Completion", has_text="analysis.ipynb · cell 1").first.click()
     page.locator(".eca-Chip:not(.eca-mod-auto)", has_text="analysis.ipynb · cell 1").wait_for()
-    assert box.input_value() == "what is ", box.input_value()
+    assert box.input_value() == "what is @analysis.ipynb:cell1 ", box.input_value()
     box.press("Enter")
     page.get_by_text("Seen the cell.").wait_for()
     body = completion_bodies(llm)[-1]

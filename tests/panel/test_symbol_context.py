@@ -40,10 +40,11 @@ def test_typing_at_circle_offers_the_class_and_sends_only_its_lines(page, lab, l
     chip.wait_for()
     title = chip.get_attribute("title", timeout=5_000)
     assert title.startswith("shapes.py:8-15 · ") and title.endswith("/geometry/shapes.py"), title
-    assert box.input_value() == "explain ", box.input_value()
+    assert box.input_value() == "explain @Circle ", box.input_value()
     box.press("Enter")
     page.get_by_text("Circle keeps a radius and computes its area.").wait_for()
     body = completion_bodies(llm)[-1]
+    assert "explain @Circle" in body  # the mention stays in the message, the definition follows it
     assert "class Circle:" in body and "return math.pi * self.radius ** 2" in body
     assert "BEFORE_MARKER" not in body and "AFTER_MARKER" not in body and "def perimeter_of" not in body
     assert not page.eca_errors, page.eca_errors

@@ -12,9 +12,12 @@ import {
   IconKind,
   Trigger,
   cellLabel,
+  cellMention,
   composeMessage,
   contextLabel,
   findTrigger,
+  insertMention,
+  mentionOf,
   replaceTrigger,
   sameContext
 } from '../completion';
@@ -143,7 +146,7 @@ export function Composer(props: ComposerProps): JSX.Element {
               ? list
               : [...list, { kind: 'context', context }]
           );
-          const next = replaceTrigger(value, found, '');
+          const next = insertMention(value, found, mentionOf(context));
           applyText(next.text, next.caret);
           close();
         }
@@ -161,7 +164,7 @@ export function Composer(props: ComposerProps): JSX.Element {
               ? list
               : [...list, { kind: 'cell', cell }]
           );
-          const next = replaceTrigger(value, found, '');
+          const next = insertMention(value, found, cellMention(cell));
           applyText(next.text, next.caret);
           close();
         }
