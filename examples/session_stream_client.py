@@ -43,7 +43,7 @@ from urllib.parse import quote, urlencode, urlsplit, urlunsplit
 import httpx
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from websockets.asyncio.client import ClientConnection, connect
-from websockets.exceptions import ConnectionClosed
+from websockets.exceptions import ConnectionClosed, InvalidStatus
 
 # ----------------------------------------------------------------------------------------------------------------
 # Messages, as the spec writes them. Server messages allow extra fields (a server may add extensions); client
@@ -777,6 +777,24 @@ def main(argv: list[str] | None = None) -> int:
         return asyncio.run(run_terminal(args))
     except KeyboardInterrupt:
         return 130
+    except (httpx.HTTPStatusError, InvalidStatus, httpx.TransportError, OSError) as exc:
+        print(f"error: {refusal(exc, args)}", file=sys.stderr)
+        return 1
+
+
+def refusal(exc: BaseException, args: argparse.Namespace) -> str:
+    """One line for a server that refused us or could not be reached, instead of a traceback."""
+    status = (exc.response.status_code if isinstance(exc, httpx.HTTPStatusError)
+              else exc.response.status_code if isinstance(exc, InvalidStatus) else None)
+    if status in (401, 403):
+        return (f"the server refused the request ({status}): check --token (or $JUPYTER_TOKEN) and that the URL "
+                "is the Jupyter server's own (a cross-site Origin is refused too)")
+    if status == 404:
+        return (f"not found (404): no session {args.session!r} on this server" if args.session
+                else "not found (404): is eca-notebook's server extension enabled on this Jupyter server?")
+    if status is not None:
+        return f"the server answered {status}"
+    return f"cannot reach {args.url}: {exc}"
 
 
 if __name__ == "__main__":

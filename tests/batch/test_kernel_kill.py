@@ -31,7 +31,7 @@ pytest.importorskip("distributed")
 pytest.importorskip("ipywidgets")
 pytest.importorskip("jupyter_client")
 
-ROWS = 600
+ROWS = int(os.environ.get("ECA_KILL_ROWS", "600"))  # the issue's full size: ECA_KILL_ROWS=10000
 
 #: what the user runs, twice (the second time in a new kernel)
 CELL = """

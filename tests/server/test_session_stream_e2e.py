@@ -660,6 +660,24 @@ async def test_terminal_client_prints_a_commands_answer(base, llm):
     assert not llm.requests  # a command: no model call
 
 
+@pytest.mark.parametrize(("extra", "says"), [
+    (["--token", "wrong"], "the server refused the request (403): check --token"),
+    (["--session", "no-such-session"], "not found (404): no session 'no-such-session'"),
+])
+async def test_terminal_client_explains_a_refusal(base, llm, extra: list[str], says: str):
+    """A wrong token or session is one line saying what to check, exit code 1 — not a traceback."""
+    url, token = base
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, str(_EXAMPLE), "--url", url, "--token", token, "--message", "hi", *extra,
+        stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+    )
+    stdout, stderr = await asyncio.wait_for(proc.communicate(b""), 120)
+    err = stderr.decode()
+    assert proc.returncode == 1, (stdout.decode(), err)
+    assert err.startswith("error: ") and says in err and "Traceback" not in err, err
+    assert not llm.requests
+
+
 async def test_client_applies_a_patch_that_needs_no_approval(session, llm, app_py, workspace):
     (workspace / ".eca").mkdir()
     (workspace / ".eca" / "config.json").write_text(json.dumps({"toolCall": {"approval": {"byDefault": "allow"}}}))
