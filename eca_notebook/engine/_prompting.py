@@ -165,8 +165,8 @@ class PromptPipeline:
             # kept by the tools instead: as a guest, write_file/edit_file never write notebook JSON (_toolbox.py).
             message = request
         if params.contexts:
-            budgets = ({"max_bytes": _small_model.CONTEXT_BYTES, "per_context_bytes": _small_model.PER_CONTEXT_BYTES}
-                       if info.compact else {})
+            budgets = ({"max_bytes": _small_model.CONTEXT_BYTES, "per_context_bytes": _small_model.PER_CONTEXT_BYTES,
+                        "later_context_bytes": _small_model.LATER_CONTEXT_BYTES} if info.compact else {})
             rendered = await render_contexts(params.contexts, folders=engine.workspace_folders, http=engine.http,
                                              index=engine.index, mcp_reader=self.read_plugin_context, **budgets)
             for problem in rendered.problems:

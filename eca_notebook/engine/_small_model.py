@@ -29,6 +29,7 @@ from ._notebooks import named_notebooks
 
 __all__ = [
     "CONTEXT_BYTES",
+    "LATER_CONTEXT_BYTES",
     "PER_CONTEXT_BYTES",
     "RULES_CHARS",
     "TOOL_ROUNDS",
@@ -45,6 +46,11 @@ T = TypeVar("T")
 
 CONTEXT_BYTES = 12_000  # all attached contexts together (≈ 3k tokens of the 8k window)
 PER_CONTEXT_BYTES = 6_000  # one attached file / notebook
+# every attached context after the first (the panel puts the user's @ picks first, its automatic active-notebook
+# context last). Measured with "Explain @Circle briefly." given the class, then notebook 08 (8.7 KB), 12 asks each:
+# the 135M model answered about the class 0/12 times when the notebook could take 6,000 bytes, 3/12 at 1,500, 9/12
+# at 1,000, 7/12 at 600 — otherwise it answered about the notebook, or invented links
+LATER_CONTEXT_BYTES = 1_000
 RULES_CHARS = 1_200  # AGENTS.md and .eca/rules together (≈ 300 tokens)
 TOOL_ROUNDS = 3  # rounds with tool calls before the model is asked to answer without tools (1 for reading only)
 

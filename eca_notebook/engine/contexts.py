@@ -95,10 +95,13 @@ async def render_contexts(
     max_bytes: int = 200_000,
     mcp_reader: Callable[[McpResourceContext], Awaitable[str]] | None = None,
     per_context_bytes: int = PER_CONTEXT_BYTES,
+    later_context_bytes: int | None = None,
     web_timeout: float = WEB_TIMEOUT,
 ) -> RenderedContexts:
     """Render `contexts` in order (fetching concurrently) into one ``<contexts>`` block of at most `max_bytes`
-    UTF-8 bytes, each element's body at most `per_context_bytes`. Unknown context types are skipped silently."""
+    UTF-8 bytes, each element's body at most `per_context_bytes` — every one after the first at most
+    `later_context_bytes` when given (a small model's: the first is what the user picked, the panel's automatic
+    active-notebook context comes last). Unknown context types are skipped silently."""
     folders = [Path(f) for f in folders]
     models: list[Any] = []
     problems: list[str] = []
@@ -125,7 +128,9 @@ async def render_contexts(
             log.warning("rendering a %s context failed", getattr(ctx, "type", "?"), exc_info=result)
             problems.append(f"could not read {describe(ctx)}: {type(result).__name__}")
             continue
-        piece, why = fit(result, per_context_bytes, budget)
+        cap = per_context_bytes if not pieces or later_context_bytes is None else min(per_context_bytes,
+                                                                                       later_context_bytes)
+        piece, why = fit(result, cap, budget)
         if piece is None:
             problems.append(f"context size limit ({max_bytes} bytes) reached: skipped {describe(ctx)}")
             continue

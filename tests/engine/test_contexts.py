@@ -207,6 +207,20 @@ async def test_max_bytes_caps_the_whole_block(ws: Path, http) -> None:
     assert any("size limit" in p for p in out.problems)
 
 
+async def test_later_contexts_get_a_smaller_share(ws: Path, http) -> None:
+    """A small model's budget: the first context (what the user picked) whole up to per_context_bytes, every later
+    one (the panel's automatic active-notebook context comes last) cut at later_context_bytes."""
+    for name in ("a", "b", "c"):
+        (ws / f"{name}.txt").write_text("".join(f"{name} row {i}\n" for i in range(500)))
+    contexts = [FileContext(path=f"{n}.txt") for n in ("a", "b", "c")]
+    out = await render(contexts, ws, http, per_context_bytes=4_000, later_context_bytes=800)
+    first, *later = re.findall(r"<file\b[^>]*>.*?</file>", out.text, re.S)
+    assert 3_500 < len(first.encode()) < 4_600 and len(later) == 2, out.text
+    assert all(len(el.encode()) < 1_400 for el in later) and "b row 0\n" in later[0] and "c row 0\n" in later[1]
+    alone = await render(contexts[1:2], ws, http, per_context_bytes=4_000, later_context_bytes=800)
+    assert len(element(alone.text, "file").encode()) > 3_500  # alone, it is the first
+
+
 # -- directories ---------------------------------------------------------------------------------------------------
 
 
