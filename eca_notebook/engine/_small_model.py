@@ -115,16 +115,20 @@ def prompt_intents(message: str, *, has_contexts: bool = False, folders: Sequenc
 
     * ``run``: an imperative run/execute ("Run the tests", "please execute `ls`").
     * ``read`` / ``change``: an imperative verb of that kind *and* something to act on — a path-like word
-      (``utils.py``, ``src/app``, an existing ``Makefile``), an attached context ("Fix this" with a file attached),
-      or a word such as "file" or "notebook" as the verb's own object (before any "that …" clause).
+      (``utils.py``, ``src/app``, an existing ``Makefile``), a word such as "file" or "notebook" as the verb's own
+      object (before any "that …" clause), or, for ``change`` only, an attached context ("Fix this" with a file
+      attached). Reading what is attached needs no tool: its text is in the prompt already (given read tools for
+      "Explain briefly." about an attached class, the 135M model called directory_tree on an invented name and
+      answered about JSON — measured in `make lab`).
     * ``read`` also when the message names the workspace itself ("this project", "the repo").
     """
     message = _FENCED.sub(" ", message)  # code the user pasted is not a request ("f.read()", "open('x.txt')")
     intents: set[str] = set()
     if _VERB["run"].search(message):
         intents.add("run")
-    anywhere = has_contexts or _names_a_path(message, folders)
+    named = _names_a_path(message, folders)
     for kind in ("read", "change"):
+        anywhere = named or (has_contexts and kind == "change")
         for verb in _VERB[kind].finditer(message):
             # "file" must be the verb's own object: "Create a file …" yes, "Write a function that reads a file" no.
             phrase = _PHRASE_END.split(message[verb.end():], maxsplit=1)[0]
@@ -175,11 +179,6 @@ def tools_for_prompt(
     # README.md instead (measured in `make lab`: "Read fixme.ipynb and fix the cell that raises")
     only_notebook = bool(named_notebooks(message))
     intents = prompt_intents(message, has_contexts=has_contexts, folders=folders)
-    if has_contexts and "read" in intents and "read" not in prompt_intents(message, folders=folders):
-        # "Explain this" about an attached file: its text is in the prompt already. Given read tools, the 135M model
-        # looked for something else instead (measured in `make lab`: @Circle attached, "Explain briefly." called
-        # directory_tree("toshow.jsonl") and answered about JSON)
-        intents.discard("read")
     creating = intents == {"change"} and not has_contexts and _creates_new_file(message, folders)
     for intent in intents:
         if not only_notebook:

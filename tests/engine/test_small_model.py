@@ -76,6 +76,7 @@ def test_an_attached_context_is_something_to_act_on(folder: Path):
     assert prompt_intents("Fix this", has_contexts=True, folders=[folder]) == {"change"}
     # reading what is already attached needs no tool
     assert prompt_intents("What does this do?", has_contexts=True, folders=[folder]) == set()
+    assert prompt_intents("Explain briefly.", has_contexts=True, folders=[folder]) == set()
 
 
 TOOLS = {f"eca__{name}": name for name in ("read_file", "directory_tree", "grep", "write_file", "edit_file",
