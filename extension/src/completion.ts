@@ -45,6 +45,14 @@ function basename(path: string): string {
   return index >= 0 ? trimmed.slice(index + 1) : trimmed;
 }
 
+/**
+ * `:8-15` for a file context of some lines, else ''. With a `description` as well, the context is a code symbol the
+ * server offered (`chat/queryContext`), e.g. "class Circle".
+ */
+function linesOf(context: { linesRange?: { start: number; end: number } | null }): string {
+  return context.linesRange ? `:${context.linesRange.start}-${context.linesRange.end}` : '';
+}
+
 /** Which icon a context shows (the widgets map it to a JupyterLab icon). */
 export type IconKind =
   | 'file'
@@ -62,14 +70,13 @@ export type IconKind =
 export function contextLabel(context: ChatContext): { label: string; detail: string; icon: IconKind } {
   switch (context.type) {
     case 'file': {
-      const range = context.linesRange ? `:${context.linesRange.start}-${context.linesRange.end}` : '';
+      const where = basename(context.path) + linesOf(context);
       if (context.description && context.linesRange) {
-        // a code symbol the server offered (`chat/queryContext`): its kind and name as the label (short enough for
-        // a narrow panel), then where it is — the file's name and lines first, as the detail is cut at the end
-        const where = `${basename(context.path)}${range}`;
+        // a code symbol: its kind and name as the label (short enough for a narrow panel), then where it is — the
+        // file's name and lines first, as the detail is cut at the end
         return { label: context.description, detail: `${where} · ${context.path}`, icon: 'file' };
       }
-      return { label: basename(context.path) + range, detail: context.path, icon: 'file' };
+      return { label: where, detail: context.path, icon: 'file' };
     }
     case 'directory':
       return { label: basename(context.path) + '/', detail: context.path, icon: 'directory' };
@@ -111,8 +118,7 @@ export function mentionOf(context: ChatContext): string {
         const words = context.description.trim().split(/\s+/);
         return '@' + words[words.length - 1];
       }
-      const range = context.linesRange ? `:${context.linesRange.start}-${context.linesRange.end}` : '';
-      return '@' + basename(context.path) + range;
+      return '@' + basename(context.path) + linesOf(context);
     }
     case 'directory':
       return '@' + basename(context.path) + '/';
@@ -138,9 +144,9 @@ export function cellMention(cell: CellAttachment): string {
 
 /** Replace the trigger's `@query` with `mention` and a space (unless one follows already), the caret after it. */
 export function insertMention(text: string, trigger: Trigger, mention: string): { text: string; caret: number } {
-  const rest = text.slice(trigger.end);
-  const next = replaceTrigger(text, trigger, /^\s/.test(rest) ? mention : mention + ' ');
-  return /^\s/.test(rest) ? { text: next.text, caret: next.caret + 1 } : next;
+  const spaced = /^\s/.test(text.slice(trigger.end)); // a space follows already: the caret goes past it
+  const next = replaceTrigger(text, trigger, spaced ? mention : mention + ' ');
+  return spaced ? { text: next.text, caret: next.caret + 1 } : next;
 }
 
 /** Same context (ignoring label-only differences), for de-duplicating attachments. */
