@@ -24,7 +24,7 @@ from __future__ import annotations
 import logging
 import re
 import threading
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 from urllib.parse import unquote, urlsplit
 
@@ -55,9 +55,25 @@ _PUBLIC_HEADERS = frozenset({
 
 _CREDENTIAL_NAME = re.compile(r"(?i)(key|token|secret|passw(or)?d|pwd|credential|auth|cookie|session|signature)")
 
+_DOTTED_NAME = re.compile(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+")
+_SNAKE_NAME = re.compile(r"[a-z][a-z0-9]*(?:_[a-z0-9]+)+")
+
+
+def _assignment(match: re.Match[str]) -> str:
+    """A credential-named assignment with its value masked — unless the value reads as code rather than a secret:
+    no letter, or no digit and shorter than 20 characters (``api_key: string``, ``password=None``), a dotted name
+    (``os.environ``), a snake_case name (``token=token_v2``) or a URL (its secrets are the URL patterns' job)."""
+    value = match.group(3)
+    letters = any(c.isalpha() for c in value)
+    if (not letters or (not any(c.isdigit() for c in value) and len(value) < 20) or _DOTTED_NAME.fullmatch(value)
+            or _SNAKE_NAME.fullmatch(value) or "://" in value):
+        return match.group(0)
+    return match.group(1) + match.group(2) + MASK
+
+
 # (pattern, replacement, fixed parts one of which any match contains): the substring checks are C-speed and rule out
 # most text (a chunk of prose) before any regex runs — redaction sits on the streaming hot path.
-_PATTERNS: list[tuple[re.Pattern[str], str, tuple[str, ...]]] = [
+_PATTERNS: list[tuple[re.Pattern[str], str | Callable[[re.Match[str]], str], tuple[str, ...]]] = [
     # userinfo of any URL: the user part may itself be a token (https://TOKEN@github.com)
     (re.compile(r"(?i)\b([a-z][a-z0-9+.\-]*://)[^\s/?#\"'<>@]*(?:@[^\s/?#\"'<>@]*)*@"), r"\1" + MASK + "@", ("@",)),
     # credential-like query parameters: ?token=…, &api_key=…, ;sig=…
@@ -74,7 +90,22 @@ _PATTERNS: list[tuple[re.Pattern[str], str, tuple[str, ...]]] = [
                 r"github_pat_|hf_|glpat-|xox[abposr]-|AIza)(?=[A-Za-z0-9_\-]*\d)[A-Za-z0-9_\-]{16,}"), r"\1" + MASK,
      ("sk-", "_", "xai-", "glpat-", "xox", "AIza")),
     (re.compile(r"\b(AKIA|ASIA)[0-9A-Z]{16}\b"), r"\1" + MASK, ("AKIA", "ASIA")),
+    # JSON Web Tokens: header.payload.signature, the first two base64url JSON objects ("eyJ" is '{"')
+    (re.compile(r"\beyJ[A-Za-z0-9_\-]{5,}\.eyJ[A-Za-z0-9_\-]{5,}\.[A-Za-z0-9_\-]*"), MASK, ("eyJ",)),
+    # PEM private keys (RSA, EC, OPENSSH, ENCRYPTED…), up to their END line or, cut short, to the end of the text
+    (re.compile(r"-----BEGIN ((?:[A-Z0-9]+ )*)PRIVATE KEY-----.*?(?:-----END \1PRIVATE KEY-----|\Z)", re.DOTALL),
+     r"-----BEGIN \1PRIVATE KEY-----\n" + MASK + r"\n-----END \1PRIVATE KEY-----", ("PRIVATE KEY",)),
+    # netrc entries: "machine h login u password p" on one line, or a "password p" line of its own
+    (re.compile(r"(?i)(\b(?:machine\s+\S+|default)\s+(?:login\s+\S+\s+)?(?:account\s+\S+\s+)?password\s+)\S+"),
+     r"\1" + MASK, ("assword", "ASSWORD")),
+    (re.compile(r"(?im)^(\s*password[ \t]+)\S+[ \t]*$"), r"\1" + MASK, ("assword", "ASSWORD")),
+    # values assigned to credential-named variables and keys in .env files, shell, YAML, JSON and code:
+    # FOO_API_KEY=…, export GITHUB_TOKEN="…", "password": "…", clientSecret: … (see _assignment for what is kept)
+    (re.compile(r"(?i)\b([\w.\-]*?(?:api[_\-]?key|access[_\-]?key|secret|token(?!s|iz)|passw(?:or)?d|pwd)[\w.\-]*"
+                r"[\"']?[ \t]*[:=][ \t]*)([\"']?)([^\s\"'`,;(){}\[\]<>$&*]{6,})(?=\2)(?=$|[\s\"',;&)}\]])"),
+     _assignment, ("key", "KEY", "Key", "ecret", "ECRET", "oken", "OKEN", "assw", "ASSW", "assW", "pwd", "PWD")),
 ]
+
 
 _lock = threading.Lock()
 _secrets: frozenset[str] = frozenset()

@@ -58,6 +58,36 @@ def test_ordinary_text_is_left_alone(text):
     assert redact(text) == text
 
 
+@pytest.mark.parametrize("text, expected", [
+    ("FOO_API_KEY=plainvalue-abc123xyz", "FOO_API_KEY=***"),  # a .env line: no well-known shape needed
+    ('export GITHUB_TOKEN="abcDEF123456ghi"', 'export GITHUB_TOKEN="***"'),
+    ('{"api_key": "abc123def456", "max_tokens": 100000}', '{"api_key": "***", "max_tokens": 100000}'),
+    ("DB_PASSWORD=s3cr3tP4ss\npassword: hunter22", "DB_PASSWORD=***\npassword: ***"),
+    ("SECRET_KEY = 'django-insecure-abcdefghijklmnopqrstu'", "SECRET_KEY = '***'"),
+    ("a jwt eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.dozjgNryP4J3jVmNHl0w5N_XgL0 here", "a jwt *** here"),
+    ("-----BEGIN RSA PRIVATE KEY-----\nMIIEabc\n-----END RSA PRIVATE KEY-----\nafter",
+     "-----BEGIN RSA PRIVATE KEY-----\n***\n-----END RSA PRIVATE KEY-----\nafter"),
+    ("-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNz",  # cut short: masked to the end
+     "-----BEGIN OPENSSH PRIVATE KEY-----\n***\n-----END OPENSSH PRIVATE KEY-----"),
+    ("machine api.github.com login me password odd-shape-pw", "machine api.github.com login me password ***"),
+    ("machine x\n  login me\n  password pw-secret-1\n", "machine x\n  login me\n  password ***\n"),
+    ("xoxb-123456789012-abcdefghijklmnop", "xoxb-***"),
+    ("sk-ant-api03-abcdefghijklmnop1234", "sk-ant-api03-***"),
+])
+def test_secrets_in_files_are_caught_too(text, expected):
+    """What a file sent to the model may hold: .env and config assignments, JWTs, private keys, netrc entries."""
+    assert redact(text) == expected
+
+
+@pytest.mark.parametrize("text", [
+    "api_key: string;", "API_KEY = os.environ['X']", "api_key = os.environ.get('X')", "token=token_v2)",
+    "max_tokens=4096, tokenizer = 'bert-base-uncased1'", "Please login with password manager",
+    "TOKEN_URL=https://example.org/oauth/token1", "password=None", "secret = settings.SECRET_KEY",
+])
+def test_code_naming_credentials_is_left_alone(text):
+    assert redact(text) == text
+
+
 def test_json_values_are_redacted_keys_included_and_not_mutated():
     add_secrets(["json-secret-5555"])
     value = {"a": ["x json-secret-5555", {"json-secret-5555": 1}], "n": 3, "b": None, "t": True}

@@ -36,6 +36,9 @@ def rules_show(engine: Engine) -> str:
                 f"{engine.global_config_dir / 'rules'}/*.md; their full text goes into the system prompt.")
     lines = [f"Rules in the system prompt ({len(rules)}, in order; /prompt-show shows them in full):"]
     for rule in rules:
+        if rule.skipped:
+            lines += ["", f"{rule.name} — {rule.path}: not read", f"  {rule.skipped}"]
+            continue
         text = rule.content.strip()
         lines += ["", f"{rule.name} — {rule.path} (~{estimate_text(text):,} tokens)"]
         preview = [line for line in text.splitlines() if line.strip()][:_PREVIEW_LINES]

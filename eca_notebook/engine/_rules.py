@@ -7,15 +7,26 @@ global ``<global_config_dir>/rules/*.md`` (``~/.config/eca/rules`` as in the ref
 Loading never fails: a rule file that cannot be read or is not UTF-8 is skipped with a warning (one bad file must not
 cost the user the others), and a file over 64 KB is cut with a note, because a huge rule would eat the whole context
 window on every request.
+
+A rule is read only from inside its own root — the workspace folder for ``AGENTS.md`` and ``.eca/rules``, the global
+config folder for the user's own — after resolving symlinks, and only when it is a regular file. Why: a cloned
+repository's ``AGENTS.md`` may be a symlink to ``/proc/self/environ``, ``~/.netrc`` or the user's global config, and
+its text goes to the model in the system prompt on every request. Such a rule is *skipped with a note* (``/rules``
+shows it, and the model gets the one line, so neither wonders where the rule went) rather than silently; a FIFO or a
+device would block or never end. What is read is redacted like every other file the model is sent.
 """
 
 from __future__ import annotations
 
 import codecs
 import logging
+import os
+import stat
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+
+from .._redact import redact
 
 __all__ = ["MAX_RULE_BYTES", "Rule", "load_rules", "render_rules"]
 
@@ -29,15 +40,51 @@ class Rule:
     name: str  # the file name, e.g. "AGENTS.md", "style.md"
     path: Path
     content: str
+    #: Set when the file was refused (a symlink out of its root, not a regular file): the one-line note that stands
+    #: in for it in the system prompt and in ``/rules``; ``content`` is then empty.
+    skipped: str | None = None
 
 
-def _read_rule(path: Path) -> Rule | None:
+def _refused(path: Path, root: Path, why: str) -> Rule:
     try:
-        with path.open("rb") as f:
-            data = f.read(MAX_RULE_BYTES + 1)
+        label = path.relative_to(root).as_posix()
+    except ValueError:
+        label = path.name
+    log.warning("rule file %s skipped: %s", path, why)
+    return Rule(name=path.name, path=path, content="", skipped=f"rule {label} skipped: {why}")
+
+
+def _read_rule(path: Path, root: Path, where: str) -> Rule | None:
+    """The rule at *path* when it really lies under *root* (symlinks resolved) and is a regular file; a refusal
+    (:func:`_refused`) otherwise; None when it is gone or unreadable (logged)."""
+    try:
+        real = path.resolve(strict=False)
+        real_root = root.resolve(strict=False)
+    except (OSError, RuntimeError) as exc:  # a symlink loop
+        return _refused(path, root, f"cannot resolve it ({type(exc).__name__})")
+    if not real.is_relative_to(real_root):
+        return _refused(path, root, f"symlink points outside {where}")
+    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
+    try:
+        # the resolved path, opened without following a last symlink (one swapped in since is refused) and without
+        # blocking (a FIFO opens at once and is refused below)
+        fd = os.open(real, flags)
+    except FileNotFoundError:  # a dangling symlink, or deleted since it was listed
+        return None
     except OSError as exc:
         log.warning("rule file %s skipped: cannot read (%s)", path, exc.strerror or type(exc).__name__)
         return None
+    with open(fd, "rb", closefd=True) as f:
+        mode = os.fstat(f.fileno()).st_mode
+        if stat.S_ISDIR(mode):
+            return None
+        if not stat.S_ISREG(mode):
+            return _refused(path, root, "not a regular file")
+        try:
+            data = f.read(MAX_RULE_BYTES + 1)
+        except OSError as exc:
+            log.warning("rule file %s skipped: cannot read (%s)", path, exc.strerror or type(exc).__name__)
+            return None
     truncated = len(data) > MAX_RULE_BYTES
     if truncated:
         data = data[:MAX_RULE_BYTES]
@@ -55,39 +102,43 @@ def _read_rule(path: Path) -> Rule | None:
             f"\n\n[Rule truncated: {path.name} is larger than {MAX_RULE_BYTES // 1024} KB; "
             "only the beginning is shown.]"
         )
-    return Rule(name=path.name, path=path, content=text)
+    return Rule(name=path.name, path=path, content=redact(text))
 
 
 def _md_files(folder: Path) -> list[Path]:
+    """The ``*.md`` entries of *folder* that are not directories — symlinks included (whatever they point at, the
+    read decides: a dangling one is dropped, one pointing out of its root is refused with a note)."""
     try:
-        entries = [p for p in folder.iterdir() if p.suffix.lower() == ".md" and p.is_file()]
+        entries = [p for p in folder.iterdir() if p.suffix.lower() == ".md" and not p.is_dir()]
     except OSError:  # missing folder (the usual case) or unreadable
         return []
     return sorted(entries, key=lambda p: (p.name.lower(), p.name))
 
 
 def load_rules(workspace_folders: Sequence[Path], global_config_dir: Path) -> list[Rule]:
-    """Every rule, in prompt order; a file reachable twice (same folder listed twice, symlinks) appears once."""
-    candidates: list[Path] = []
+    """Every rule, in prompt order; a file reachable twice (same folder listed twice, symlinks) appears once.
+    A refused file is in the list too, as a :attr:`Rule.skipped` note."""
+    candidates: list[tuple[Path, Path, str]] = []  # (file, the root it must stay in, how the note names that root)
     for folder in workspace_folders:
         folder = Path(folder)
         agents = folder / "AGENTS.md"
-        if agents.is_file():
-            candidates.append(agents)
-        candidates.extend(_md_files(folder / ".eca" / "rules"))
-    candidates.extend(_md_files(Path(global_config_dir) / "rules"))
+        if os.path.lexists(agents) and not agents.is_dir():
+            candidates.append((agents, folder, "the workspace"))
+        candidates.extend((p, folder, "the workspace") for p in _md_files(folder / ".eca" / "rules"))
+    config_dir = Path(global_config_dir)
+    candidates.extend((p, config_dir, str(config_dir)) for p in _md_files(config_dir / "rules"))
 
     rules: list[Rule] = []
     seen: set[Path] = set()
-    for path in candidates:
+    for path, root, where in candidates:
         try:
             key = path.resolve()
-        except OSError:
+        except (OSError, RuntimeError):
             key = path
         if key in seen:
             continue
         seen.add(key)
-        rule = _read_rule(path)
+        rule = _read_rule(path, root, where)
         if rule is not None:
             rules.append(rule)
     return rules
@@ -100,5 +151,8 @@ def render_rules(rules: Sequence[Rule]) -> str:
         return ""
     parts = ["# Rules", "", "Follow these rules from the user and the project:"]
     for rule in rules:
+        if rule.skipped:
+            parts += ["", f"Note: {rule.skipped}."]
+            continue
         parts += ["", f"## {rule.name} ({rule.path})", "", rule.content.strip()]
     return "\n".join(parts) + "\n"

@@ -299,6 +299,9 @@ class Toolbox:
             custom = render_prompt_template(agent.system_prompt, variables, f"agent '{agent.id}' prompt", problems)
         rules = []
         for rule in load_rules(engine.workspace_folders, engine.global_config_dir):
+            if rule.skipped:  # refused (a symlink out of the workspace…): its one-line note goes to the model
+                rules.append(rule)
+                continue
             content = render_prompt_template(rule.content, variables, f"rule {rule.path}", problems)
             if content.strip():
                 rules.append(Rule(rule.name, rule.path, content))

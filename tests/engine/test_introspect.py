@@ -53,6 +53,23 @@ async def test_rules_lists_each_file_in_prompt_order(client: EcaClient, workspac
     assert llm.requests == []
 
 
+async def test_a_rule_symlinked_out_of_the_workspace_is_refused_and_says_so(client: EcaClient, workspace: Path,
+                                                                           tmp_path: Path,
+                                                                           llm: ScriptedLLMServer) -> None:
+    """A cloned repository's AGENTS.md pointing at a file of the user's (netrc, environ, global config): its text
+    never reaches the model, which gets a one-line note instead; /rules shows the same note."""
+    outside = tmp_path / "users-netrc"
+    outside.write_text("machine api.example.com login me password sk-rule-LEAK-0123456789abcdef\n")
+    (workspace / "AGENTS.md").symlink_to(outside)
+    note = "rule AGENTS.md skipped: symlink points outside the workspace"
+    assert note in await shown(client, "/rules")
+    llm.enqueue(Reply.text("ok"))
+    assert (await client.prompt("hello")).ok
+    sent = json.dumps(llm.requests[0].body)
+    assert "sk-rule-LEAK" not in sent and "api.example.com" not in sent
+    assert note in sent
+
+
 async def test_config_is_resolved_and_masked(client: EcaClient, llm: ScriptedLLMServer) -> None:
     text = await shown(client, "/config")
     assert '"defaultModel": "fake/m1"' in text and '"byDefault": "ask"' in text  # defaults merged in

@@ -120,3 +120,52 @@ def test_render_puts_each_rule_under_a_heading_with_its_path(tmp_path: Path) -> 
     first = text.index(f"## AGENTS.md ({tmp_path / 'AGENTS.md'})")
     second = text.index(f"## style.md ({tmp_path / 'style.md'})")
     assert first < text.index("Use tabs.") < second < text.index("Be brief.")
+
+
+FAKE_KEY = "sk-outside-rule-FAKE-1234567890abcdef"
+
+
+def test_a_rule_symlinked_out_of_the_workspace_is_refused_with_a_note(layout: tuple[Path, Path, Path],
+                                                                       tmp_path: Path) -> None:
+    ws1, _, glob = layout
+    outside = write(tmp_path / "outside" / "netrc.md", f"machine x password {FAKE_KEY}\n")
+    (ws1 / "AGENTS.md").symlink_to(outside)
+    (ws1 / ".eca" / "rules").mkdir(parents=True)
+    (ws1 / ".eca" / "rules" / "env.md").symlink_to("/proc/self/environ")
+    write(ws1 / "docs" / "style.md", "Prefer pathlib.")
+    (ws1 / ".eca" / "rules" / "style.md").symlink_to(ws1 / "docs" / "style.md")  # inside: followed
+    rules = load_rules([ws1], glob)
+    assert [(r.name, r.skipped) for r in rules] == [
+        ("AGENTS.md", "rule AGENTS.md skipped: symlink points outside the workspace"),
+        ("env.md", "rule .eca/rules/env.md skipped: symlink points outside the workspace"),
+        ("style.md", None),
+    ]
+    assert rules[2].content == "Prefer pathlib."
+    text = render_rules(rules)
+    assert FAKE_KEY not in text and "machine x" not in text
+    assert "Note: rule AGENTS.md skipped: symlink points outside the workspace." in text
+
+
+def test_the_users_own_rules_stay_in_the_config_folder(layout: tuple[Path, Path, Path], tmp_path: Path) -> None:
+    ws1, _, glob = layout
+    write(ws1 / "secret.md", "workspace text")
+    (glob / "rules").mkdir()
+    (glob / "rules" / "ws.md").symlink_to(ws1 / "secret.md")
+    (rule,) = load_rules([], glob)
+    assert rule.skipped == f"rule rules/ws.md skipped: symlink points outside {glob}" and rule.content == ""
+
+
+def test_special_files_are_never_read(layout: tuple[Path, Path, Path]) -> None:
+    ws1, _, glob = layout
+    (ws1 / ".eca" / "rules").mkdir(parents=True)
+    os.mkfifo(ws1 / ".eca" / "rules" / "pipe.md")  # opening it to read would block for ever
+    (rule,) = load_rules([ws1], glob)
+    assert rule.skipped == "rule .eca/rules/pipe.md skipped: not a regular file"
+
+
+def test_secrets_in_a_rule_are_redacted(layout: tuple[Path, Path, Path]) -> None:
+    ws1, _, glob = layout
+    write(ws1 / "AGENTS.md", f"Use the key {FAKE_KEY}.\nDEPLOY_TOKEN=abcDEF123456xyz\n")
+    (rule,) = load_rules([ws1], glob)
+    assert FAKE_KEY not in rule.content and "abcDEF123456xyz" not in rule.content
+    assert "DEPLOY_TOKEN=***" in rule.content
