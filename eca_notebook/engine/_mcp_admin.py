@@ -77,6 +77,7 @@ class ConfigEditError(Exception):
         self.message = message
 
     def result_error(self) -> McpError:
+        """The ``error`` of an ``mcp/*`` result (those requests answer failures as results, as the reference)."""
         return McpError(code=self.code, message=self.message)
 
 

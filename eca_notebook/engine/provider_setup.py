@@ -52,6 +52,7 @@ if TYPE_CHECKING:
 __all__ = [
     "KINDS",
     "OLLAMA_DEFAULT_URL",
+    "ConfigEditError",
     "ConnectionResult",
     "ModelListing",
     "ProviderDraft",
@@ -461,7 +462,7 @@ async def list_models(engine: Engine, kind: Kind, url: str | None = None, *, pro
         if kind == "ollama" and saved is not None and saved.url != BUILTIN_PROVIDERS["ollama"].default_url:
             url = saved.url  # a URL the user configured, else the daemon's default port
     if url is None:
-        raise SetupError("the server's URL is required", "url")
+        return ModelListing("", False, [], "Give the server's URL to list its models.")
     if kind in ("openai", "anthropic"):
         return ModelListing(url, True, list(DEFAULT_MODELS.get(kind, ())), "")
     if kind == "ollama":

@@ -18,6 +18,7 @@ __all__ = [
     "ApiError",
     "ApprovalPolicy",
     "ApprovalRule",
+    "ConnectionTest",
     "ContentIndexStatus",
     "CreateSession",
     "CurrentModel",
@@ -31,7 +32,13 @@ __all__ = [
     "ModelList",
     "Policy",
     "PolicyUpdate",
+    "ProviderCheck",
+    "ProviderInfo",
+    "ProviderInput",
+    "ProviderModels",
+    "ProviderSetup",
     "RegisterWorkspace",
+    "SaveProvider",
     "Session",
     "SessionDetail",
     "SessionList",
@@ -290,3 +297,68 @@ class SetCurrentModel(_Request):
         if self.model is None and self.behavior is None:
             raise ValueError("set 'model', 'behavior' or both")
         return self
+
+
+# -- providers (connect a model) ---------------------------------------------------------------------------------
+
+ProviderKind = Literal["openai", "anthropic", "openai-compatible", "ollama"]
+
+
+class ProviderInput(_Request):
+    """A provider as the "Connect a model" form sends it. ``key`` is written to the user's config file and never
+    sent back; ``key_env`` names an environment variable instead (written as ``${env:NAME}``); neither keeps the
+    key already saved."""
+
+    kind: ProviderKind
+    url: str | None = Field(None, min_length=1, max_length=2048,
+                            description="http(s) base URL; default: the provider's own (Ollama: 127.0.0.1:11434).")
+    key: str | None = Field(None, min_length=1, max_length=4096, description="The API key (write-only).")
+    key_env: str | None = Field(None, min_length=1, max_length=100,
+                                description="The name of an environment variable holding the key.")
+    models: list[str] = Field(default_factory=list, max_length=200,
+                              description="Model names to offer (OpenAI-compatible servers; others list their own).")
+    allow_insecure: bool = Field(False, description="Confirm sending a key over plain http:// to another machine.")
+
+
+class SaveProvider(ProviderInput):
+    default_model: str | None = Field(None, min_length=1, max_length=512,
+                                      description="provider/model to make the default (and select).")
+
+
+class ProviderCheck(ProviderInput):
+    model: str = Field(min_length=1, max_length=200, description="The model name to send the one-token request to.")
+
+
+class ProviderInfo(_Response):
+    id: str
+    kind: ProviderKind
+    url: str | None = None
+    key_source: Literal["config", "env"] | None = Field(
+        None, description="config: saved in the file; env: from an environment variable; null: no key.")
+    key_env: str | None = None
+    key_hint: str | None = Field(None, description="The key masked (a known prefix and at most its last 4).")
+    models: list[str]
+
+
+class ProviderSetup(_Response):
+    workspace_id: str
+    config_file: str = Field(description="The user's config file providers are saved to.")
+    providers: list[ProviderInfo]
+    models: list[str]
+    default: str | None = None
+    current: str | None = None
+
+
+class ConnectionTest(_Response):
+    ok: bool
+    message: str = Field(description="The provider's own words on failure (HTTP status and message).")
+    status: int | None = None
+
+
+class ProviderModels(_Response):
+    provider_id: str
+    kind: ProviderKind
+    url: str
+    reachable: bool
+    models: list[str]
+    message: str

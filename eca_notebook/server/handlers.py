@@ -133,13 +133,14 @@ class EcaApiHandler(APIHandler):
 
 def route_table(state: ServerState) -> list[tuple[str, type, dict[str, Any]]]:
     """Every route of the extension (patterns relative to the base URL; the ExtensionApp prepends it)."""
-    from . import rest
+    from . import _providers, rest
     from .openapi import OpenApiHandler
     from .stream import SessionStreamHandler
 
     kwargs = {"state": state}
     wid = r"(?P<workspace_id>[^/]+)"
     sid = r"(?P<session_id>[^/]+)"
+    pid = r"(?P<provider_id>[^/]+)"
 
     def at(path: str) -> str:
         return url_path_join(API_PREFIX, path)
@@ -159,4 +160,8 @@ def route_table(state: ServerState) -> list[tuple[str, type, dict[str, Any]]]:
         (at(f"sessions/{sid}/stream"), SessionStreamHandler, kwargs),
         (at("models"), rest.ModelsHandler, kwargs),
         (at("models/current"), rest.CurrentModelHandler, kwargs),
+        (at("providers"), _providers.ProvidersHandler, kwargs),
+        (at(f"providers/{pid}"), _providers.ProviderHandler, kwargs),
+        (at(f"providers/{pid}/test"), _providers.ProviderTestHandler, kwargs),
+        (at(f"providers/{pid}/models"), _providers.ProviderModelsHandler, kwargs),
     ]

@@ -42,7 +42,10 @@ The jupyter-server extension of eca-notebook. It follows the editor-side HTTP + 
   `vector_search` (a `content_hash` equal to the indexed one skips the file unread), `rebuild` rebuilds both, and
   `status` reports it under `content`.
 - **Models** and **models/current** are the engine's model registry (`provider/model` ids) and its selected model
-  and behavior. Providers and keys come from the ECA config files, never from this API.
+  and behavior.
+- **Providers** (the panel's "Connect a model"): PUT adds OpenAI, Anthropic, an OpenAI-compatible server or Ollama
+  to the *user's* config file (never a workspace's; atomic, `0600` once it holds a key), POST `…/test` sends one
+  tiny request, GET `…/models` lists what a provider offers. A key is write-only: answers carry it masked.
 - **Streaming**, two doors onto the same engine and chats. The spec's own, `WS sessions/{session_id}/stream`
   (`?workspace_id=`), speaks the spec's `client.*`/`server.*` messages (strictly validated; see the README's "Editor
   clients: the session stream"; cross-site `Origin` refused with 403 even with a token, unknown session 404).
@@ -142,12 +145,30 @@ OPERATIONS: tuple[Operation, ...] = (
     Operation("put", "/models/current", "Select the model and/or behavior", s.CurrentModel,
               request=s.SetCurrentModel, query=(_WID,), errors=(400, 404), tags=("models",),
               description="Every WebSocket of the workspace gets config/updated."),
+    Operation("get", "/providers", "Providers of the user's config file (keys masked) and the models",
+              s.ProviderSetup, query=(_WID,), errors=(404,), tags=("providers",)),
+    Operation("put", "/providers/{provider_id}", "Add or change a provider in the user's config file",
+              s.ProviderSetup, request=s.SaveProvider, query=(_WID,), errors=(400, 404, 409), tags=("providers",),
+              description="Written to ~/.config/eca/config.json (or --config-file) atomically, every other key "
+                          "kept, 0600 when it holds a key; `key_env` writes `${env:NAME}` instead. A plain http:// "
+                          "URL to another machine with a key needs `allow_insecure`. Applies at once: every "
+                          "WebSocket gets config/updated; `default_model` becomes the default and is selected."),
+    Operation("delete", "/providers/{provider_id}", "Remove a provider from the user's config file",
+              s.ProviderSetup, query=(_WID,), errors=(404, 409), tags=("providers",)),
+    Operation("post", "/providers/{provider_id}/test", "Send one tiny request to a model of a provider",
+              s.ConnectionTest, request=s.ProviderCheck, query=(_WID,), errors=(400, 404), tags=("providers",),
+              description="`ok: false` with the provider's own error (HTTP status and message, cannot connect) "
+                          "when it fails. Without `key`/`key_env` the saved key is used."),
+    Operation("get", "/providers/{provider_id}/models", "Models a provider offers", s.ProviderModels,
+              query=(_WID, ("kind", "openai, anthropic, openai-compatible or ollama (default: from the id)."),
+                     ("url", "A base URL to ask (Ollama: default http://127.0.0.1:11434).")),
+              errors=(400, 404), tags=("providers",)),
 )
 
 _ERROR_TEXT = {
     400: "Invalid request (see `details`)",
     403: "Not authenticated, not authorized, or cross-origin",
-    404: "Unknown workspace or session",
+    404: "Unknown workspace, session or provider",
     409: "Conflict (session exists / workspace config file unreadable)",
 }
 

@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 
 from eca_notebook.engine import Engine, EngineOptions
-from eca_notebook.engine._mcp_admin import ConfigEditError
 from eca_notebook.engine.provider_setup import (
+    ConfigEditError,
     ProviderDraft,
     SetupError,
     check_connection,

@@ -48,6 +48,8 @@ EXAMPLES = {
     ("post", "/workspaces/{workspace_id}/index/incremental"): {"changes": [{"type": "created", "file_path": "x"}]},
     ("post", "/sessions"): {"title": "t"},
     ("put", "/models/current"): {"behavior": "plan"},
+    ("put", "/providers/{provider_id}"): {"kind": "openai-compatible", "url": "http://127.0.0.1:9", "models": ["m"]},
+    ("post", "/providers/{provider_id}/test"): {"kind": "openai-compatible", "url": "http://127.0.0.1:9", "model": "m"},
 }
 
 
@@ -56,7 +58,7 @@ async def test_every_documented_operation_answers_as_documented(api, connect, wo
     (workspace / "sub").mkdir()
     _, doc = await api("GET", "openapi.json")
     _, session = await api("POST", "sessions", body={"session_id": "doc-session"})
-    ids = {"workspace_id": state.manager.default.id, "session_id": "doc-session"}
+    ids = {"workspace_id": state.manager.default.id, "session_id": "doc-session", "provider_id": "doc-server"}
     answered = 0
     for path, item in doc["paths"].items():
         for method, operation in item.items():
