@@ -6,9 +6,10 @@ checkouts, split indexes) and the user's ignore rules. Each run is bounded: a de
 cap on the bytes read from one command (a 2 GB diff is cut while it streams, then git is killed), so a huge or
 slow repository costs a truncation note, never a stuck turn or a blocked event loop.
 
-Git is run defensively, as an editor's status bar does: ``GIT_OPTIONAL_LOCKS=0`` so ``git status`` never takes the
-index lock the user's own commands need, no pager, colour, prompt, external diff or textconv driver, and no
-``core.fsmonitor`` hook (a repository's config must not run programs because someone typed ``@git``).
+Git is run through :func:`eca_notebook._git.run_git`, which switches off every program the repository's config could
+name (filter drivers, hooks, fsmonitor, pagers, ssh, credential helpers …) and never takes the index lock the user's
+own commands need: a repository must not run programs because someone typed ``@git``. The diffs add no external diff
+or textconv driver, and submodules are not entered (``--ignore-submodules=dirty``: their config is their own).
 
 The summary is shaped for a model: branch and upstream first, then the changed files by kind (long lists shortened
 with "… and N more"), the last :data:`GIT_LOG_COMMITS` commits one a line, and the diffs last, so when the budget
@@ -20,12 +21,11 @@ prompt goes on.
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from .._git import GitError, run_git
 from .._redact import redact
 from ..protocol.context import GitContext
 from ._context_blocks import Block, ContextProblem, truncate
@@ -55,7 +55,7 @@ GIT_STATUS_BYTES = 2_000_000  # read from `git status` (a tree of untracked buil
 _SUBJECT_CHARS = 200  # of one commit's subject line
 # never an external diff program or textconv filter (a repository's config must not run programs); submodules as
 # one line each
-_DIFF_ARGS = ("--no-ext-diff", "--no-textconv", "--no-color", "--submodule=short")
+_DIFF_ARGS = ("--no-ext-diff", "--no-textconv", "--no-color", "--submodule=short", "--ignore-submodules=dirty")
 
 _PART_DETAILS = {
     "status": "Branch, staged, modified and untracked files",
@@ -64,13 +64,6 @@ _PART_DETAILS = {
 }
 _STATUS_NAMES = {"M": "modified", "A": "added", "D": "deleted", "R": "renamed", "C": "copied", "T": "type changed",
                  "U": "unmerged"}
-# Variables that would point git at another repository or index than the workspace folder's (set, e.g., when the
-# server was started from a git hook): the context describes the folder, whatever the environment says.
-_REPO_ENV = ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_OBJECT_DIRECTORY", "GIT_COMMON_DIR")
-
-
-class GitError(Exception):
-    """Git could not describe the folder (not a repository, git missing, timed out); the message is user-facing."""
 
 
 @dataclass
@@ -120,90 +113,11 @@ class GitStatus:
         return ", ".join(parts) if parts else "clean"
 
 
-# -- running git ---------------------------------------------------------------------------------------------------
-
-
-def _env() -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if k not in _REPO_ENV}
-    env.update(GIT_OPTIONAL_LOCKS="0", GIT_TERMINAL_PROMPT="0", GIT_PAGER="cat", PAGER="cat", LC_ALL="C",
-               LANGUAGE="C")
-    return env
-
-
-_GIT = ("git", "-c", "core.quotepath=off", "-c", "color.ui=false", "-c", "core.fsmonitor=false", "--no-pager")
-
-
-async def _git(folder: Path, *args: str, limit: int = 10_000_000) -> tuple[str, bool]:
-    """(stdout decoded, whether it was cut at `limit` bytes) of ``git args`` in `folder`. Raises :class:`GitError`
-    when git fails or is missing. Cancellation (the caller's deadline) kills git; it never outlives this call."""
-    if not folder.is_dir():  # else the missing working directory would read as a missing git
-        raise GitError(f"not a git repository: {folder} is not a folder")
-    try:
-        proc = await asyncio.create_subprocess_exec(
-            *_GIT, *args, cwd=str(folder), env=_env(), stdin=asyncio.subprocess.DEVNULL,
-            stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
-    except FileNotFoundError:
-        raise GitError("git is not installed (the `git` command was not found)") from None
-    except OSError as exc:
-        raise GitError(f"could not run git in {folder}: {exc.strerror or exc}") from None
-    assert proc.stdout is not None and proc.stderr is not None
-    stdout, stderr = proc.stdout, proc.stderr
-
-    async def read(stream: asyncio.StreamReader, cap: int) -> tuple[bytes, bool]:
-        """At most `cap` bytes of `stream`; past them git is killed (the rest is not wanted: it must not write
-        gigabytes we would throw away) and the pipe drained to its end, which the process's exit waits for."""
-        chunks: list[bytes] = []
-        size = 0
-        cut = False
-        while chunk := await stream.read(65536):
-            if cut:
-                continue
-            if size + len(chunk) > cap:
-                chunks.append(chunk[: cap - size])
-                cut = True
-                if proc.returncode is None:
-                    proc.kill()
-                continue
-            chunks.append(chunk)
-            size += len(chunk)
-        return b"".join(chunks), cut
-
-    try:
-        (out, cut), (err, _) = await asyncio.gather(read(stdout, limit), read(stderr, 65536))
-        code = await proc.wait()
-    finally:
-        if proc.returncode is None:  # cancelled (the deadline): kill git, and drain its pipes so it can be reaped
-            proc.kill()
-            with contextlib.suppress(Exception):
-                async with asyncio.timeout(5):
-                    await asyncio.gather(_drain(stdout), _drain(stderr))
-                    await proc.wait()
-    if code != 0 and not cut:
-        raise GitError(_explain(err.decode("utf-8", "replace"), folder))
-    return out.decode("utf-8", "replace"), cut
-
-
-async def _drain(stream: asyncio.StreamReader) -> None:
-    while await stream.read(65536):
-        pass
-
-
-def _explain(stderr: str, folder: Path) -> str:
-    lines = [line.strip() for line in stderr.splitlines() if line.strip()]
-    text = " ".join(lines)
-    if "not a git repository" in text.lower():
-        return f"not a git repository: {folder}"
-    first = lines[0] if lines else "git failed"
-    for prefix in ("fatal: ", "error: "):
-        if first.startswith(prefix):
-            first = first[len(prefix):]
-    return f"git: {first[:300]}"
-
-
 async def git_status(folder: Path) -> GitStatus:
     """The branch and changed files of the repository `folder` is in (raises :class:`GitError` when it is not)."""
-    root, _ = await _git(folder, "rev-parse", "--show-toplevel")
-    out, cut = await _git(folder, "status", "--porcelain=v2", "--branch", "-z", limit=GIT_STATUS_BYTES)
+    root, _ = await run_git(folder, "rev-parse", "--show-toplevel")
+    out, cut = await run_git(folder, "status", "--porcelain=v2", "--branch", "-z",
+                             "--ignore-submodules=dirty", limit=GIT_STATUS_BYTES)
     status = _parse_status(out, cut)
     status.root = root.strip()
     return status
@@ -296,7 +210,7 @@ def _status_text(status: GitStatus) -> str:
 async def _log_text(folder: Path, status: GitStatus) -> str:
     if status.oid is None:
         return "Recent commits: none yet (the branch has no commits).\n"
-    out, _ = await _git(folder, "log", f"-n{GIT_LOG_COMMITS}", "--no-show-signature",
+    out, _ = await run_git(folder, "log", f"-n{GIT_LOG_COMMITS}", "--no-show-signature",
                         "--date=format:%Y-%m-%d %H:%M", "--format=%h%x1f%ad%x1f%an%x1f%s%x1e", limit=200_000)
     lines = []
     for record in out.split("\x1e"):
@@ -319,7 +233,7 @@ async def _diff_text(folder: Path, budget: int) -> str:
     sections = []
     for title, kind, extra in (("Staged changes", "staged", ("--cached",)), ("Unstaged changes", "unstaged", ())):
         command = " ".join(("git", "diff", *extra))
-        text, cut = ("", True) if left < 200 else await _git(folder, "diff", *extra, *_DIFF_ARGS, limit=left + 1)
+        text, cut = ("", True) if left < 200 else await run_git(folder, "diff", *extra, *_DIFF_ARGS, limit=left + 1)
         if not text and not cut:
             sections.append(f"{title} ({command}): none.\n")
             continue
@@ -328,7 +242,7 @@ async def _diff_text(folder: Path, budget: int) -> str:
         left -= shown
         note = ""
         if cut or shown < len(text.encode("utf-8")):
-            stat, _ = await _git(folder, "diff", *extra, "--shortstat", *_DIFF_ARGS, limit=2000)
+            stat, _ = await run_git(folder, "diff", *extra, "--shortstat", *_DIFF_ARGS, limit=2000)
             what = f" ({stat.strip()})" if stat.strip() else ""
             if not body:
                 note = (f"[diff left out: the context budget is used up{what}; run `{command}` to see it]\n")
