@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["human_size", "is_host_guidance", "user_words"]
+__all__ = ["human_size", "is_host_guidance", "strip_controls", "user_words"]
 
 #: How a host's own guidance starts when it puts it before the user's words in a prompt: Jupyter AI 3.2 prepends
 #: "System note: When creating or editing Jupyter notebooks (.ipynb), use the Jupyter notebook MCP tools…" to the
@@ -50,3 +50,21 @@ def human_size(n: int) -> str:
             break
     text = f"{size:.0f}" if size >= 10 else f"{size:.1f}".removesuffix(".0")
     return f"{text} {unit}"
+
+
+# Terminal escape sequences: CSI (colours, cursor moves), OSC (titles, OSC 8 hyperlinks, OSC 52 clipboard writes) with
+# either terminator, DCS/SOS/PM/APC strings, two-character ESC sequences, and their 8-bit C1 forms.
+_ESCAPE_SEQUENCES = re.compile(
+    r"\x1b\[[0-?]*[ -/]*[@-~]?|\x1b\][^\x07\x1b\x9c]*(?:\x07|\x1b\\|\x9c)?|\x1b[PX^_][^\x1b\x9c]*(?:\x1b\\|\x9c)?"
+    r"|\x1b[ -~]?|\x9b[0-?]*[ -/]*[@-~]?|[\x9d\x90\x98\x9e\x9f][^\x07\x1b\x9c]*(?:\x07|\x1b\\|\x9c)?")
+_CONTROLS = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
+
+
+def strip_controls(text: str) -> str:
+    """*text* without terminal escape sequences, other control characters shown as ``\\xNN`` (tab, newline and
+    carriage return kept). Why: tool output quotes files and file names anyone may have written, and it is shown in
+    terminals (ACP editors, the session stream's clients) and sent to the model — an OSC 8 hyperlink or a colour
+    code there would disguise what the text says."""
+    if not _CONTROLS.search(text):
+        return text
+    return _CONTROLS.sub(lambda m: f"\\x{ord(m.group()):02x}", _ESCAPE_SEQUENCES.sub("", text))

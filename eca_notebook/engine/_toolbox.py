@@ -32,6 +32,7 @@ from ..tools.skill import SkillTool
 from . import _small_model
 from ._approval import hidden_tools, selector_matches
 from ._notebooks import listener_notebooks
+from ._provenance import provenance_key
 from ._rules import Rule, load_rules, render_rules
 from ._skills import engine_skills, read_roots, render_skills
 from ._templates import render_prompt_template, template_variables
@@ -75,6 +76,7 @@ class Toolbox:
 
     def __init__(self, engine: Engine) -> None:
         self.engine = engine
+        self._signing_key: bytes | None = None  # see signing_key
 
     # -- tools ---------------------------------------------------------------------------------------------------
 
@@ -145,7 +147,14 @@ class Toolbox:
                            code_index=engine.code_index, notebook_hint=self.host_notebook_hint(),
                            ask_question=self.questions(),
                            request_definition=self.definitions(), request_references=self.references(),
-                           read_roots=read_roots(engine_skills(engine), engine.workspace_folders))
+                           read_roots=read_roots(engine_skills(engine), engine.workspace_folders),
+                           provenance_key=self.signing_key())
+
+    def signing_key(self) -> bytes:
+        """The key the notebook tools sign cell provenance with (``_provenance.py``): read or made once."""
+        if self._signing_key is None:
+            self._signing_key = provenance_key(self.engine.env)
+        return self._signing_key
 
     def host_notebook_hint(self) -> str | None:
         """When a host owns the notebooks — it offers notebook tools (Jupyter AI's "Jupyter MCP Server": insert_cell,

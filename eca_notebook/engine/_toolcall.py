@@ -28,6 +28,7 @@ from typing import Any, Literal
 from pydantic import TypeAdapter, ValidationError
 
 from .._redact import redact
+from .._text import strip_controls
 from ..protocol import (
     FileChangeDetails,
     RetrievalDetails,
@@ -125,7 +126,9 @@ class ToolCallContents:
 
     def called(self, arguments: dict[str, Any], output: str, *, error: bool, total_time_ms: int,
                summary: str | None = None, details: Any = None, risk: ToolCallRisk | None = None) -> None:
-        """The call finished: its output (both the newer ``text`` and the early ``content`` are sent)."""
+        """The call finished: its output (both the newer ``text`` and the early ``content`` are sent) — without terminal
+        escape sequences, which a file or file name quoted in it may carry (``strip_controls``)."""
+        output = strip_controls(output)
         self._emit("assistant", ToolCalledContent(
             **self._ids(), arguments=arguments, error=error, total_time_ms=total_time_ms,
             outputs=[ToolCallOutput(text=output, content=output)], summary=summary, details=_details(details),
@@ -226,13 +229,14 @@ class ToolCallRunner:
 
     async def run(self, call: ToolCall) -> ToolResult:
         """Handle one call end to end; returns what the model will see — redacted, like everything shown (a tool
-        that prints a config file or ``env`` must not hand a key to the model)."""
+        that prints a config file or ``env`` must not hand a key to the model), and without terminal escape
+        sequences (an OSC 8 link or a colour code in a file name must not reach the model disguised)."""
         token = CURRENT_TOOL_CALL.set(call.id)  # a door's FileAccess names the call a write belongs to
         try:
             result = await self._run(call)
         finally:
             CURRENT_TOOL_CALL.reset(token)
-        clean = redact(result.output)
+        clean = strip_controls(redact(result.output))
         return result if clean == result.output else dataclasses.replace(result, output=clean)
 
     async def _run(self, call: ToolCall) -> ToolResult:

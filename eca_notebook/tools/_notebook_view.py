@@ -9,7 +9,7 @@ still does not fit, outputs shrink first and only then are cells left out, with 
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from .._text import human_size
@@ -68,15 +68,15 @@ def render_outputs(outputs: Sequence[dict[str, Any]], cap: int = _CAPS[0]) -> st
     return "\n".join(_output(o, cap) for o in outputs)
 
 
-def _header(cell: NotebookCell) -> str:
+def _header(cell: NotebookCell, ours: bool) -> str:
     count = f" · [{cell.execution_count}]" if cell.execution_count is not None else ""
-    made = (cell.metadata or {}).get("eca")
-    made_by = " · written by the assistant" if isinstance(made, dict) else ""
+    made_by = " · written by the assistant" if ours else ""
     return f"### cell {cell.index} · id {cell.id} · {cell.cell_type}{count}{made_by}"
 
 
-def _cell(cell: NotebookCell, cap: int | None) -> str:
-    block = f"{_header(cell)}\n{cell.source}" if cell.source else f"{_header(cell)}\n(empty)"
+def _cell(cell: NotebookCell, cap: int | None, ours: bool = False) -> str:
+    head = _header(cell, ours)
+    block = f"{head}\n{cell.source}" if cell.source else f"{head}\n(empty)"
     if cap is not None and cell.outputs:
         block += "\n--- outputs\n" + render_outputs(cell.outputs, cap)
     return block
@@ -88,13 +88,15 @@ def _size(text: str) -> tuple[int, int]:
 
 
 def render_cells(title: str, cells: Sequence[NotebookCell], budget: int, *, total: int,
-                 max_lines: int = 2000) -> str:
+                 max_lines: int = 2000, ours: Callable[[NotebookCell], bool] | None = None) -> str:
     """*title*, then the cells; outputs shrink through the caps until it fits *budget* UTF-8 bytes and *max_lines*
     lines, then cells are dropped from the end with a note naming the first one left out (so the tool's own cut,
-    which knows nothing of cells, never has to happen)."""
+    which knows nothing of cells, never has to happen). *ours* says which cells the assistant wrote (the engine's
+    signed record, never the file's word for it); without it no cell is said to be."""
+    mine = [ours is not None and ours(c) for c in cells]
     blocks: list[str] = []
     for cap in _CAPS:
-        blocks = [_cell(c, cap) for c in cells]
+        blocks = [_cell(c, cap, m) for c, m in zip(cells, mine, strict=True)]
         size, lines = _size("\n\n".join([title, *blocks]))
         if size <= budget and lines <= max_lines:
             return "\n\n".join([title, *blocks])

@@ -137,6 +137,10 @@ class ToolContext:
     # Folders outside the workspace that ``read_file`` reads without asking: the skill folders the user installed
     # (``~/.config/eca/skills/<name>``) for the model to read once it loaded that skill.
     read_roots: tuple[Path, ...] = ()
+    # The engine's own key for what its tools write into files anyone can edit: the notebook tools sign the
+    # provenance (``metadata.eca``) of the cells they write with it and believe only a signature that checks out.
+    # None: nothing is signed, and no cell is said to be the assistant's.
+    provenance_key: bytes | None = None
 
     @property
     def root(self) -> Path:

@@ -10,14 +10,26 @@ the cell, so every door renders it). What the user saw is what gets applied: the
 was made from, and a cell changed since is not overwritten — the call fails and the model is shown the cell as it is
 now. An applied change can be undone (``ToolResult.undo``) and the cells it wrote carry ``metadata.eca`` naming the
 chat and the tool call.
+
+That provenance is signed (HMAC-SHA256 over the cell's id and source and the record itself, with the engine's own
+key, :attr:`ToolContext.provenance_key`): a notebook is a file anyone may have written, so ``notebook_read`` says
+"written by the assistant" only for a cell whose signature checks out — a forged ``metadata.eca`` is not believed,
+and neither is a real one after the cell was changed by someone else.
+
+A notebook outside the workspace is not looked at before the user approved the call: whether it exists, is a
+notebook or has the cell named would otherwise reach the model before anyone was asked (an existence oracle for
+any path). Such a call asks with a summary only; it is read — and a change's diff made — once allowed.
 """
 
 from __future__ import annotations
 
 import asyncio
 import datetime
+import hashlib
+import hmac
 import inspect
 import json
+import os
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -37,7 +49,7 @@ from ._diff import diff_label, unified_diff
 from ._files import FileChanged, TargetMoved, fingerprint, guarded_write
 from ._notebook_doc import EditRefused, apply_edits, cell_views, ensure_ids, inverse_edits, new_cell_id
 from ._notebook_view import render_cells, render_runs
-from ._paths import display, is_inside, resolve
+from ._paths import display, is_inside, resolve, resolved_folders
 from ._tool import AsyncNativeTool, ToolError
 from .base import Approval, Prepared, ToolContext, ToolResult
 
@@ -58,6 +70,7 @@ __all__ = [
     "NotebookRunCellsTool",
     "notebook_tools",
     "run_in_order",
+    "written_by_assistant",
 ]
 
 DEFAULT_RUN_TIMEOUT = 120.0
@@ -212,11 +225,34 @@ def _refusal(message: str, cells: list[NotebookCell]) -> str:
     return text
 
 
-def _provenance(ctx: ToolContext, tool: str, action: str) -> dict[str, Any]:
-    """``metadata.eca`` of a cell the assistant wrote: which chat and call, not what was said."""
+def _signature(key: bytes, cell_id: str, source: str, made: dict[str, Any]) -> str:
+    payload = json.dumps({"cell": cell_id, "source": source, "made": made}, sort_keys=True, ensure_ascii=False)
+    return hmac.new(key, payload.encode("utf-8"), hashlib.sha256).hexdigest()
+
+
+def _provenance(ctx: ToolContext, tool: str, action: str, cell_id: str, source: str) -> dict[str, Any]:
+    """``metadata.eca`` of a cell the assistant wrote: which chat and call, not what was said — signed with the
+    engine's key over the cell's id and new source (see :func:`written_by_assistant`)."""
     stamp = datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")
     made = {"chatId": ctx.chat_id, "toolCallId": ctx.tool_call_id, "tool": tool, "action": action, "at": stamp}
-    return {"eca": {key: value for key, value in made.items() if value is not None}}
+    record: dict[str, Any] = {key: value for key, value in made.items() if value is not None}
+    if ctx.provenance_key:
+        record["sig"] = _signature(ctx.provenance_key, cell_id, source, dict(record))
+    return {"eca": record}
+
+
+def written_by_assistant(cell: NotebookCell, key: bytes | None) -> bool:
+    """Whether *cell* is as a notebook tool of this engine (its *key*) wrote it: its ``metadata.eca`` signature
+    checks out for the cell's id and current source. Without a key nothing is vouched for."""
+    made = (cell.metadata or {}).get("eca")
+    if not key or not isinstance(made, dict) or not isinstance(made.get("sig"), str):
+        return False
+    record = {k: v for k, v in made.items() if k != "sig"}
+    try:
+        expected = _signature(key, cell.id, cell.source, record)
+    except (TypeError, ValueError):  # a record that is not plain JSON: not ours
+        return False
+    return hmac.compare_digest(made["sig"], expected)
 
 
 def _cell_diff(nb: _Notebook, ctx: ToolContext, old: str, new: str, cell: str, cell_id: str) -> dict[str, Any]:
@@ -237,6 +273,17 @@ def _outline(cells: list[NotebookCell]) -> str:
         first = next((line for line in cell.source.splitlines() if line.strip()), "")[:70]
         lines.append(f"{cell.cell_type} {cell.id}: {first}\n")
     return "".join(lines)
+
+
+def _outside(written: str, path: Path, ctx: ToolContext) -> bool:
+    """Whether a path the model gave is outside the workspace — resolved (*path*) or as written (``../x``, ``~/x``
+    or an absolute path out of every folder: even when a symlink there leads back in, what it leads to is not for
+    the model to learn before approval)."""
+    if not is_inside(path, ctx.workspace_folders):
+        return True
+    lexical = Path(os.path.normpath(ctx.root / os.path.expanduser(written.strip())))
+    folders = [*map(Path, ctx.workspace_folders), *resolved_folders(ctx.workspace_folders)]
+    return not any(lexical == f or lexical.is_relative_to(f) for f in folders)
 
 
 # -- the tools ----------------------------------------------------------------------------------------------------
@@ -260,17 +307,47 @@ class _NotebookTool(AsyncNativeTool[Any]):
             if ctx.default_notebook is None:
                 raise self.fail("which notebook? pass `path` (a .ipynb file)")
             return ctx.default_notebook
-        path = resolve(args.path, ctx)
+        return resolve(args.path, ctx)
+
+    def _check_suffix(self, path: Path, ctx: ToolContext) -> None:
         if path.suffix != ".ipynb":
             raise self.fail(f"{display(path, ctx)} is not a notebook (.ipynb); use the file tools for other files")
-        return path
 
     async def _prepare(self, args: Any, ctx: ToolContext) -> Prepared:
         path = self._path(args, ctx)
+        if args.path and args.path.strip() and _outside(args.path, path, ctx):
+            return self._deferred(args, path, ctx)
+        self._check_suffix(path, ctx)
         prepared = self._prepare_cells(args, await _open(path, ctx), ctx)
         prepared.paths = [path]
         prepared.outside_workspace = not is_inside(path, ctx.workspace_folders)
         return prepared
+
+    def _shown_args(self, args: Any) -> dict[str, Any]:
+        return dict(args.model_dump())
+
+    def _deferred(self, args: Any, path: Path, ctx: ToolContext) -> Prepared:
+        """A notebook the model named outside the workspace: the call asks before anything about the path is looked
+        at, so what the model hears before approval is the same for every such path. Only the suffix as written is
+        checked; the rest happens in :meth:`_opened`."""
+        if Path(args.path.strip()).suffix != ".ipynb":
+            raise self.fail(f"{args.path.strip()} is not a notebook (.ipynb); use the file tools for other files")
+        return Prepared(args=self._shown_args(args),
+                        summary=f'{self.generic_summary}: "{display(path, ctx)}" (outside the workspace: read only '
+                                "once you allow this call)",
+                        paths=[path], outside_workspace=True, state={"deferred": args})
+
+    async def _opened(self, prepared: Prepared, ctx: ToolContext) -> Prepared:
+        """*prepared*, or — for a call deferred by :meth:`_deferred`, now approved — the call prepared only now
+        (the notebook read, the change made against it)."""
+        state = prepared.state
+        if not isinstance(state, dict) or "deferred" not in state:
+            return prepared
+        path = prepared.paths[0]
+        self._check_suffix(path, ctx)
+        opened = self._prepare_cells(state["deferred"], await _open(path, ctx), ctx)
+        opened.paths, opened.outside_workspace = [path], True
+        return opened
 
     def _prepare_cells(self, args: Any, nb: _Notebook, ctx: ToolContext) -> Prepared:
         raise NotImplementedError
@@ -282,6 +359,7 @@ class _ChangeTool(_NotebookTool):
     verb: ClassVar[str] = ""
 
     async def _run(self, prepared: Prepared, ctx: ToolContext) -> ToolResult:
+        prepared = await self._opened(prepared, ctx)
         path: Path = prepared.state["path"]
         edits: list[NotebookCellEdit] = prepared.state["edits"]
         where, inverse = await _apply(path, edits, ctx)
@@ -331,10 +409,12 @@ class NotebookReadTool(_NotebookTool):
         cells = cells[args.start or 0: args.end]
         shown = display(nb.path, ctx)
         title = f"Notebook {shown}: {len(nb.cells)} cells (read from {nb.where})"
-        text = render_cells(title, cells, ctx.max_output_bytes, total=len(nb.cells), max_lines=ctx.max_output_lines)
+        text = render_cells(title, cells, ctx.max_output_bytes, total=len(nb.cells), max_lines=ctx.max_output_lines,
+                            ours=lambda cell: written_by_assistant(cell, ctx.provenance_key))
         return Prepared(args=args.model_dump(), summary=f'Reading notebook "{shown}"', state={"text": text})
 
     async def _run(self, prepared: Prepared, ctx: ToolContext) -> ToolResult:
+        prepared = await self._opened(prepared, ctx)
         return ToolResult(output=prepared.state["text"])
 
 
@@ -352,12 +432,15 @@ class NotebookEditCellTool(_ChangeTool):
     Args = NotebookEditCellArgs
     generic_summary = "Editing notebook cell"
 
+    def _shown_args(self, args: Any) -> dict[str, Any]:
+        return change_args(args)
+
     def _prepare_cells(self, args: NotebookEditCellArgs, nb: _Notebook, ctx: ToolContext) -> Prepared:
         cell = nb.cell(args.cell_id)
         if cell.source == args.source:
             raise self.fail(f"cell {cell.id} already has this source; nothing to change")
         edit = NotebookCellEdit(action="replace", cell_id=cell.id, expected_source=cell.source, source=args.source,
-                                metadata=_provenance(ctx, self.name, "edited"))
+                                metadata=_provenance(ctx, self.name, "edited", cell.id, args.source))
         where = f"cell {cell.index}, id {cell.id}"
         return Prepared(
             args=change_args(args), summary=f'Editing cell {cell.index} of "{display(nb.path, ctx)}"',
@@ -399,7 +482,7 @@ class NotebookInsertCellTool(_ChangeTool):
         cell_id = new_cell_id()
         edit = NotebookCellEdit(action="insert", new_cell_id=cell_id, index=index, cell_type=args.cell_type,
                                 source=args.source, anchor_cell_id=anchor_id, anchor=anchor,
-                                metadata=_provenance(ctx, self.name, "inserted"))
+                                metadata=_provenance(ctx, self.name, "inserted", cell_id, args.source))
         where = f"new {args.cell_type} cell at {index}, id {cell_id}"
         return Prepared(
             args=args.model_dump(), summary=f'Inserting a {args.cell_type} cell at {index} in '
@@ -487,6 +570,7 @@ class NotebookRunCellsTool(_NotebookTool):
         )
 
     async def _run(self, prepared: Prepared, ctx: ToolContext) -> ToolResult:
+        prepared = await self._opened(prepared, ctx)
         path: Path = prepared.state["path"]
         ids: list[str] = prepared.state["ids"]
         timeout = float(prepared.args.get("timeout_seconds") or DEFAULT_RUN_TIMEOUT)

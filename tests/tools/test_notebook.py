@@ -383,6 +383,66 @@ async def test_a_notebook_outside_the_workspace_is_flagged(tmp_path, ctx) -> Non
     assert prepared.error is None and prepared.outside_workspace
 
 
+@pytest.mark.parametrize("tool", notebook_tools(), ids=lambda t: t.name)
+async def test_outside_the_workspace_nothing_is_looked_at_before_approval(ws, ctx, tool) -> None:
+    """No existence oracle: before the user approved, an outside notebook that exists, one that does not, one that
+    is a directory and one whose cell does not exist all get the same answer — a call that asks, with no diff."""
+    outside = ws.parent / "outside.ipynb"
+    ids = make_notebook(outside)
+    (ws.parent / "folder.ipynb").mkdir()
+    args = {"cell_id": ids[1], "cell_ids": [ids[1]], "source": "z = 1", "index": 0}
+    args = {k: v for k, v in args.items() if k in tool.Args.model_fields}
+    seen = []
+    for name, cell in (("outside", ids[1]), ("missing", ids[1]), ("folder", ids[1]), ("outside", "nope")):
+        given = {**args, **({"cell_id": cell} if "cell_id" in args else {}),
+                 **({"cell_ids": [cell]} if "cell_ids" in args else {})}
+        prepared = await tool.prepare({"path": f"../{name}.ipynb", **given}, ctx)
+        assert prepared.error is None and prepared.outside_workspace and prepared.details is None, prepared
+        assert prepared.paths == [ws.parent / f"{name}.ipynb"]
+        seen.append(prepared.summary.replace(f"{name}.ipynb", "X"))
+    assert len(set(seen)) == 1 and "outside the workspace" in seen[0]
+    # once approved, it is read (and a change made against what is there)
+    prepared = await tool.prepare({"path": "../missing.ipynb", **args}, ctx)
+    result = await tool.run(prepared, ctx)
+    assert result.error and "notebook not found" in result.output
+
+
+async def test_an_approved_outside_notebook_is_read_and_changed_with_its_diff(ws, ctx) -> None:
+    outside = ws.parent / "outside.ipynb"
+    ids = make_notebook(outside)
+    _, result = await call(NotebookReadTool(), {"path": "../outside.ipynb"}, ctx)
+    assert not result.error and "5 cells" in result.output and "x = 10" in result.output
+    _, result = await call(NotebookEditCellTool(), {"path": "../outside.ipynb", "cell_id": ids[2],
+                                                   "source": "y = x / 2"}, ctx)
+    assert not result.error, result.output
+    assert result.details is not None and "-y = x / 0\n+y = x / 2\n" in result.details["diff"]
+    assert sources(outside)[2] == "y = x / 2"
+
+
+async def test_only_a_cell_this_engine_signed_reads_as_written_by_the_assistant(nb_path, ids, ws) -> None:
+    key = b"k" * 32
+    ctx = ToolContext(workspace_folders=[ws], chat_id="chat-1", tool_call_id="call-1", provenance_key=key)
+    await call(NotebookEditCellTool(), {"path": "analysis.ipynb", "cell_id": ids[1], "source": "x = 11"}, ctx)
+    await call(NotebookEditCellTool(), {"path": "analysis.ipynb", "cell_id": ids[3], "source": "plt.plot([3])"}, ctx)
+    made = cells(nb_path)[1].metadata["eca"]
+    assert made["toolCallId"] == "call-1" and len(made["sig"]) == 64
+
+    nb = nbformat.read(nb_path, as_version=4)
+    nb.cells[0].metadata["eca"] = {"chatId": "chat-1", "toolCallId": "call-1", "tool": "notebook_edit_cell",
+                                   "action": "edited", "at": made["at"]}  # forged: no signature
+    nb.cells[2].metadata["eca"] = dict(made)  # a real signature copied onto another cell
+    nb.cells[3].source = "plt.plot([4])"  # the signed cell changed by someone else since
+    nb.cells[4].metadata["eca"] = {**made, "sig": "0" * 64}  # a made-up signature
+    nbformat.write(nb, nb_path)
+
+    _, result = await call(NotebookReadTool(), {"path": "analysis.ipynb"}, ctx)
+    headers = [line for line in result.output.splitlines() if line.startswith("### cell")]
+    assert ["written by the assistant" in h for h in headers] == [False, True, False, False, False], headers
+    _, result = await call(NotebookReadTool(), {"path": "analysis.ipynb"},
+                           ToolContext(workspace_folders=[ws], provenance_key=b"o" * 32))  # another engine's key
+    assert "written by the assistant" not in result.output
+
+
 # -- the file changed between the diff and the write -------------------------------------------------------------
 
 
