@@ -5,6 +5,10 @@ Blocking file I/O: the caller runs these in a thread. A file that cannot be atta
 file, a range past its end) raises :class:`~._context_blocks.ContextProblem` with the message the user sees. Paths
 are shown as their *real* path (``..`` and symlinks resolved): the user may attach files outside the workspace on
 purpose, but the model and the user should both see where the content really came from.
+
+On purpose means named as such: a path the user gave *inside* the workspace that a symlink leads out of it (a cloned
+repository's ``config.txt`` pointing at ``~/.netrc``, picked from the ``@`` completion) is refused — the user chose a
+workspace file, not the file of theirs it leads to. ``~/.netrc`` attached by its own name is read.
 """
 
 from __future__ import annotations
@@ -16,6 +20,7 @@ from typing import Any
 from urllib.parse import unquote, urlparse
 
 from .._fileio import SNIFF_BYTES, looks_binary
+from .._workspace_paths import is_inside, resolved_folders
 from ..protocol.context import CursorContext
 from ..tools.ignore import IgnoreMatcher
 from ._context_blocks import (
@@ -34,15 +39,22 @@ __all__ = ["render_cursor", "render_directory", "render_file", "resolve_path"]
 
 def resolve_path(raw: str, folders: list[Path]) -> Path:
     """An attached path as its real absolute path: ``file://`` URIs and ``~`` accepted, relative paths looked up in
-    each workspace folder (the first that has it, else the first folder)."""
+    each workspace folder (the first that has it, else the first folder). A path inside the workspace as given
+    that symlinks lead out of it raises :class:`ContextProblem` (see the module's docstring)."""
     text = raw
     if text.startswith("file://"):
         text = unquote(urlparse(text).path)
     path = Path(os.path.expanduser(text))
     if not path.is_absolute():
         bases = folders or [Path.cwd()]
-        path = next((b / path for b in bases if (b / path).exists()), bases[0] / path)
-    return path.resolve()
+        path = next((b / path for b in bases if os.path.lexists(b / path)), bases[0] / path)
+    real = path.resolve()
+    if folders and not is_inside(real, folders):
+        given = Path(os.path.normpath(path))
+        if any(given == f or given.is_relative_to(f) for f in [*map(Path, folders), *resolved_folders(folders)]):
+            raise ContextProblem(f"{raw} skipped: symlink points outside the workspace (to {real}); attach that "
+                                 "file by its own path to send it")
+    return real
 
 
 def render_file(raw: str, path: Path, rng: tuple[int, int] | None, folders: list[Path], cap: int) -> Block:

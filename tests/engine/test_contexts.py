@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import threading
@@ -178,12 +179,30 @@ async def test_special_files_are_not_read(ws: Path, http) -> None:
 async def test_paths_are_shown_resolved(ws: Path, http, tmp_path: Path) -> None:
     outside = tmp_path / "elsewhere.txt"
     outside.write_text("outside the workspace")
-    (ws / "link.txt").symlink_to(outside)
-    out = await render([FileContext(path="src/../README.md"), FileContext(path="link.txt"),
-                        FileContext(path=f"file://{outside}")], ws, http)
+    (ws / "inner.txt").symlink_to(ws / "README.md")
+    out = await render([FileContext(path="src/../README.md"), FileContext(path="inner.txt"),
+                        FileContext(path=f"file://{outside}"), FileContext(path="../elsewhere.txt")], ws, http)
     assert out.problems == []
-    assert f'path="{ws / "README.md"}"' in out.text and ".." not in out.text
-    assert out.text.count(f'path="{outside}"') == 2
+    assert out.text.count(f'path="{ws / "README.md"}"') == 2 and ".." not in out.text
+    assert out.text.count(f'path="{outside}"') == 2  # named by the user outside the workspace: read
+
+
+async def test_a_workspace_path_that_a_symlink_leads_out_of_is_refused(ws: Path, http, tmp_path: Path) -> None:
+    """A cloned repository's file (or folder) that is a symlink to a file of the user's: picking it is not asking
+    for the user's file."""
+    secret = tmp_path / "home" / ".netrc"
+    secret.parent.mkdir()
+    secret.write_text("machine example.com login me password pw-LEAK-123\n")
+    (ws / "config.txt").symlink_to(secret)
+    (ws / "home").symlink_to(secret.parent)
+    position = Range(start=Position(line=1, character=0), end=Position(line=1, character=0))
+    out = await render([FileContext(path="config.txt"), FileContext(path=str(ws / "home" / ".netrc")),
+                        DirectoryContext(path="home"), CursorContext(path="config.txt", position=position)],
+                       ws, http)
+    assert out.text == "" and len(out.problems) == 4
+    assert out.problems[0] == (f"config.txt skipped: symlink points outside the workspace (to {secret}); attach "
+                               "that file by its own path to send it")
+    assert all("symlink points outside the workspace" in p for p in out.problems)
 
 
 async def test_huge_file_is_truncated_with_a_note(ws: Path, http) -> None:
@@ -445,3 +464,48 @@ async def test_query_context_absolute_path_outside_the_workspace(ws: Path, tmp_p
                                             str(other.resolve() / "nothing.md")]
     inside = await query_context(str(ws / "src" / "app"), index=index, already=[])
     assert inside[0] == {"type": "file", "path": str(ws / "src" / "app.py")}
+
+
+# -- secrets in what files send the model --------------------------------------------------------------------------
+
+ENV_FILE = """\
+FOO_API_KEY=plain-looking-value-4821
+export DEPLOY_TOKEN="abcDEF123456ghiJKL"
+SESSION=eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U
+-----BEGIN OPENSSH PRIVATE KEY-----
+b3BlbnNzaC1rZXktdjEAAAAABG5vbmUAAAAEbm9uZQ
+-----END OPENSSH PRIVATE KEY-----
+the env's own key: env-value-of-MY_API_KEY-77
+"""
+LEAKS = ("plain-looking-value-4821", "abcDEF123456ghiJKL", "eyJhbGciOiJIUzI1NiJ9", "b3BlbnNzaC1rZXkt",
+         "env-value-of-MY_API_KEY-77")
+
+
+async def test_secrets_in_a_file_never_reach_the_model(workspace: Path, env: dict[str, str], llm) -> None:
+    """A file context, read_file and grep of a .env-like file: what the scripted provider receives has every
+    secret masked — credential assignments, a JWT, a private key, the value of a credential-named variable."""
+    from eca_notebook.client import EcaClient
+    from eca_notebook.testing.llm_server import Reply, ToolCall
+
+    (workspace / "settings.env").write_text(ENV_FILE)
+    config = {"localModel": False, "defaultModel": "fake/m1",
+              "providers": {"fake": {"api": "openai-chat", "url": llm.url, "models": {"m1": {}}}}}
+    grep = {"path": ".", "pattern": "KEY|TOKEN|SESSION|env-value", "output_mode": "content"}
+    llm.enqueue(Reply([ToolCall("r1", "eca__read_file", '{"path": "settings.env"}'),
+                       ToolCall("g1", "eca__grep", json.dumps(grep))]),
+                Reply.text("done"))
+    eca = await EcaClient.start(workspace=workspace, config=config, env={**env, "MY_API_KEY": LEAKS[-1]},
+                                approval=lambda content: True)
+    try:
+        result = await eca.prompt("what is in it?", contexts=[{"type": "file", "path": "settings.env"}])
+        assert result.ok, result.error
+    finally:
+        await eca.aclose()
+    assert len(llm.requests) == 2
+    sent = llm.requests[-1].body["messages"]
+    everything = json.dumps(sent)
+    assert "settings.env" in everything and "FOO_API_KEY=***" in everything
+    tools = [m["content"] for m in sent if m["role"] == "tool"]
+    assert len(tools) == 2 and all("***" in t for t in tools), tools
+    for leak in LEAKS:
+        assert leak not in everything, leak
