@@ -15,7 +15,7 @@ an unknown parent or an inheritance cycle becomes a problem in words (shown by `
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -25,7 +25,7 @@ from pydantic import ValidationError
 from .._merge import deep_merge
 from ._config_layers import _PLAN_DENIED_SHELL
 from ._config_schema import BehaviorConfig, Config, ToolCallConfig
-from ._config_syntax import DynamicSource, interpolate_env, resolve_dynamic, trusted_by_user, workspace_of
+from ._config_syntax import DynamicSource, expand, trusted_by_user, workspace_of
 from ._front_matter import FrontMatterError, parse_front_matter
 
 __all__ = [
@@ -245,8 +245,7 @@ def parse_agent_markdown(path: Path, dynamic: DynamicSource | None = None,
     except FrontMatterError as exc:
         return f"agent file {path}: {exc}"
     if dynamic is not None:
-        meta = resolve_dynamic(interpolate_env(meta, dynamic.env, problems), dynamic, problems)
-        body = resolve_dynamic(interpolate_env(body, dynamic.env, problems), dynamic, problems)
+        meta, body = expand(meta, dynamic, problems), expand(body, dynamic, problems)
     agent_id = str(meta.get("name") or path.name.split(".", 1)[0]).strip().lower()
     if not agent_id or any(c.isspace() for c in agent_id):
         return f"agent file {path}: the agent id '{agent_id}' is empty or has spaces"
@@ -334,10 +333,11 @@ def _modes(agent_id: str, value: Any, problems: list[str]) -> frozenset[str]:
 
 
 def build_agents(config: Config, workspace_folders: Sequence[Path], global_config_dir: Path,
-                 env: Mapping[str, str] | None = None) -> Agents:
+                 env: Mapping[str, str] | None = None, held: Collection[Path] = ()) -> Agents:
     """Resolve the agents of ``config`` plus the markdown files (see the module docstring). Dynamic strings in the
     markdown files are resolved here (once per build): a workspace's file runs ``${cmd:}`` only when the user's
-    ``trustedWorkspaces`` lists the folder, and reads ``${file:}`` only inside it."""
+    ``trustedWorkspaces`` lists the folder, and reads ``${file:}`` only inside it — and nothing of
+    ``${env:}``/``${netrc:}`` while its folder is *held* (resolved folders the user has not trusted yet)."""
     problems: list[str] = []
     env = os.environ if env is None else env
     trusted = (config.model_extra or {}).get("trustedWorkspaces")
@@ -351,7 +351,8 @@ def build_agents(config: Config, workspace_folders: Sequence[Path], global_confi
             dynamic = DynamicSource(label=f"agent file {path}", env=env, base_dir=path.parent, workspace=workspace,
                                     cmd_allowed=workspace is None or trusted_by_user(workspace, trusted),
                                     netrc_file=netrc_file if isinstance(netrc_file, str) else None,
-                                    cmd_cache=cmd_cache)
+                                    cmd_cache=cmd_cache,
+                                    secrets_allowed=workspace is None or Path(workspace).resolve() not in held)
             parsed = parse_agent_markdown(path, dynamic, problems)
             if isinstance(parsed, str):
                 problems.append(parsed)

@@ -25,6 +25,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from .._merge import deep_merge
+from ._config_hold import held_view
 from ._config_schema import Config
 from ._config_syntax import DynamicSource, interpolate_env, parse_jsonc, resolve_dynamic, trusted_by_user
 from ._paths import xdg_config_home
@@ -106,6 +107,14 @@ class LoadedConfig:
     #: the config of the user's own layers (every layer before the workspace files): the approvals an untrusted
     #: workspace may tighten but not loosen (engine/_trust.py)
     user_config: Config | None = None
+    #: the user's own layers merged and interpolated (the ``below`` of engine/_config_hold.py)
+    user_raw: dict[str, Any] = field(default_factory=dict)
+    #: each workspace folder's own layer as written (before its dynamic strings are resolved)
+    workspace_written: dict[str, dict[str, Any]] = field(default_factory=dict)
+    #: the config with each workspace layer's held parts left out (engine/_config_hold.py): what applies while a
+    #: workspace is untrusted. None when no workspace file was applied (then it is ``config``)
+    held_config: Config | None = None
+    held_raw: dict[str, Any] | None = None
 
 
 def global_config_path(env: Mapping[str, str] | None = None) -> Path:
@@ -232,6 +241,9 @@ class _Loader:
         self.sources = [ConfigSource("defaults", None, True, None)]
         self.problems: list[str] = []
         self.workspace_layers: dict[str, dict[str, Any]] = {}
+        self.workspace_written: dict[str, dict[str, Any]] = {}
+        self.held_merged: dict[str, Any] = self.merged  # the same, but each workspace layer's held view
+        self.user_merged: dict[str, Any] | None = None  # the user's own layers, before any workspace file
         self.cmd_cache: dict[str, str | None] = {}  # each ${cmd:} runs once per load
 
     def dynamic(self, data: Any, label: str, path: Path | None = None, workspace: Path | None = None) -> Any:
@@ -254,29 +266,43 @@ class _Loader:
         for p in problems:
             logger.warning("config layer skipped: %s", p)
 
-    def apply(self, name: str, path: str | None, data: Any, label: str) -> None:
-        if not isinstance(data, Mapping):
-            self.reject(name, path, [f"{label}: expected a JSON object, got {_json_type(data)}"])
-            return
-        layer = _normalize_layer(data)
+    def merge(self, merged: dict[str, Any], layer: dict[str, Any],
+              label: str) -> tuple[dict[str, Any], Config, list[str]] | list[str]:
+        """*layer* merged over *merged* and validated: (merged, config, entries skipped), or why it is rejected."""
         skipped: list[str] = []
         while True:
-            candidate = deep_merge(self.merged, layer)
+            candidate = deep_merge(merged, layer)
             try:
                 # Validate what the merge would produce, so a layer is judged together with what it overrides
                 # (e.g. adding ``url`` to an MCP server that already has ``command`` elsewhere).
-                config = Config.model_validate(interpolate_env(candidate, self.env))
-                break
+                return candidate, Config.model_validate(interpolate_env(candidate, self.env)), skipped
             except ValidationError as exc:
                 bad = _broken_entries(exc, layer, label)
                 if bad is None:
-                    self.reject(name, path, skipped + _describe(exc, label))
-                    return
+                    return skipped + _describe(exc, label)
                 # Only independent entries are broken: drop them from this layer (what earlier layers said about
                 # them stays) and judge the rest again.
                 for entry, (what, messages) in bad.items():
                     _remove_entry(layer, entry)
                     skipped.append(f"{'; '.join(messages)} — {what} skipped, the rest of this layer applies")
+
+    def apply(self, name: str, path: str | None, data: Any, label: str, held: Any = None) -> None:
+        """Apply one layer. *held*: a workspace layer's held view (engine/_config_hold.py), applied to the held
+        config instead (every other layer applies to both)."""
+        if not isinstance(data, Mapping):
+            self.reject(name, path, [f"{label}: expected a JSON object, got {_json_type(data)}"])
+            return
+        merged = self.merge(self.merged, _normalize_layer(data), label)
+        if isinstance(merged, list):
+            self.reject(name, path, merged)
+            return
+        candidate, config, skipped = merged
+        if held is None:
+            self.held_merged = candidate
+        elif isinstance(held, Mapping):
+            view = self.merge(self.held_merged, _normalize_layer(held), label)
+            if not isinstance(view, list):  # (a subset of a layer that applied: rejected only if broken alone)
+                self.held_merged = view[0]
         self.merged, self.config = candidate, config
         for problem in skipped:
             logger.warning("config entry skipped: %s", problem)
@@ -295,13 +321,18 @@ class _Loader:
             self.reject(name, str(path), [problem])
             return
         workspace = Path(name.removeprefix("workspace:")) if name.startswith("workspace:") else None
+        held = None
         if workspace is not None and isinstance(data, Mapping):
             # A repository never trusts itself: `trustedWorkspaces` counts only from the user's own layers.
             data = {key: value for key, value in data.items() if key != "trustedWorkspaces"}
+            self.workspace_written[name.removeprefix("workspace:")] = dict(data)
+            # what applies until the folder is trusted (engine/_config_hold.py; engine/_trust.py decides)
+            below = interpolate_env(self.user_merged if self.user_merged is not None else self.merged, self.env)
+            held = self.dynamic(held_view(data, below), str(path), path, workspace)
         data = self.dynamic(data, str(path), path, workspace)
         if workspace is not None and isinstance(data, Mapping):
             self.workspace_layers[name.removeprefix("workspace:")] = dict(data)
-        self.apply(name, str(path), data, str(path))
+        self.apply(name, str(path), data, str(path), held)
 
 
 def _json_type(value: Any) -> str:
@@ -364,6 +395,7 @@ def load_config(
     for name, path, required in files:
         if name.startswith("workspace:") and user_config is None:
             user_config = loader.config  # the user's own layers, before any workspace file
+            loader.user_merged = loader.merged
         if pure:
             loader.sources.append(ConfigSource(name, str(path), False, None, note="skipped: pureConfig"))
         else:
@@ -372,6 +404,17 @@ def load_config(
     problems = list(loader.problems)
     raw = interpolate_env(loader.merged, env, problems)
     config = Config.model_validate(raw)
+    held_config, held_raw = None, None
+    if loader.held_merged is not loader.merged:
+        held_raw = interpolate_env(loader.held_merged, env)
+        try:
+            held_config = Config.model_validate(held_raw)
+        except ValidationError:  # (cannot happen for a subset of valid layers; the user's own layers then)
+            held_raw = interpolate_env(loader.user_merged or DEFAULTS, env)
+            held_config = user_config if user_config is not None else Config.model_validate(held_raw)
+    user_merged = loader.user_merged if loader.user_merged is not None else loader.merged
     return LoadedConfig(config=config, raw=raw, sources=loader.sources, problems=problems,
                         workspace_layers=loader.workspace_layers,
-                        user_config=user_config if user_config is not None else loader.config)
+                        user_config=user_config if user_config is not None else loader.config,
+                        user_raw=interpolate_env(user_merged, env), workspace_written=loader.workspace_written,
+                        held_config=held_config, held_raw=held_raw)

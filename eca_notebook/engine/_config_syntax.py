@@ -35,7 +35,7 @@ from typing import Any
 
 from .._redact import add_secrets
 
-__all__ = ["CMD_TIMEOUT_SECONDS", "DynamicSource", "interpolate_env", "parse_jsonc", "resolve_dynamic",
+__all__ = ["CMD_TIMEOUT_SECONDS", "DynamicSource", "expand", "interpolate_env", "parse_jsonc", "resolve_dynamic",
            "trusted_by_user", "workspace_of"]
 
 log = logging.getLogger(__name__)
@@ -101,6 +101,34 @@ class DynamicSource:
     cmd_allowed: bool = True
     netrc_file: str | None = None
     cmd_cache: dict[str, str | None] = field(default_factory=dict)
+    #: False for a workspace's file while that workspace is untrusted (engine/_trust.py): its ``${env:}`` and
+    #: ``${netrc:}`` are not read (``""`` and a problem) — they would send the user's secrets to the model
+    secrets_allowed: bool = True
+
+
+def expand(value: Any, source: DynamicSource, problems: list[str] | None = None) -> Any:
+    """Every dynamic string of *value* (a markdown agent's or skill's front matter and body): ``${env:}`` then the
+    others (:func:`resolve_dynamic`), each only as far as *source* allows."""
+    if source.secrets_allowed:
+        return resolve_dynamic(interpolate_env(value, source.env, problems), source, problems)
+    return resolve_dynamic(_hold_env(value, source, problems), source, problems)
+
+
+def _hold_env(value: Any, source: DynamicSource, problems: list[str] | None) -> Any:
+    if isinstance(value, str):
+        if "${env:" not in value:
+            return value
+        return _ENV_REF.sub(lambda m: _problem(problems, _held(source, f"${{env:{m.group(1)}}}")), value)
+    if isinstance(value, Mapping):
+        return {k: _hold_env(v, source, problems) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_hold_env(v, source, problems) for v in value]
+    return value
+
+
+def _held(source: DynamicSource, ref: str) -> str:
+    return (f"{source.label}: {ref}: not read until you trust the workspace {source.workspace} (/trust); "
+            "using an empty string")
 
 
 def resolve_dynamic(value: Any, source: DynamicSource, problems: list[str] | None = None) -> Any:
@@ -135,6 +163,8 @@ def _resolve_one(kind: str, arg: str, source: DynamicSource, problems: list[str]
     if kind == "cmd":
         return _run_cmd_ref(arg.strip(), source, problems, where)
     if kind == "netrc":
+        if not source.secrets_allowed:
+            return _problem(problems, _held(source, ref))
         return _netrc_ref(arg.strip(), source, problems, where)
     # classpath: a file inside the reference server's jar (its built-in prompts). Ours are built in, and an empty
     # prompt means "the built-in one", so empty is the equivalent; say so, since other uses get nothing.

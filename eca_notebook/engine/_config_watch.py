@@ -151,10 +151,12 @@ def _apply(engine: Engine, new: LoadedConfig) -> None:
     """Swap the engine's configuration and model registry. A running turn keeps the provider it resolved."""
     old_registry = engine.registry
     old_behavior = engine._initial_behavior()
-    registry = ModelRegistry(new.config, engine.env, engine.http, problems=new.problems)
+    engine.loaded = new
+    config = engine.trust.effective_config()  # an untrusted workspace's held parts left out (_trust.py)
+    registry = ModelRegistry(config, engine.env, engine.http, problems=new.problems)
     registry.local_progress = old_registry.local_progress
     registry.adopt(old_registry)
-    engine.loaded, engine.config, engine.registry = new, new.config, registry
+    engine.config, engine.registry = config, registry
     add_secrets(engine._config_secrets())
     if engine.selected_behavior == old_behavior or engine.selected_behavior not in engine.behaviors():
         engine.selected_behavior = engine._initial_behavior()  # (like the model: the default follows the file)

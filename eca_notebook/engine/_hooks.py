@@ -229,14 +229,16 @@ class Hooks:
 
     def configured(self) -> dict[str, Mapping[str, Any]]:
         """The valid hook entries, by name (an entry that is not an object, or has no actions, is left out)."""
-        raw = (self.engine.config.model_extra or {}).get("hooks") or {}
+        # While a workspace is untrusted its config without its hooks applies (_trust.py): the user's own hooks run
+        # as they configured them, whatever the workspace removes or replaces. Asked at each event, so an edited
+        # workspace hook script holds its hooks again at once.
+        trust = getattr(self.engine, "trust", None)
+        config = trust.effective_config() if trust is not None else self.engine.config
+        raw = (config.model_extra or {}).get("hooks") or {}
         if not isinstance(raw, Mapping):
             return {}
-        trust = getattr(self.engine, "trust", None)
-        held = trust.held_hooks() if trust is not None else set()  # an untrusted workspace's hooks (_trust.py)
         return {str(name): hook for name, hook in raw.items()
-                if isinstance(hook, Mapping) and isinstance(hook.get("actions"), list) and hook["actions"]
-                and str(name) not in held}
+                if isinstance(hook, Mapping) and isinstance(hook.get("actions"), list) and hook["actions"]}
 
     def has(self, hook_type: str) -> bool:
         """Whether any hook listens to this event (call sites skip building its data otherwise)."""
@@ -265,7 +267,6 @@ class Hooks:
         if not hooks:
             return outcome
         base = self.base_data(chat)
-        cwd = Path(base["cwd"])
         for name, hook in hooks:
             actions = hook["actions"]
             for i, action in enumerate(actions):
@@ -273,11 +274,21 @@ class Hooks:
                     continue
                 action_name = f"{name}-{i + 1}" if len(actions) > 1 else name
                 payload = {**base, **(data or {}), "hook_name": action_name, "hook_type": hook_type}
-                result = await run_action(action, action_name, payload, cwd=cwd, env=self.engine.env)
+                result = await run_action(action, action_name, payload, cwd=self._cwd(action, hook, base),
+                                          env=self.engine.env)
                 outcome.results.append(result)
                 if self._merge(outcome, result, hook_type, chat):
                     return outcome
         return outcome
+
+    def _cwd(self, action: Mapping[str, Any], hook: Mapping[str, Any], base: Mapping[str, Any]) -> Path:
+        """Where an action runs: its (or its hook's) ``cwd`` if set, else the first workspace folder once trusted,
+        else the home directory (_trust.py: a repository's files must not be picked up by the user's command before
+        the user trusts it). The event's ``cwd`` field stays the workspace folder."""
+        trust = getattr(self.engine, "trust", None)
+        if trust is None:
+            return Path(base["cwd"])
+        return trust.process_cwd(action.get("cwd") or hook.get("cwd")) or Path(base["cwd"])
 
     def _merge(self, outcome: HookOutcome, result: HookResult, hook_type: str, chat: Chat | None) -> bool:
         """Fold one result into ``outcome``; True when it said ``continue: false`` (the rest do not run)."""

@@ -205,6 +205,7 @@ def _manager(engine: Engine) -> Any:
 
         engine.mcp = McpManager({}, workspace_folders=engine.workspace_folders,
                                 timeout=engine.config.mcp_timeout_seconds)
+        engine.mcp.cwd_for = engine.trust.server_cwd  # outside an untrusted workspace (_trust.py)
         engine.add_plugin(engine.mcp)
     return engine.mcp
 
@@ -222,8 +223,9 @@ async def _refresh_loaded(engine: Engine) -> None:
 
     if rest(new.raw) == rest(old.raw):
         trusted = engine.trust.trusted_now()  # the user's own edit keeps a trusted workspace trusted (_trust.py)
-        engine.loaded, engine.config = new, new.config
+        engine.loaded = new
         engine.trust.keep_trusted(trusted)
+        engine.config = engine.trust.effective_config()  # (an untrusted workspace's held parts left out)
         add_secrets(engine._config_secrets())
 
 

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any
 from ..plugins import BasePlugin
 from ..tools.base import Tool
 from ..tools.skill import Scope, Skill, SkillTool, skill_text
-from ._config_syntax import DynamicSource, interpolate_env, resolve_dynamic, trusted_by_user
+from ._config_syntax import DynamicSource, expand, trusted_by_user
 from ._front_matter import FrontMatterError, parse_front_matter, split_front_matter
 from .commands import render_template
 
@@ -68,30 +68,31 @@ class SkillSet:
 
 
 # (path) -> ((mtime_ns, size), Skill | problem): a turn asks for the skills several times; re-parse only on change
-_parsed: dict[Path, tuple[tuple[int, int, bool], Skill | str]] = {}
+_parsed: dict[Path, tuple[tuple[int, int, bool, bool], Skill | str]] = {}
 # (path) -> problems of its dynamic strings (engine/_config_syntax.py) at its last parse, shown with the skill problems
 _dynamic_problems: dict[Path, list[str]] = {}
 
 
-def _parse(path: Path, scope: Scope, trusted: Any = None) -> Skill | str:
+def _parse(path: Path, scope: Scope, trusted: Any = None, held: Collection[Path] = ()) -> Skill | str:
     try:
         stat = path.stat()
     except OSError as exc:
         return f"{path}: cannot read ({exc.strerror or type(exc).__name__})"
     workspace = _workspace_root(path) if scope == "workspace" else None
     cmd_allowed = workspace is None or trusted_by_user(workspace, trusted)
-    key = (stat.st_mtime_ns, stat.st_size, cmd_allowed)
+    secrets_allowed = workspace is None or workspace.resolve() not in held  # (an untrusted workspace: _trust.py)
+    key = (stat.st_mtime_ns, stat.st_size, cmd_allowed, secrets_allowed)
     cached = _parsed.get(path)
     if cached is not None and cached[0] == key:
         found = cached[1]
         return Skill(found.name, found.description, found.path, found.body, scope) if isinstance(found, Skill) \
             else found
-    result = _read(path, scope, cmd_allowed)
+    result = _read(path, scope, cmd_allowed, secrets_allowed)
     _parsed[path] = (key, result)
     return result
 
 
-def _read(path: Path, scope: Scope, cmd_allowed: bool = True) -> Skill | str:
+def _read(path: Path, scope: Scope, cmd_allowed: bool = True, secrets_allowed: bool = True) -> Skill | str:
     try:
         with path.open("rb") as f:
             data = f.read(MAX_SKILL_BYTES + 1)
@@ -114,10 +115,10 @@ def _read(path: Path, scope: Scope, cmd_allowed: bool = True) -> Skill | str:
     # ${file:} reads only inside that workspace.
     workspace = _workspace_root(path) if scope == "workspace" else None
     dynamic = DynamicSource(label=f"skill {path}", base_dir=path.parent, workspace=workspace,
-                            cmd_allowed=workspace is None or cmd_allowed)
+                            cmd_allowed=workspace is None or cmd_allowed,
+                            secrets_allowed=workspace is None or secrets_allowed)
     problems: list[str] = []
-    meta = resolve_dynamic(interpolate_env(meta, dynamic.env, problems), dynamic, problems)
-    body = resolve_dynamic(interpolate_env(body, dynamic.env, problems), dynamic, problems)
+    meta, body = expand(meta, dynamic, problems), expand(body, dynamic, problems)
     _dynamic_problems[path] = problems
     missing = [key for key in ("name", "description")
                if not isinstance(meta.get(key), str) or not str(meta.get(key)).strip()]
@@ -171,9 +172,10 @@ def _config_roots(entries: Any, workspace_folders: Sequence[Path]) -> list[Path]
 
 
 def discover_skills(workspace_folders: Sequence[Path], global_config_dir: Path, config_paths: Any = None,
-                    trusted: Any = None) -> SkillSet:
+                    trusted: Any = None, held: Collection[Path] = ()) -> SkillSet:
     """Every skill, in the order above; a name defined twice keeps its first definition (the later one is noted).
-    *trusted*: the user's ``trustedWorkspaces`` (a workspace skill's ``${cmd:}`` runs only in those)."""
+    *trusted*: the user's ``trustedWorkspaces`` (a workspace skill's ``${cmd:}`` runs only in those); *held*: the
+    resolved workspace folders not trusted yet (their skills read no ``${env:}``/``${netrc:}``)."""
     sources: list[tuple[Path, Scope]] = []
     for folder in workspace_folders:
         sources += [(Path(folder) / ".eca" / "skills", "workspace"), (Path(folder) / ".agents" / "skills", "workspace")]
@@ -190,7 +192,7 @@ def discover_skills(workspace_folders: Sequence[Path], global_config_dir: Path, 
             if key in seen_files:
                 continue
             seen_files.add(key)
-            parsed = _parse(path, scope, trusted)
+            parsed = _parse(path, scope, trusted, held)
             result.problems += _dynamic_problems.get(path, [])
             if isinstance(parsed, str):
                 log.warning("skill skipped: %s", parsed)
@@ -207,8 +209,9 @@ def discover_skills(workspace_folders: Sequence[Path], global_config_dir: Path, 
 def engine_skills(engine: Engine) -> SkillSet:
     """The skills of this engine's workspace folders, global config dir and ``skills`` config entries."""
     raw = engine.loaded.raw
+    trust = getattr(engine, "trust", None)  # an untrusted workspace's skills read no secret (_trust.py)
     return discover_skills(engine.workspace_folders, engine.global_config_dir, raw.get("skills"),
-                           raw.get("trustedWorkspaces"))
+                           raw.get("trustedWorkspaces"), trust.held_folders() if trust is not None else ())
 
 
 def read_roots(skills: SkillSet, workspace_folders: Iterable[Path]) -> tuple[Path, ...]:

@@ -46,6 +46,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .._fileio import atomic_write
+from .._redact import add_secrets
 from ..protocol import (
     ChatAskQuestionOption,
     ChatAskQuestionParams,
@@ -55,17 +56,22 @@ from ..protocol import (
     TextContent,
 )
 from ..tools.question import QUESTION_TIMEOUT
+from ..tools.shell import files_named
 from ._agents import Agents, build_agents, files_signature, parse_agent_markdown
+from ._config_hold import held_providers, hook_changes, provider_items, ref_items, secret_refs
 from ._config_layers import global_config_path
-from ._config_schema import ArgsRule
+from ._config_schema import ArgsRule, Config
+from ._config_syntax import trusted_by_user
+from ._front_matter import split_front_matter
 from ._paths import ensure_private_dir, xdg_cache_home
 
 if TYPE_CHECKING:
     from ._chat import Chat
     from .engine import Engine
 
-__all__ = ["TRUST_ANSWER", "TRUST_CONFIG_KEY", "HeldWorkspace", "WorkspaceTrust", "held_code", "state_path",
-           "update_chat", "with_markdown_agents", "workspace_code"]
+__all__ = ["TRUST_ANSWER", "TRUST_CONFIG_KEY", "HeldWorkspace", "WorkspaceTrust", "file_secrets", "folder_code",
+           "held_code", "hook_files", "state_path", "swap_config", "update_chat", "with_markdown_agents",
+           "workspace_code"]
 
 log = logging.getLogger(__name__)
 
@@ -74,6 +80,9 @@ TRUST_CONFIG_KEY = "trustedWorkspaces"
 TRUST_ANSWER = "Trust this workspace"
 _NOT_NOW = "Not now"
 _MCP_KEYS = ("mcpServers", "mcp_servers")
+_MAX_SCRIPT = 4 * 1024 * 1024  # of a hook script hashed for the digest (a bigger one: its first 4 MB)
+_MAX_SCAN = 256 * 1024  # of a markdown agent or skill scanned for secrets (as much as is read when loading it)
+_MAX_WORDS = 64  # words of one hook command looked up as files
 
 
 def state_path(env: Mapping[str, str]) -> Path:
@@ -81,9 +90,14 @@ def state_path(env: Mapping[str, str]) -> Path:
     return xdg_cache_home(env) / "eca-notebook" / "trusted-workspaces.json"
 
 
-def workspace_code(layer: Mapping[str, Any], below: Agents | None = None) -> dict[str, dict[str, Any]]:
+def workspace_code(layer: Mapping[str, Any], below: Agents | None = None, written: Mapping[str, Any] | None = None,
+                   user_raw: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """The code-running part of a workspace layer: its non-null ``mcpServers`` and ``hooks`` entries, plus (only
-    when it loosens any, so other digests stay as they were) its approvals: ``toolCall`` and each agent's."""
+    when it loosens any, so other digests stay as they were) its approvals: ``toolCall`` and each agent's — and,
+    each only when present, what could send data out or take a secret (engine/_config_hold.py): its providers'
+    connection fields (``providers``), the ``${env:}``/``${netrc:}`` it reads (``secrets``) and the user's own
+    hooks it removes or replaces (``hookChanges``). *written*: the layer before its dynamic strings were resolved
+    (default *layer*); *user_raw*: the user's own layers merged (their providers and hooks)."""
     servers: dict[str, Any] = {}
     for key in _MCP_KEYS:
         value = layer.get(key)
@@ -91,10 +105,46 @@ def workspace_code(layer: Mapping[str, Any], below: Agents | None = None) -> dic
             servers.update({str(k): v for k, v in value.items() if v is not None})
     hooks = layer.get("hooks")
     hooks = {str(k): v for k, v in hooks.items() if v is not None} if isinstance(hooks, Mapping) else {}
-    code: dict[str, dict[str, Any]] = {"mcpServers": servers, "hooks": hooks}
+    code: dict[str, Any] = {"mcpServers": servers, "hooks": hooks}
     if approval_loosening(layer, below):
         code["approvals"] = {scope: approval for scope, approval in _approvals(layer).items()}
+    written = layer if written is None else written
+    mine = user_raw or {}
+    providers = held_providers(written, mine)
+    if providers:
+        code["providers"] = providers
+    secrets = sorted({f"{where} {kind}:{name}" for where, kind, name in secret_refs(written)})
+    if secrets:
+        code["secrets"] = secrets
+    changes = hook_changes(written, mine)
+    if changes:
+        code["hookChanges"] = changes
     return code
+
+
+def file_secrets(folder: Path) -> list[tuple[str, str, str]]:
+    """The ``${env:}``/``${netrc:}`` in the folder's own markdown agents and skills: (what reads it, kind, name),
+    e.g. ("the prompt of agent 'x'", "env", "OPENAI_API_KEY"). They are resolved when the agent or skill is read,
+    and then sent to the model: held like the config file's."""
+    found: list[tuple[str, str, str]] = []
+    files = [("agent", p) for p in sorted((folder / ".eca" / "agents").glob("*.md"))]
+    for root in (folder / ".eca" / "skills", folder / ".agents" / "skills"):
+        files += [("skill", p) for p in sorted(root.glob("*/SKILL.md"))[:200]]
+    for kind, path in files:
+        try:
+            text = path.read_bytes()[:_MAX_SCAN].decode("utf-8", errors="replace")
+        except OSError:
+            continue
+        if "${" not in text:
+            continue
+        split = split_front_matter(text)
+        meta, body = split if split is not None else ("", text)
+        name = path.name.split(".", 1)[0].lower() if kind == "agent" else path.parent.name
+        for where, part in ((f"{kind} '{name}' ({path.relative_to(folder)})", meta),
+                            (f"the prompt of agent '{name}'" if kind == "agent" else
+                             f"skill '{name}' ({path.relative_to(folder)})", body)):
+            found += [(where, k, n) for _, k, n in secret_refs(part)]
+    return found
 
 
 def with_markdown_agents(folder: Path, layer: Mapping[str, Any]) -> Mapping[str, Any]:
@@ -170,25 +220,40 @@ def approval_loosening(layer: Mapping[str, Any], below: Agents | None = None) ->
 
 
 def hook_files(folder: Path, hooks: Mapping[str, Any]) -> dict[str, str | None]:
-    """The hook scripts (``actions[].file``) inside *folder*: resolved path → SHA-256 of the content (None when
-    unreadable). Part of the trust digest, so an edited script asks again; a script outside the workspace is not
-    the repository's to change."""
+    """The hook scripts inside *folder* — each ``actions[].file``, and each workspace file a ``shell`` string names
+    (``python3 scripts/check.py``, ``bash ./x.sh``, ``python3 -m checks``: found with the shell parser) —: resolved
+    path → SHA-256 of the content (None when unreadable). Part of the trust digest, so an edited script asks again;
+    a script outside the workspace is not the repository's to change."""
     root = _resolve(folder)
     found: dict[str, str | None] = {}
+
+    def add(name: str, *, must_exist: bool = False) -> None:
+        path = Path(name).expanduser()
+        try:
+            path = (path if path.is_absolute() else root / path).resolve()
+        except (OSError, RuntimeError, ValueError):
+            return
+        if path == root or root not in path.parents or str(path) in found:
+            return
+        if must_exist and not path.is_file():
+            return
+        try:
+            with path.open("rb") as f:
+                found[str(path)] = hashlib.sha256(f.read(_MAX_SCRIPT)).hexdigest()
+        except OSError:
+            found[str(path)] = None
+
     for entry in hooks.values():
         actions = entry.get("actions") if isinstance(entry, Mapping) else None
         for action in actions if isinstance(actions, list) else []:
-            file = action.get("file") if isinstance(action, Mapping) else None
-            if not isinstance(file, str) or not file.strip():
+            if not isinstance(action, Mapping):
                 continue
-            path = Path(file).expanduser()
-            path = (path if path.is_absolute() else root / path).resolve()
-            if path != root and root not in path.parents:
-                continue
-            try:
-                found[str(path)] = hashlib.sha256(path.read_bytes()).hexdigest()
-            except OSError:
-                found[str(path)] = None
+            file, shell = action.get("file"), action.get("shell")
+            if isinstance(file, str) and file.strip():
+                add(file)
+            elif isinstance(shell, str) and shell.strip():
+                for name in files_named(shell)[:_MAX_WORDS]:
+                    add(name, must_exist=True)
     return found
 
 
@@ -227,43 +292,75 @@ class HeldWorkspace:
     servers: dict[str, str] = field(default_factory=dict)  # name → command line (or URL)
     hooks: dict[str, str] = field(default_factory=dict)  # name → "event: command"
     approvals: list[str] = field(default_factory=list)  # what its approvals let run unasked (approval_loosening)
+    #: what it would send out, read or switch off, in words ("sends your openai key and your chats to http://…",
+    #: "reads environment variable X into the prompt of agent 'y'", "removes your hook 'guard'")
+    items: list[str] = field(default_factory=list)
 
     def describe(self) -> str:
         """One item a line, plain text: every door shows questions and system messages as they are (no markdown)."""
         head = f"Workspace {self.folder} has its own config that"
+        what = []
         if self.servers or self.hooks:
-            head += " runs commands on this machine" + (" and" if self.approvals else ":")
+            what.append("runs commands on this machine")
         if self.approvals:
-            head += " lets tools run without asking:"
+            what.append("lets tools run without asking")
+        if self.items:
+            what.append("sends data out, reads your secrets or changes your own settings")
+        head += " " + ", ".join(what[:-1]) + (" and " if len(what) > 1 else "") + what[-1] + ":" if what else ":"
         lines = [head]
         lines += [f"  • MCP server {name}: {what}" for name, what in self.servers.items()]
         lines += [f"  • hook {name}: {what}" for name, what in self.hooks.items()]
         lines += [f"  • allows without asking: {what}" for what in self.approvals]
+        lines += [f"  • {item}" for item in self.items]
         return "\n".join(lines)
 
 
+def folder_code(folder: str | Path, layer: Mapping[str, Any], below: Agents | None = None,
+                written: Mapping[str, Any] | None = None, user_raw: Mapping[str, Any] | None = None
+                ) -> tuple[dict[str, Any], str]:
+    """(the folder's code as :func:`workspace_code` has it, plus its hook scripts and the secrets its markdown
+    agents and skills read; the digest of it all). A key is added only when present, so a digest saved before
+    stays the same."""
+    path = _resolve(folder)
+    code = workspace_code(layer, below, written, user_raw)
+    scripts = hook_files(path, code["hooks"])
+    files = sorted({f"{where} {kind}:{name}" for where, kind, name in file_secrets(path)})
+    full = {**code, **({"hookFiles": scripts} if scripts else {}), **({"fileSecrets": files} if files else {})}
+    return full, _digest(full)
+
+
 def held_code(workspace_layers: Mapping[str, Mapping[str, Any]], trusted_folders: Sequence[str | Path],
-              state: Mapping[str, Any], session: Mapping[str, str], below: Agents | None = None) -> list[HeldWorkspace]:
+              state: Mapping[str, Any], session: Mapping[str, str], below: Agents | None = None, *,
+              written: Mapping[str, Mapping[str, Any]] | None = None, user_raw: Mapping[str, Any] | None = None,
+              env: Mapping[str, str] | None = None) -> list[HeldWorkspace]:
     """The workspace folders still held: those defining code (or loosening approvals, judged against *below*, the
-    user's own agents) that neither the user config (*trusted_folders*), the state file (*state*: folder →
-    ``{"digest": …}``) nor this session (*session*: folder → digest) trusts."""
+    user's own agents; or sending data out or reading secrets: :func:`workspace_code`) that neither the user config
+    (*trusted_folders*), the state file (*state*: folder → ``{"digest": …}``) nor this session (*session*: folder →
+    digest) trusts. *written*: each folder's layer as written; *user_raw*: the user's own layers merged; *env*: the
+    environment (whose keys the question names)."""
     roots = [_resolve(p) for p in trusted_folders]
     held = []
     for folder, layer in workspace_layers.items():
-        code = workspace_code(layer, below)
-        if not code["mcpServers"] and not code["hooks"] and not code.get("approvals"):
+        as_written = (written or {}).get(folder)
+        code, digest = folder_code(folder, layer, below, as_written, user_raw)
+        if not any(code.get(k) for k in ("mcpServers", "hooks", "approvals", "providers", "secrets", "hookChanges",
+                                         "fileSecrets")):
             continue
         path = _resolve(folder)
-        scripts = hook_files(path, code["hooks"])
-        digest = _digest({**code, "hookFiles": scripts} if scripts else code)  # (no scripts: the digest as before)
         if any(path == root or root in path.parents for root in roots):
             continue
         saved = state.get(str(path))
         if (isinstance(saved, Mapping) and saved.get("digest") == digest) or session.get(str(path)) == digest:
             continue
+        source = layer if as_written is None else as_written
+        mine = user_raw or {}
+        items = [*provider_items(source, mine, env or {}), *ref_items(source, mine), *hook_changes(source, mine)]
+        items += [f"reads {'environment variable ' + n if k == 'env' else 'your netrc password for ' + n} into {w}"
+                  for w, k, n in file_secrets(path)]
         held.append(HeldWorkspace(path, digest, {n: _describe_server(e) for n, e in code["mcpServers"].items()},
                                   {n: _describe_hook(e) for n, e in code["hooks"].items()},
-                                  approval_loosening(layer, below) if code.get("approvals") else []))
+                                  approval_loosening(layer, below) if code.get("approvals") else [],
+                                  list(dict.fromkeys(items))))
     return held
 
 
@@ -321,14 +418,84 @@ class WorkspaceTrust:
 
     def held(self) -> list[HeldWorkspace]:
         """The folders whose code is held now (the config as loaded now, the state file as it is now)."""
-        layers = dict(getattr(self.engine.loaded, "workspace_layers", None) or {})
-        for folder in self.engine.workspace_folders:
-            layer = with_markdown_agents(Path(folder), layers.get(str(folder), {}))
-            if layer:
-                layers[str(folder)] = layer
+        layers = self._layers()
         if not layers:
             return []
-        return held_code(layers, self._trusted_folders(), self._read_state(), self._session, self.user_agents())
+        loaded = self.engine.loaded
+        return held_code(layers, self._trusted_folders(), self._read_state(), self._session, self.user_agents(),
+                         written=getattr(loaded, "workspace_written", None),
+                         user_raw=getattr(loaded, "user_raw", None), env=self.engine.env)
+
+    def _layers(self) -> dict[str, Mapping[str, Any]]:
+        """Each workspace folder's own layer (with its markdown agents' approvals), an empty one for a folder without
+        a config file (its agent and skill files may still read secrets)."""
+        layers: dict[str, Mapping[str, Any]] = dict(getattr(self.engine.loaded, "workspace_layers", None) or {})
+        for folder in self.engine.workspace_folders:
+            layers[str(folder)] = with_markdown_agents(Path(folder), layers.get(str(folder), {}))
+        return layers
+
+    def held_folders(self) -> frozenset[Path]:
+        """The resolved folders held now (their agent and skill files read no secret: engine/_agents.py)."""
+        return frozenset(w.folder for w in self.held())
+
+    def effective_config(self) -> Config:
+        """The config that applies now: the whole of it, or — while a workspace folder is held — the config without
+        each workspace layer's held parts (engine/_config_hold.py: its hooks, providers' URLs and keys, secrets it
+        reads), where the user's own layers apply."""
+        loaded = self.engine.loaded
+        held_config: Config | None = getattr(loaded, "held_config", None)
+        if held_config is not None and self.held():
+            return held_config
+        return loaded.config
+
+    def trusted_folder(self, folder: str | Path) -> bool:
+        """Whether *folder* is trusted now: listed in the user's ``trustedWorkspaces`` (or under a listed folder), or
+        trusted by the user (``/trust``, the question) with the digest its code has now — also a folder that defines
+        nothing (it may hold files a command of the user's would run: a ``some_server.py`` beside ``python3 -m
+        some_server``)."""
+        path = _resolve(folder)
+        if trusted_by_user(path, self._trusted_folders()):
+            return True
+        key = next((k for k in self._layers() if _resolve(k) == path), None)
+        if key is None:
+            return False
+        if any(w.folder == path for w in self.held()):
+            return False
+        return self._digest_of(key) in (self._session.get(str(path)),
+                                        (self._read_state().get(str(path)) or {}).get("digest"))
+
+    def _digest_of(self, key: str) -> str:
+        loaded = self.engine.loaded
+        written = (getattr(loaded, "workspace_written", None) or {}).get(key)
+        return folder_code(key, self._layers()[key], self.user_agents(), written,
+                           getattr(loaded, "user_raw", None))[1]
+
+    def home(self) -> Path:
+        """The user's home directory (the engine's ``HOME``), else ``/``: never this process's own directory, which
+        is often the workspace (``jupyter lab`` started in the repository)."""
+        home = Path(self.engine.env.get("HOME") or Path.home())
+        return home if home.is_dir() else Path(home.anchor or "/")
+
+    def process_cwd(self, configured: Any = None) -> Path | None:
+        """Where the user's own MCP servers and hooks run: their configured ``cwd`` if any (``~`` and relative paths
+        from the home directory), else the first workspace folder when it is trusted, else the home directory — so
+        a program they start (``python3 -m some_server``, ``npx …``) never picks up an untrusted repository's files.
+        None without a workspace folder (this process's own directory, as before)."""
+        home = self.home()
+        if isinstance(configured, str) and configured.strip():
+            text = configured.strip()
+            text = str(home) + text[1:] if text == "~" or text.startswith("~/") else text
+            path = Path(text)
+            return path if path.is_absolute() else home / path
+        folders = self.engine.workspace_folders
+        if not folders:
+            return None
+        return Path(folders[0]) if self.trusted_folder(folders[0]) else home
+
+    def server_cwd(self, name: str, config: Any) -> Path | None:
+        """:meth:`process_cwd` for an MCP server (its config's ``cwd``, an extra key)."""
+        extra = getattr(config, "model_extra", None) or {}
+        return self.process_cwd(extra.get("cwd"))
 
     def user_agents(self) -> Agents | None:
         """The agents as the user's own layers define them (no workspace file, no workspace agent file)."""
@@ -362,18 +529,36 @@ class WorkspaceTrust:
     # -- deciding ------------------------------------------------------------------------------------------------
 
     async def trust(self) -> list[HeldWorkspace]:
-        """``/trust`` (or "Trust this workspace"): remember every held folder as trusted, start its servers."""
+        """``/trust`` (or "Trust this workspace"): remember every held folder as trusted — and every other folder of
+        this session not trusted yet (the user's own servers and hooks then run in it) —, apply the workspace's
+        config, start its servers."""
         held = self.held()
-        if not held:
+        plain = {str(_resolve(k)): self._digest_of(k) for k in self._layers() if not self.trusted_folder(k)}
+        if not held and not plain:
             return []
         state = self._read_state()
-        for workspace in held:
-            state[str(workspace.folder)] = {"digest": workspace.digest, "trusted": True}
-            self._session[str(workspace.folder)] = workspace.digest  # even if the file cannot be written
+        for folder, digest in [*plain.items(), *((str(w.folder), w.digest) for w in held)]:
+            state[folder] = {"digest": digest, "trusted": True}
+            self._session[folder] = digest  # even if the file cannot be written
         self._write_state(state)
+        await self.apply()
         await self._release([name for workspace in held for name in workspace.servers])
         self._start_session_hooks({name for workspace in held for name in workspace.hooks})
         return held
+
+    async def apply(self) -> None:
+        """After trusting or revoking: the config that applies now (:meth:`effective_config`) — a new model
+        registry when it changed, the clients told —, and the user's own MCP servers moved to where they run now."""
+        engine = self.engine
+        config = self.effective_config()
+        if config is not engine.config:
+            swap_config(engine, config)
+            await engine.registry.discover()
+            engine.broadcast("config/updated", engine.config_updated().dump())
+            engine.broadcast("tool/serverUpdated", engine.native_tools().dump())
+        mcp = engine.mcp
+        if mcp is not None and hasattr(mcp, "relocate"):
+            await mcp.relocate()
 
     def _start_session_hooks(self, names: set[str]) -> None:
         """The trusted workspaces' ``sessionStart`` hooks, held when the session started: run them now (in the
@@ -409,7 +594,7 @@ class WorkspaceTrust:
 
     async def revoke(self) -> list[str]:
         """``/trust off``: forget this engine's folders; their servers stop and their hooks stop running."""
-        folders = {str(_resolve(f)) for f in (getattr(self.engine.loaded, "workspace_layers", None) or {})}
+        folders = {str(_resolve(f)) for f in self._layers()}
         state = self._read_state()
         revoked = sorted(f for f in folders if f in state or f in self._session)
         for folder in folders:
@@ -421,6 +606,7 @@ class WorkspaceTrust:
         held = self.held_servers()
         if mcp is not None and hasattr(mcp, "hold"):
             await mcp.hold(held)
+        await self.apply()
         return revoked
 
     async def _release(self, names: list[str]) -> None:
@@ -479,8 +665,10 @@ class WorkspaceTrust:
                     "looser approvals are held again.")
         held = self.held()
         if not held:
-            return ("Nothing to trust: no workspace config of this session defines MCP servers, hooks or looser "
-                    "approvals held back.")
+            if not await self.trust():
+                return ("Nothing to trust: no workspace config of this session defines MCP servers, hooks or looser "
+                        "approvals held back.")
+            return "Workspace trusted: your own MCP servers and hooks run in it from now on."
         await self.trust()
         names = [n for w in held for n in w.servers]
         hooks = [n for w in held for n in w.hooks]
@@ -489,6 +677,22 @@ class WorkspaceTrust:
                  f"Hooks enabled: {', '.join(hooks)}." if hooks else "",
                  f"Allowed without asking: {', '.join(approvals)}." if approvals else ""]
         return " ".join(["Workspace trusted.", *[p for p in parts if p]])
+
+
+def swap_config(engine: Engine, config: Config) -> None:
+    """Make *config* the engine's (a new model registry from it; a running turn keeps the provider it resolved)."""
+    from ._models import ModelRegistry
+
+    old = engine.registry
+    registry = ModelRegistry(config, engine.env, engine.http, problems=list(engine.loaded.problems))
+    registry.local_progress = old.local_progress
+    registry.adopt(old)
+    old_default = old.default_model()
+    engine.config, engine.registry = config, registry
+    add_secrets(engine._config_secrets())
+    models = registry.models()
+    if engine.selected_model is None or engine.selected_model == old_default or engine.selected_model not in models:
+        engine.selected_model = registry.default_model()
 
 
 def update_chat(engine: Engine, chat_id: str, *, title: str | None = None, trust: bool | None = None) -> bool:

@@ -135,6 +135,10 @@ class Engine:
             env=self.env,
         )
         self.config = self.loaded.config
+        # a workspace's own MCP servers, hooks, providers and secrets wait for the user (_trust.py): until then the
+        # config without them applies
+        self.trust = WorkspaceTrust(self)
+        self.config = self.trust.effective_config()
         from ..providers import make_http_client
 
         self.http: httpx.AsyncClient = make_http_client()
@@ -152,14 +156,14 @@ class Engine:
         self.tools: dict[str, Tool] = {llm_name(tool): tool for tool in native_tools()}
         self.plugins: list[Plugin] = []
         self.mcp: Any = None  # the McpManager when mcpServers is configured
-        if self.config.mcp_servers:
+        if self.loaded.config.mcp_servers:
             from ..mcp import McpManager  # lazy: the MCP SDK is imported only when servers are configured
 
-            self.mcp = McpManager(self.config.mcp_servers, workspace_folders=self.workspace_folders,
+            self.mcp = McpManager(self.loaded.config.mcp_servers, workspace_folders=self.workspace_folders,
                                   timeout=self.config.mcp_timeout_seconds)
-        self.trust = WorkspaceTrust(self)  # a workspace's own MCP servers and hooks wait for the user (_trust.py)
         if self.mcp is not None:
             self.mcp.held = self.trust.held_servers()
+            self.mcp.cwd_for = self.trust.server_cwd  # the user's own servers start outside an untrusted workspace
         self.file_access: FileAccess | None = None  # a door may route file tools through its client (ACP fs/*)
         # per chat: a door whose client applies that chat's file changes or runs its commands (the session stream)
         self.chat_delegates: dict[str, ChatDelegate] = {}
@@ -328,12 +332,13 @@ class Engine:
         """The resolved agents (engine/_agents.py): rebuilt when the config is reloaded or an agent file changes."""
         folders = list(getattr(self, "workspace_folders", []))
         config_dir = getattr(self, "global_config_dir", None) or global_config_path(self.env).parent
-        key = (id(self.config), files_signature(folders, config_dir))
+        trust = getattr(self, "trust", None)  # an untrusted workspace's agent files read no secret (_trust.py)
+        held = trust.held_folders() if trust is not None else frozenset()
+        key = (id(self.config), files_signature(folders, config_dir), held)
         cached = getattr(self, "_agents_cache", None)
         if cached is None or cached[0] != key:
-            cached = (key, build_agents(self.config, folders, config_dir, self.env))
+            cached = (key, build_agents(self.config, folders, config_dir, self.env, held=held))
             self._agents_cache = cached
-        trust = getattr(self, "trust", None)  # an untrusted workspace's looser approvals are held (_trust.py)
         cached[1].approval_floor = trust.approval_floor if trust is not None else None
         return cached[1]
 

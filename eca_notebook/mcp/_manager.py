@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -64,6 +64,9 @@ class McpManager(BasePlugin):
         self._closed = False
         # name → why it does not start: a server from an untrusted workspace's config (engine/_trust.py)
         self.held: dict[str, str] = {}
+        # name, config → the directory a stdio server starts in, asked at each start (the engine's: the home
+        # directory while the workspace is untrusted, engine/_trust.py); None → the first workspace folder
+        self.cwd_for: Callable[[str, McpServerConfig], Path | None] | None = None
 
     @property
     def timeout(self) -> float:
@@ -87,7 +90,7 @@ class McpManager(BasePlugin):
             if connection.status == "disabled" or connection.name in self.held:
                 self._broadcast("tool/serverUpdated", self.status(connection.name))
         enabled = [c for c in self._servers.values() if c.status != "disabled" and c.name not in self.held]
-        results = await asyncio.gather(*(c.start() for c in enabled), return_exceptions=True)
+        results = await asyncio.gather(*(self._place(c).start() for c in enabled), return_exceptions=True)
         for connection, result in zip(enabled, results, strict=True):
             if isinstance(result, BaseException):
                 log.error("starting MCP server %s failed unexpectedly", connection.name, exc_info=result)
@@ -100,7 +103,7 @@ class McpManager(BasePlugin):
         if name in self.held:
             self._broadcast("$/showMessage", {"type": "warning", "message": f"MCP server '{name}': {self.held[name]}."})
             return False
-        await connection.start()
+        await self._place(connection).start()
         return connection.status == "running"
 
     async def hold(self, held: dict[str, str]) -> None:
@@ -115,7 +118,25 @@ class McpManager(BasePlugin):
         running or failed."""
         released = [self._servers[n] for n in names if self.held.pop(n, None) is not None and n in self._servers]
         startable = [c for c in released if c.status != "disabled"]
-        await asyncio.gather(*(c.start() for c in startable), return_exceptions=True)
+        await asyncio.gather(*(self._place(c).start() for c in startable), return_exceptions=True)
+
+    def _place(self, connection: McpConnection) -> McpConnection:
+        """Set where *connection* starts (:attr:`cwd_for`), before it starts."""
+        if self.cwd_for is not None:
+            connection.cwd = self.cwd_for(connection.name, connection.config)
+        return connection
+
+    async def relocate(self) -> None:
+        """After the workspace was trusted or trust was revoked: a running stdio server whose directory is not where
+        it would start now is restarted there (the user's own servers move between the home directory and the
+        workspace)."""
+        if self.cwd_for is None:
+            return
+        moved = [c for c in self._servers.values() if c.is_stdio and c.status in ("running", "starting")
+                 and c.name not in self.held and self.cwd_for(c.name, c.config) != c.cwd]
+        for connection in moved:
+            await connection.stop()
+        await asyncio.gather(*(self._place(c).start() for c in moved), return_exceptions=True)
 
     async def stop_server(self, name: str) -> bool:
         """``mcp/stopServer``: stop the server (its process, or its HTTP session); False for an unknown name."""

@@ -28,7 +28,7 @@ from ._paths import display, is_inside, resolve
 from ._tool import NativeTool
 from .base import CommandOutcome, CommandRequest, Prepared, ToolContext, ToolResult
 
-__all__ = ["DEFAULT_TIMEOUT_MS", "MAX_TIMEOUT_MS", "ShellCommandArgs", "ShellCommandTool"]
+__all__ = ["DEFAULT_TIMEOUT_MS", "MAX_TIMEOUT_MS", "ShellCommandArgs", "ShellCommandTool", "files_named"]
 
 log = logging.getLogger(__name__)
 
@@ -291,3 +291,32 @@ class ShellCommandTool(NativeTool[ShellCommandArgs]):
                 await asyncio.wait_for(asyncio.shield(proc.wait()), 0.05)
         self._sigkill(proc)
         await proc.wait()
+
+
+def files_named(command: str) -> list[str]:
+    """The words of a shell command line that may name a file it runs or reads — each command's program and
+    arguments, redirection targets, and ``-m module`` also as ``module.py``, ``module/__main__.py`` and
+    ``module/__init__.py`` — as written (not resolved; options left out). For workspace trust (engine/_trust.py):
+    the repository's files a hook's ``shell`` line names are part of what the user trusts. A line the parser cannot
+    follow gives what it did find; no parser gives nothing."""
+    try:
+        from ._shell_parse import parse  # lazy: tree-sitter loads on first use
+
+        parsed = parse(command)
+    except Exception:  # noqa: BLE001 - no grammar (or a parser bug): the caller keeps the command text itself
+        log.debug("cannot parse a command line for the files it names", exc_info=True)
+        return []
+    names: list[str] = []
+    for cmd in parsed.commands:
+        words = ([cmd.name] if cmd.name is not None else []) + list(cmd.args)
+        for i, word in enumerate(words):
+            value = word.static
+            if not value or value.startswith("-"):
+                continue
+            names.append(value)
+            previous = words[i - 1].static if i else None
+            if previous == "-m":
+                module = value.replace(".", "/")
+                names += [f"{module}.py", f"{module}/__main__.py", f"{module}/__init__.py"]
+    names += [r.target.static for r in parsed.redirects if r.target is not None and r.target.static]
+    return names

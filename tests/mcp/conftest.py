@@ -155,9 +155,10 @@ async def eca(tmp_path: Path, workspace: Path, llm: ScriptedLLMServer):
     opened: list[tuple[Eca, asyncio.Task, asyncio.Task]] = []
 
     async def make(servers: dict[str, McpServerConfig] | None, *, timeout: float = 20,
-                   approval: dict[str, Any] | None = None, mcp_config: dict[str, Any] | None = None) -> Eca:
+                   approval: dict[str, Any] | None = None, mcp_config: dict[str, Any] | None = None,
+                   **options_extra: Any) -> Eca:
         """`servers` go to a manager the test adds as a plug-in; `mcp_config` goes to the engine's own config
-        (``mcpServers``), for the engine to manage."""
+        (``mcpServers``), for the engine to manage; other keywords are config keys (``trustedWorkspaces``…)."""
         env = {
             "HOME": str(tmp_path / "home"),
             "XDG_CONFIG_HOME": str(tmp_path / "home" / ".config"),
@@ -174,6 +175,7 @@ async def eca(tmp_path: Path, workspace: Path, llm: ScriptedLLMServer):
             options["toolCall"] = {"approval": approval}
         if mcp_config is not None:
             options["mcpServers"] = mcp_config
+        options.update(options_extra)
         engine = Engine(EngineOptions(workspace_folders=[workspace], initialization_options=options, env=env))
         if servers is not None:
             manager = McpManager(servers, workspace_folders=[workspace], timeout=timeout)
