@@ -31,6 +31,7 @@ import { JupyterEditorContext } from './jupyterContext';
 import { JupyterLspNavigation } from './lspNavigation';
 import { JupyterNotebookAccess } from './notebookAccess';
 import { serveNotebookComms } from './notebookComm';
+import { ConnectModelView, ProvidersApi } from './providersApi';
 import { rewritePlugin } from './rewrite';
 import { renderStats, resetRenderStats } from './stats';
 import { IEcaChat } from './tokens';
@@ -42,6 +43,7 @@ export { IEcaChat } from './tokens';
 const PLUGIN_ID = 'eca-notebook:chat';
 export const PANEL_ID = 'eca-chat-panel';
 export const SOCKET_PATH = 'api/eca/v1/ws';
+export const CONNECT_MODEL_COMMAND = 'eca-notebook:connect-model';
 
 const chatIcon = new LabIcon({
   name: 'eca-notebook:chat',
@@ -131,7 +133,9 @@ const plugin: JupyterFrontEndPlugin<IEcaChat> = {
       Notification.error(`ECA: ${describe(error)}`, { autoClose: 8000 });
     };
 
-    const panel = new ChatPanel({ client, rendermime, editors: editorContext, onError });
+    const connectView = new ConnectModelView();
+    const providers = new ProvidersApi(settings);
+    const panel = new ChatPanel({ client, rendermime, editors: editorContext, onError, connectView, providers });
     panel.id = PANEL_ID;
     panel.title.icon = chatIcon;
     panel.title.caption = 'ECA chat';
@@ -157,7 +161,16 @@ const plugin: JupyterFrontEndPlugin<IEcaChat> = {
         open();
       }
     });
+    // Opens the panel on its "Connect a model" view (also run by the demo-model notice's button).
+    app.commands.addCommand(CONNECT_MODEL_COMMAND, {
+      label: 'ECA: Connect a Model…',
+      execute: () => {
+        open();
+        connectView.open();
+      }
+    });
     palette?.addItem({ command: 'eca:open-chat', category: 'ECA' });
+    palette?.addItem({ command: CONNECT_MODEL_COMMAND, category: 'ECA' });
     palette?.addItem({ command: 'eca:new-chat', category: 'ECA' });
 
     // For the browser test and the streaming benchmark: render counters and the store's flush counts.

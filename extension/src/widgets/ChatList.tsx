@@ -15,6 +15,8 @@ export interface ChatListProps {
   onSelect: (id: string) => void;
   onNew: () => void;
   onDelete: (id: string) => void;
+  /** Opens the "Connect a model" view (the gear in the header). */
+  onConnectModel?: () => void;
 }
 
 function when(ms: number | undefined): string {
@@ -50,6 +52,16 @@ export function ChatList(props: ChatListProps): JSX.Element {
         <span className="eca-ChatHeader-title" title={current?.title}>
           {current?.title || 'New chat'}
         </span>
+        {props.onConnectModel && (
+          <button
+            className="jp-mod-styled eca-connect-model"
+            title="Connect a model (OpenAI, Anthropic, OpenAI-compatible, Ollama)"
+            aria-label="Connect a model"
+            onClick={props.onConnectModel}
+          >
+            ⚙
+          </button>
+        )}
         <button className="jp-mod-styled eca-new-chat" title="New chat" onClick={props.onNew}>
           + New
         </button>

@@ -11,7 +11,9 @@ import type { EcaClient } from '../client';
 import type { EditorContextSource } from '../editorContext';
 import { noEditorContext } from '../editorContext';
 import { renderStats } from '../stats';
+import type { ConnectModelView, IProvidersApi } from '../providersApi';
 import { ChatList } from './ChatList';
+import { ConnectModel } from './ConnectModel';
 import { Composer } from './Composer';
 import { MessageList } from './MessageList';
 import { McpServers } from './McpServers';
@@ -24,6 +26,9 @@ export interface ChatAppProps {
   rendermime: IRenderMimeRegistry | null;
   editors: EditorContextSource;
   onError: (error: unknown) => void;
+  /** The "Connect a model" view: whether it shows (the header's gear, the command) and its REST API. */
+  connectView?: ConnectModelView;
+  providers?: IProvidersApi;
 }
 
 const CONNECTION_LABEL: Record<string, string> = {
@@ -43,6 +48,11 @@ export function ChatApp(props: ChatAppProps): JSX.Element {
   );
   renderStats.panel += 1;
   const [listOpen, setListOpen] = React.useState(false);
+  const connectView = props.connectView;
+  const connectOpen = React.useSyncExternalStore(
+    React.useCallback(listener => (connectView ? connectView.subscribe(listener) : () => undefined), [connectView]),
+    () => Boolean(connectView?.isOpen)
+  );
 
   const chat = store.current;
   const connection = client.connection;
@@ -114,6 +124,7 @@ export function ChatApp(props: ChatAppProps): JSX.Element {
           client.newChat();
         }}
         onDelete={id => guard(client.deleteChat(id))}
+        onConnectModel={connectView && props.providers ? () => connectView.open() : undefined}
       />
       {!connected && (
         <div className="eca-Banner" role="status">
@@ -140,7 +151,10 @@ export function ChatApp(props: ChatAppProps): JSX.Element {
           onSetEnabled={(name, enabled) => guard(client.setMcpServerEnabled(name, enabled))}
         />
       )}
-      {chat ? (
+      {connectOpen && connectView && props.providers ? (
+        // in the chat's place while open: the composer stays, so the next question is one click away
+        <ConnectModel api={props.providers} onClose={() => connectView.close()} />
+      ) : chat ? (
         <MessageList
           chat={chat}
           version={chat.version}
@@ -193,6 +207,8 @@ export class ChatPanel extends ReactWidget {
         rendermime={this._props.rendermime ?? null}
         editors={this._props.editors ?? noEditorContext}
         onError={this._props.onError ?? (error => console.error('eca:', error))}
+        connectView={this._props.connectView}
+        providers={this._props.providers}
       />
     );
   }
