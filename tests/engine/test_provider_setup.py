@@ -95,6 +95,7 @@ async def test_saved_provider_is_merged_into_the_user_file_0600_and_applied(engi
     [other, mine] = await provider_summaries(engine)
     assert mine.id == "my-server" and mine.kind == "openai-compatible" and mine.key_source == "config"
     assert mine.key_hint == "sk-proj-…cdef" and KEY not in json.dumps(asdict(mine))
+    assert "sk-proj-…cdef" in engine.doctor() and KEY not in engine.doctor()
     assert other.key_source is None
 
 
