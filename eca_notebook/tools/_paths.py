@@ -14,7 +14,7 @@ from pathlib import Path
 from .._workspace_paths import containing_folder, is_inside, resolved_folders
 from .base import ToolContext
 
-__all__ = ["display", "is_inside", "resolve", "resolved_folders", "workspace_of"]
+__all__ = ["display", "is_inside", "outside_as_named", "resolve", "resolved_folders", "workspace_of"]
 
 
 def resolve(path: str, ctx: ToolContext) -> Path:
@@ -44,3 +44,14 @@ def display(path: Path, ctx: ToolContext) -> str:
     if p.is_relative_to(root):
         return p.relative_to(root).as_posix()
     return str(p)
+
+
+def outside_as_named(written: str, path: Path, ctx: ToolContext, extra: Iterable[Path] = ()) -> bool:
+    """Whether a path the model gave (*written*, resolved to *path*) is outside the workspace folders (and *extra*)
+    — resolved, or as written: ``../x``, ``~/x`` or an absolute path out of every folder counts even when a symlink
+    there leads back in, because where it leads is not for the model to learn before the user approved."""
+    folders = [*ctx.workspace_folders, *extra]
+    if not is_inside(path, folders):
+        return True
+    lexical = Path(os.path.normpath(ctx.root / os.path.expanduser(written.strip())))
+    return not any(lexical == f or lexical.is_relative_to(f) for f in [*map(Path, folders), *resolved_folders(folders)])

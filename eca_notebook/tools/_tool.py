@@ -4,10 +4,12 @@ messages for the LLM, and cap whatever output goes back."""
 from __future__ import annotations
 
 import logging
+from pathlib import Path
 from typing import Any, ClassVar, Generic, TypeVar
 
 from ._args import ToolArgs, json_schema, parse_args
 from ._output import truncate_for_llm
+from ._paths import display, outside_as_named, resolve
 from .base import Approval, Prepared, ToolContext, ToolResult
 
 __all__ = ["AsyncNativeTool", "NativeTool", "ToolBase", "ToolError"]
@@ -30,6 +32,10 @@ class ToolBase(Generic[A]):
     mutates: ClassVar[bool] = False
     default_approval: ClassVar[Approval] = "allow"
     generic_summary: ClassVar[str] = ""
+    #: The arguments naming paths the call reads or changes (``("path",)``). A call that cannot be prepared for one
+    #: outside the workspace is not refused at once: it is held, asks like any outside call, and fails only once
+    #: approved — "file not found" before approval would tell the model what exists outside (see :meth:`_failed`).
+    path_args: ClassVar[tuple[str, ...]] = ()
 
     def __init__(self) -> None:
         self.parameters: dict[str, Any] = json_schema(self.Args)
@@ -51,12 +57,35 @@ class ToolBase(Generic[A]):
         raw = args if isinstance(args, dict) else {}
         return Prepared(args=dict(raw), summary=self.generic_summary or self.name, error=error)
 
-    def _failed(self, parsed: ToolArgs, exc: Exception) -> Prepared:
-        return Prepared(args=parsed.model_dump(), summary=self.generic_summary or self.name, error=self._message(exc))
+    def _failed(self, parsed: ToolArgs, exc: Exception, ctx: ToolContext) -> Prepared:
+        message = self._message(exc)
+        outside = self._outside_paths(parsed, ctx)
+        if outside:  # held: the same answer as for an outside path that could be prepared — a question
+            return Prepared(args=parsed.model_dump(), paths=outside, outside_workspace=True,
+                            summary=f'{self.generic_summary or self.name}: "{display(outside[0], ctx)}" (outside the '
+                                    "workspace)", state={"held_error": message})
+        return Prepared(args=parsed.model_dump(), summary=self.generic_summary or self.name, error=message)
+
+    def _outside_paths(self, parsed: ToolArgs, ctx: ToolContext) -> list[Path]:
+        found = []
+        for name in self.path_args:
+            written = getattr(parsed, name, None)
+            if not isinstance(written, str) or not written.strip():
+                continue
+            try:
+                path = resolve(written, ctx)
+            except (OSError, RuntimeError, ValueError):  # a symlink loop, a NUL byte: nothing to learn from
+                continue
+            if outside_as_named(written, path, ctx, ctx.read_roots):
+                found.append(path)
+        return found
 
     async def run(self, prepared: Prepared, ctx: ToolContext) -> ToolResult:
         if prepared.error:
             return ToolResult(output=prepared.error, error=True, details=prepared.details)
+        held = prepared.state.get("held_error") if isinstance(prepared.state, dict) else None
+        if held:  # a failure held until the user approved (see _failed)
+            return ToolResult(output=held, error=True)
         try:
             result = await self._run(prepared, ctx)
         except (ToolError, OSError) as exc:
@@ -79,7 +108,7 @@ class NativeTool(ToolBase[A]):
         try:
             return self._prepare(parsed, ctx)  # type: ignore[arg-type]
         except (ToolError, OSError) as exc:
-            return self._failed(parsed, exc)
+            return self._failed(parsed, exc, ctx)
 
     def _prepare(self, args: A, ctx: ToolContext) -> Prepared:
         raise NotImplementedError
@@ -95,7 +124,7 @@ class AsyncNativeTool(ToolBase[A]):
         try:
             return await self._prepare(parsed, ctx)  # type: ignore[arg-type]
         except (ToolError, OSError) as exc:
-            return self._failed(parsed, exc)
+            return self._failed(parsed, exc, ctx)
 
     async def _prepare(self, args: A, ctx: ToolContext) -> Prepared:
         raise NotImplementedError

@@ -68,6 +68,7 @@ class EditorDiagnosticsTool(NativeTool[EditorDiagnosticsArgs]):
         "editor."
     )
     Args = EditorDiagnosticsArgs
+    path_args = ("path",)
     generic_summary = "Checking diagnostics"
 
     def __init__(self, *, timeout: float = 30.0) -> None:

@@ -169,6 +169,7 @@ class ReadFileTool(_ClientView, NativeTool[ReadFileArgs]):
         "(use directory_tree to list a folder)."
     )
     Args = ReadFileArgs
+    path_args = ("path",)
     generic_summary = "Reading file"
 
     def _prepare(self, args: ReadFileArgs, ctx: ToolContext) -> Prepared:
@@ -424,6 +425,7 @@ class WriteFileTool(_HunkWriter, _ClientView, NativeTool[WriteFileArgs]):
         "- The user sees the diff and may reject the change."
     )
     Args = WriteFileArgs
+    path_args = ("path",)
     mutates = True
     default_approval: ClassVar[Approval] = "ask"
     generic_summary = "Writing file"
@@ -498,6 +500,7 @@ class EditFileTool(_HunkWriter, _ClientView, NativeTool[EditFileArgs]):
         "- The user sees the diff and may reject the change."
     )
     Args = EditFileArgs
+    path_args = ("path",)
     mutates = True
     default_approval: ClassVar[Approval] = "ask"
     generic_summary = "Editing file"
@@ -612,6 +615,7 @@ class MoveFileTool(NativeTool[MoveFileArgs]):
         "- The user is asked to approve the move."
     )
     Args = MoveFileArgs
+    path_args = ("source", "destination")
     mutates = True
     default_approval: ClassVar[Approval] = "ask"
     generic_summary = "Moving file"

@@ -102,6 +102,7 @@ def _uri_path(uri: str) -> Path | None:
 
 class _NavigationTool(NativeTool[Any]):
     kind: Kind
+    path_args = ("path",)
 
     def __init__(self, *, timeout: float = NAVIGATION_TIMEOUT, poll: float = STARTING_POLL) -> None:
         super().__init__()

@@ -29,7 +29,6 @@ import hashlib
 import hmac
 import inspect
 import json
-import os
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -49,7 +48,7 @@ from ._diff import diff_label, unified_diff
 from ._files import FileChanged, TargetMoved, fingerprint, guarded_write
 from ._notebook_doc import EditRefused, apply_edits, cell_views, ensure_ids, inverse_edits, new_cell_id
 from ._notebook_view import render_cells, render_runs
-from ._paths import display, is_inside, resolve, resolved_folders
+from ._paths import display, is_inside, outside_as_named, resolve
 from ._tool import AsyncNativeTool, ToolError
 from .base import Approval, Prepared, ToolContext, ToolResult
 
@@ -275,17 +274,6 @@ def _outline(cells: list[NotebookCell]) -> str:
     return "".join(lines)
 
 
-def _outside(written: str, path: Path, ctx: ToolContext) -> bool:
-    """Whether a path the model gave is outside the workspace — resolved (*path*) or as written (``../x``, ``~/x``
-    or an absolute path out of every folder: even when a symlink there leads back in, what it leads to is not for
-    the model to learn before approval)."""
-    if not is_inside(path, ctx.workspace_folders):
-        return True
-    lexical = Path(os.path.normpath(ctx.root / os.path.expanduser(written.strip())))
-    folders = [*map(Path, ctx.workspace_folders), *resolved_folders(ctx.workspace_folders)]
-    return not any(lexical == f or lexical.is_relative_to(f) for f in folders)
-
-
 # -- the tools ----------------------------------------------------------------------------------------------------
 
 
@@ -315,7 +303,7 @@ class _NotebookTool(AsyncNativeTool[Any]):
 
     async def _prepare(self, args: Any, ctx: ToolContext) -> Prepared:
         path = self._path(args, ctx)
-        if args.path and args.path.strip() and _outside(args.path, path, ctx):
+        if args.path and args.path.strip() and outside_as_named(args.path, path, ctx):
             return self._deferred(args, path, ctx)
         self._check_suffix(path, ctx)
         prepared = self._prepare_cells(args, await _open(path, ctx), ctx)

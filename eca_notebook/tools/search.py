@@ -140,6 +140,7 @@ class GrepTool(NativeTool[GrepArgs]):
         "- Start broad with files_with_matches, then use content on a narrower path or include."
     )
     Args = GrepArgs
+    path_args = ("path",)
     generic_summary = "Searching files"
 
     def __init__(
@@ -432,6 +433,7 @@ class DirectoryTreeTool(NativeTool[DirectoryTreeArgs]):
         "listings are cut with a note - then list a sub-directory."
     )
     Args = DirectoryTreeArgs
+    path_args = ("path",)
     generic_summary = "Listing file tree"
 
     def __init__(self, *, include_hidden: bool = False) -> None:

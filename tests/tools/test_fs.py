@@ -405,3 +405,29 @@ async def test_the_file_tools_never_rewrite_a_notebook_s_json(ws, ctx) -> None:
     assert bad.error and "would not be a valid notebook" in bad.error
     good = nbformat.writes(nbformat.v4.new_notebook(cells=[nbformat.v4.new_markdown_cell("# New")]))
     assert WriteFileTool().prepare({"path": "new.ipynb", "content": good}, ctx).error is None
+
+
+@pytest.mark.parametrize(("tool", "args"), [
+    (ReadFileTool(), {"path": "../X"}),
+    (WriteFileTool(), {"path": "../X/new.txt", "content": "x"}),  # a parent that is a file, or missing
+    (EditFileTool(), {"path": "../X", "original_content": "absent text", "new_content": "y"}),
+    (MoveFileTool(), {"source": "../X", "destination": "moved.txt"}),
+    (MoveFileTool(), {"source": "README.md", "destination": "../X"}),
+], ids=lambda x: getattr(x, "name", ""))
+async def test_an_outside_path_that_cannot_be_used_asks_like_one_that_can(ws: Path, ctx: ToolContext, tool,
+                                                                         args) -> None:
+    """No existence oracle outside the workspace: "file not found", "already exists" or "text not found" would tell
+    the model about the user's files before anyone was asked. Such a call asks like any outside call; it fails only
+    once approved."""
+    write(ws / "README.md", "# readme\n")
+    write(ws.parent / "exists.txt", "old content\n")
+    answers = []
+    for name in ("exists.txt", "missing.txt"):
+        given = {k: v.replace("X", name) if isinstance(v, str) else v for k, v in args.items()}
+        prepared = tool.prepare(given, ctx)
+        assert prepared.error is None and prepared.outside_workspace, prepared
+        answers.append(prepared)
+    failed = next(p for p in answers if isinstance(p.state, dict) and "held_error" in p.state)
+    result = await tool.run(failed, ctx)
+    assert result.error and result.output.startswith(f"{tool.name}: ")
+    assert (ws.parent / "exists.txt").read_text() == "old content\n"  # a failure changes nothing

@@ -263,3 +263,15 @@ async def test_directory_tree_bad_input(ws: Path, ctx: ToolContext) -> None:
     (ws / "empty").mkdir()
     _, empty = await call(tool, {"path": "empty"}, ctx)
     assert empty.output == "empty/\n  (empty)\n\n0 directories, 0 files"
+
+
+@pytest.mark.parametrize("tool", [GrepTool(), DirectoryTreeTool()], ids=lambda t: t.name)
+async def test_a_missing_path_outside_the_workspace_asks_before_saying_so(ws: Path, ctx: ToolContext, tool) -> None:
+    """"path not found" for ../missing would tell the model what exists outside before anyone was asked."""
+    (ws.parent / "there").mkdir()
+    write(ws.parent / "there" / "a.txt", "needle\n")
+    for name in ("there", "missing"):
+        prepared = tool.prepare({"path": f"../{name}", "pattern": "needle"}, ctx)
+        assert prepared.error is None and prepared.outside_workspace, prepared
+    _, result = await call(tool, {"path": "../missing", "pattern": "needle"}, ctx)
+    assert result.error and "not found" in result.output, result.output
