@@ -6,7 +6,7 @@ and the next answer comes from that server with the key. The command ``eca-noteb
 from __future__ import annotations
 
 import json
-import time
+import socket
 
 import pytest
 
@@ -18,14 +18,6 @@ from .test_panel import send
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
 KEY = "sk-or-PANEL-e2e-SECRET-0123456789"
-
-
-def wait_until(predicate, timeout: float = 60.0, message: str = "a condition") -> None:
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {message}")
-        time.sleep(0.1)
 
 
 def test_add_test_and_use_an_openai_compatible_server(page, lab, lab_home):
@@ -86,4 +78,41 @@ def test_add_test_and_use_an_openai_compatible_server(page, lab, lab_home):
         palette.fill("Connect a Model")
         page.locator(".lm-CommandPalette-item", has_text="ECA: Connect a Model").first.click()
         view.wait_for()
+        assert page.eca_errors == []  # type: ignore[attr-defined]
+
+
+def _listening(port: int) -> bool:
+    with socket.socket() as probe:
+        probe.settimeout(1)
+        return probe.connect_ex(("127.0.0.1", port)) == 0
+
+
+def test_ollama_is_detected_and_its_models_listed(page, lab, lab_home):
+    with ScriptedLLMServer(ollama_models=["llama3.2:1b", "qwen3:4b"]) as ollama:
+        open_panel(page, lab)
+        page.get_by_role("button", name="Connect a model").click()
+        view = page.get_by_role("region", name="Connect a model")
+        view.get_by_label("Provider type").select_option("ollama")
+        assert view.get_by_label("URL", exact=True).input_value() == "http://127.0.0.1:11434"
+        assert view.get_by_label("API key").count() == 0  # Ollama takes no key
+        if not _listening(11434):  # no daemon on its default port here: the view says so
+            view.get_by_role("note").filter(has_text="No Ollama answered at http://127.0.0.1:11434").wait_for()
+        view.get_by_label("URL", exact=True).fill(ollama.url)
+        view.get_by_label("URL", exact=True).press("Tab")
+        view.get_by_role("note").filter(has_text=f"Ollama found at {ollama.url}: 2 models").wait_for()
+        assert view.get_by_label("Model", exact=True).input_value() == "llama3.2:1b"
+        view.get_by_label("Model", exact=True).fill("qwen3:4b")
+
+        ollama.enqueue(Reply([Text("OK")]))
+        view.get_by_role("button", name="Test", exact=True).click()
+        view.locator(".eca-ConnectModel-status.eca-mod-ok").wait_for()
+        assert ollama.requests[-1].path == "/api/chat" and ollama.requests[-1].body["model"] == "qwen3:4b"
+
+        view.get_by_role("button", name="Save", exact=True).click()
+        view.locator(".eca-ConnectModel-status.eca-mod-ok", has_text="ollama/qwen3:4b is now the default").wait_for()
+        page.wait_for_function(
+            "() => document.querySelector('.eca-ModelPicker')?.value === 'ollama/qwen3:4b'", timeout=60_000)
+        saved = json.loads((lab_home / ".config" / "eca" / "config.json").read_text())
+        assert saved["providers"]["ollama"] == {"api": "ollama", "url": ollama.url}
+        assert saved["defaultModel"] == "ollama/qwen3:4b"
         assert page.eca_errors == []  # type: ignore[attr-defined]
