@@ -139,6 +139,9 @@ class PromptPipeline:
                 names = ", ".join("/" + c.name for c in self.commands())
                 return self.answer(chat, f"Unknown command '/{name}'. Available commands: {names}.")
 
+        # once per session, before the workspace's hooks could run and before its model is chosen: trusting applies
+        # its providers (and agents) to this very prompt (_trust.py)
+        await engine.trust.ask_if_needed(chat)
         agent = engine.agents.get(behavior)
         agent_model = agent.default_model if agent is not None and agent.default_model in engine.registry.models() \
             else None  # (an agent's defaultModel the registry does not know is ignored, not an error)
@@ -149,7 +152,6 @@ class PromptPipeline:
             return resolved
         provider, info = resolved
         chat.model = info.id
-        await engine.trust.ask_if_needed(chat)  # once per session, before the workspace's hooks could run (_trust.py)
         hooked, why = await engine.hooks.chat.before_request(chat, message, new_chat=not chat.messages)
         if hooked is None:  # a chatStart/preRequest hook blocked the prompt (_hooks.py)
             return self.answer(chat, why or "Blocked by a hook.")

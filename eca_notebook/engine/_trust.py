@@ -628,13 +628,13 @@ class WorkspaceTrust:
             for workspace in held:
                 self._declined.add(workspace.digest)  # asked (or told) once per session, whatever the answer
             ask = self.engine.toolbox.questions()
+            summary = "\n\n".join(w.describe() for w in held) + self._own_note()
             if ask is None:
-                summary = "\n\n".join(w.describe() for w in held)
                 self.engine.emit_content(chat, "system", _text(
-                    f"{summary}\n\nThey are held back (servers not started, hooks not run, tools still asked) "
-                    "until you trust the workspace: send /trust to trust it (/trust off takes it back)."))
+                    f"{summary}\n\nThey are held back (servers not started, hooks not run, tools still asked, "
+                    "providers and secrets not used) until you trust the workspace: send /trust to trust it "
+                    "(/trust off takes it back)."))
                 return
-            summary = "\n\n".join(w.describe() for w in held)
             params = ChatAskQuestionParams(
                 chat_id=chat.id, question=f"{summary}\n\nTrust this workspace?",
                 options=[ChatAskQuestionOption(label=TRUST_ANSWER,
@@ -654,6 +654,21 @@ class WorkspaceTrust:
                 self.engine.emit_content(chat, "system", _text(
                     "Workspace not trusted: its MCP servers, hooks and looser approvals stay held. Send /trust "
                     "to trust it."))
+
+    def _own_note(self) -> str:
+        """Where the user's own MCP servers and hooks run until the workspace is trusted, when they have any."""
+        user = getattr(self.engine.loaded, "user_config", None)
+        if user is None:
+            return ""
+        servers = [name for name, server in user.mcp_servers.items() if server.command is not None]
+        hooks = (user.model_extra or {}).get("hooks")
+        hooks = [name for name, hook in hooks.items() if hook is not None] if isinstance(hooks, Mapping) else []
+        if not servers and not hooks:
+            return ""
+        what = " and ".join(p for p in (f"MCP servers ({', '.join(servers)})" if servers else "",
+                                       f"hooks ({', '.join(hooks)})" if hooks else "") if p)
+        return (f"\n\nUntil then your own {what} run in your home directory (or the cwd you gave them), not in "
+                "this folder; trusting it runs them here.")
 
     async def command(self, argument: str) -> str:
         """``/trust`` and ``/trust off``: the answer shown in the chat."""

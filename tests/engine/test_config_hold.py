@@ -173,6 +173,7 @@ async def test_a_workspace_cannot_remove_or_replace_the_users_guard_hook(
         first = await eca.prompt("hello")
         verb = "removes" if workspace_hook == "null" else "replaces"
         assert f"{verb} your hook 'guard'" in system(first)
+        assert "Until then your own hooks (guard) run in your home directory" in system(first)
         # the user's own guard ran, from the home directory (the workspace is not trusted)
         assert marks(log) == [["mine", env["HOME"]]]
         await eca.prompt("/trust", chat_id=first.chat_id)
