@@ -28,7 +28,7 @@ from pathlib import Path
 
 from .._redact import redact
 
-__all__ = ["MAX_RULE_BYTES", "Rule", "load_rules", "render_rules"]
+__all__ = ["MAX_RULE_BYTES", "Rule", "load_rules", "outside_root", "render_rules"]
 
 log = logging.getLogger(__name__)
 
@@ -54,16 +54,29 @@ def _refused(path: Path, root: Path, why: str) -> Rule:
     return Rule(name=path.name, path=path, content="", skipped=f"rule {label} skipped: {why}")
 
 
+def outside_root(path: Path, root: Path, where: str | None = None) -> str | None:
+    """Why a prompt file (a rule, a custom command) at *path* may not be read from *root* — ``"symlink points outside
+    <where, else root>"``, ``"not a regular file"`` — or None when it may (or is simply gone: reading it says so)."""
+    try:
+        real, real_root = path.resolve(strict=False), root.resolve(strict=False)
+    except (OSError, RuntimeError) as exc:  # a symlink loop
+        return f"cannot resolve it ({type(exc).__name__})"
+    if not real.is_relative_to(real_root):
+        return f"symlink points outside {where or root}"
+    try:
+        mode = real.stat().st_mode
+    except OSError:
+        return None
+    return None if stat.S_ISREG(mode) else "not a regular file"
+
+
 def _read_rule(path: Path, root: Path, where: str) -> Rule | None:
     """The rule at *path* when it really lies under *root* (symlinks resolved) and is a regular file; a refusal
     (:func:`_refused`) otherwise; None when it is gone or unreadable (logged)."""
-    try:
-        real = path.resolve(strict=False)
-        real_root = root.resolve(strict=False)
-    except (OSError, RuntimeError) as exc:  # a symlink loop
-        return _refused(path, root, f"cannot resolve it ({type(exc).__name__})")
-    if not real.is_relative_to(real_root):
-        return _refused(path, root, f"symlink points outside {where}")
+    refused = outside_root(path, root, where)
+    if refused:
+        return _refused(path, root, refused)
+    real = path.resolve(strict=False)
     flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
     try:
         # the resolved path, opened without following a last symlink (one swapped in since is refused) and without

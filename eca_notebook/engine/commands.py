@@ -23,6 +23,7 @@ from typing import Any
 from .._fuzzy import is_subsequence
 from ..plugins import Command, CommandArgument
 from ._front_matter import FrontMatterError, parse_front_matter
+from ._rules import outside_root
 
 __all__ = [
     "BUILTINS",
@@ -219,10 +220,14 @@ def _first_line(body: str) -> str:
     return ""
 
 
-def _load_command(path: Path) -> Command | None:
+def _load_command(path: Path, root: Path) -> Command | None:
     name = path.stem.lower()
     if not name or any(c.isspace() for c in name) or "/" in name:
         log.warning("custom command %s skipped: its name cannot be typed as /name", path)
+        return None
+    refused = outside_root(path, root)
+    if refused:  # a repository's command symlinked to ~/.netrc would send it to the model when run
+        log.warning("custom command %s skipped: %s", path, refused)
         return None
     try:
         if path.stat().st_size > _MAX_COMMAND_BYTES:
@@ -264,12 +269,13 @@ def load_custom_commands(workspace_folders: Sequence[Path], global_config_dir: P
     A name defined twice keeps its first definition (the project's wins over the global one), with a log line.
     Files that cannot be read are skipped; loading never raises.
     """
-    folders = [Path(f) / ".eca" / "commands" for f in workspace_folders] + [Path(global_config_dir) / "commands"]
+    folders = [(Path(f) / ".eca" / "commands", Path(f)) for f in workspace_folders] + [
+        (Path(global_config_dir) / "commands", Path(global_config_dir))]
     commands: list[Command] = []
     seen: dict[str, Path] = {}
-    for folder in folders:
+    for folder, root in folders:
         for path in _md_files(folder):
-            command = _load_command(path)
+            command = _load_command(path, root)
             if command is None:
                 continue
             if command.name in seen:

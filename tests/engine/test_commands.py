@@ -222,3 +222,15 @@ def test_to_wire_validates_as_chat_command() -> None:
     model = ChatCommand.model_validate(wire)
     assert [(a.name, a.required) for a in model.arguments] == [("file", True), ("why", False)]
     assert model.dump() == wire
+
+
+def test_a_command_symlinked_out_of_its_folder_is_not_loaded(tmp_path: Path) -> None:
+    """A repository's /deploy that is a symlink to ~/.netrc would send the user's file to the model when run."""
+    ws, glob = tmp_path / "ws", tmp_path / "g"
+    secret = write(tmp_path / "home" / ".netrc", "machine x login me password pw-123456\n")
+    write(ws / "docs" / "review.md", "Review $ARGS")
+    (ws / ".eca" / "commands").mkdir(parents=True)
+    (ws / ".eca" / "commands" / "deploy.md").symlink_to(secret)
+    (ws / ".eca" / "commands" / "environ.md").symlink_to("/proc/self/environ")
+    (ws / ".eca" / "commands" / "review.md").symlink_to(ws / "docs" / "review.md")  # inside: followed
+    assert [c.name for c in load_custom_commands([ws], glob)] == ["review"]
