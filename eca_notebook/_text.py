@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["human_size", "is_host_guidance", "strip_controls", "user_words"]
+__all__ = ["human_size", "is_host_guidance", "strip_controls", "user_words", "visible"]
 
 #: How a host's own guidance starts when it puts it before the user's words in a prompt: Jupyter AI 3.2 prepends
 #: "System note: When creating or editing Jupyter notebooks (.ipynb), use the Jupyter notebook MCP tools…" to the
@@ -68,3 +68,26 @@ def strip_controls(text: str) -> str:
     if not _CONTROLS.search(text):
         return text
     return _CONTROLS.sub(lambda m: f"\\x{ord(m.group()):02x}", _ESCAPE_SEQUENCES.sub("", text))
+
+
+# What a one-line label must not carry as itself: C0/C1 controls (newline and tab included), DEL, and the invisible
+# format characters that reorder or hide text — bidi embeddings, overrides and isolates (U+202A–U+202E,
+# U+2066–U+2069), the marks U+200E/U+200F/U+061C, zero-width characters, the line and paragraph separators, the BOM.
+_INVISIBLE = re.compile("[\x00-\x1f\x7f-\x9f\u061c\u180e\u200b-\u200f\u2028-\u202e\u2060-\u2069\ufeff]")
+_NAMED = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
+
+
+def visible(text: str) -> str:
+    """*text* with every control and invisible formatting character written out (``\\n``, ``\\x1b``, ``\\u202e``).
+    Why: an approval summary names a file or a command line anyone may have written; ``evil\\u202efdp.sh`` shows
+    as "evilhs.pdf" and a newline can push the real command out of a one-line label — the user must see what they
+    approve."""
+    if not _INVISIBLE.search(text):
+        return text
+
+    def one(m: re.Match[str]) -> str:
+        ch = m.group()
+        code = ord(ch)
+        return _NAMED.get(ch) or (f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}")
+
+    return _INVISIBLE.sub(one, text)

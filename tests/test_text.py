@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from eca_notebook._text import is_host_guidance, user_words
+from eca_notebook._text import is_host_guidance, user_words, visible
 from eca_notebook.acp._prompt import EmbeddedResources, prompt_input
 from eca_notebook.acp._schema import TextBlock
 from eca_notebook.engine._chat import title_from
@@ -61,3 +61,16 @@ def test_acp_guidance_block_then_the_users_block():
     assert title_from(prompt.message) == "Summarise notes.md"
     plain = prompt_input([TextBlock(type="text", text="one"), TextBlock(type="text", text="two")], resources)
     assert plain.message == "one two"  # ordinary blocks join as before
+
+
+@pytest.mark.parametrize(("text", "shown"), [
+    ("evil\u202efdp.sh", "evil\\u202efdp.sh"),  # shows as "evilhs.pdf" when left as itself
+    ("a\u2066b\u2069c\u200e\u200f\u061c", "a\\u2066b\\u2069c\\u200e\\u200f\\u061c"),
+    ("ls\nrm -rf ~", "ls\\nrm -rf ~"),
+    ("x\r\t\x1b[31my\x7f", "x\\r\\t\\x1b[31my\\x7f"),
+    ("zero\u200bwidth\ufeff", "zero\\u200bwidth\\ufeff"),
+    ("café → ok", "café → ok"),
+])
+def test_visible_writes_out_controls_and_bidi_characters(text: str, shown: str) -> None:
+    assert visible(text) == shown
+    assert visible(shown) == shown  # showing twice changes nothing

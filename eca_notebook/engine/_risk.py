@@ -15,7 +15,8 @@ Where the level comes from, most specific first:
 3. the native file and notebook tools, by what the prepared call touches: reading is low (medium outside the
    workspace — the content goes to the model), creating a new file in the workspace is low (nothing is lost),
    editing or overwriting a file, moving, deleting a notebook cell and running code are medium, and any change
-   outside the workspace is high;
+   outside the workspace is high — so is a write under ``.git/`` (a hook or the config runs as code on the next git
+   command, whoever runs it);
 4. anything else: low when the tool declares itself harmless (``mutates`` False and ``default_approval`` allow),
    else medium.
 
@@ -110,6 +111,11 @@ def _outside(prepared: Prepared, context: ToolContext) -> Path | None:
     return prepared.paths[0] if prepared.paths else Path("?")
 
 
+def _in_git_dir(path: Path) -> bool:
+    """Whether `path` is under a ``.git`` directory: hooks and config there run as code on the next git command."""
+    return ".git" in path.resolve(strict=False).parts
+
+
 def _reader(prepared: Prepared, context: ToolContext) -> ToolCallRisk:
     outside = _outside(prepared, context)
     if outside is not None:
@@ -128,6 +134,9 @@ def _write(prepared: Prepared, context: ToolContext) -> ToolCallRisk:
         return ToolCallRisk(level="high", reason=f"writes outside the workspace: {outside}")
     path = prepared.paths[0]
     shown = _shown(path, context)
+    if _in_git_dir(path):
+        return ToolCallRisk(level="high", reason=f"writes git's internals: {shown} (runs as code on the next git "
+                                                 "command)")
     state = prepared.state if isinstance(prepared.state, dict) else {}
     new = not path.exists() and not state.get("via_client")
     if new:
@@ -141,6 +150,10 @@ def _move(prepared: Prepared, context: ToolContext) -> ToolCallRisk:
     if outside is not None:
         return ToolCallRisk(level="high", reason=f"moves a file outside the workspace: {outside}")
     src, dst = (prepared.paths + [Path("?"), Path("?")])[:2]
+    if _in_git_dir(src) or _in_git_dir(dst):
+        inside = dst if _in_git_dir(dst) else src
+        return ToolCallRisk(level="high", reason=f"writes git's internals: {_shown(inside, context)} (runs as code "
+                                                 "on the next git command)")
     return ToolCallRisk(level="medium", reason=f"moves {_shown(src, context)} to {_shown(dst, context)}")
 
 

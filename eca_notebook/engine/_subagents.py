@@ -27,6 +27,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from .._text import visible
 from ..plugins import BasePlugin
 from ..protocol import ProgressContent, SubagentDetails, TextContent, ToolCallRunningContent
 from ..providers.base import AssistantMessage, Provider, ToolCall, ToolSpec, UserMessage
@@ -329,7 +330,7 @@ class Subagents:
 
 
 def _summary(request: SpawnRequest) -> str:
-    return f"{request.agent}: {request.activity}" if request.activity else request.agent
+    return visible(f"{request.agent}: {request.activity}" if request.activity else request.agent)
 
 
 class SubagentsPlugin(BasePlugin):

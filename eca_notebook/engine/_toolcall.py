@@ -28,7 +28,7 @@ from typing import Any, Literal
 from pydantic import TypeAdapter, ValidationError
 
 from .._redact import redact
-from .._text import strip_controls
+from .._text import strip_controls, visible
 from ..protocol import (
     FileChangeDetails,
     RetrievalDetails,
@@ -266,7 +266,8 @@ class ToolCallRunner:
 
         shown_args = prepared.args
         risk = assess_risk(tool, prepared, context)
-        run_fields: dict[str, Any] = {"summary": prepared.summary, "details": prepared.details, "risk": risk}
+        risk = risk.model_copy(update={"reason": visible(risk.reason)})  # it quotes paths and command words
+        run_fields: dict[str, Any] = {"summary": visible(prepared.summary), "details": prepared.details, "risk": risk}
         request = ApprovalRequest(tool=tool.name, server=tool_server(tool), args=prepared.args,
                                   outside_workspace=prepared.outside_workspace,
                                   must_ask=getattr(prepared, "must_ask", None), risk=risk)
@@ -295,7 +296,7 @@ class ToolCallRunner:
                 if prepared.error:
                     return self._fail_early(out, args, prepared.error)
                 shown_args = prepared.args
-                run_fields = {"summary": prepared.summary, "details": prepared.details, "risk": risk}
+                run_fields = {"summary": visible(prepared.summary), "details": prepared.details, "risk": risk}
             if hooked.approval == "ask":
                 decision = "ask"
         manual = decision == "ask"
@@ -307,7 +308,7 @@ class ToolCallRunner:
                                   error=True)
             if answer.hunks is not None:
                 prepared = _select_hunks(tool, prepared, answer.hunks, context)
-                run_fields = {"summary": prepared.summary, "details": prepared.details, "risk": risk}
+                run_fields = {"summary": visible(prepared.summary), "details": prepared.details, "risk": risk}
 
         out.running(shown_args, **run_fields)
         self.progress("running", "Calling tool")
@@ -326,8 +327,8 @@ class ToolCallRunner:
             self.undo_log.add(self.chat_id, call.id, result.undo)
         if self.hooks is not None:
             result = await self._post_hooks(hook_data, result)
-        out.called(shown_args, result.output, error=result.error, total_time_ms=elapsed, summary=prepared.summary,
-                   details=result.details or prepared.details, risk=risk)
+        out.called(shown_args, result.output, error=result.error, total_time_ms=elapsed,
+                   summary=visible(prepared.summary), details=result.details or prepared.details, risk=risk)
         if not result.error:
             out.published(result.contents)
         return result

@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
+from urllib.parse import unquote
 
 __all__ = [
     "Command",
@@ -58,6 +59,7 @@ _WRAPPERS = frozenset({"command", "builtin", "exec", "nohup", "time", "nice", "e
 _WRAPPER_ARG = re.compile(r"^(-.*|[A-Za-z_][A-Za-z0-9_]*=.*|\d+(\.\d+)?[smhd]?)$")
 _READERS = frozenset({"read", "mapfile", "readarray", "getopts"})
 _GLOB_CHARS = re.compile(r"[*?\[]")
+_FILE_URL = re.compile(r"^file:(?://[^/]*)?(/[^?#]*)", re.IGNORECASE)
 _BRACES = re.compile(r"\{[^{}\s]*(,|\.\.)[^{}\s]*\}")
 # Devices every program writes to or reads from; naming them is not "touching a file outside the workspace".
 _HARMLESS = frozenset({"/dev/null", "/dev/zero", "/dev/random", "/dev/urandom", "/dev/stdin", "/dev/stdout",
@@ -686,6 +688,28 @@ class _Analysis:
             return
         for word in cmd.args:
             self.check_word(word, "argument")
+        if program is not None and os.path.basename(program) == "git":
+            self.git_config_files(cmd.args)
+
+    def git_config_files(self, args: list[Word]) -> None:
+        """``git config --global`` / ``--system`` change (or read) a file outside the workspace without naming it:
+        the user's ``~/.gitconfig`` (or ``$XDG_CONFIG_HOME/git/config``), the system's ``/etc/gitconfig``."""
+        statics = [a.static or "" for a in args]
+        i = 0
+        while i < len(statics) and statics[i].startswith("-"):  # git's own options: -C dir, -c key=value …
+            i += 2 if statics[i] in ("-C", "-c", "--git-dir", "--work-tree", "--namespace", "--config-env") else 1
+        if i >= len(statics) or statics[i] != "config":
+            return
+        flags = set(statics[i + 1:])
+        files: list[str] = []
+        if "--global" in flags:
+            xdg = self.env.get("XDG_CONFIG_HOME") or (f"{self.home}/.config" if self.home else None)
+            files += [f"{self.home or '~'}/.gitconfig"] + ([f"{xdg}/git/config"] if xdg else [])
+        if "--system" in flags:
+            files.append("/etc/gitconfig")
+        for f in files:
+            for base in sorted(self.cwds):
+                self.check_path(base, f)
 
     def cd(self, cmd: Command) -> None:
         target = _cd_target(cmd)
@@ -745,6 +769,9 @@ class _Analysis:
                 candidates.add(c[2:])
             if ":" in c and not re.match(r"^[a-z][a-z0-9+.-]*://", c):
                 candidates |= {piece for piece in c.split(":") if piece.startswith(("/", "~", ".."))}
+            url = _FILE_URL.match(c)
+            if url:  # curl file:///etc/passwd, git clone file:///x: a URL that is a path on this machine
+                candidates.add(unquote(url.group(1)))
         for c in candidates:
             if not c:
                 continue

@@ -20,7 +20,11 @@ its own, redirections and the paths the line names are looked at once, and the l
   a download piped into a shell (``curl … | sh``, ``bash -c "$(curl …)"``), history rewriting and discarded work
   (``git push --force``, ``git reset --hard``, ``git rebase``, ``git commit --amend``, ``git checkout -- .``),
   a remote command (``ssh host cmd``), writes or unknown effects on paths outside the workspace, devices and
-  system administration (``dd of=/dev/sda``, ``mkfs``, ``shutdown``, ``apt install``).
+  system administration (``dd of=/dev/sda``, ``mkfs``, ``shutdown``, ``apt install``); and, on any command, what
+  makes it run a program it names: an option (``rg --pre``, ``git grep -O``, ``sort --compress-program``, ``tar
+  --to-command``, ``git -c core.pager=…``: :data:`RUNS_PROGRAM_OPTIONS`), a variable (``PAGER=``,
+  ``GIT_SSH_COMMAND=``: :data:`PROGRAM_ENV`), a script (``awk`` ``system()``, ``sed`` ``e``), or a write under
+  ``.git/`` (hooks and config run as code on the next git command).
 
 Network access is medium, not high: downloads and pushes are everyday work, and what makes them dangerous (running
 what was downloaded, pushing with force) is classified high on its own. Reading outside the workspace is medium
@@ -45,6 +49,7 @@ from ._shell_tables import (
     DESTROY,
     DESTROYERS,
     DOWNLOADERS,
+    GIT_INTERNALS,
     INSTALL_SUBS,
     INTERPRETERS,
     MAX_NESTING,
@@ -64,7 +69,10 @@ from ._shell_tables import (
     REMOTE,
     RUNNERS,
     RUNS_CODE,
+    RUNS_PROGRAM,
+    RUNS_PROGRAM_OPTIONS,
     SHELLS,
+    SSH_PROGRAM_SETTINGS,
     SUDO_OPTS_WITH_VALUE,
     SYSTEM,
     UNKNOWN,
@@ -79,11 +87,14 @@ from ._shell_tables import (
     Level,
     first_operand,
     git_finding,
+    git_program_key,
     high_risk,
     join_some,
     low_risk,
     medium_risk,
-    sed_reads_only,
+    option_value,
+    program_env,
+    sed_effect,
     short,
     shown_word,
     split_options,
@@ -140,7 +151,7 @@ class _Classifier:
             return [medium_risk(UNKNOWN, f"shell code nested too deeply to analyse ({via})")]
         inner = _Classifier(parse(code), self.cwd, self.folders, self.env, self.depth + 1)
         inner.line = self.line
-        found = [f for cmd in inner.parsed.commands if cmd.name is not None for f in inner.command(cmd)]
+        found = [f for cmd in inner.parsed.commands for f in inner.command(cmd)]
         found += inner.redirects()
         if inner.parsed.problems:
             found.append(medium_risk(UNKNOWN, f"cannot be fully analysed: {inner.parsed.problems[0]} ({via})"))
@@ -148,8 +159,7 @@ class _Classifier:
 
     def run(self) -> ShellRisk:
         for cmd in self.parsed.commands:
-            if cmd.name is not None:
-                self.findings += self.command(cmd)
+            self.findings += self.command(cmd)
         self.findings += self.redirects()
         self.findings += self.line_findings()
         report = analyse_paths(self.parsed, self.cwd, self.folders, self.env)
@@ -172,8 +182,41 @@ class _Classifier:
     # -- one simple command ----------------------------------------------------------------------------------------
 
     def command(self, cmd: Command) -> list[Finding]:
-        words = ([cmd.name] if cmd.name is not None else []) + cmd.args
-        return self.words(words, from_input=False)
+        found = [f for name, _ in cmd.assignments if (f := self.assignment(name)) is not None]
+        if cmd.name is None:
+            return found
+        words = [cmd.name, *cmd.args]
+        return found + self.words(words, from_input=False)
+
+    def assignment(self, name: str) -> Finding | None:
+        """``PAGER=./x git log``, ``export GIT_SSH_COMMAND=…``: a variable that picks the program later commands
+        run turns a reader into a runner."""
+        if program_env(name):
+            return high_risk(RUNS_PROGRAM, f"sets {name}, which names a program the commands after it run")
+        if name == "PATH":
+            return medium_risk(RUNS_CODE, "changes which programs run (PATH)")
+        return None
+
+    def program_options(self, program: str, args: list[Word]) -> list[Finding]:
+        """Options that make `program` run another program (``rg --pre``, ``sort --compress-program``, ``tar
+        --to-command``, ``man -P``, ``ssh -o ProxyCommand=…``, ``vim -c``): high, whatever the program does besides."""
+        statics = [a.static or "" for a in args]
+        option = option_value(statics, RUNS_PROGRAM_OPTIONS.get(program, ()))
+        if option == "--checkpoint-action" and not any("exec" in s for s in statics):
+            option = None
+        if option is None and program in ("ssh", "scp", "sftp", "rsync", "autossh"):
+            for i, s in enumerate(statics):
+                value = statics[i + 1] if s == "-o" and i + 1 < len(statics) else s[2:] if s.startswith("-o") \
+                    and not s.startswith("--") else ""
+                if re.split(r"[=\s]", value.strip(), maxsplit=1)[0].lower() in SSH_PROGRAM_SETTINGS:
+                    option = f"-o {short(value, 30)}"
+                    break
+        if option is None and program in ("vim", "vi", "nvim", "view", "ex", "gvim") and any(
+                s.startswith("+") and not re.fullmatch(r"\+\d*", s) for s in statics):
+            option = "+command"
+        if option is None:
+            return []
+        return [high_risk(RUNS_PROGRAM, f"runs a program or commands named in an option ({program} {option})")]
 
     def words(self, words: list[Word], *, from_input: bool) -> list[Finding]:
         """Findings for a command given as words (the parse's, or those after ``find -exec``)."""
@@ -193,8 +236,26 @@ class _Classifier:
             elif name in WRAPPERS:
                 from_input = from_input or name == "xargs"
                 i += 1
+                options: list[str] = []
                 while i < len(words) and WRAPPER_ARG.match(words[i].static or ""):
+                    option = words[i].static or ""
+                    options.append(option)
+                    if name == "env" and "=" in option and not option.startswith("-"):
+                        finding = self.assignment(option.split("=", 1)[0])
+                        found += [finding] if finding is not None else []
+                    if name == "env" and (option in ("-S", "--split-string") or option.startswith(
+                            ("--split-string=", "-S"))):  # env -S 'prog args': one string split into a command
+                        value = option.split("=", 1)[1] if "=" in option else option[2:] if option != "-S" and \
+                            not option.startswith("--") else (words[i + 1].static if i + 1 < len(words) else "")
+                        if value is None:
+                            return [*found, medium_risk(UNKNOWN, "env -S runs a command only known when it runs")]
+                        return found + self.script(value, "env -S")
                     i += 2 if words[i].static in WRAPPER_OPTS_WITH_VALUE else 1
+                if name == "watch" and i < len(words) and not {"-x", "--exec"} & set(options):
+                    code = [w.static for w in words[i:]]  # watch joins its arguments into one line for sh -c
+                    if any(c is None for c in code):
+                        return [*found, medium_risk(UNKNOWN, "watch runs a command only known when it runs")]
+                    return found + self.script(" ".join(c or "" for c in code), "watch")
             else:
                 break
         if i >= len(words):
@@ -203,6 +264,8 @@ class _Classifier:
         if program_word.static is None:
             return [*found, medium_risk(UNKNOWN, f"runs a program only known when it runs: {shown_word(program_word)}")]
         program = os.path.basename(program_word.static)
+        found += self.program_options(program, args)
+        found += self.git_internals(program, args)
         handler = _HANDLERS.get(program)
         if handler is not None:
             return found + handler(self, program, args, from_input)
@@ -242,8 +305,13 @@ class _Classifier:
         statics = [a.static or "" for a in args]
         if program == "find":
             return self.find(args)
-        if program in ("sed", "gsed") and not sed_reads_only(args):
-            return [medium_risk(RUNS_CODE, f"{program} script that may write files or run commands (w, e)")]
+        if program in ("sed", "gsed"):
+            effect = sed_effect(args)
+            if effect == "runs":
+                return [high_risk(RUNS_PROGRAM, f"{program} script that runs shell commands (e) or is only known "
+                                                "when it runs")]
+            if effect == "writes":
+                return [medium_risk(WRITE, f"{program} script that writes files (w)")]
         if program == "tree" and any(s == "-o" for s in statics):
             return [medium_risk(WRITE, "writes a file (tree -o)")]
         if program == "uniq" and len(split_options(args)[1]) >= 2:
@@ -257,11 +325,35 @@ class _Classifier:
         if program == "sort" and any(s == "-o" or s.startswith(("-o", "--output")) for s in statics):
             return [medium_risk(WRITE, "writes the sorted output to a file (sort -o)")]
         if program in ("awk", "gawk", "mawk", "nawk"):
-            script = next((a for a in args if not (a.static or "").startswith("-")), None)
-            text = script.static if script is not None else ""
-            if text is None or re.search(r"system\s*\(|\|\s*\"|print[^;]*>|getline|-i\s*inplace", text) \
-                    or any(s in ("-i", "inplace") for s in statics):
-                return [medium_risk(RUNS_CODE, f"runs an {program} program that may write files or run commands")]
+            return self.awk(program, args)
+        return [low_risk(program)]
+
+    def awk(self, program: str, args: list[Word]) -> list[Finding]:
+        """An awk program runs shell commands with ``system()``, ``print | "cmd"`` and ``"cmd" | getline``."""
+        script: Word | None = None
+        from_file = False
+        i = 0
+        while i < len(args):
+            s = args[i].static
+            if s in ("-F", "-v", "--field-separator", "--assign"):
+                i += 2
+                continue
+            if s in ("-f", "--file", "-E", "--exec") or (s or "").startswith(("-f", "--file=")):
+                from_file = True
+            elif s is None or not s.startswith("-"):
+                script = args[i]
+                break
+            i += 1
+        if from_file:
+            return [medium_risk(RUNS_CODE, f"runs an {program} program from a file")]
+        text = script.static if script is not None else ""
+        if text is None:
+            return [medium_risk(UNKNOWN, f"runs an {program} program only known when it runs")]
+        if re.search(r"system\s*\(|(?<!\|)\|(?!\|)\s*(\"|getline|[A-Za-z_$])|\|&", text):
+            return [high_risk(RUNS_PROGRAM, f"runs an {program} program that runs shell commands (system, pipes)")]
+        if re.search(r"print[^;]*>|getline|-i\s*inplace", text) or \
+                any(a.static in ("-i", "inplace") for a in args):
+            return [medium_risk(RUNS_CODE, f"runs an {program} program that may write files")]
         return [low_risk(program)]
 
     def find(self, args: list[Word]) -> list[Finding]:
@@ -505,7 +597,14 @@ class _Classifier:
         i = 0
         while i < len(statics):  # git's own options: -C dir, -c key=value, --git-dir=…, --no-pager
             s = statics[i] or ""
-            if s in ("-c", "--config-env") or s.startswith("--exec-path="):  # a setting may name a program to run
+            if s.startswith("--exec-path="):
+                return [high_risk(RUNS_PROGRAM, "runs git's programs from another directory (--exec-path)")]
+            if s in ("-c", "--config-env") or s.startswith("--config-env="):  # a setting may name a program to run
+                setting = s.split("=", 1)[1] if "=" in s else (statics[i + 1] if i + 1 < len(statics) else "")
+                key = (setting or "").split("=", 1)[0]
+                if setting is None or git_program_key(key):
+                    return [high_risk(RUNS_PROGRAM, f"git runs a program set on its command line "
+                                                    f"({s.split('=', 1)[0]} {short(key or '…', 30)})")]
                 return [medium_risk(RUNS_CODE, f"git with its configuration set on the command line ({s})")]
             if s in ("-C", "--git-dir", "--work-tree", "--namespace"):
                 i += 2
@@ -520,6 +619,30 @@ class _Classifier:
             return [medium_risk(UNKNOWN, "git with a subcommand only known when it runs")]
         rest = [s or "" for s in statics[i + 1:]]
         return [git_finding(sub, rest)]
+
+    def git_internals(self, program: str, args: list[Word]) -> list[Finding]:
+        """A command that writes under ``.git/`` (``cp x .git/hooks/pre-commit``, ``sed -i … .git/config``,
+        ``chmod +x .git/hooks/x``): hooks and config there run as code on the next git command, anyone's."""
+        if program not in WRITERS and program not in PERMISSIONS and program not in ("sed", "gsed", "perl", "dd"):
+            return []
+        flags, operands = split_options(args)
+        values = [w.static for w in operands if w.static is not None]
+        values += [f.split("=", 1)[1] for f in flags if "=" in f]  # --target-directory=…, of=…
+        values += [s[3:] for a in args if program == "dd" and (s := a.static or "").startswith("of=")]
+        if program in ("cp", "ln", "install") and len(values) > 1 and not any(
+                f in ("-t", "--target-directory") or f.startswith("--target-directory=") for f in flags):
+            values = values[-1:]  # the destination; the sources are only read
+        if program in ("sed", "gsed", "perl") and not any(f.startswith(("-i", "--in-place")) or (
+                not f.startswith("--") and "i" in f) for f in flags):
+            return []
+        hit = next((v for v in values if self.in_git_dir(v)), None)
+        if hit is None:
+            return []
+        return [high_risk(GIT_INTERNALS, f"writes git's internals: {short(hit)} (runs as code on the next git "
+                                         "command)")]
+
+    def in_git_dir(self, value: str) -> bool:
+        return ".git" in self.resolve(value).parts
 
     # -- the line as a whole ---------------------------------------------------------------------------------------
 
@@ -540,6 +663,9 @@ class _Classifier:
             path = self.resolve(target)
             if str(path).startswith("/dev/"):
                 found.append(high_risk(DESTROY, f"writes to a device: {target}"))
+            elif ".git" in path.parts:
+                found.append(high_risk(GIT_INTERNALS, f"writes git's internals: {short(target)} (runs as code on the "
+                                                      "next git command)"))
             elif not self.inside(path):
                 found.append(high_risk(OUTSIDE, f"writes outside the workspace: {path}"))
             elif red.op in (">", ">|", "&>") and path.is_file():

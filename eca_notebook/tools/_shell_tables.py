@@ -20,6 +20,7 @@ __all__ = [
     "DESTROY",
     "DESTROYERS",
     "DOWNLOADERS",
+    "GIT_INTERNALS",
     "HISTORY",
     "INSTALL_SUBS",
     "INTERPRETERS",
@@ -34,6 +35,7 @@ __all__ = [
     "PIPE_TO_SHELL",
     "PRIVILEGE",
     "PRIVILEGED",
+    "PROGRAM_ENV",
     "RANK",
     "READ",
     "READ_ONLY",
@@ -42,7 +44,10 @@ __all__ = [
     "REMOTE",
     "RUNNERS",
     "RUNS_CODE",
+    "RUNS_PROGRAM",
+    "RUNS_PROGRAM_OPTIONS",
     "SHELLS",
+    "SSH_PROGRAM_SETTINGS",
     "SUDO_OPTS_WITH_VALUE",
     "SYSTEM",
     "UNKNOWN",
@@ -57,10 +62,14 @@ __all__ = [
     "Level",
     "first_operand",
     "git_finding",
+    "git_program_key",
     "high_risk",
     "join_some",
     "low_risk",
     "medium_risk",
+    "option_value",
+    "program_env",
+    "sed_effect",
     "sed_reads_only",
     "short",
     "shown_word",
@@ -75,6 +84,8 @@ RANK: dict[Level, int] = {"low": 0, "medium": 1, "high": 2}
 # deciding whether to let it run ("pipes a download into a shell" says more than "uses the network").
 PIPE_TO_SHELL = 90
 PRIVILEGE = 80
+RUNS_PROGRAM = 78  # a program hidden in an option or a variable of an otherwise harmless command
+GIT_INTERNALS = 77  # a write under .git/: hooks and config run as code on the next git command
 DESTROY = 75
 DELETE_HARD = 70
 HISTORY = 65
@@ -174,6 +185,85 @@ WRAPPER_OPTS_WITH_VALUE = frozenset({"-I", "-L", "-P", "-d", "-E", "-s", "-a", "
                                       "--delimiter", "--replace", "--arg-file"})
 SUDO_OPTS_WITH_VALUE = frozenset({"-u", "-g", "-U", "-C", "-D", "-h", "-p", "-r", "-t", "-T", "--user", "--group"})
 MAX_NESTING = 4  # sh -c inside eval inside sh -c …
+#: options that make a program run another program (its value, or a string for a shell): high wherever they appear,
+#: even on a command that otherwise only reads. A long option matches ``--x`` and ``--x=…``; a short one ``-X``,
+#: ``-Xvalue`` and a cluster holding its letter (``tar -xIzstd``, ``rsync -avze ssh``).
+RUNS_PROGRAM_OPTIONS: dict[str, tuple[str, ...]] = {
+    "rg": ("--pre",),
+    "sort": ("--compress-program",),
+    "tar": ("--to-command", "-I", "--use-compress-program", "--checkpoint-action", "--info-script", "-F",
+            "--new-volume-script", "--rsh-command", "--rmt-command"),
+    "gtar": ("--to-command", "-I", "--use-compress-program", "--checkpoint-action", "--info-script", "-F",
+             "--new-volume-script", "--rsh-command", "--rmt-command"),
+    "man": ("-P", "--pager", "-H", "--html"),
+    "zip": ("-TT", "--unzip-command"),
+    "rsync": ("-e", "--rsh", "--rsync-path"),
+    "scp": ("-S", "-F"),
+    "sftp": ("-S", "-D", "-F"),
+    "ssh": ("-F",),
+    "less": ("--lesskey-src", "--lesskey-file", "-k"),
+    "vim": ("-c", "--cmd", "-S", "-s", "-u"),
+    "vi": ("-c", "--cmd", "-S", "-s", "-u"),
+    "nvim": ("-c", "--cmd", "-S", "-s", "-u", "-l"),
+    "view": ("-c", "--cmd", "-S", "-s", "-u"),
+    "ex": ("-c", "--cmd", "-S", "-s", "-u"),
+    "emacs": ("--eval", "-l", "--load", "-f", "--funcall", "--batch", "--script", "-batch", "-script"),
+    "fzf": ("--preview", "--bind"),
+    "parallel": ("--ssh",),
+}
+#: ssh's ``-o`` settings that run a local program
+SSH_PROGRAM_SETTINGS = frozenset({"proxycommand", "localcommand", "permitlocalcommand", "knownhostscommand", "match",
+                                  "remotecommand"})
+#: environment variables that name a program (or a file of settings that may name one) that the commands after them
+#: run — set on a line, they turn a reader (``git log``, ``less x``, ``man ls``) into a runner
+PROGRAM_ENV = frozenset({
+    "GIT_SSH", "GIT_SSH_COMMAND", "GIT_EXTERNAL_DIFF", "GIT_PAGER", "PAGER", "MANPAGER", "SYSTEMD_PAGER",
+    "GIT_EDITOR", "GIT_SEQUENCE_EDITOR", "EDITOR", "VISUAL", "GIT_ASKPASS", "SSH_ASKPASS", "SUDO_ASKPASS", "LESSOPEN",
+    "LESSCLOSE", "LESSKEYIN", "LESSKEY", "GIT_PROXY_COMMAND", "GIT_EXEC_PATH", "GIT_CONFIG_PARAMETERS",
+    "GIT_CONFIG_COUNT", "GIT_CONFIG_GLOBAL", "GIT_CONFIG_SYSTEM", "GIT_CONFIG", "GIT_TEMPLATE_DIR", "GIT_DIR",
+    "BROWSER", "LD_PRELOAD", "LD_LIBRARY_PATH", "LD_AUDIT", "DYLD_INSERT_LIBRARIES", "DYLD_LIBRARY_PATH", "BASH_ENV",
+    "ENV", "PROMPT_COMMAND", "PERL5OPT", "NODE_OPTIONS", "RUBYOPT", "TAR_OPTIONS", "RSYNC_RSH",
+    "RIPGREP_CONFIG_PATH", "MANOPT", "SHELLOPTS", "PS4",
+})
+_PROGRAM_ENV_PREFIXES = ("GIT_CONFIG_KEY_", "GIT_CONFIG_VALUE_")
+#: git settings that name a program to run (lower case; ``*`` one subsection)
+_GIT_PROGRAM_KEYS = re.compile(
+    r"^(core\.(pager|editor|sshcommand|askpass|fsmonitor|hookspath|gitproxy|alternaterefscommand|attributesfile)"
+    r"|sequence\.editor|pager\..+|alias\..+|credential\.(.+\.)?helper|diff\.external|diff\..+\.(command|textconv)"
+    r"|merge\..+\.driver|filter\..+\.(clean|smudge|process)|gpg\.(.+\.)?program|gpg\.ssh\.defaultkeycommand"
+    r"|uploadpack\.packobjectshook|remote\..+\.(uploadpack|receivepack|vcs)|protocol\.(.+\.)?allow|include\.path"
+    r"|includeif\..+\.path|sendemail\..+|(web|man|browser|difftool|mergetool|instaweb)\..+|merge\.tool"
+    r"|diff\.(gui)?tool|interactive\.difffilter|submodule\..+\.update|tar\..+\.command|ssh\.variant"
+    r"|receive\.procreceiverefs|core\.worktree|safe\.directory)$")
+
+
+def git_program_key(key: str) -> bool:
+    """Whether the git setting `key` (``core.pager``, ``alias.x``, ``filter.lfs.clean``) names a program to run
+    (or a file of settings, or lets a transport run one)."""
+    return bool(_GIT_PROGRAM_KEYS.match(key.lower()))
+
+
+def program_env(name: str) -> bool:
+    """Whether setting the environment variable `name` chooses a program the commands after it run."""
+    return name in PROGRAM_ENV or name.startswith(_PROGRAM_ENV_PREFIXES)
+
+
+def option_value(statics: list[str], options: Iterable[str]) -> str | None:
+    """The first option of `options` the words use (as written), None when none: ``--pre``/``--pre=…`` for a long
+    one; ``-X``, ``-Xvalue`` or a cluster of single letters holding ``X`` for a short one."""
+    opts = list(options)
+    for s in statics:
+        if s == "--":
+            return None
+        for o in opts:
+            if o.startswith("--") or len(o) > 2:
+                if s == o or s.startswith(o + "="):
+                    return o
+            elif s == o or (s.startswith(o) and not s.startswith("--")):
+                return o
+            elif s.startswith("-") and not s.startswith("--") and o[1] in s[1:] and s[1:].isalpha():
+                return o
+    return None
 VERSION_FLAGS = frozenset({"--version", "-V", "-v", "--help", "-h", "version", "help"})
 RUNNERS = frozenset({
     "make", "gmake", "cmake", "ninja", "meson", "bazel", "pytest", "py.test", "tox", "nox", "jest", "vitest",
@@ -202,8 +292,13 @@ def git_finding(sub: str, rest: list[str]) -> Finding:
     flags = {r for r in rest if r.startswith("-")}
     operands = [r for r in rest if not r.startswith("-")]
     shown = f"git {sub}"
-    if any(f.startswith(("--output", "--ext-diff", "--upload-pack", "--receive-pack", "--exec=")) for f in flags) or \
-            (sub == "grep" and flags & {"-O", "--open-files-in-pager"}):
+    runs = option_value(rest, ("--upload-pack", "--receive-pack", "--exec", "--extcmd")) or \
+        (option_value(rest, ("-O", "--open-files-in-pager")) if sub == "grep" else None) or \
+        (option_value(rest, ("-u",)) if sub in ("clone", "fetch", "pull", "ls-remote", "archive") else None) or \
+        (option_value(rest, ("-x",)) if sub in ("difftool", "mergetool") else None)
+    if runs:
+        return high_risk(RUNS_PROGRAM, f"runs a program named in an option ({shown} {runs})")
+    if any(f.startswith(("--output", "--ext-diff")) for f in flags):
         return medium_risk(RUNS_CODE, f"{shown} writes a file or runs a program it is given")
     if sub in ("status", "log", "diff", "show", "blame", "ls-files", "ls-tree", "rev-parse", "rev-list", "describe",
                "shortlog", "grep", "cat-file", "name-rev", "merge-base", "whatchanged", "help", "version",
@@ -276,6 +371,9 @@ def git_finding(sub: str, rest: list[str]) -> Finding:
         if flags & {"--get", "--get-all", "--get-regexp", "--list", "-l", "--show-origin"} or len(operands) <= 1 \
                 and not flags & {"--unset", "--unset-all", "--add", "--replace-all", "--edit", "-e"}:
             return low_risk("git config (read)")
+        key = next((o for o in operands if "." in o), "")
+        if git_program_key(key):
+            return high_risk(RUNS_PROGRAM, f"sets a program git runs (git config {short(key, 30)})")
         return medium_risk(WRITE, "changes git configuration (git config)")
     if sub == "rm":
         if any(f == "--force" or (not f.startswith("--") and "f" in f) for f in flags):
@@ -290,6 +388,39 @@ def git_finding(sub: str, rest: list[str]) -> Finding:
                "format-patch", "archive", "bundle", "mergetool", "difftool"):
         return medium_risk(WRITE, f"changes the repository ({shown})")
     return medium_risk(UNKNOWN_PROGRAM, f"runs {shown}, which is not a known git command")
+
+
+def sed_effect(args: list[Word]) -> Literal["reads", "writes", "runs"]:
+    """What a sed script can do: run a command (``e`` command or ``s///e`` flag — and a script file or one only known
+    when it runs, which may), write a file (``w``/``W``), or only read. Conservative: a script it cannot take apart
+    counts as running commands."""
+    statics = [a.static for a in args]
+    if any(s is None for s in statics) or any(s in ("-f", "--file") or (s or "").startswith("--file=")
+                                              for s in statics):
+        return "runs"
+    scripts = [statics[i + 1] for i, s in enumerate(statics[:-1]) if s in ("-e", "--expression")]
+    scripts += [s.split("=", 1)[1] for s in statics if s and s.startswith("--expression=")]
+    if not scripts:
+        operands = split_options(args)[1]
+        scripts = [operands[0].static] if operands and operands[0].static is not None else []
+    effect: Literal["reads", "writes", "runs"] = "reads"
+    for script in scripts:
+        for piece in re.split(r"[;\n]", script or ""):
+            body = re.sub(r"^[\s\d,$!~+]*(/(\\.|[^/])*/[IM]*[\s,]*)*[\s\d,$!~+]*", "", piece).lstrip("{ ")
+            if not body:
+                continue
+            if body[0] == "e":
+                return "runs"
+            if body[0] in "wW":
+                effect = "writes"
+            if body[0] == "s" and len(body) > 1:
+                delim = re.escape(body[1])
+                match = re.match(rf"s{delim}(\\.|[^\\])*?{delim}(\\.|[^\\])*?{delim}(?P<flags>\S*)", body)
+                if match is None or "e" in match.group("flags"):
+                    return "runs"
+                if re.search(r"[wW]", match.group("flags")):
+                    effect = "writes"
+    return effect
 
 
 def sed_reads_only(args: list[Word]) -> bool:

@@ -59,3 +59,45 @@ async def test_tool_calls_carry_their_risk_and_the_config_acts_on_it(spawn, llm,
                        "toolCallRejected", start=mark)
     replayed = [c for _, c in eca.contents(chat_id, start=mark) if c["type"] == "toolCallRejected"]
     assert replayed[0]["risk"] == removal["risk"]
+
+
+async def test_what_runs_programs_or_reaches_outside_asks_under_low_allow(spawn, llm, workspace, home):
+    """#29: with the README's own ``risk: {low: allow}`` (and ``byDefault: allow``), a reader that runs a program
+    (``rg --pre``), a hook written into ``.git/hooks``, a ``file://`` URL and ``git config --global`` all ask; the
+    summary and the risk reason show a newline and a bidi override as escapes, not as themselves."""
+    (home / ".config" / "eca").mkdir(parents=True, exist_ok=True)
+    (home / ".config" / "eca" / "config.json").write_text(json.dumps({"trustedWorkspaces": [str(workspace)]}))
+    (workspace / ".git" / "hooks").mkdir(parents=True)
+    (workspace / ".eca").mkdir()
+    (workspace / ".eca" / "config.json").write_text(json.dumps({"toolCall": {"approval": {
+        "byDefault": "allow", "risk": {"low": "allow", "high": "ask"}}}}))
+    tricky = "notes\u202etxt.sh\nrm -rf ~.md"
+    calls = [
+        ("c1", "shell_command", {"command": "rg --pre sh TODO ."}),
+        ("c2", "write_file", {"path": ".git/hooks/pre-commit", "content": "#!/bin/sh\nid\n"}),
+        ("c3", "shell_command", {"command": "curl -s file:///etc/hostname"}),
+        ("c4", "shell_command", {"command": "git config --global user.name Mallory"}),
+        ("c5", "write_file", {"path": tricky, "content": "x\n"}),
+    ]
+    llm.enqueue(*[Reply([call(name, args, call_id)]) for call_id, name, args in calls], Reply.text("Done."))
+    eca = await spawn()
+    await eca.initialize(workspace)
+    chat_id = await prompt(eca, "tidy up", model="openai/gpt-4.1")
+    seen = {}
+    for call_id, _, _ in calls:
+        run = await wait_tool_run(eca, call_id)
+        seen[call_id] = run
+        if call_id == "c5":  # a new file in the workspace: low, runs unasked
+            assert run["manualApproval"] is False
+            continue
+        assert run["manualApproval"] is True, (call_id, run)
+        await eca.notify("chat/toolCallReject", {"chatId": chat_id, "toolCallId": call_id})
+    await eca.wait_idle(chat_id)
+    assert seen["c1"]["risk"]["level"] == "high" and "rg --pre" in seen["c1"]["risk"]["reason"]
+    assert seen["c2"]["risk"] == {"level": "high", "reason": "writes git's internals: .git/hooks/pre-commit (runs as "
+                                                             "code on the next git command)"}
+    assert "/etc/hostname" in seen["c3"]["risk"]["reason"]
+    assert ".gitconfig" in seen["c4"]["risk"]["reason"]
+    for shown in (seen["c5"]["summary"], seen["c5"]["risk"]["reason"]):
+        assert "notes\\u202etxt.sh\\nrm -rf ~.md" in shown and "\u202e" not in shown and "\n" not in shown
+    assert not (workspace / ".git" / "hooks" / "pre-commit").exists()

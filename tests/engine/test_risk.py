@@ -68,6 +68,21 @@ def test_file_tools_by_what_they_touch(ws: Path, ctx: ToolContext) -> None:
     assert level == "high" and reason.startswith("moves a file outside the workspace")
 
 
+def test_file_tools_writing_under_dot_git_are_high(ws: Path, ctx: ToolContext) -> None:
+    """A hook or the config in .git/ runs as code on the next git command: creating one is not "a new file"."""
+    (ws / ".git" / "hooks").mkdir(parents=True)
+    (ws / ".git" / "config").write_text("[core]\n")
+    assert assessed(WriteFileTool(), {"path": ".git/hooks/pre-commit", "content": "#!/bin/sh\nid\n"}, ctx) == (
+        "high", "writes git's internals: .git/hooks/pre-commit (runs as code on the next git command)")
+    assert assessed(EditFileTool(), {"path": ".git/config", "original_content": "[core]", "new_content": "[x]"},
+                    ctx)[0] == "high"
+    level, reason = assessed(MoveFileTool(), {"source": "existing.txt", "destination": ".git/hooks/post-checkout"},
+                             ctx)
+    assert (level, reason.startswith("writes git's internals: .git/hooks/post-checkout")) == ("high", True)
+    assert assessed(ReadFileTool(), {"path": ".git/config"}, ctx) == ("low", "only reads")
+    assert assessed(WriteFileTool(), {"path": "src/.gitignore", "content": "x"}, ctx)[0] == "low"
+
+
 class _Plugin:
     """A plug-in's tool the engine has no table entry for."""
 

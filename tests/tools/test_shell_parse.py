@@ -85,6 +85,7 @@ def test_syntax_errors_are_problems_not_exceptions(command: str) -> None:
     "/usr/bin/env python3 a.py", "echo $USER", "cat $INSIDE/x", "x=$((1+2)); echo $x", "sed -i 's/a/b/' a.py",
     "git log --format='%h {a,b}' origin/main..HEAD", "curl -s https://example.com/a/b", "f() { cat a.py; }; f",
     "case x in a) ls;; esac", "tee >(wc -l) < a.py", "find . -name '*.py' -exec grep -l x {} +",
+    "git config user.name me", "git config --get core.pager", "curl https://example.com/file:/etc/x",
 ])
 def test_inside_commands_name_nothing_outside(command: str, tree) -> None:
     assert outside_of(command, tree) == ([], [], [])
@@ -113,6 +114,15 @@ def test_inside_commands_name_nothing_outside(command: str, tree) -> None:
     ("cat <<EOF\n$(cat ../outside/secret.txt)\nEOF", "outside/secret.txt"),
     ("../outside/run.sh", "outside/run.sh"),
     ("cd sub && cat ../../outside/secret.txt", "outside/secret.txt"),
+    # a file:// URL is a path on this machine; git config --global/--system name files they do not spell out
+    ("curl file:///etc/passwd", "/etc/passwd"),
+    ("wget file://localhost/etc/passwd", "/etc/passwd"),
+    ("git clone file://localhost/etc/ssh copy", "/etc/ssh"),
+    ("curl file:///etc/pass%77d", "/etc/passwd"),
+    ("git config --global user.name x", "home/.gitconfig"),
+    ("git config --global core.pager x", "home/.config/git/config"),
+    ("git -C sub config --global --get user.name", "home/.gitconfig"),
+    ("git config --system core.editor x", "/etc/gitconfig"),
 ])
 def test_outside_paths_are_found(command: str, expected: str, tree) -> None:
     ws, _, _ = tree

@@ -129,12 +129,76 @@ TABLE = [
     # code hidden in strings and options of read-only programs
     ("trap 'rm -rf build' EXIT", "high", "deletes recursively: build"),
     ("find . -name x -exec sh -c 'rm -rf \"$1\"' _ {} \\;", "high", "deletes recursively"),
-    ("sed 's/a/b/w out.txt' x", "medium", "may write files or run commands"),
-    ("sed 'e rm -rf build' x", "medium", "may write files or run commands"),
+    ("sed 's/a/b/w out.txt' x", "medium", "writes files (w)"),
+    ("sed 'e rm -rf build' x", "high", "runs shell commands"),
     ("sed -n '1,10p' x", "low", "sed"),
-    ("git -c core.pager=less log", "medium", "configuration set on the command line"),
+    ("git -c core.pager=less log", "high", "runs a program set on its command line (-c core.pager)"),
     ("git log --output=x", "medium", "writes a file"),
     ("uniq x y", "medium", "writes: y"),
+    # a program named in an option of a command that otherwise reads (#29): high wherever it appears
+    ("rg --pre sh foo", "high", "runs a program or commands named in an option (rg --pre)"),
+    ("rg --pre=./x.sh foo", "high", "(rg --pre)"),
+    ("git grep -Ocat foo", "high", "(git grep -O)"),
+    ("git grep -O foo", "high", "(git grep -O)"),
+    ("git grep --open-files-in-pager=vim foo", "high", "(git grep --open-files-in-pager)"),
+    ("sort --compress-program=sh x", "high", "(sort --compress-program)"),
+    ("sort --compress-program sh x", "high", "(sort --compress-program)"),
+    ("tar --to-command=sh -xf a.tar", "high", "(tar --to-command)"),
+    ("tar -tf a.tar --to-command=sh", "high", "(tar --to-command)"),
+    ("tar -tf a.tar -I ./x", "high", "(tar -I)"),
+    ("tar -I sh -xf a.tar", "high", "(tar -I)"),
+    ("tar --use-compress-program=sh -xf a.tar", "high", "(tar --use-compress-program)"),
+    ("tar --checkpoint-action=exec=sh -cf a.tar x", "high", "(tar --checkpoint-action)"),
+    ("man -P sh ls", "high", "(man -P)"),
+    ("zip -T -TT sh a.zip x", "high", "(zip -TT)"),
+    ("zip -T --unzip-command=sh a.zip x", "high", "(zip --unzip-command)"),
+    ("rsync -e sh a b", "high", "(rsync -e)"),
+    ("rsync -avze 'ssh -i k' a host:b", "high", "(rsync -e)"),
+    ("ssh -o ProxyCommand=sh host", "high", "ProxyCommand"),
+    ("ssh -oProxyCommand=sh host", "high", "ProxyCommand"),
+    ("scp -S ./x a host:b", "high", "(scp -S)"),
+    ("vim -c '!id' x", "high", "(vim -c)"),
+    ("vim '+!id' x", "high", "(vim +command)"),
+    ("git -c core.sshCommand=x fetch", "high", "(-c core.sshCommand)"),
+    ("git -c alias.x='!sh' x", "high", "(-c alias.x)"),
+    ("git --config-env=core.pager=X log", "high", "(--config-env core.pager)"),
+    ("git --exec-path=. status", "high", "runs git's programs from another directory"),
+    ("git fetch --upload-pack='sh -c id' origin", "high", "(git fetch --upload-pack)"),
+    ("git clone -u sh x y", "high", "(git clone -u)"),
+    ("git difftool -x sh", "high", "(git difftool -x)"),
+    ("git config core.hooksPath .githooks", "high", "sets a program git runs (git config core.hooksPath)"),
+    ("git config core.pager ./x", "high", "sets a program git runs (git config core.pager)"),
+    # a variable that picks the program later commands run
+    ("GIT_SSH_COMMAND=x git fetch", "high", "sets GIT_SSH_COMMAND"),
+    ("GIT_EXTERNAL_DIFF=./x git diff", "high", "sets GIT_EXTERNAL_DIFF"),
+    ("PAGER=./x git log", "high", "sets PAGER"),
+    ("export PAGER=./x; git log", "high", "sets PAGER"),
+    ("LESSOPEN='|./x %s' less x", "high", "sets LESSOPEN"),
+    ("env LESSOPEN='|./x %s' less x", "high", "sets LESSOPEN"),
+    ("GIT_CONFIG_COUNT=1 GIT_CONFIG_KEY_0=core.pager GIT_CONFIG_VALUE_0=./x git log", "high", "sets GIT_CONFIG"),
+    # shell commands run from the script of a reader, or from a string a wrapper runs
+    ("awk 'BEGIN{system(\"id\")}'", "high", "runs shell commands (system, pipes)"),
+    ("awk '{print | \"sh\"}' x", "high", "runs shell commands"),
+    ("awk -F ',' '{system(\"id\")}' x", "high", "runs shell commands"),
+    ("sed 's/a/b/e' x", "high", "runs shell commands"),
+    ("env -S 'rm -rf build'", "high", "deletes recursively: build"),
+    ("watch 'rm -rf build'", "high", "deletes recursively: build"),
+    ("awk -f prog.awk x", "medium", "runs an awk program from a file"),
+    # writes under .git/: hooks and config run as code on the next git command
+    ("echo x > .git/hooks/pre-commit", "high", "writes git's internals: .git/hooks/pre-commit"),
+    ("cp x .git/config", "high", "writes git's internals: .git/config"),
+    ("mv x .git/hooks/pre-push", "high", "writes git's internals"),
+    ("tee .git/hooks/post-checkout < x", "high", "writes git's internals"),
+    ("sed -i 's/a/b/' .git/config", "high", "writes git's internals: .git/config"),
+    ("chmod +x .git/hooks/pre-commit", "high", "writes git's internals"),
+    ("ln -s ../../x .git/hooks/pre-commit", "high", "writes git's internals"),
+    # file:// URLs and git's global and system config are outside the workspace
+    ("curl file:///etc/passwd", "high", "outside the workspace: /etc/passwd"),
+    ("wget file://localhost/etc/passwd", "high", "outside the workspace: /etc/passwd"),
+    ("git clone file:///etc x", "high", "outside the workspace: /etc"),
+    ("git config --global user.name x", "high", "outside the workspace: "),
+    ("git config --system user.name x", "high", "/etc/gitconfig"),
+    ("git config --global --get user.name", "medium", "reads outside the workspace"),
     # what cannot be understood is never low
     ("echo $(", "medium", "cannot be fully analysed"),
     ("$TOOL --go", "medium", "only known when it runs"),
@@ -167,6 +231,38 @@ def test_reasons_are_one_short_line(ws: Path) -> None:
     assert level == "high" and "\n" not in reason and len(reason) < 200 and "and 7 more" in reason
     _, reason = risk("rm -rf 'a\nb'", ws)
     assert "\n" not in reason
+
+
+# Near misses of the rows above that must keep their level (no false alarm): options that run nothing, wrapped
+# programs judged as themselves, reads of .git.
+GUARDS = [
+    ("rg --pre-glob '*.pdf' foo", "low"),
+    ("sort -n x", "low"),
+    ("tar -tzf a.tar", "low"),
+    ("tar --checkpoint-action=dot -cf a.tar x", "medium"),
+    ("man ls", "low"),
+    ("vim +10 x", "medium"),
+    ("rsync -avz a host:b", "medium"),
+    ("ssh -o ConnectTimeout=5 host", "medium"),
+    ("git -c color.ui=false log", "medium"),
+    ("git config user.name me", "medium"),
+    ("find . -name '*.py' -exec grep -l foo {} +", "low"),
+    ("timeout 5 cat x", "low"),
+    ("nice cat x", "low"),
+    ("watch -n 1 ls", "low"),
+    ("env FOO=1 cat x", "low"),
+    ("env -S 'cat x'", "low"),
+    ("awk '$1 == \"a\" || $2 == \"b\"' x", "low"),
+    ("awk -F, '{print $1}' x", "low"),
+    ("cat .git/config", "low"),
+    ("ls .git/hooks", "low"),
+    ("cp .git/config backup.cfg", "medium"),
+]
+
+
+@pytest.mark.parametrize(("command", "level"), GUARDS, ids=[c for c, _ in GUARDS])
+def test_near_misses_keep_their_level(command: str, level: str, ws: Path) -> None:
+    assert risk(command, ws)[0] == level
 
 
 def test_an_empty_or_comment_line_is_low(ws: Path) -> None:
