@@ -16,11 +16,13 @@ import asyncio
 import contextlib
 import logging
 import os
+import re
 import signal
 import time
 
 from pydantic import Field
 
+from .._text import visible
 from ..protocol import ToolCallRisk
 from ._args import ToolArgs
 from ._output import truncate_for_llm
@@ -105,7 +107,8 @@ class ShellCommandTool(NativeTool[ShellCommandArgs]):
             raise self.fail(f"working_directory not found or not a directory: {display(cwd, ctx)}")
         normalised = args.model_dump()
         normalised["timeout"] = min(args.timeout, MAX_TIMEOUT_MS)
-        one_line = " ".join(args.command.split())
+        # runs of blanks shown as one; a newline (a second command) and any control or bidi character written out
+        one_line = visible(re.sub(r"[ \t]+", " ", args.command.strip(" \t\n")))
         if len(one_line) > _SUMMARY_CHARS:
             one_line = one_line[: _SUMMARY_CHARS - 3] + "..."
         from ._shell_parse import analyse_paths, parse  # lazy: tree-sitter loads on the first shell command

@@ -46,6 +46,13 @@ async def test_output_and_exit_code(ws: Path, ctx: ToolContext) -> None:
     assert result.output == "Exit code: 0\n\nout\nerr\nmore\n"
 
 
+def test_the_summary_shows_a_second_line_and_invisible_characters(ctx: ToolContext) -> None:
+    """A newline is a second command: it must not pass for a space in the one-line label the user approves, nor a
+    bidi override reorder what the label shows."""
+    prepared = shell.prepare({"command": "echo  safe\nrm -rf build   # \u202eok"}, ctx)
+    assert prepared.summary == "$ echo safe\\nrm -rf build # \\u202eok"
+
+
 async def test_nonzero_exit_is_an_error(ws: Path, ctx: ToolContext) -> None:
     _, result = await call(shell, {"command": "echo failing; exit 3"}, ctx)
     assert result.error
