@@ -205,8 +205,10 @@ def provider_items(layer: Mapping[str, Any], below: Mapping[str, Any], env: Mapp
                 sends.append(words)
         what = " and ".join([*sends, "your chats"])
         origin = f"provider '{pid}' of this workspace" if own else f"your provider '{pid}'"
-        changed = [k for k in part if k not in ("models",)] + (["models' extra headers/payload"]
-                                                                if "models" in part else [])
+        models = entry.get("models")
+        extras = isinstance(models, Mapping) and any(
+            isinstance(m, Mapping) and any(k in m for k in _MODEL_CONNECTION_KEYS) for m in models.values())
+        changed = [k for k in CONNECTION_KEYS if k in entry] + (["a model's extra headers/payload"] if extras else [])
         out.append(f"sends {what} to {target} ({origin}; sets {', '.join(changed)})")
     return out
 

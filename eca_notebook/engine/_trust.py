@@ -7,6 +7,13 @@ one is held too, it receives our calls and the chat's data) and its ``hooks``. I
 skills are prompts the user sees run, not programs, so they are not held. A server or hook *named* in the workspace
 layer is held even when a user layer defines the same name: the workspace may have changed its command.
 
+Held the same way — engine/_config_hold.py: the engine then uses the config built without them, so the user's own
+layers apply — what could send data out or take a secret without running anything: its providers' URLs, keys and
+headers (the user's provider pointed elsewhere, or one of its own), every ``${env:}``/``${netrc:}`` in its config
+file, agent files and skill files, and the user's own hooks it removes or replaces. The user's own MCP servers and
+hooks start in their configured ``cwd``, else the workspace once trusted, else the home directory
+(:meth:`WorkspaceTrust.process_cwd`): ``python3 -m some_server`` must not import the repository's ``some_server.py``.
+
 Held the same way: approvals the workspace layer *loosens* (``toolCall.approval`` or an agent's ``toolCall`` in the
 workspace file: ``allow`` rules, ``byDefault: "allow"``, ``risk`` levels set to ``allow``, an ``ask``/``deny`` rule
 of the user's removed or replaced) — they would let file-changing and shell tools run unasked. Until the workspace
@@ -22,8 +29,9 @@ Deciding, per workspace folder (first match wins):
    count: the config loader drops ``trustedWorkspaces`` from every workspace file (a repository never trusts itself);
 3. the state file records "trusted" for the folder with the same digest of its code → trusted. The key is the
    resolved folder path and the value keeps a SHA-256 of the workspace layer's ``mcpServers`` + ``hooks`` (with
-   the content of each hook script ``file`` inside the folder: the config names it, the file is the code), so an
-   edited server command, hook or hook script asks again;
+   the content of each hook script inside the folder — an action's ``file``, or a file its ``shell`` line names:
+   the config names it, the file is the code) and of what else is held, so an edited server command, hook, hook
+   script, provider or secret reference asks again;
 4. otherwise held: the first prompt of the session asks once (``chat/askQuestion``), or says how to decide
    (``/trust``) to a client that cannot answer questions. "Not now" holds for the rest of this session only.
 
