@@ -35,8 +35,8 @@ from typing import Any
 
 from .._redact import add_secrets
 
-__all__ = ["CMD_TIMEOUT_SECONDS", "DynamicSource", "expand", "interpolate_env", "parse_jsonc", "resolve_dynamic",
-           "trusted_by_user", "workspace_of"]
+__all__ = ["CMD_TIMEOUT_SECONDS", "DynamicSource", "expand", "interpolate_env", "netrc_passwords", "parse_jsonc",
+           "resolve_dynamic", "trusted_by_user", "workspace_of"]
 
 log = logging.getLogger(__name__)
 
@@ -227,11 +227,7 @@ def _run_cmd_ref(command: str, source: DynamicSource, problems: list[str] | None
 def _netrc_ref(spec: str, source: DynamicSource, problems: list[str] | None, where: str) -> str:
     login, _, machine = spec.rpartition("@")
     host = machine.split(":", 1)[0]  # (Python's netrc has no ports: the entry for the host is used)
-    if source.netrc_file:
-        files = [Path(os.path.expanduser(source.netrc_file))]
-    else:
-        home = Path(source.env.get("HOME") or os.path.expanduser("~"))
-        files = [home / ".netrc", home / "_netrc"]
+    files = _netrc_files(source.env, source.netrc_file)
     for path in files:
         if not path.is_file():
             continue
@@ -245,6 +241,30 @@ def _netrc_ref(spec: str, source: DynamicSource, problems: list[str] | None, whe
             return entry[2]
     return _problem(problems, f"{where}: no matching entry in {' or '.join(str(f) for f in files)}; "
                               "using an empty string")
+
+
+def _netrc_files(env: Mapping[str, str], netrc_file: str | None) -> list[Path]:
+    if netrc_file:
+        return [Path(os.path.expanduser(netrc_file))]
+    home = Path(env.get("HOME") or os.path.expanduser("~"))
+    return [home / ".netrc", home / "_netrc"]
+
+
+def netrc_passwords(env: Mapping[str, str], netrc_file: str | None = None) -> list[str]:
+    """Every password of the user's netrc (``netrcFile``, else ``~/.netrc`` / ``~/_netrc``), for the redaction
+    registry: a netrc password is a secret wherever it shows up — a script, a log, a file sent to the model — whether
+    a ``${netrc:}`` reads it or not. An unreadable or malformed file gives none (and is not reported here: a
+    ``${netrc:}`` that needs it says so)."""
+    found: list[str] = []
+    for path in _netrc_files(env, netrc_file):
+        if not path.is_file():
+            continue
+        try:
+            hosts = netrc.netrc(str(path)).hosts
+        except (OSError, netrc.NetrcParseError, UnicodeDecodeError):
+            continue
+        found += [entry[2] for entry in hosts.values() if entry and entry[2]]
+    return found
 
 
 def workspace_of(path: Path, workspace_folders: Iterable[Path]) -> Path | None:

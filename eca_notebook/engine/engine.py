@@ -53,6 +53,7 @@ from ._agents import Agents, build_agents, files_signature
 from ._approval import SessionApprovals
 from ._chat import Chat
 from ._chatbook import ChatBook
+from ._config_syntax import netrc_passwords
 from ._config_watch import ConfigWatcher, reload_config, watch_config
 from ._hooks import Hooks
 from ._index import WorkspaceIndex
@@ -218,7 +219,8 @@ class Engine:
 
         Provider keys (from config, ``<ID>_API_KEY`` or ``${env:…}``), header values (provider and model), URL
         userinfo and credential-like query values, MCP env values and headers, and every environment variable whose
-        name says it holds a credential (a shell tool printing ``env`` must not hand them to the model).
+        name says it holds a credential (a shell tool printing ``env`` must not hand them to the model), and every
+        password of the user's netrc.
         """
         values: list[str | None] = []
         for provider in self.registry.providers.values():
@@ -232,6 +234,8 @@ class Engine:
             values += secret_header_values(server.headers)
             values += secrets_of_url(server.url)
         values += [v for k, v in self.env.items() if _CREDENTIAL_ENV.search(k) and len(v) >= 8]
+        netrc_file = (self.config.model_extra or {}).get("netrcFile")
+        values += netrc_passwords(self.env, netrc_file if isinstance(netrc_file, str) else None)
         return [v for v in values if v]
 
     # -- listeners and what they are sent ----------------------------------------------------------------------

@@ -476,25 +476,30 @@ SESSION=eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.dozjgNryP4J3jVmNHl0w5N_
 b3BlbnNzaC1rZXktdjEAAAAABG5vbmUAAAAEbm9uZQ
 -----END OPENSSH PRIVATE KEY-----
 the env's own key: env-value-of-MY_API_KEY-77
+the one from netrc is netrc-pw-nobody-configured-51 here
 """
 LEAKS = ("plain-looking-value-4821", "abcDEF123456ghiJKL", "eyJhbGciOiJIUzI1NiJ9", "b3BlbnNzaC1rZXkt",
-         "env-value-of-MY_API_KEY-77")
+         "env-value-of-MY_API_KEY-77", "netrc-pw-nobody-configured-51")
 
 
 async def test_secrets_in_a_file_never_reach_the_model(workspace: Path, env: dict[str, str], llm) -> None:
     """A file context, read_file and grep of a .env-like file: what the scripted provider receives has every
-    secret masked — credential assignments, a JWT, a private key, the value of a credential-named variable."""
+    secret masked — credential assignments, a JWT, a private key, the value of a credential-named variable, a password
+    of the user's ~/.netrc."""
     from eca_notebook.client import EcaClient
     from eca_notebook.testing.llm_server import Reply, ToolCall
 
     (workspace / "settings.env").write_text(ENV_FILE)
+    netrc = Path(env["HOME"]) / ".netrc"
+    netrc.write_text("machine git.example.com login me password netrc-pw-nobody-configured-51\n")
+    netrc.chmod(0o600)
     config = {"localModel": False, "defaultModel": "fake/m1",
               "providers": {"fake": {"api": "openai-chat", "url": llm.url, "models": {"m1": {}}}}}
     grep = {"path": ".", "pattern": "KEY|TOKEN|SESSION|env-value", "output_mode": "content"}
     llm.enqueue(Reply([ToolCall("r1", "eca__read_file", '{"path": "settings.env"}'),
                        ToolCall("g1", "eca__grep", json.dumps(grep))]),
                 Reply.text("done"))
-    eca = await EcaClient.start(workspace=workspace, config=config, env={**env, "MY_API_KEY": LEAKS[-1]},
+    eca = await EcaClient.start(workspace=workspace, config=config, env={**env, "MY_API_KEY": LEAKS[-2]},
                                 approval=lambda content: True)
     try:
         result = await eca.prompt("what is in it?", contexts=[{"type": "file", "path": "settings.env"}])
