@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from eca_notebook._text import is_host_guidance, user_words, visible
+from eca_notebook._text import is_host_guidance, strip_controls, user_words, visible
 from eca_notebook.acp._prompt import EmbeddedResources, prompt_input
 from eca_notebook.acp._schema import TextBlock
 from eca_notebook.engine._chat import title_from
@@ -74,3 +74,12 @@ def test_acp_guidance_block_then_the_users_block():
 def test_visible_writes_out_controls_and_bidi_characters(text: str, shown: str) -> None:
     assert visible(text) == shown
     assert visible(shown) == shown  # showing twice changes nothing
+
+
+def test_strip_controls_removes_terminal_sequences_and_shows_other_controls():
+    """Tool output quoting a hostile file or file name: no colour, hyperlink, title or clipboard sequence survives,
+    a stray control shows as \\xNN, tabs, newlines and ordinary text stay."""
+    text = ("a\x1b[31mred\x1b[0m b \x1b]8;;https://evil.example\x07click\x1b]8;;\x07 c\x1b]0;title\x1b\\ "
+            "\x1b]52;c;ZXZpbA==\x07d\x07e\x00f\ttab\nnl \x9b31m x\x1bc y")
+    assert strip_controls(text) == "ared b click c d\\x07e\\x00f\ttab\nnl  x y"
+    assert strip_controls("plain text\r\n") == "plain text\r\n"
