@@ -176,3 +176,32 @@ async def test_no_transport_reaches_a_program(repo: Path, program: Path, marker:
     with pytest.raises(GitError):
         await run_git(repo, "fetch", "origin")
     assert ran(marker) == ""
+
+
+async def test_a_core_worktree_pointing_elsewhere_is_not_described(repo: Path, tmp_path: Path) -> None:
+    """``core.worktree`` in the repository's config can aim git at any folder; with a crafted index, @git:diff would
+    carry that folder's files (``~/.ssh``, another project) to the model."""
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "secret.txt").write_text("TOPSECRET\n")
+    git(repo, f"--work-tree={outside}", "add", "secret.txt")
+    (outside / "secret.txt").write_text("TOPSECRET CHANGED\n")
+    git(repo, "config", "core.worktree", str(outside))
+    text = await every_git_use(repo)
+    assert "TOPSECRET" not in text and "secret.txt" not in text
+    assert "core.worktree" in text and str(outside) in text
+
+
+async def test_linked_worktrees_and_submodules_are_still_described(repo: Path, tmp_path: Path) -> None:
+    linked = tmp_path / "linked"
+    git(repo, "worktree", "add", "-q", "-b", "side", str(linked))
+    (linked / "app.py").write_text("changed in the linked worktree\n")
+    el = (await render_git(None, linked, cap=100_000)).body
+    assert "Branch: side" in el and "changed in the linked worktree" in el
+    sub = make_repo(tmp_path / "sub")
+    git(sub, "add", "-A")
+    git(sub, "commit", "-q", "-m", "all")
+    git(repo, "-c", "protocol.file.allow=always", "submodule", "add", "-q", str(sub), "vendored")
+    (repo / "vendored" / "app.py").write_text("changed in the submodule\n")
+    el = (await render_git(None, repo / "vendored", cap=100_000)).body
+    assert "Branch: main" in el and "changed in the submodule" in el

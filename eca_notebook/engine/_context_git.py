@@ -115,12 +115,32 @@ class GitStatus:
 
 async def git_status(folder: Path) -> GitStatus:
     """The branch and changed files of the repository `folder` is in (raises :class:`GitError` when it is not)."""
-    root, _ = await run_git(folder, "rev-parse", "--show-toplevel")
+    where, _ = await run_git(folder, "rev-parse", "--show-toplevel", "--absolute-git-dir")
+    root, _, git_dir = where.strip().partition("\n")
+    if not _own_work_tree(Path(root), Path(git_dir)):
+        raise GitError(f"the repository's config (core.worktree) points git at {root}, not at the folder holding its "
+                       ".git: its files are not described")
     out, cut = await run_git(folder, "status", "--porcelain=v2", "--branch", "-z",
                              "--ignore-submodules=dirty", limit=GIT_STATUS_BYTES)
     status = _parse_status(out, cut)
     status.root = root.strip()
     return status
+
+
+def _own_work_tree(root: Path, git_dir: Path) -> bool:
+    """Whether `root` is the work tree whose ``.git`` (a folder, or a file naming the git dir: linked worktrees,
+    submodules) leads to `git_dir`. A ``core.worktree`` in the repository's config can point git at any folder —
+    ``$HOME``, another project — and a crafted index then diffs that folder's files into the model's context."""
+    dot = root / ".git"
+    try:
+        if dot.is_dir():
+            return dot.resolve() == git_dir.resolve()
+        if dot.is_file():
+            first = dot.read_text(encoding="utf-8", errors="replace").partition("\n")[0].strip()
+            return first.startswith("gitdir:") and (root / first[7:].strip()).resolve() == git_dir.resolve()
+    except OSError:
+        return False
+    return False
 
 
 def _parse_status(out: str, cut: bool) -> GitStatus:
