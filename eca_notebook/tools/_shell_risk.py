@@ -372,6 +372,8 @@ class _Classifier:
                 j = i + 1
                 while j < len(args) and statics[j] not in (";", "+"):
                     j += 1
+                if i + 1 < j and statics[i + 1] == "{}":  # the program is the file found
+                    found.append(medium_risk(RUNS_CODE, f"runs each file find matches ({statics[i]} {{}})"))
                 inner = [a for a in args[i + 1:j] if a.static != "{}"]
                 found += self.words(inner, from_input=True)
                 i = j
@@ -618,6 +620,14 @@ class _Classifier:
         if sub is None:
             return [medium_risk(UNKNOWN, "git with a subcommand only known when it runs")]
         rest = [s or "" for s in statics[i + 1:]]
+        if sub == "submodule" and "foreach" in rest:  # runs its command line in every submodule, through sh
+            code = [w.static for w in args[i + 2 + rest.index("foreach"):] if not (w.static or "").startswith("--")]
+            if any(c is None for c in code):
+                return [medium_risk(UNKNOWN, "git submodule foreach runs a command only known when it runs")]
+            return self.script(" ".join(c or "" for c in code), "git submodule foreach") or [low_risk("git")]
+        if sub == "bisect" and rest[:1] == ["run"]:  # runs the command after it at each step
+            return [medium_risk(WRITE, "changes the repository (git bisect)"),
+                    *self.words(args[i + 2:], from_input=False)]
         return [git_finding(sub, rest)]
 
     def git_internals(self, program: str, args: list[Word]) -> list[Finding]:

@@ -184,6 +184,9 @@ TABLE = [
     ("env -S 'rm -rf build'", "high", "deletes recursively: build"),
     ("watch 'rm -rf build'", "high", "deletes recursively: build"),
     ("awk -f prog.awk x", "medium", "runs an awk program from a file"),
+    ("git submodule foreach 'rm -rf build'", "high", "deletes recursively: build"),
+    ("git bisect run rm -rf build", "high", "deletes recursively: build"),
+    ("find . -type f -exec {} \\;", "medium", "runs each file find matches (-exec {})"),
     # writes under .git/: hooks and config run as code on the next git command
     ("echo x > .git/hooks/pre-commit", "high", "writes git's internals: .git/hooks/pre-commit"),
     ("cp x .git/config", "high", "writes git's internals: .git/config"),
