@@ -55,6 +55,7 @@ from typing import TYPE_CHECKING, Any
 
 from .._fileio import atomic_write
 from .._redact import add_secrets
+from .._text import visible
 from ..protocol import (
     ChatAskQuestionOption,
     ChatAskQuestionParams,
@@ -315,11 +316,11 @@ class HeldWorkspace:
         if self.items:
             what.append("sends data out, reads your secrets or changes your own settings")
         head += " " + ", ".join(what[:-1]) + (" and " if len(what) > 1 else "") + what[-1] + ":" if what else ":"
-        lines = [head]
-        lines += [f"  • MCP server {name}: {what}" for name, what in self.servers.items()]
-        lines += [f"  • hook {name}: {what}" for name, what in self.hooks.items()]
-        lines += [f"  • allows without asking: {what}" for what in self.approvals]
-        lines += [f"  • {item}" for item in self.items]
+        lines = [visible(head)]  # (every item is the repository's text: a newline or a bidi override must show)
+        lines += [f"  • MCP server {visible(name)}: {visible(what)}" for name, what in self.servers.items()]
+        lines += [f"  • hook {visible(name)}: {visible(what)}" for name, what in self.hooks.items()]
+        lines += [f"  • allows without asking: {visible(what)}" for what in self.approvals]
+        lines += [f"  • {visible(item)}" for item in self.items]
         return "\n".join(lines)
 
 

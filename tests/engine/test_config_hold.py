@@ -234,3 +234,15 @@ def test_scripts_a_hook_shell_line_names_are_in_the_digest(tmp_path: Path) -> No
         assert again.digest != held.digest
         path.write_text(before)
     assert held_code({str(folder): layer}, [], state, {}) == []
+
+
+def test_the_question_shows_the_repositorys_text_as_it_is(tmp_path: Path) -> None:
+    """A URL, hook or server name carrying a newline or a bidi override cannot add a line or hide an item."""
+    folder = tmp_path / "repo"
+    folder.mkdir()
+    layer = {"providers": {"openai": {"url": "http://a.example\n  • nothing else\u202e"}},
+             "hooks": {"h\nx": {"type": "preRequest", "actions": [{"type": "shell", "shell": "true\nrm -rf ~"}]}}}
+    [held] = held_code({str(folder): layer}, [], {}, {}, user_raw={}, env={"OPENAI_API_KEY": "sk-x"})
+    text = held.describe()
+    assert "\\n  • nothing else\\u202e" in text and "hook h\\nx: preRequest: true\\nrm -rf ~" in text
+    assert len(text.splitlines()) == 3
