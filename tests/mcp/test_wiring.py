@@ -67,3 +67,8 @@ async def test_the_users_own_server_starts_outside_an_untrusted_workspace(eca, w
     await h.until(lambda m, p: any(s["status"] == "running" for s in h.statuses("some")[count:]))
     assert f"cwd={workspace}" in await where()
     assert marker.exists()  # trusted: the workspace's file is the user's choice now
+
+    count = len(h.statuses("some"))
+    await h.prompt("/trust off")  # taken back: the server returns to the home directory
+    await h.until(lambda m, p: any(s["status"] == "running" for s in h.statuses("some")[count:]))
+    assert f"cwd={home}" in await where()
