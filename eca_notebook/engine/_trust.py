@@ -532,9 +532,6 @@ class WorkspaceTrust:
                 out[name] = f"pending-trust: defined by workspace {workspace.folder}; trust it with /trust"
         return out
 
-    def held_hooks(self) -> set[str]:
-        return {name for workspace in self.held() for name in workspace.hooks}
-
     # -- deciding ------------------------------------------------------------------------------------------------
 
     async def trust(self) -> list[HeldWorkspace]:
