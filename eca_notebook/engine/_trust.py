@@ -686,9 +686,10 @@ class WorkspaceTrust:
                     "looser approvals are held again.")
         held = self.held()
         if not held:
-            if not await self.trust():
+            if all(self.trusted_folder(folder) for folder in self._layers()):
                 return ("Nothing to trust: no workspace config of this session defines MCP servers, hooks or looser "
                         "approvals held back.")
+            await self.trust()
             return "Workspace trusted: your own MCP servers and hooks run in it from now on."
         await self.trust()
         names = [n for w in held for n in w.servers]

@@ -246,3 +246,29 @@ def test_the_question_shows_the_repositorys_text_as_it_is(tmp_path: Path) -> Non
     text = held.describe()
     assert "\\n  • nothing else\\u202e" in text and "hook h\\nx: preRequest: true\\nrm -rf ~" in text
     assert len(text.splitlines()) == 3
+
+
+async def test_a_folder_without_config_is_trusted_with_slash_trust_for_the_users_own_hooks(
+        tmp_path: Path, workspace: Path, env: dict[str, str], llm: ScriptedLLMServer) -> None:
+    """A repository needs no config to plant a file the user's own hook or server would pick up from its working
+    directory: until ``/trust`` they run from the home directory; the answer is remembered."""
+    log = tmp_path / "mine.log"
+    config = user_config(llm, hooks={"mine": hook(log, "mine")})
+    llm.enqueue(Reply.text("one"), Reply.text("two"), Reply.text("three"))
+    eca = await EcaClient.start(workspace=workspace, config=config, env=env, approval=lambda c: True,
+                                ask_question=lambda p: pytest.fail("nothing is held: nothing to ask"))
+    try:
+        first = await eca.prompt("hello")
+        assert marks(log) == [["mine", env["HOME"]]]
+        trusted = await eca.prompt("/trust", chat_id=first.chat_id)
+        assert "your own MCP servers and hooks run in it" in system(trusted)
+        await eca.prompt("again", chat_id=first.chat_id)
+        assert marks(log)[-1] == ["mine", str(workspace)]
+    finally:
+        await eca.aclose()
+    eca = await EcaClient.start(workspace=workspace, config=config, env=env, approval=lambda c: True)
+    try:
+        await eca.prompt("next session")
+        assert marks(log)[-1] == ["mine", str(workspace)]
+    finally:
+        await eca.aclose()
