@@ -21,6 +21,13 @@ small model):
 4. **Shorten** long texts in what is sent, as a last resort, when the recent messages alone do not fit (a huge
    attached file): the start and end of each are kept; the history keeps the full text.
 
+**A small model** (the embedded one, any ``compact`` model) is never compacted: summarising costs it a whole extra
+generation and the 135M model's summary is worth little, while every token it reads delays its first word (on two
+cores about 2 ms each). Its requests get a fixed budget instead, :data:`SMALL_MODEL_PROMPT_TOKENS`, counted with its
+own tokenizer where the provider has one (:class:`~eca_notebook.providers.base.TokenCounter`): the oldest turns are
+left out of what is sent, down to half the budget at a time (the chat keeps them; the log says so, the chat does
+not), and when the current turn alone is over the budget its longest texts are shortened (start and end kept).
+
 A provider may still answer "too long" (the estimate is only an estimate, the window may be unknown or configured
 too large). :func:`is_overflow` recognises those answers in every API's words; the turn then compacts (or trims
 harder) and retries once, and when even that does not fit, ends with :class:`ContextFull` — a plain sentence, never
@@ -55,6 +62,7 @@ __all__ = [
     "COMPACT_PROMPT",
     "KEEP_TOOL_OUTPUTS",
     "SMALL_MODEL_CHARS_PER_TOKEN",
+    "SMALL_MODEL_PROMPT_TOKENS",
     "TAIL_SHARE",
     "TRIGGER",
     "TRIM_TO",
@@ -64,6 +72,7 @@ __all__ = [
     "ContextFull",
     "ContextKeeper",
     "ContextWindow",
+    "CountTokens",
     "clip_messages",
     "estimate_messages",
     "estimate_request",
@@ -88,6 +97,12 @@ _ONGOING = (" The latest request is still being worked on and the work continues
 
 CHARS_PER_TOKEN = 4.0
 SMALL_MODEL_CHARS_PER_TOKEN = 3.0
+# Everything a small model's request may hold besides its answer: system prompt, tools, history and the prompt with
+# its contexts. Measured on the two-core machine while busy (load 7): the embedded model reads about 150 prompt
+# tokens/s (590 tokens: 3.8 s to the first token, 1,290: 7.9 s, 2,515: 22.7 s). A full budget is a first word in
+# about 7 s, and an unchanged start (llama.cpp's prompt cache, see ContextKeeper._fit_budget) only the new turn's
+# tokens; with the panel's whole notebook attached the first word took 18–160 s (bench_first_contact.py).
+SMALL_MODEL_PROMPT_TOKENS = 1024
 _MESSAGE_TOKENS = 4  # role and separators, per message
 _TOOL_TOKENS = 8  # per tool offered, besides its name, description and schema
 
@@ -131,6 +146,9 @@ class CompactionStopped(ContextFull):
         Exception.__init__(self, message)
         self.context = None
 
+
+#: Counts the tokens of each text with a model's own tokenizer (:meth:`TokenCounter.count_tokens`).
+CountTokens = Callable[[Sequence[str]], Awaitable[list[int]]]
 
 #: Asked before an automatic compaction (the user's ``preCompact`` hooks): None to go on, else (what the user is
 #: told, whether the turn stops too). After one: the user's ``postCompact`` hooks with the summary, answering (text
@@ -282,6 +300,15 @@ def _clipped(message: Message, keep: int) -> Message:
     return dataclasses.replace(message, text=_clip_text(message.text, keep))
 
 
+def _text_of(message: Message) -> str:
+    """The text a message puts in a request, for counting its tokens."""
+    if isinstance(message, UserMessage):
+        return message.text
+    if isinstance(message, ToolResultMessage):
+        return message.output
+    return message.text + "".join(c.name + c.arguments for c in message.tool_calls)
+
+
 def _clippable(message: Message) -> int:
     if isinstance(message, UserMessage | AssistantMessage):
         return len(message.text)
@@ -368,6 +395,8 @@ class _Calibration:
     model: str
     ratio: float = 1.0
     context: int | None = None  # a window an overflow error named
+    # a small model's: the first message its last request sent (the oldest ones before it are left out)
+    first_sent: Message | None = None
 
 
 class ContextWindow:
@@ -399,6 +428,11 @@ class ContextWindow:
         if context and self._asked >= context:
             return max(1, context // 2)
         return self._asked
+
+    @property
+    def calibration(self) -> _Calibration:
+        """What the chat learned about this window (kept on the chat)."""
+        return self._calibration
 
     @property
     def ratio(self) -> float:
@@ -463,8 +497,13 @@ class ContextKeeper:
 
     def __init__(self, chat: Chat, window: ContextWindow, summarise: Summarise, note: Callable[[str], None],
                  progress: Callable[[str], None], *, compacting: bool = False, reasoning: bool = False,
-                 before_compact: BeforeCompact | None = None, after_compact: AfterCompact | None = None) -> None:
+                 before_compact: BeforeCompact | None = None, after_compact: AfterCompact | None = None,
+                 budget: int | None = None, count: CountTokens | None = None) -> None:
         self.chat = chat
+        # a small model's fixed budget in tokens (never compacted: the oldest turns are left out instead), counted
+        # by ``count`` — the model's own tokenizer — or estimated when there is none
+        self.budget = budget
+        self.count = count
         self.window = window
         self.summarise = summarise
         self.note = note
@@ -482,6 +521,8 @@ class ContextKeeper:
 
     async def fit(self, request: ProviderRequest) -> ProviderRequest:
         """The request to send: as is when it fits comfortably, else trimmed / compacted / shortened."""
+        if self.budget is not None and not self.compacting:
+            return await self._fit_budget(request, self.budget)
         allowance = self.window.allowance(request.max_tokens)
         if allowance is None or self.window.estimate(request) <= self.window.trigger * allowance:
             return request
@@ -489,6 +530,10 @@ class ContextKeeper:
 
     async def recover(self, request: ProviderRequest, error: ProviderError) -> ProviderRequest | None:
         """After an overflow error: a smaller request to retry with, or None when it cannot be made smaller."""
+        if self.budget is not None and not self.compacting:
+            self.window.learn(error, self.window.raw(request))
+            smaller = await self._fit_budget(request, self.budget // 2)
+            return smaller if smaller.messages != request.messages else None
         before = self.window.raw(request)
         self.window.learn(error, before)
         start = request if self.compacting else self._with_history(request)
@@ -540,6 +585,56 @@ class ContextKeeper:
                               "shortened (their start and end).")
                 request = self._with_history(request, messages)
         return request
+
+    # -- a small model: a fixed budget, the oldest turns left out -------------------------------------------------
+
+    async def _tokens(self, texts: Sequence[str]) -> list[int]:
+        """Tokens of each text: the model's own count where the provider has one, else the estimate."""
+        if self.count is not None:
+            try:
+                return list(await self.count(texts))
+            except ProviderError as exc:  # the tokenizer is unreachable: the stream will say why, if it matters
+                log.info("chat %s: counting tokens failed (%s): estimating", self.chat.id, exc.message)
+        return [estimate_text(t, self.window.chars_per_token) for t in texts]
+
+    async def _fit_budget(self, request: ProviderRequest, budget: int) -> ProviderRequest:
+        """The request within ``budget`` tokens, the chat's history unchanged. What is sent starts where the last
+        request started as long as that fits; when it no longer does, it starts at the earliest turn (a turn starts
+        at a user message, so no tool result is parted from its call) after which at most half the budget is used
+        — the current turn always. So the start moves now and then, not with every prompt: llama.cpp reuses what it
+        read of an unchanged start (its prompt cache) and reads only the new turn. The current turn's longest texts
+        are shortened when it alone is over."""
+        messages = list(request.messages)
+        tools = sum(estimate_text(t.name + t.description + json.dumps(t.parameters), self.window.chars_per_token)
+                    + _TOOL_TOKENS for t in request.tools)
+        counts = await self._tokens([request.system, *(_text_of(m) for m in messages)])
+        room = max(budget // 4, budget - counts[0] - tools)
+        sizes = [c + _MESSAGE_TOKENS for c in counts[1:]]
+        starts = [i for i, m in enumerate(messages) if isinstance(m, UserMessage)]
+        calibration = self.window.calibration
+        start = next((i for i in starts if messages[i] is calibration.first_sent), 0)
+        if sum(sizes[start:]) > room:
+            start = next((i for i in starts if i > start and sum(sizes[i:]) <= room // 2),
+                         starts[-1] if starts else 0)
+        calibration.first_sent = messages[start] if messages else None
+        if start:
+            log.info("chat %s: %d earlier messages left out of the small model's request (budget %d tokens)",
+                     self.chat.id, start, budget)
+        kept, sizes = messages[start:], sizes[start:]
+        for _ in range(4):  # the current turn alone is over: shorten its longest text, recount
+            over = sum(sizes) - room
+            if over <= 0:
+                break
+            i = max(range(len(kept)), key=lambda k: sizes[k])
+            text = _text_of(kept[i])
+            tokens = max(1, sizes[i] - _MESSAGE_TOKENS)
+            keep = int((tokens - over) * len(text) / tokens * 0.95) - len(_CLIPPED) - 16
+            if keep <= 0 or keep >= len(text):
+                break
+            kept[i] = _clipped(kept[i], keep)
+            [count] = await self._tokens([_text_of(kept[i])])
+            sizes[i] = count + _MESSAGE_TOKENS
+        return dataclasses.replace(request, messages=kept)
 
     def _trim(self, request: ProviderRequest, allowance: int, *, keep: int) -> ProviderRequest:
         """Trim the oldest tool outputs in the history until the request is down to :data:`TRIM_TO`."""

@@ -152,6 +152,8 @@ class PromptPipeline:
             return resolved
         provider, info = resolved
         chat.model = info.id
+        if _small_model.demo_notice_due(info.provider, chat.contents):  # once per chat: what the model is, and where
+            self._note(chat, _small_model.DEMO_NOTICE)                   # a real one is connected
         hooked, why = await engine.hooks.chat.before_request(chat, message, new_chat=not chat.messages)
         if hooked is None:  # a chatStart/preRequest hook blocked the prompt (_hooks.py)
             return self.answer(chat, why or "Blocked by a hook.")
@@ -167,10 +169,12 @@ class PromptPipeline:
             # kept by the tools instead: as a guest, write_file/edit_file never write notebook JSON (_toolbox.py).
             message = request
         if params.contexts:
+            # a small model gets less of each context, and of a whole notebook only the cells the request is about
             budgets = ({"max_bytes": _small_model.CONTEXT_BYTES, "per_context_bytes": _small_model.PER_CONTEXT_BYTES,
                         "later_context_bytes": _small_model.LATER_CONTEXT_BYTES} if info.compact else {})
             rendered = await render_contexts(params.contexts, folders=engine.workspace_folders, http=engine.http,
-                                             index=engine.index, mcp_reader=self.read_plugin_context, **budgets)
+                                             index=engine.index, mcp_reader=self.read_plugin_context,
+                                             notebook_focus=request if info.compact else None, **budgets)
             for problem in rendered.problems:
                 self._note(chat, f"Context skipped: {problem}")
             if rendered.text:

@@ -7,8 +7,9 @@ schema and a reply constrained to JSON — made the same model stream ``1.1.2.1.
 
 * **Tools only when the prompt needs them** (:func:`tools_for_prompt`). With ``localModel.tools = "auto"`` (the
   default) a turn offers tools only when the user asks to act on the workspace — an imperative *read / change / run*
-  verb together with something to act on (a path, a workspace file name, "file", "folder", "notebook", an attached
-  context), or names the workspace itself — and then only the tools that kind of request needs. Everything else is
+  verb together with something to act on (a path, a workspace file name, "file", "folder"; never an attached
+  context, whose text is in the prompt), or names the workspace itself — and then only the tools that kind of
+  request needs. Everything else is
   a plain chat request: streamed text, no constrained JSON. ``"always"`` offers the whole tool set, ``"never"``
   none.
 * **A compact system prompt** (:func:`compact_system_prompt`): about 60 tokens, plus the user's rules (AGENTS.md,
@@ -29,12 +30,15 @@ from ._notebooks import named_notebooks
 
 __all__ = [
     "CONTEXT_BYTES",
+    "DEMO_NOTICE",
+    "DEMO_NOTICE_MARK",
     "LATER_CONTEXT_BYTES",
     "PER_CONTEXT_BYTES",
     "RULES_CHARS",
     "TOOL_ROUNDS",
     "ToolMode",
     "compact_system_prompt",
+    "demo_notice_due",
     "first_round_extra",
     "prompt_intents",
     "tool_rounds",
@@ -64,6 +68,18 @@ COMPACT_TOOLS = (
     "paths are relative to the workspace. If a tool fails, do not repeat the same call."
 )
 
+# Said once per chat, as a system text, when the chat's model is the embedded one: every door shows it (the panel
+# adds a "Connect a model" button to the text that has DEMO_NOTICE_MARK). Nothing else told a newcomer why the
+# answers were poor, nor where a real model is configured (issue #30).
+DEMO_NOTICE_MARK = "small offline demo model"
+DEMO_NOTICE = (
+    f"You are using SmolLM2-135M, a {DEMO_NOTICE_MARK} that runs on this machine: expect short, limited and often "
+    "wrong answers. It reads only the part of an attached notebook your question is about, and uses tools only when "
+    "you name a file or a tool. For real work connect a model: \"Connect a model\" in the ECA panel, or an "
+    "OPENAI_API_KEY or ANTHROPIC_API_KEY in the environment, or a provider in ~/.config/eca/config.json "
+    "(README: Configuration)."
+)
+
 # -- the rule ------------------------------------------------------------------------------------------------------
 
 _READ_VERBS = r"read|open|show|list|look|view|check|inspect|find|search|grep|summari[sz]e|explain|review|describe|cat"
@@ -80,9 +96,12 @@ _VERB = {
     "change": re.compile(_LEAD + rf"(?:{_CHANGE_VERBS})\b", re.IGNORECASE),
     "run": re.compile(_LEAD + rf"(?:{_RUN_VERBS})\b", re.IGNORECASE),
 }
-# Things a read/change request acts on. "file" alone is enough together with an imperative verb.
-_OBJECT = re.compile(r"\b(?:files?|folders?|director(?:y|ies)|notebooks?|cells?|workspace|project|repo(?:sitory)?"
-                     r"|codebase|readme)\b", re.IGNORECASE)
+# Things a read/change request acts on. "file" alone is enough together with an imperative verb. Not "notebook" or
+# "cell": the notebook in play is attached (the panel's active notebook, the cell of `%eca fix`) and its cells are
+# in the prompt — given tools for "My last cell raises an error. Explain it and fix it.", the 135M model called
+# read_file("README.md") three times and answered "How to fix a tool error" (issue #30).
+_OBJECT = re.compile(r"\b(?:files?|folders?|director(?:y|ies)|workspace|project|repo(?:sitory)?|codebase|readme)\b",
+                     re.IGNORECASE)
 # Naming the workspace itself asks about its contents ("What does this project do?").
 _WORKSPACE = re.compile(r"\b(?:this|the|my|our)\s+(?:workspace|project|repo(?:sitory)?|codebase|folder|directory)\b",
                         re.IGNORECASE)
@@ -115,11 +134,12 @@ def prompt_intents(message: str, *, has_contexts: bool = False, folders: Sequenc
 
     * ``run``: an imperative run/execute ("Run the tests", "please execute `ls`").
     * ``read`` / ``change``: an imperative verb of that kind *and* something to act on — a path-like word
-      (``utils.py``, ``src/app``, an existing ``Makefile``), a word such as "file" or "notebook" as the verb's own
-      object (before any "that …" clause), or, for ``change`` only, an attached context ("Fix this" with a file
-      attached). Reading what is attached needs no tool: its text is in the prompt already (given read tools for
-      "Explain briefly." about an attached class, the 135M model called directory_tree on an invented name and
-      answered about JSON — measured in `make lab`).
+      (``utils.py``, ``src/app``, an existing ``Makefile``) or a word such as "file" or "folder" as the verb's own
+      object (before any "that …" clause). An attached context never counts (``has_contexts`` is ignored): its
+      text is in the prompt already, and the panel attaches the active notebook to every prompt — "Write a Python
+      function is_prime(n)" with it attached was offered write_file, and the 135M model wrote the function into
+      the tool call's JSON until its token limit (issue #30); given read tools for "Explain briefly." about an
+      attached class, it called directory_tree on an invented name.
     * ``read`` also when the message names the workspace itself ("this project", "the repo").
     """
     message = _FENCED.sub(" ", message)  # code the user pasted is not a request ("f.read()", "open('x.txt')")
@@ -128,11 +148,10 @@ def prompt_intents(message: str, *, has_contexts: bool = False, folders: Sequenc
         intents.add("run")
     named = _names_a_path(message, folders)
     for kind in ("read", "change"):
-        anywhere = named or (has_contexts and kind == "change")
         for verb in _VERB[kind].finditer(message):
             # "file" must be the verb's own object: "Create a file …" yes, "Write a function that reads a file" no.
             phrase = _PHRASE_END.split(message[verb.end():], maxsplit=1)[0]
-            if anywhere or _OBJECT.search(phrase):
+            if named or _OBJECT.search(phrase):
                 intents.add(kind)
                 break
     if _WORKSPACE.search(message):
@@ -236,3 +255,17 @@ def compact_system_prompt(*, plan: bool, tools: bool, rules: str = "", custom: s
             rules = (cut[:newline] if newline > RULES_CHARS // 2 else cut).rstrip() + "\n[rules shortened]"
         prompt += "\n\n" + rules
     return prompt
+
+
+def demo_notice_due(provider: str, contents: Sequence[Mapping[str, object]]) -> bool:
+    """Whether a prompt of a chat with these ``contents`` (what its clients were shown, saved with it) on
+    ``provider`` should say :data:`DEMO_NOTICE` first: on the embedded model, once per chat — also once after a
+    chat moved to it from another model, and never again after a reload."""
+    if provider != LOCAL_PROVIDER_ID:
+        return False
+    for item in contents:
+        content = item.get("content")
+        if item.get("role") == "system" and isinstance(content, Mapping) and DEMO_NOTICE_MARK in str(
+                content.get("text") or ""):
+            return False
+    return True

@@ -55,7 +55,15 @@ from ..providers.base import (
     Usage,
 )
 from ._chat import Chat
-from ._context_window import AfterCompact, BeforeCompact, ContextFull, ContextKeeper, ContextWindow, is_overflow
+from ._context_window import (
+    SMALL_MODEL_PROMPT_TOKENS,
+    AfterCompact,
+    BeforeCompact,
+    ContextFull,
+    ContextKeeper,
+    ContextWindow,
+    is_overflow,
+)
 from ._repetition import RepetitionGuard
 from ._toolcall import ToolCallContents, ToolCallRunner, strip_prefix
 from .config import ModelInfo
@@ -172,7 +180,10 @@ class Turn:
                                      reasoning=model.reasoning,
                                      # the user's preCompact/postCompact hooks, triggered "auto" (_hooks.py)
                                      before_compact=compact_hooks[0] if compact_hooks else None,
-                                     after_compact=compact_hooks[1] if compact_hooks else None)
+                                     after_compact=compact_hooks[1] if compact_hooks else None,
+                                     # a small model is never compacted: a fixed budget, counted by its tokenizer
+                                     budget=SMALL_MODEL_PROMPT_TOKENS if model.compact else None,
+                                     count=getattr(provider, "count_tokens", None) if model.compact else None)
         self._sent_estimate = 0  # the uncalibrated estimate of the request being streamed (see ContextWindow)
         self._assistant: AssistantMessage | None = None
         self._text_parts: list[str] = []  # the current round's text chunks, see _join_text

@@ -57,6 +57,7 @@ from ._context_git import render_git
 from ._context_query import query_context
 from ._context_web import html_to_text, render_web
 from ._index import WorkspaceIndex
+from ._notebook_focus import render_notebook_focus
 
 if TYPE_CHECKING:
     import httpx
@@ -97,11 +98,13 @@ async def render_contexts(
     per_context_bytes: int = PER_CONTEXT_BYTES,
     later_context_bytes: int | None = None,
     web_timeout: float = WEB_TIMEOUT,
+    notebook_focus: str | None = None,
 ) -> RenderedContexts:
     """Render `contexts` in order (fetching concurrently) into one ``<contexts>`` block of at most `max_bytes`
     UTF-8 bytes, each element's body at most `per_context_bytes` — every one after the first at most
     `later_context_bytes` when given (a small model's: the first is what the user picked, the panel's automatic
-    active-notebook context comes last). Unknown context types are skipped silently."""
+    active-notebook context comes last). `notebook_focus` (a small model's request): a whole notebook is shown as
+    the cells that request is about (``_notebook_focus``). Unknown context types are skipped silently."""
     folders = [Path(f) for f in folders]
     models: list[Any] = []
     problems: list[str] = []
@@ -111,7 +114,8 @@ async def render_contexts(
         except ValidationError:
             problems.append(f"invalid context: {str(raw)[:200]}")
     results = await asyncio.gather(
-        *(_render_one(c, folders, http, index, mcp_reader, per_context_bytes, web_timeout) for c in models),
+        *(_render_one(c, folders, http, index, mcp_reader, per_context_bytes, web_timeout, notebook_focus)
+          for c in models),
         return_exceptions=True,
     )
     pieces: list[str] = []
@@ -145,10 +149,14 @@ async def render_contexts(
 
 async def _render_one(ctx: Any, folders: list[Path], http: httpx.AsyncClient, index: WorkspaceIndex | None,
                       mcp_reader: Callable[[McpResourceContext], Awaitable[str]] | None, cap: int,
-                      web_timeout: float) -> Block | None:
+                      web_timeout: float, notebook_focus: str | None = None) -> Block | None:
     if isinstance(ctx, FileContext):
         path = resolve_path(ctx.path, folders)
         rng = (ctx.lines_range.start, ctx.lines_range.end) if ctx.lines_range else None
+        if notebook_focus is not None and rng is None and path.suffix.lower() == ".ipynb" and path.is_file():
+            focused = await asyncio.to_thread(render_notebook_focus, ctx.path, path, notebook_focus)
+            if focused is not None:
+                return focused
         return await asyncio.to_thread(render_file, ctx.path, path, rng, folders, cap)
     if isinstance(ctx, DirectoryContext):
         path = resolve_path(ctx.path, folders)

