@@ -98,11 +98,14 @@ _PATTERNS: list[tuple[re.Pattern[str], str | Callable[[re.Match[str]], str], tup
     # netrc entries: "machine h login u password p" on one line, or a "password p" line of its own
     (re.compile(r"(?i)(\b(?:machine\s+\S+|default)\s+(?:login\s+\S+\s+)?(?:account\s+\S+\s+)?password\s+)\S+"),
      r"\1" + MASK, ("assword", "ASSWORD")),
-    (re.compile(r"(?im)^(\s*password[ \t]+)\S+[ \t]*$"), r"\1" + MASK, ("assword", "ASSWORD")),
+    (re.compile(r"(?im)^([ \t]*password[ \t]+)\S+[ \t]*$"), r"\1" + MASK, ("assword", "ASSWORD")),
     # values assigned to credential-named variables and keys in .env files, shell, YAML, JSON and code:
     # FOO_API_KEY=…, export GITHUB_TOKEN="…", "password": "…", clientSecret: … (see _assignment for what is kept)
-    (re.compile(r"(?i)\b([\w.\-]*?(?:api[_\-]?key|access[_\-]?key|secret|token(?!s|iz)|passw(?:or)?d|pwd)[\w.\-]*"
-                r"[\"']?[ \t]*[:=][ \t]*)([\"']?)([^\s\"'`,;(){}\[\]<>$&*]{6,})(?=\2)(?=$|[\s\"',;&)}\]])"),
+    # (the match starts at the credential word, whatever comes before it in the name, and every repetition is
+    # bounded: a pattern starting at each word boundary of "a-a-a-…" and scanning on took minutes for 60 KB)
+    (re.compile(r"(?i)((?:api[_\-]?key|access[_\-]?key|secret|token(?!s|iz)|passw(?:or)?d|pwd)[\w.\-]{0,64}"
+                r"[\"']?[ \t]{0,8}[:=][ \t]{0,8})([\"']?)([^\s\"'`,;(){}\[\]<>$&*]{6,512})(?=\2)"
+                r"(?=$|[\s\"',;&)}\]])"),
      _assignment, ("key", "KEY", "Key", "ecret", "ECRET", "oken", "OKEN", "assw", "ASSW", "assW", "pwd", "PWD")),
 ]
 

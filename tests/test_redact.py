@@ -124,3 +124,10 @@ def test_the_module_imports_nothing_of_the_project():
             "('eca_notebook._redact', 'eca_notebook._logging', 'eca_notebook._version')))")  # _version: the root's
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+def test_long_runs_of_name_characters_are_redacted_in_linear_time():
+    """"a-a-a-…" has a word boundary at each letter: a pattern that rescanned the rest from each one took minutes on
+    60 KB (this test then never ends rather than asserting a time)."""
+    for text in ("a-a" * 20000 + " key", "x." * 30000 + "token", "\n" * 60000 + "password x"):
+        assert redact(text).startswith(text[:100])
