@@ -53,10 +53,11 @@ def human_size(n: int) -> str:
 
 
 # Terminal escape sequences: CSI (colours, cursor moves), OSC (titles, OSC 8 hyperlinks, OSC 52 clipboard writes) with
-# either terminator, DCS/SOS/PM/APC strings, two-character ESC sequences, and their 8-bit C1 forms.
+# either terminator, DCS/SOS/PM/APC strings, two-character ESC sequences, and their 8-bit C1 forms (a C1 string only
+# with its terminator: a lone U+009D from a mis-decoded file is escaped, not taken to swallow the rest).
 _ESCAPE_SEQUENCES = re.compile(
     r"\x1b\[[0-?]*[ -/]*[@-~]?|\x1b\][^\x07\x1b\x9c]*(?:\x07|\x1b\\|\x9c)?|\x1b[PX^_][^\x1b\x9c]*(?:\x1b\\|\x9c)?"
-    r"|\x1b[ -~]?|\x9b[0-?]*[ -/]*[@-~]?|[\x9d\x90\x98\x9e\x9f][^\x07\x1b\x9c]*(?:\x07|\x1b\\|\x9c)?")
+    r"|\x1b[ -~]?|\x9b[0-?]*[ -/]*[@-~]?|[\x9d\x90\x98\x9e\x9f][^\x07\x1b\x9c]{0,4096}(?:\x07|\x1b\\|\x9c)")
 _CONTROLS = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
 
 
