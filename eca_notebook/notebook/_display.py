@@ -57,5 +57,8 @@ def show(obj: Any, *, raw: bool = False) -> None:
 
 
 def show_markdown(text: str) -> None:
-    """Markdown for the notebook; the same source as plain text for a terminal."""
-    show({"text/markdown": text, "text/plain": text}, raw=True)
+    """Markdown for the notebook, rendered and sanitised here (it names what a workspace config or an MCP server
+    said: untrusted, and a kernel's output is trusted by the front-end); the source as plain text for a terminal."""
+    from ._untrusted import safe_markdown_html
+
+    show({"text/html": safe_markdown_html(text), "text/plain": text}, raw=True)

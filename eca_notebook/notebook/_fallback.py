@@ -1,8 +1,9 @@
 """Plain output where widgets cannot render: nbconvert, papermill, nbclient, a terminal IPython.
 
 Those front-ends never answer a widget's comm and never show a widget's later updates, so instead of a live view
-the turn runs to completion inside the cell and its answer is displayed once, as Markdown (``text/plain`` carries
-the same Markdown source, so a terminal shows readable text too). Tool calls, their diffs and outputs, and the
+the turn runs to completion inside the cell and its answer is displayed once: the Markdown rendered to sanitised HTML
+(model output is untrusted, see ``_untrusted.py``), with ``text/plain`` carrying the Markdown source, so a terminal
+shows readable text too. Tool calls, their diffs and outputs, and the
 usage line are part of it: an executed notebook keeps a faithful record of what the assistant did.
 """
 
@@ -11,6 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from ._transcript import Transcript
+from ._untrusted import safe_markdown_html
 
 __all__ = ["MarkdownView"]
 
@@ -57,7 +59,9 @@ class MarkdownView:
             bundle = {"text/plain": body}
         else:
             body = self.transcript.to_markdown()
-            bundle = {"text/markdown": body, "text/plain": body}
+            # rendered and sanitised here: a kernel's own output is trusted, so markdown would reach the page as
+            # it is (raw HTML, scripts and remote images included); ``text/plain`` keeps the markdown source
+            bundle = {"text/html": safe_markdown_html(body), "text/plain": body}
         self.shown.append(body)
         if not body.strip():
             return

@@ -35,7 +35,7 @@ def kernel(tmp_path_factory, llm):
 def markdown_text(state: dict[str, Any]) -> str | None:
     outputs = state.get("outputs")
     if outputs:
-        return outputs[0].get("data", {}).get("text/markdown")
+        return outputs[0].get("data", {}).get("text/plain")
     return None
 
 
@@ -91,7 +91,7 @@ def test_headless_run_waits_and_keeps_markdown(kernel: Kernel, llm: ScriptedLLMS
     llm.enqueue(Reply([Text("Headless "), Delay(0.3), Text("**answer**")]))
     reply = kernel.execute("%eca -n in a batch run", allow_stdin=False)
     shown = [o["content"]["data"] for o in kernel.outputs(reply["msg_id"]) if o["msg_type"] == "display_data"]
-    assert shown and shown[-1]["text/markdown"].startswith("Headless **answer**")
+    assert shown and shown[-1]["text/plain"].startswith("Headless **answer**")
 
 
 def test_fix_with_a_real_exception_and_code_into_the_next_cell(kernel: Kernel, llm: ScriptedLLMServer):

@@ -213,7 +213,7 @@ async def test_magic_returns_at_once_and_the_widget_streams(shell, closing, llm)
     view = plan.view
     assert result.text == "Hello" and view.text == "Hello"
     markdown = [w for w in view.blocks_box.children if hasattr(w, "outputs")]
-    assert markdown[0].outputs[0]["data"]["text/markdown"] == "Hello"
+    assert markdown[0].outputs[0]["data"]["text/plain"] == "Hello"
     assert "7 tokens" in view.footer.value and not view.running
 
 

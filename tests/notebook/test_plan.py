@@ -66,7 +66,7 @@ def test_markdown_fallback_ends_the_turn_with_its_plan():
                            content("assistant", type="text", text="Working on it.")]:
         view.handle(method, params)
     view.finish()
-    md = shown[0]["text/markdown"]
+    md = shown[0]["text/plain"]
     assert md.count("**Plan**") == 1  # the latest plan only
     assert ("**Plan** · 1/3 done\n\n- [x] Read <the> parser — `src/parse.py`\n"
             "- [ ] **Fix the bug** *(in progress)* — `src/parse.py`, `tests/t.py`\n- [ ] Ship it") in md
@@ -78,8 +78,8 @@ def test_markdown_fallback_ends_the_turn_with_its_plan():
     view.begin_turn(CHAT, "and then?")  # ... and the next one, which does not touch it, does not repeat it
     view.handle(*content("assistant", type="text", text="Shipping."))
     view.finish()
-    assert "**Plan** · 2/3 done" in shown[1]["text/markdown"]
-    assert "**Plan**" not in shown[2]["text/markdown"]
+    assert "**Plan** · 2/3 done" in shown[1]["text/plain"]
+    assert "**Plan**" not in shown[2]["text/plain"]
     assert "**Plan** · 2/3 done" in view.transcript.to_markdown(all_turns=True)
 
 

@@ -101,7 +101,7 @@ def test_headless_rewrite_with_yes_applies_at_once(kernel: Kernel, llm: Scripted
     assert reply["content"]["status"] == "ok"
     assert cell_source(kernel.path, "cell-1") == "total = sum([1, 2, 3])"
     shown = [o["content"]["data"] for o in kernel.outputs(reply["msg_id"]) if o["msg_type"] == "display_data"]
-    assert shown and "+total = sum([1, 2, 3])" in shown[-1]["text/markdown"]
+    assert shown and "+total = sum([1, 2, 3])" in shown[-1]["text/plain"]
 
 
 @pytest.mark.slow

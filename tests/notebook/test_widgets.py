@@ -34,7 +34,7 @@ def feed(view, messages):
 
 
 def markdown_of(output_widget) -> str:
-    return output_widget.outputs[0]["data"]["text/markdown"]
+    return output_widget.outputs[0]["data"]["text/plain"]
 
 
 def test_streamed_turn_state():

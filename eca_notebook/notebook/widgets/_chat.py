@@ -5,8 +5,11 @@ the prompt, streaming markdown, reasoning in a collapsed block, tool calls as ca
 a progress line, the usage/cost footer, a Stop button and an input box to continue the chat.
 
 Every change only marks the view dirty; a :class:`Coalescer` redraws at most ~20 times a second whatever the token
-rate (each redraw is one comm message per changed widget). Markdown goes into an ``Output`` widget as a
-``text/markdown`` display, so the front-end's own renderer draws it: code highlighting, math and the theme for free.
+rate (each redraw is one comm message per changed widget). An answer's markdown is untrusted (the model may have been
+steered by a file it read): it is rendered and sanitised here (``_untrusted.safe_markdown_html``) and goes into an
+``Output`` widget as ``text/html`` — never as ``text/markdown``, which the front-end would render unsanitised, an
+``Output`` area being trusted — so no script, event handler or remote image reaches the page; the front-end still
+draws it in its theme and typesets its math.
 
 The view never talks to the engine: clicks go to a controller (the notebook session), so the same widget can sit
 on any client.
@@ -19,6 +22,7 @@ from collections.abc import Callable
 from typing import Any, Protocol
 
 from .._transcript import Block, ToolCallState, Transcript
+from .._untrusted import safe_markdown_html
 from ._coalesce import DEFAULT_INTERVAL, Coalescer
 from ._plan import PlanView
 from ._question import QuestionCard
@@ -368,7 +372,7 @@ class ChatView:
         if block.kind == "text":
             data = {"text/plain": block.text}
             if self.output_format != "text":
-                data["text/markdown"] = block.text
+                data["text/html"] = safe_markdown_html(block.text)
             bundle = {"output_type": "display_data", "metadata": {}, "data": data}
             item.outputs = (bundle,)
             self.markdown_updates += 1

@@ -71,6 +71,20 @@ CSS = """
 .eca-plan-in_progress .eca-plan-mark { color: var(--jp-brand-color1, #1976d2); }
 .eca-plan-file { font-size: var(--jp-ui-font-size0, 11px); margin-left: 4px; padding: 0 3px;
   background: var(--jp-layout-color2, rgba(127,127,127,.1)); border-radius: 3px; }
+.eca-remote-image { border: 1px dashed var(--jp-border-color1, rgba(127,127,127,.5)); border-radius: 3px;
+  padding: 0 4px; }
+.eca-code .k, .eca-code .kc, .eca-code .kd, .eca-code .kn, .eca-code .kp, .eca-code .kr, .eca-code .kt,
+.eca-code .ow { color: var(--jp-mirror-editor-keyword-color, #008000); font-weight: bold; }
+.eca-code .s, .eca-code .s1, .eca-code .s2, .eca-code .sa, .eca-code .sb, .eca-code .sc, .eca-code .sd,
+.eca-code .se, .eca-code .sh, .eca-code .si, .eca-code .sr, .eca-code .ss, .eca-code .sx, .eca-code .dl
+  { color: var(--jp-mirror-editor-string-color, #ba2121); }
+.eca-code .c, .eca-code .c1, .eca-code .ch, .eca-code .cm, .eca-code .cp, .eca-code .cpf, .eca-code .cs
+  { color: var(--jp-mirror-editor-comment-color, #408080); font-style: italic; }
+.eca-code .m, .eca-code .mb, .eca-code .mf, .eca-code .mh, .eca-code .mi, .eca-code .mo, .eca-code .il
+  { color: var(--jp-mirror-editor-number-color, #080); }
+.eca-code .nf, .eca-code .fm, .eca-code .nc, .eca-code .nn { color: var(--jp-mirror-editor-def-color, #00f); }
+.eca-code .nb, .eca-code .bp { color: var(--jp-mirror-editor-builtin-color, #008000); }
+.eca-code .o { color: var(--jp-mirror-editor-operator-color, #aa22ff); }
 """
 
 

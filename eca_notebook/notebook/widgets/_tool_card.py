@@ -13,6 +13,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from .._transcript import Block, ToolCallState
+from .._untrusted import safe_markdown_html
 from ._diff import render_diff_html
 
 __all__ = ["STATUS_LABELS", "ToolCard"]
@@ -235,7 +236,8 @@ class ToolCard:
                 if item is None:
                     item = self.nested[id(block)] = widgets.HTML()
                     item.add_class("eca-subagent-text")
-                value = f'<div style="white-space: pre-wrap">{html.escape(block.text)}</div>'
+                value = (f'<div class="eca-note">{html.escape(block.text)}</div>' if block.kind == "note"
+                         else safe_markdown_html(block.text))
                 if item.value != value:
                     item.value = value
                 shown.append(item)
