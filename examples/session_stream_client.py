@@ -685,8 +685,33 @@ async def run_command(request: CommandApprovalRequest, timeout: float = 600) -> 
 # The terminal client
 
 
+# What the model, a tool or a command printed is untrusted: in a terminal, escape sequences can recolour or hide
+# text, rewrite the title, write the clipboard (OSC 52) or fake a link (OSC 8), and bidi controls can make text read
+# otherwise than it runs. Whole sequences are dropped first (so "\x1b[31mred" prints "red"); then every remaining
+# control character but newline and tab — a lone ESC included, so a sequence split across tokens cannot form either.
+_ESCAPE_SEQUENCE = re.compile(
+    r"\x1b\[[0-?]*[ -/]*[@-~]"  # CSI: colours, cursor moves, erase
+    r"|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?"  # OSC: title, hyperlink, clipboard (to BEL or ST, or the end)
+    r"|\x1b[PX^_][^\x1b]*(?:\x1b\\)?"  # DCS, SOS, PM, APC strings
+    r"|\x1b[@-Z\\-_]"  # other two-character escapes
+    r"|\x9b[0-?]*[ -/]*[@-~]"  # 8-bit CSI
+)
+_UNPRINTABLE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+
+
+def terminal_safe(text: str) -> str:
+    """Model, tool or command text as it may reach a terminal: no escape sequence, no control character but newline
+    and tab, no bidi control (``\r`` goes too: it could overwrite what was printed on the line)."""
+    return _UNPRINTABLE.sub("", _ESCAPE_SEQUENCE.sub("", text))
+
+
+def _say(*parts: object, end: str = "\n", file: Any = None, flush: bool = False) -> None:
+    """``print`` for untrusted text: each part through :func:`terminal_safe`."""
+    print(*(terminal_safe(str(part)) for part in parts), end=end, file=file or sys.stdout, flush=flush)
+
+
 async def _ask(prompt: str) -> str:
-    return (await asyncio.to_thread(input, prompt)).strip().lower()
+    return (await asyncio.to_thread(input, terminal_safe(prompt))).strip().lower()
 
 
 async def run_terminal(args: argparse.Namespace) -> int:
@@ -701,7 +726,7 @@ async def run_terminal(args: argparse.Namespace) -> int:
     stream = await SessionStream.open(args.url, session_id, args.token, workspace_id=args.workspace_id)
     async with stream:
         hello = await stream.hello(capabilities, name="session_stream_client")
-        print(f"# session {session_id} — patches: {hello.patch_mode}, commands: {hello.command_mode}",
+        _say(f"# session {session_id} — patches: {hello.patch_mode}, commands: {hello.command_mode}",
               file=sys.stderr)
         await stream.send_user_message(args.message)
         patches: dict[str, PatchProposed] = {}
@@ -710,21 +735,21 @@ async def run_terminal(args: argparse.Namespace) -> int:
         async for message in stream:
             if isinstance(message, Token):
                 streamed = True
-                print(message.token, end="", flush=True)
+                _say(message.token, end="", flush=True)
             elif isinstance(message, Thinking):
-                print(f"\n[{message.phase}] {message.message}", file=sys.stderr)
+                _say(f"\n[{message.phase}] {message.message}", file=sys.stderr)
             elif isinstance(message, Plan):
-                print("\n[plan]" + "".join(f"\n  {s.step_number}. {s.description}" for s in message.steps))
+                _say("\n[plan]" + "".join(f"\n  {s.step_number}. {s.description}" for s in message.steps))
             elif isinstance(message, ToolExecute):
-                print(f"\n[tool {message.tool_name}: {message.status}]", file=sys.stderr)
+                _say(f"\n[tool {message.tool_name}: {message.status}]", file=sys.stderr)
             elif isinstance(message, PatchProposed):
                 patches[message.patch_id] = message
                 if message.requires_approval or hello.patch_mode != "client":
-                    print(f"\n[patch {message.patch_id}] {message.rationale or ''}\n{message.diff}")
+                    _say(f"\n[patch {message.patch_id}] {message.rationale or ''}\n{message.diff}")
                 elif message.patch_id not in applied:  # the final patch: ours to apply
                     applied.add(message.patch_id)
                     result = apply_patch_file(root, message)
-                    print(f"[applied {message.file_path}: {'ok' if result.success else result.error}]")
+                    _say(f"[applied {message.file_path}: {'ok' if result.success else result.error}]")
                     await stream.send(result)
             elif isinstance(message, ToolApprovalRequest):
                 patch = patches.get(str(message.args.get("patch_id")))
@@ -743,21 +768,21 @@ async def run_terminal(args: argparse.Namespace) -> int:
                 else:
                     await stream.reject(message.request_id, file_path)
             elif isinstance(message, CommandApprovalRequest):
-                print(f"\n$ {message.command}   (in {message.working_directory})")
+                _say(f"\n$ {message.command}   (in {message.working_directory})")
                 if message.requires_approval and await _ask("Run it? y/n: ") not in ("y", "yes"):
                     await stream.reject(message.command_id)
                     continue
                 ran = await run_command(message)  # a result counts as the approval
-                sys.stdout.write(ran.stdout)
-                sys.stderr.write(ran.stderr)
+                _say(ran.stdout, end="")
+                _say(ran.stderr, end="", file=sys.stderr)
                 await stream.command_result(ran)
             elif isinstance(message, ServerError):
-                print(f"\n[error {message.error.code}] {message.error.message}", file=sys.stderr)
+                _say(f"\n[error {message.error.code}] {message.error.message}", file=sys.stderr)
                 if not message.error.recoverable:
                     return 1
             elif isinstance(message, MessageFinal):
                 # a command's answer (/skills, /context…) or an error comes only here: no tokens streamed it
-                print(message.message if not streamed else "")
+                _say(message.message if not streamed else "")
                 return 0 if message.metadata.success else 1
     return 1
 

@@ -646,6 +646,32 @@ async def test_terminal_client_runs_a_turn(base, llm, app_py):
     assert app_py.read_text() == ONLY_1_3
 
 
+async def test_terminal_client_prints_no_escape_sequence_from_the_model(base, llm):
+    """Model output is untrusted in a terminal too: an answer carrying a fake hyperlink (OSC 8), a clipboard write
+    (OSC 52), a screen clear and bidi controls prints as plain text."""
+    url, token = base
+    llm.enqueue(Reply.text("\x1b]8;;https://evil.example\x07Docs\x1b]8;;\x07 \x1b]52;c;cm0gLXJmIH4=\x07"
+                           "\x1b[2J\x1b[31mred\x1b[0m a\u202eb\u2066c\rdone\x00."))
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, str(_EXAMPLE), "--url", url, "--token", token, "--message", "Hi",
+        stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+    )
+    stdout, stderr = await asyncio.wait_for(proc.communicate(b""), 120)
+    out = stdout.decode()
+    assert proc.returncode == 0, (out, stderr.decode())
+    assert "Docs red abcdone." in out, repr(out)
+    assert not [ch for ch in out if (ord(ch) < 32 and ch not in "\n\t") or 0x7f <= ord(ch) <= 0x9f
+                or ch in "\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069\u200e\u200f"], repr(out)
+
+
+def test_terminal_safe_strips_sequences_and_controls():
+    safe = ssc.terminal_safe
+    assert safe("\x1b[1;31mred\x1b[0m\ttab\nline") == "red\ttab\nline"
+    assert safe("\x1b]0;title\x1b\\x\x1bPdcs\x1b\\y\x9b2Jz") == "xyz"
+    assert safe("\x1b[") == "[", "a sequence cut between two tokens cannot form: its ESC is gone"
+    assert safe("é ✓ 日本") == "é ✓ 日本"
+
+
 async def test_terminal_client_prints_a_commands_answer(base, llm):
     """A slash command's answer comes as the final message only (no tokens): the terminal client prints it."""
     url, token = base
