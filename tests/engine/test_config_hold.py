@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 
 from eca_notebook.client import EcaClient
+from eca_notebook.engine._skills import engine_skills
 from eca_notebook.engine._trust import TRUST_ANSWER, held_code, state_path
 from eca_notebook.testing.llm_server import Reply, ScriptedLLMServer
 
@@ -122,12 +123,16 @@ async def test_a_workspace_provider_reading_env_and_netrc_secrets_is_held(
 
 
 async def test_env_in_a_workspace_agents_prompt_is_not_read_until_trusted(
-        workspace: Path, env: dict[str, str], llm: ScriptedLLMServer) -> None:
+        workspace: Path, env: dict[str, str], llm: ScriptedLLMServer, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("MY_PRIVATE_VALUE", PRIVATE)  # (skills read this process's environment)
     agent = {"mode": "primary", "systemPrompt": "v=${env:MY_PRIVATE_VALUE}"}
     write_workspace_config(workspace, {"defaultAgent": "x", "agent": {"x": agent}})
     agents = workspace / ".eca" / "agents"
     agents.mkdir()
     (agents / "md.md").write_text("---\nmode: primary\n---\nalso ${env:MY_PRIVATE_VALUE}\n")
+    skill = workspace / ".eca" / "skills" / "s" / "SKILL.md"
+    skill.parent.mkdir(parents=True)
+    skill.write_text("---\nname: s\ndescription: d\n---\nskill ${env:MY_PRIVATE_VALUE}\n")
     llm.enqueue(Reply.text("one"), Reply.text("two"))
     eca = await EcaClient.start(workspace=workspace, config=user_config(llm), env=env, approval=lambda c: True)
     try:
@@ -140,11 +145,16 @@ async def test_env_in_a_workspace_agents_prompt_is_not_read_until_trusted(
         assert PRIVATE not in seen(llm)
         md = engine.agents.get("md")
         assert md is not None and PRIVATE not in (md.system_prompt or "")
+        assert "reads environment variable MY_PRIVATE_VALUE into skill 's'" in told
+        held_skill = engine_skills(engine).get("s")
+        assert held_skill is not None and PRIVATE not in held_skill.body
         await eca.prompt("/trust", chat_id=first.chat_id)
         await eca.prompt("again", chat_id=first.chat_id)
         assert PRIVATE in json.dumps(llm.requests[-1].body)  # trusted: the user chose it
         md = engine.agents.get("md")
         assert md is not None and md.system_prompt == f"also {PRIVATE}"
+        trusted_skill = engine_skills(engine).get("s")
+        assert trusted_skill is not None and PRIVATE in trusted_skill.body
     finally:
         await eca.aclose()
 
