@@ -115,4 +115,11 @@ def test_ollama_is_detected_and_its_models_listed(page, lab, lab_home):
         saved = json.loads((lab_home / ".config" / "eca" / "config.json").read_text())
         assert saved["providers"]["ollama"] == {"api": "ollama", "url": ollama.url}
         assert saved["defaultModel"] == "ollama/qwen3:4b"
+
+        # a question sent while the view is open closes it, and its answer comes from Ollama
+        ollama.enqueue(Reply([Text("Answer from Ollama")]))
+        send(page, "hello ollama")
+        view.wait_for(state="detached")
+        page.locator(".eca-MessageList", has_text="Answer from Ollama").wait_for(timeout=60_000)
+        assert "hello ollama" in json.dumps(ollama.requests[-1].body)
         assert page.eca_errors == []  # type: ignore[attr-defined]

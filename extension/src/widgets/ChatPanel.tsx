@@ -58,6 +58,11 @@ export function ChatApp(props: ChatAppProps): JSX.Element {
   const connection = client.connection;
   const connected = connection === 'open';
   const running = Boolean(chat && chat.status !== 'idle');
+  React.useEffect(() => {
+    if (running && connectView?.isOpen) {
+      connectView.close(); // a question was sent from the composer: show its answer
+    }
+  }, [running, connectView]);
   const question = chat ? client.questions.get(chat.id) : undefined;
 
   const guard = React.useCallback(
@@ -96,6 +101,12 @@ export function ChatApp(props: ChatAppProps): JSX.Element {
       }
     },
     [client, chat, guard]
+  );
+  // the demo-model notice's button: the view the command eca-notebook:connect-model opens
+  const canConnect = Boolean(connectView && props.providers);
+  const onConnectModel = React.useMemo(
+    () => (canConnect && connectView ? () => connectView.open() : undefined),
+    [canConnect, connectView]
   );
   const onFork = React.useCallback(
     (contentId: string) => {
@@ -165,6 +176,7 @@ export function ChatApp(props: ChatAppProps): JSX.Element {
           onUndo={onUndo}
           onRewind={onRewind}
           onFork={onFork}
+          onConnectModel={onConnectModel}
         />
       ) : (
         <div className="eca-MessageList" />
