@@ -10,7 +10,9 @@ name elsewhere) it could send data out or take the user's secrets without runnin
   ``extraHeaders``/``extraPayload`` of a model go to the provider too (a payload may name remote tools);
 * read an environment variable or a netrc password into any string that is sent somewhere (an agent's prompt, a
   header, an MCP server's env);
-* switch off or replace the user's own hooks (``{"hooks": {"guard": null}}``).
+* switch off or replace the user's own hooks (``{"hooks": {"guard": null}}``);
+* name skill folders outside the workspace (``"skills": [{"path": "~/other"}]``), which the model may then read
+  without asking.
 
 Until the folder is trusted the engine uses the config built with each workspace layer's :func:`held_view` instead
 of the layer: those values are left out, so what the user's own layers say applies. MCP servers stay in the view —
@@ -19,15 +21,17 @@ they are held by name until trusted (mcp/_manager.py), the same entry either way
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 from ._catalog import BUILTIN_PROVIDERS
 from ._providers_config import env_prefix
 
-__all__ = ["CONNECTION_KEYS", "SECRET_REF", "held_providers", "held_view", "hook_changes", "provider_items",
-           "ref_items", "secret_refs"]
+__all__ = ["CONNECTION_KEYS", "SECRET_REF", "held_providers", "held_view", "hook_changes", "outside_skills",
+           "provider_items", "ref_items", "secret_refs"]
 
 #: ``${env:NAME[:default]}`` and ``${netrc:[login@]machine}``: a secret read into a workspace's string.
 SECRET_REF = re.compile(r"\$\{(env|netrc):([^}]*)\}")
@@ -106,11 +110,39 @@ def held_providers(layer: Mapping[str, Any], below: Mapping[str, Any]) -> dict[s
     return out
 
 
-def held_view(layer: Mapping[str, Any], below: Mapping[str, Any]) -> dict[str, Any]:
+def outside_skills(layer: Mapping[str, Any], folder: Path | None) -> list[str]:
+    """The ``skills`` entries of a workspace layer that name a folder outside the workspace *folder* (through ``~``,
+    an absolute path, ``..`` or a symlink): the skills found there make their folders readable without asking
+    (engine/_skills.py ``read_roots``), so they wait for trust. Without *folder*, every entry that is not a plain
+    relative path."""
+    entries = layer.get("skills")
+    out: list[str] = []
+    for entry in entries if isinstance(entries, list) else []:
+        raw = entry.get("path") if isinstance(entry, Mapping) else entry
+        if not isinstance(raw, str) or not raw.strip():
+            continue
+        text = raw.strip()
+        if folder is None:
+            outside = text.startswith(("/", "~")) or ".." in Path(text).parts
+        else:
+            path = Path(os.path.expanduser(text))
+            try:
+                root = folder.resolve()
+                target = (path if path.is_absolute() else folder / path).resolve()
+                outside = target != root and root not in target.parents
+            except (OSError, RuntimeError):
+                outside = True
+        if outside:
+            out.append(text)
+    return out
+
+
+def held_view(layer: Mapping[str, Any], below: Mapping[str, Any], folder: Path | None = None) -> dict[str, Any]:
     """*layer* (a workspace file as written, before its dynamic strings are resolved) without what waits for trust:
     its hooks, its providers' connection fields (a provider of its own, whole), every value reading a secret
-    (``${env:}``, ``${netrc:}``) and ``netrcFile``. *below*: the user's own layers merged, to tell their providers
-    from the workspace's. ``mcpServers`` is kept as written (held by name)."""
+    (``${env:}``, ``${netrc:}``), ``netrcFile`` and its ``skills`` entries outside the workspace *folder*. *below*:
+    the user's own layers merged, to tell their providers from the workspace's. ``mcpServers`` is kept as written
+    (held by name)."""
     held = held_providers(layer, below)
     mine = _user_providers(below)
     own = tuple(f"{pid}/" for pid in held if pid not in mine and pid not in BUILTIN_PROVIDERS)
@@ -123,6 +155,10 @@ def held_view(layer: Mapping[str, Any], below: Mapping[str, Any]) -> dict[str, A
             continue
         if key == "providers" and isinstance(value, Mapping):
             value = _providers_view(value, held, mine)
+        if key == "skills" and isinstance(value, list):
+            outside = set(outside_skills(layer, folder))
+            value = [e for e in value
+                     if str((e.get("path") if isinstance(e, Mapping) else e) or "").strip() not in outside]
         kept = _without_refs(_without_models(value, own) if own else value)
         if kept is not _DROP and not (key in _MODEL_KEYS and isinstance(kept, str) and kept.startswith(own or ("\0",))):
             out[key] = kept

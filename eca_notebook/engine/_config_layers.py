@@ -328,7 +328,7 @@ class _Loader:
             self.workspace_written[name.removeprefix("workspace:")] = dict(data)
             # what applies until the folder is trusted (engine/_config_hold.py; engine/_trust.py decides)
             below = interpolate_env(self.user_merged if self.user_merged is not None else self.merged, self.env)
-            held = self.dynamic(held_view(data, below), str(path), path, workspace)
+            held = self.dynamic(held_view(data, below, workspace), str(path), path, workspace)
         data = self.dynamic(data, str(path), path, workspace)
         if workspace is not None and isinstance(data, Mapping):
             self.workspace_layers[name.removeprefix("workspace:")] = dict(data)

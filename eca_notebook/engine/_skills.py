@@ -209,8 +209,10 @@ def discover_skills(workspace_folders: Sequence[Path], global_config_dir: Path, 
 def engine_skills(engine: Engine) -> SkillSet:
     """The skills of this engine's workspace folders, global config dir and ``skills`` config entries."""
     raw = engine.loaded.raw
-    trust = getattr(engine, "trust", None)  # an untrusted workspace's skills read no secret (_trust.py)
-    return discover_skills(engine.workspace_folders, engine.global_config_dir, raw.get("skills"),
+    # an untrusted workspace's skills read no secret, and its skill folders outside it wait (_trust.py)
+    trust = getattr(engine, "trust", None)
+    config = trust.effective_config() if trust is not None else engine.config
+    return discover_skills(engine.workspace_folders, engine.global_config_dir, (config.model_extra or {}).get("skills"),
                            raw.get("trustedWorkspaces"), trust.held_folders() if trust is not None else ())
 
 

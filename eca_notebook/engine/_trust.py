@@ -67,7 +67,7 @@ from ..protocol import (
 from ..tools.question import QUESTION_TIMEOUT
 from ..tools.shell import files_named
 from ._agents import Agents, build_agents, files_signature, parse_agent_markdown
-from ._config_hold import held_providers, hook_changes, provider_items, ref_items, secret_refs
+from ._config_hold import held_providers, hook_changes, outside_skills, provider_items, ref_items, secret_refs
 from ._config_layers import global_config_path
 from ._config_schema import ArgsRule, Config
 from ._config_syntax import trusted_by_user
@@ -334,7 +334,9 @@ def folder_code(folder: str | Path, layer: Mapping[str, Any], below: Agents | No
     code = workspace_code(layer, below, written, user_raw)
     scripts = hook_files(path, code["hooks"])
     files = sorted({f"{where} {kind}:{name}" for where, kind, name in file_secrets(path)})
-    full = {**code, **({"hookFiles": scripts} if scripts else {}), **({"fileSecrets": files} if files else {})}
+    skills = outside_skills(layer if written is None else written, Path(folder))
+    full = {**code, **({"hookFiles": scripts} if scripts else {}), **({"fileSecrets": files} if files else {}),
+            **({"outsideSkills": skills} if skills else {})}
     return full, _digest(full)
 
 
@@ -353,7 +355,7 @@ def held_code(workspace_layers: Mapping[str, Mapping[str, Any]], trusted_folders
         as_written = (written or {}).get(folder)
         code, digest = folder_code(folder, layer, below, as_written, user_raw)
         if not any(code.get(k) for k in ("mcpServers", "hooks", "approvals", "providers", "secrets", "hookChanges",
-                                         "fileSecrets")):
+                                         "fileSecrets", "outsideSkills")):
             continue
         path = _resolve(folder)
         if any(path == root or root in path.parents for root in roots):
@@ -366,6 +368,8 @@ def held_code(workspace_layers: Mapping[str, Mapping[str, Any]], trusted_folders
         items = [*provider_items(source, mine, env or {}), *ref_items(source, mine), *hook_changes(source, mine)]
         items += [f"reads {'environment variable ' + n if k == 'env' else 'your netrc password for ' + n} into {w}"
                   for w, k, n in file_secrets(path)]
+        items += [f"loads skills from {where} (outside the workspace: the model may read that folder without "
+                  "asking)" for where in code.get("outsideSkills", [])]
         held.append(HeldWorkspace(path, digest, {n: _describe_server(e) for n, e in code["mcpServers"].items()},
                                   {n: _describe_hook(e) for n, e in code["hooks"].items()},
                                   approval_loosening(layer, below) if code.get("approvals") else [],

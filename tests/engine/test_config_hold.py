@@ -282,3 +282,28 @@ async def test_a_folder_without_config_is_trusted_with_slash_trust_for_the_users
         assert marks(log)[-1] == ["mine", str(workspace)]
     finally:
         await eca.aclose()
+
+
+async def test_skill_folders_a_workspace_names_outside_it_wait_for_trust(
+        tmp_path: Path, workspace: Path, env: dict[str, str], llm: ScriptedLLMServer) -> None:
+    """A skill folder makes itself readable without asking (``read_roots``): a repository naming one outside itself
+    (``~/…``, an absolute path, ``..``) must not open it up before the user trusts it."""
+    other = tmp_path / "other-project" / "skills"
+    (other / "x").mkdir(parents=True)
+    (other / "x" / "SKILL.md").write_text("---\nname: x\ndescription: d\n---\nbody\n")
+    (workspace / "mine" / "y").mkdir(parents=True)
+    (workspace / "mine" / "y" / "SKILL.md").write_text("---\nname: y\ndescription: d\n---\nbody\n")
+    write_workspace_config(workspace, {"skills": [{"path": str(other)}, {"path": "mine"}]})
+    llm.enqueue(Reply.text("one"))
+    eca = await EcaClient.start(workspace=workspace, config=user_config(llm), env=env, approval=lambda c: True)
+    try:
+        engine = eca.engine
+        assert engine is not None
+        first = await eca.prompt("hello")
+        assert f"loads skills from {other} (outside the workspace" in system(first)
+        names = {s.name for s in engine_skills(engine).skills}
+        assert "y" in names and "x" not in names  # its own folder's skills load; the outside one waits
+        await eca.prompt("/trust", chat_id=first.chat_id)
+        assert {"x", "y"} <= {s.name for s in engine_skills(engine).skills}
+    finally:
+        await eca.aclose()
