@@ -13,7 +13,8 @@ allowlist sanitizer (``nh3``, the binding of Rust's *ammonia*, html5ever's parse
 - links keep ``http``/``https``/``mailto`` only, and open in a new tab with ``rel="noopener noreferrer nofollow"``;
 - an image loads only from a ``data:`` URL of a raster type; a remote (or relative) markdown image becomes a link
   naming its host (``Image from evil.example: x``): nothing is fetched until the user clicks it;
-- fenced code is highlighted by Pygments (classes only, coloured by ``widgets/_style.py``).
+- fenced code is highlighted by Pygments (classes only, coloured by ``widgets/_style.py``); TeX is kept as written
+  for the front-end's MathJax.
 """
 
 from __future__ import annotations
@@ -101,15 +102,19 @@ def image_host(src: str) -> str:
 
 def _highlight(code: str, lang: str, _attrs: Any) -> str:
     """Pygments spans (classes only) for a fenced block in a language it knows; "" lets markdown-it escape it."""
-    if not lang:
-        return ""
+    return _pygmentize(code, lang.split()[0]) if lang.strip() else ""
+
+
+@lru_cache(maxsize=256)
+def _pygmentize(code: str, lang: str) -> str:
+    """Cached: a streaming answer is rendered again at every redraw, its finished code blocks unchanged."""
     from pygments import highlight
     from pygments.formatters import HtmlFormatter
     from pygments.lexers import get_lexer_by_name
     from pygments.util import ClassNotFound
 
     try:
-        lexer = get_lexer_by_name(lang.split()[0])
+        lexer = get_lexer_by_name(lang)
     except ClassNotFound:
         return ""
     return str(highlight(code, lexer, HtmlFormatter(nowrap=True)))
@@ -128,11 +133,41 @@ def _image(_renderer: Any, tokens: Sequence[Any], idx: int, _options: Any, _env:
             f"{html.escape(label)}</a>")
 
 
+_MATH_CLOSERS = {"$$": "$$", "$": "$", "\\(": "\\)", "\\[": "\\]"}
+
+
+def _math(state: Any, silent: bool) -> bool:
+    """TeX (``$…$``, ``$$…$$``, ``\\(…\\)``, ``\\[…\\]``) kept as written, so the front-end's MathJax typesets it as
+    it does in markdown (markdown would read ``a_1 * b_2`` as emphasis and ``\\(`` as an escape). ``$`` opens math
+    only before a non-space and closes after one, with no backtick between: "$5 and $10" stays text."""
+    src, pos = state.src, state.pos
+    opener = next((o for o in ("$$", "$", "\\(", "\\[") if src.startswith(o, pos)), None)
+    if opener is None:
+        return False
+    closer = _MATH_CLOSERS[opener]
+    start = pos + len(opener)
+    end = src.find(closer, start)
+    while end != -1 and src[end - 1] == "\\":
+        end = src.find(closer, end + 1)
+    if end <= start or (opener == "$" and (src[start].isspace() or src[end - 1].isspace() or "`" in src[start:end])):
+        return False
+    if not silent:
+        state.push("math", "", 0).content = src[pos:end + len(closer)]
+    state.pos = end + len(closer)
+    return True
+
+
+def _render_math(_renderer: Any, tokens: Sequence[Any], idx: int, _options: Any, _env: Any) -> str:
+    return html.escape(tokens[idx].content, quote=False)
+
+
 @lru_cache(maxsize=1)
 def _parser() -> Any:
     from markdown_it import MarkdownIt
 
     md = MarkdownIt("commonmark", {"html": True, "highlight": _highlight}).enable(["table", "strikethrough"])
+    md.inline.ruler.before("escape", "math", _math)
+    md.add_render_rule("math", _render_math)
     md.add_render_rule("image", _image)
     return md
 

@@ -211,3 +211,31 @@ def test_the_plain_fallback_and_listings_show_sanitised_html():
     (bundle,) = bundles
     assert set(bundle) == {"text/html", "text/plain"}, "no text/markdown: a kernel's output is trusted"
     assert problems(bundle["text/html"]) == [] and "Image from evil.example" in bundle["text/html"]
+
+
+def test_a_long_streamed_answer_ends_fully_rendered():
+    """Redraws of a costly answer are spaced out while it streams (see ChatView._render_text); the end of the turn
+    draws all of it, sanitised."""
+    pytest.importorskip("ipywidgets")
+    from eca_notebook.notebook.widgets import ChatView
+
+    view = ChatView(None, interval=0)
+    view.begin_turn("c", "hi")
+    chunk = "Some **text**, `code` and\n\n```python\ndef f(x):\n    return x * 2\n```\n\n- a\n- b\n\n"
+    for _ in range(200):
+        view.handle("chat/contentReceived", {"chatId": "c", "role": "assistant",
+                                             "content": {"type": "text", "text": chunk}})
+    view.handle("chat/contentReceived", {"chatId": "c", "role": "assistant",
+                                         "content": {"type": "text", "text": "<img src=x onerror=alert(1)> The end."}})
+    view.finish()
+    (output,) = [w for w in view.blocks_box.children if hasattr(w, "outputs")]
+    data = output.outputs[0]["data"]
+    assert data["text/plain"] == view.text and data["text/plain"].endswith("The end.")
+    assert data["text/html"] == safe_markdown_html(view.text) and data["text/html"].rstrip().endswith("The end.</p>")
+    assert problems(data["text/html"]) == []
+
+
+def test_tex_is_kept_for_mathjax():
+    html = safe_markdown_html("Let $a_1 * b_2$ and $$x^2 < y$$ or \\(y_1 * z_2\\); costs $5 and $10, `$c_1 * x_2$`")
+    assert "$a_1 * b_2$" in html and "$$x^2 &lt; y$$" in html and "\\(y_1 * z_2\\)" in html, html
+    assert "costs $5 and $10, <code>$c_1 * x_2$</code>" in html, html

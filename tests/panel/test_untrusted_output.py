@@ -24,7 +24,7 @@ from ._lab import open_panel, screenshot
 from .test_notebook_tools import open_notebook, run_cell, write_notebook
 from .test_panel import send, wait_until
 
-pytestmark = [pytest.mark.e2e, pytest.mark.slow]
+pytestmark = [pytest.mark.e2e, pytest.mark.slow, pytest.mark.timeout(300)]
 
 CORPUS = json.loads((Path(__file__).resolve().parents[1] / "xss_corpus.json").read_text())
 # a 1×1 PNG: what the recorder answers, so an image loaded on a click shows
@@ -112,6 +112,7 @@ def test_eca_widget_renders_the_corpus_without_running_or_fetching_it(page, lab,
     assert chat.locator("strong", has_text="bold text").count() == 1, "bold still renders"
     assert chat.locator("li", has_text="second item").count() == 1, "the list still renders"
     assert "return 42" in chat.locator("pre").first.inner_text(), "the code block still renders"
+    chat.locator("mjx-container").first.wait_for()  # TeX is typeset by JupyterLab's MathJax, as in markdown
     image = chat.locator("a.eca-remote-image", has_text="Image from 127.0.0.1: chart").first
     assert "/hit/markdown-image-remote" in (image.get_attribute("href") or ""), "a remote image is a link"
     screenshot(page, "untrusted-01-widget")

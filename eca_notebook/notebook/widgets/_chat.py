@@ -17,6 +17,7 @@ on any client.
 
 from __future__ import annotations
 
+import asyncio
 import html
 from collections.abc import Callable
 from typing import Any, Protocol
@@ -134,6 +135,9 @@ class ChatView:
         # after ``chat/cleared`` (a rewind): the server replays the kept messages, prompts included
         self._replaying = False
         self.coalescer = Coalescer(self._flush, interval)
+        # id(text block) → when its answer may be rendered again while streaming (see _render_text)
+        self._text_due: dict[int, float] = {}
+        self._text_timer = False  # a redraw skipped for cost has its catch-up timer set
 
         self.style = widgets.HTML(style_html())
         self.blocks_box = widgets.VBox()
@@ -252,6 +256,7 @@ class ChatView:
         self.subagents.clear()
         self._widgets.clear()
         self._dirty.clear()
+        self._text_due.clear()
         self.blocks_box.children = ()
         self._replaying = True
         self._chrome_dirty = True
@@ -273,7 +278,7 @@ class ChatView:
         self.transcript.progress = ""
         self.transcript._close_open_blocks()
         for block in self.transcript.blocks:
-            if block.kind in ("tool", "reasoning"):
+            if block.kind in ("tool", "reasoning", "text"):
                 self._mark(block)
         self._chrome_dirty = True
         self.coalescer.mark()
@@ -341,6 +346,35 @@ class ChatView:
                 self.footer.value = footer
             self.plan.show(t.plan_content)
 
+    def _render_text(self, block: Block, item: Any) -> None:
+        """An answer as sanitised HTML. Rendering costs time in the kernel (a long, code-heavy answer takes tens of
+        ms): while it streams, a block is rendered again only after five times its last render's cost, so it never
+        takes more than a sixth of the kernel's time; a skipped redraw is caught up later (the turn's end draws all)."""
+        import time
+
+        now = time.monotonic()
+        due = self._text_due.get(id(block), 0.0)
+        if self.running and now < due:
+            self._dirty[id(block)] = block
+            if not self._text_timer:
+                try:
+                    self._text_timer = True
+                    asyncio.get_running_loop().call_later(due - now, self._text_timer_fired)
+                except RuntimeError:
+                    self._text_timer = False  # no loop: the next change or finish() draws it
+            return
+        data = {"text/plain": block.text}
+        if self.output_format != "text":
+            data["text/html"] = safe_markdown_html(block.text)
+        bundle = {"output_type": "display_data", "metadata": {}, "data": data}
+        item.outputs = (bundle,)
+        self.markdown_updates += 1
+        self._text_due[id(block)] = now + 5 * (time.monotonic() - now)
+
+    def _text_timer_fired(self) -> None:
+        self._text_timer = False
+        self.coalescer.mark()
+
     @staticmethod
     def _outer(item: Any) -> Any:
         return item.widget if isinstance(item, ToolCard | PromptRow) else item
@@ -370,12 +404,7 @@ class ChatView:
         if item is None:
             return
         if block.kind == "text":
-            data = {"text/plain": block.text}
-            if self.output_format != "text":
-                data["text/html"] = safe_markdown_html(block.text)
-            bundle = {"output_type": "display_data", "metadata": {}, "data": data}
-            item.outputs = (bundle,)
-            self.markdown_updates += 1
+            self._render_text(block, item)
         elif block.kind == "reasoning":
             item.children[0].value = f'<pre class="eca-output">{html.escape(block.text)}</pre>'
             if block.done:
