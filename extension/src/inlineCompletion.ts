@@ -3,7 +3,9 @@
  * (`ICompletionProviderManager.registerInlineProvider`) that asks `completion/inline` over the panel's WebSocket.
  *
  * - JupyterLab's inline completer calls `fetch` after its debouncer (our provider's default: {@link DEBOUNCE_MS})
- *   and shows the suggestion as ghost text; Tab accepts (JupyterLab's `inline-completer:accept`), Alt+] / Alt+[
+ *   and shows the suggestion as ghost text — at the end of a line, also before the brackets and quotes JupyterLab
+ *   closed (`print(|)`); on the new line after Enter, where JupyterLab never asks by itself, {@link BlankLineTrigger}
+ *   invokes it after the same delay; Tab accepts (JupyterLab's `inline-completer:accept`), Alt+] / Alt+[
  *   cycle, Escape or typing on dismisses. The provider is enabled by default (its `schema.default`), so nothing needs
  *   to be set up; Settings → Inline Completer → "ECA provider" turns it off or changes the delays.
  * - Every keystroke in the document aborts the pending request (the server gets `$/cancelRequest` and stops the
@@ -23,6 +25,7 @@ import {
   CompletionHandler,
   ICompletionProviderManager,
   IInlineCompletionContext,
+  InlineCompletionTriggerKind,
   IInlineCompletionItem,
   IInlineCompletionList,
   IInlineCompletionProvider
@@ -32,6 +35,7 @@ import { IEditorTracker } from '@jupyterlab/fileeditor';
 import { INotebookTracker, NotebookActions, NotebookPanel } from '@jupyterlab/notebook';
 import type { Kernel } from '@jupyterlab/services';
 import { LabIcon } from '@jupyterlab/ui-components';
+import type { ISignal } from '@lumino/signaling';
 
 import type { EcaClient } from './client';
 import {
@@ -40,8 +44,10 @@ import {
   KERNEL_SUMMARY_EXPRESSION,
   KernelVariable,
   WarningThrottle,
+  atLineEnd,
   composeContext,
-  parseKernelSummary
+  parseKernelSummary,
+  wantsBlankLineSuggestion
 } from './inlineCore';
 import { IEcaChat } from './tokens';
 
@@ -230,10 +236,14 @@ export class EcaInlineProvider implements IInlineCompletionProvider {
   readonly icon = ecaIcon;
   /** Our defaults in Settings → Inline Completer (JupyterLab merges the user's choices over them). */
   readonly schema = {
-    default: { enabled: true, debouncerDelay: DEBOUNCE_MS, timeout: TIMEOUT_MS, autoFillInMiddle: false }
+    // autoFillInMiddle: JupyterLab counts `print(|)` as mid-line; `fetch` itself declines the real middle
+    default: { enabled: true, debouncerDelay: DEBOUNCE_MS, timeout: TIMEOUT_MS, autoFillInMiddle: true }
   };
   readonly requests: InlineRequests;
   readonly timings: InlineTiming[] = [];
+  /** The user's settings for this provider (Settings → Inline Completer): {@link BlankLineTrigger} follows them. */
+  enabled = true;
+  debouncerDelay = DEBOUNCE_MS;
   private _timeoutMs = TIMEOUT_MS;
   private readonly _warnings = new WarningThrottle();
 
@@ -246,6 +256,11 @@ export class EcaInlineProvider implements IInlineCompletionProvider {
     if (Number.isFinite(timeout) && timeout > 0) {
       this._timeoutMs = timeout;
     }
+    const delay = Number(settings?.debouncerDelay);
+    if (Number.isFinite(delay) && delay >= 0) {
+      this.debouncerDelay = delay;
+    }
+    this.enabled = settings?.enabled !== false;
   }
 
   async fetch(request: CompletionHandler.IRequest, context: IInlineCompletionContext): Promise<IInlineCompletionList> {
@@ -256,6 +271,9 @@ export class EcaInlineProvider implements IInlineCompletionProvider {
     }
     const document = target.editor.model.sharedModel;
     const cursor = Text.charIndexToJsIndex(request.offset, request.text);
+    if (context.triggerKind === InlineCompletionTriggerKind.Automatic && !atLineEnd(request.text, cursor)) {
+      return { items: [] }; // code right of the cursor: a pause while editing a line asks nothing (Alt+\ does)
+    }
     const extra = target.context ? await target.context() : undefined;
     if (document.getSource() !== request.text) {
       return { items: [] }; // typed on while the kernel was looked at: JupyterLab asks again
@@ -327,6 +345,91 @@ export class EcaInlineProvider implements IInlineCompletionProvider {
   }
 }
 
+interface Watched {
+  widget: { id: string };
+  document: { changed: ISignal<any, { sourceChange?: unknown }> };
+  editor: () => CodeEditor.IEditor | null;
+}
+
+/**
+ * Asks for ghost text on the new line after Enter. JupyterLab's inline completer asks by itself only after a
+ * keystroke that leaves code left of the cursor, so `def f(x):` + Enter never got a suggestion (issue #30). This
+ * watches the document being typed in (the active cell of the current notebook, the current file editor) and, when
+ * a change leaves the focused editor's cursor on an empty line under code ({@link wantsBlankLineSuggestion}) and
+ * nothing changes for the provider's debouncer delay, invokes the inline completer there — as Alt+\ would.
+ */
+export class BlankLineTrigger {
+  /** How many times it invoked the inline completer (tests read it). */
+  invoked = 0;
+  private _timer: ReturnType<typeof setTimeout> | undefined;
+  private readonly _watched = new Map<string, () => void>();
+
+  constructor(
+    private readonly _manager: ICompletionProviderManager,
+    private readonly _provider: EcaInlineProvider,
+    notebooks: INotebookTracker | null,
+    editors: IEditorTracker | null
+  ) {
+    const watchCell = () => {
+      const panel = notebooks?.currentWidget;
+      const cell = notebooks?.activeCell;
+      // the cell's model, not its editor: a cell not rendered yet has no editor (it is looked up when asking)
+      this._watch(panel && cell ? { widget: panel, document: cell.model.sharedModel, editor: () => cell.editor } : null,
+        'cell');
+    };
+    notebooks?.activeCellChanged.connect(watchCell);
+    notebooks?.currentChanged.connect(watchCell);
+    const watchFile = () => {
+      const doc = editors?.currentWidget;
+      this._watch(
+        doc ? { widget: doc, document: doc.content.model.sharedModel, editor: () => doc.content.editor } : null,
+        'file'
+      );
+    };
+    editors?.currentChanged.connect(watchFile);
+    watchCell();
+    watchFile();
+  }
+
+  private _watch(target: Watched | null, slot: string): void {
+    this._watched.get(slot)?.();
+    this._watched.delete(slot);
+    if (!target) {
+      return;
+    }
+    const onChange = (_: unknown, change: { sourceChange?: unknown }) => {
+      if (change.sourceChange) {
+        this._schedule(target);
+      }
+    };
+    target.document.changed.connect(onChange);
+    this._watched.set(slot, () => target.document.changed.disconnect(onChange));
+  }
+
+  private _schedule(target: Watched): void {
+    clearTimeout(this._timer);
+    if (!this._provider.enabled) {
+      return;
+    }
+    this._timer = setTimeout(() => {
+      const editor = target.editor();
+      if (!editor || editor.isDisposed || !editor.hasFocus()) {
+        return; // a change the user did not type (a tool's edit, a collaborator)
+      }
+      const { start, end } = editor.getSelection();
+      if (start.line !== end.line || start.column !== end.column) {
+        return;
+      }
+      const text = editor.model.sharedModel.getSource();
+      const cursor = editor.getOffsetAt(editor.getCursorPosition());
+      if (wantsBlankLineSuggestion(text, cursor) && this._manager.inline) {
+        this.invoked += 1;
+        this._manager.inline.invoke(target.widget.id);
+      }
+    }, this._provider.debouncerDelay);
+  }
+}
+
 export const inlineCompletionPlugin: JupyterFrontEndPlugin<void> = {
   id: 'eca-notebook:inline-completion',
   description: 'Inline completions (ghost text) from the ECA server in notebook cells and file editors.',
@@ -346,7 +449,14 @@ export const inlineCompletionPlugin: JupyterFrontEndPlugin<void> = {
     const kernels = notebooks ? new KernelNamespace() : null;
     const provider = new EcaInlineProvider({ client: chat.client, notebooks, editors, kernels });
     manager.registerInlineProvider(provider);
+    const blankLines = new BlankLineTrigger(manager, provider, notebooks, editors);
     // For the browser tests and the benchmark: request counters and timings.
-    (window as any).__ecaInline = { provider, kernels, stats: provider.requests.stats, timings: provider.timings };
+    (window as any).__ecaInline = {
+      provider,
+      kernels,
+      blankLines,
+      stats: provider.requests.stats,
+      timings: provider.timings
+    };
   }
 };

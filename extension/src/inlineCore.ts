@@ -93,6 +93,69 @@ export function insertTextFor(text: string, cursor: number, item: CompletionInli
   return insert || null;
 }
 
+// -- when to ask --------------------------------------------------------------------------------------------------
+
+/** What may stand right of the cursor at "the end of a line": what JupyterLab closes for the user (brackets,
+ * quotes) and punctuation — the engine's `_CLOSERS` (`_inline_text.py`), which it completes around. */
+const CLOSERS = new Set([...")]}'\"`;:,. \r"]);
+
+function lineAt(text: string, cursor: number): { before: string; after: string; start: number } {
+  const at = Math.max(0, Math.min(cursor, text.length));
+  const start = text.lastIndexOf('\n', at - 1) + 1;
+  const newline = text.indexOf('\n', at);
+  return { before: text.slice(start, at), after: text.slice(at, newline < 0 ? text.length : newline), start };
+}
+
+/**
+ * Whether the cursor is at the end of its line as a user sees it: nothing right of it but closers. Typing `print(`
+ * leaves `print(|)`; JupyterLab calls that the middle of the line and would not ask (unless `autoFillInMiddle`), so
+ * the provider lets JupyterLab ask mid-line and refuses here what is really the middle (code right of the cursor).
+ */
+export function atLineEnd(text: string, cursor: number): boolean {
+  return [...lineAt(text, cursor).after].every(ch => CLOSERS.has(ch));
+}
+
+/**
+ * Whether to ask for ghost text on a line with nothing typed yet: the new line after Enter (indented under a `def`,
+ * `for`, `if`… line, or not), with code on the line above. JupyterLab's inline completer never asks there by itself
+ * — its automatic trigger skips a cursor with only whitespace left of it — so the provider asks (see
+ * `BlankLineTrigger` in `inlineCompletion.ts`). Not after a blank line (two Enters end a block), not on an empty
+ * cell, not with code right of the cursor.
+ */
+export function wantsBlankLineSuggestion(text: string, cursor: number): boolean {
+  const { before, after, start } = lineAt(text, cursor);
+  if (before.trim() || after.trim() || start === 0) {
+    return false;
+  }
+  const above = text.slice(text.lastIndexOf('\n', start - 2) + 1, start - 1);
+  return above.trim() !== '';
+}
+
+/**
+ * The suggestion for an empty line under a line opening a block (`def f(x):`), indented into that block when the
+ * line is not: JupyterLab's editor does not always indent after Enter (`def f(x):` + Enter stays at column 0 while
+ * `def f():` indents), and a model shown an unindented line answers at column 0 — code that does not run. Every
+ * line of the suggestion moves by the same amount; anything else is returned as it is.
+ */
+export function indentUnderOpener(text: string, cursor: number, insert: string): string {
+  const { before, after, start } = lineAt(text, cursor);
+  if (before.trim() || after.trim() || start === 0) {
+    return insert;
+  }
+  const above = text.slice(text.lastIndexOf('\n', start - 2) + 1, start - 1);
+  if (!/:\s*(#.*)?$/.test(above)) {
+    return insert;
+  }
+  const aboveIndent = /^[ \t]*/.exec(above)![0];
+  const target = aboveIndent + (aboveIndent.includes('\t') ? '\t' : '    ');
+  const first = before + /^[ \t]*/.exec(insert)![0];
+  if (first.length >= target.length || !insert.trim()) {
+    return insert;
+  }
+  const extra = target.slice(first.length);
+  return extra + insert.replace(/\n(?=[ \t]*\S)/g, '\n' + extra);
+}
+
 // -- context ------------------------------------------------------------------------------------------------------
 
 /** One live variable of the kernel, as the inspection expression reports it (short keys keep the reply small). */
@@ -389,7 +452,8 @@ export class InlineRequests {
           this.stats.stale += 1;
           continue;
         }
-        const insertText = insertTextFor(request.text, request.cursor, item);
+        const fitting = insertTextFor(request.text, request.cursor, item);
+        const insertText = fitting && indentUnderOpener(request.text, request.cursor, fitting);
         if (insertText) {
           this.stats.suggested += 1;
           return item.id ? { kind: 'suggestion', insertText, id: item.id } : { kind: 'suggestion', insertText };

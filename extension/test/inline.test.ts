@@ -6,12 +6,15 @@ import {
   InlineRequests,
   KERNEL_SUMMARY_EXPRESSION,
   WarningThrottle,
+  atLineEnd,
   composeContext,
   describeVariables,
+  indentUnderOpener,
   insertTextFor,
   offsetAt,
   parseKernelSummary,
-  positionAt
+  positionAt,
+  wantsBlankLineSuggestion
 } from '../src/inlineCore';
 import { ChatStore } from '../src/model';
 import type { CompletionInlineParams, CompletionInlineResult } from '../src/protocol';
@@ -53,6 +56,42 @@ test('the ghost text is the suggestion minus what the range already holds around
     'the replaced suffix is what the suggestion ends with'
   );
   assert.equal(insertTextFor(text, cursor, item('')), null, 'nothing to show');
+});
+
+// -- when to ask --------------------------------------------------------------------------------------------------
+
+test('the new line after Enter under code asks for a suggestion; an empty cell or a second blank line does not', () => {
+  const at = (text: string) => wantsBlankLineSuggestion(text.replace('|', ''), text.indexOf('|'));
+  assert.equal(at('def fahrenheit_to_celsius(f):\n    |'), true, 'indented under a def');
+  for (const opener of ['for x in xs:', 'if ok:', 'with open(p) as f:', 'class Shape:']) {
+    assert.equal(at(`${opener}\n    |`), true, opener);
+  }
+  assert.equal(at('x = 1\n|'), true, 'at the top level after a statement');
+  assert.equal(at('x = 1\n|\ny = 2'), true, 'a line opened between two others');
+  assert.equal(at('|'), false, 'an empty cell');
+  assert.equal(at('x = 1\n\n|'), false, 'two Enters: the block is over');
+  assert.equal(at('def f():\n    |return 1'), false, 'code right of the cursor');
+  assert.equal(at('def f():\n    ret|'), false, 'typed on the line: JupyterLab asks by itself');
+});
+
+test('a suggestion under a block opener the editor did not indent is indented into the block', () => {
+  const fit = (text: string, insert: string) => indentUnderOpener(text.replace('|', ''), text.indexOf('|'), insert);
+  assert.equal(fit('def f(x):\n|', 'return x * 2'), '    return x * 2', 'column 0 under a def');
+  assert.equal(fit('def f(x):\n|', 'if x:\n    return 1\nreturn 2'), '    if x:\n        return 1\n    return 2');
+  assert.equal(fit('def f(x):\n  |', 'return x'), '  return x', 'partly indented: two more spaces');
+  assert.equal(fit('def f(x):\n    |', 'return x'), 'return x', 'indented already');
+  assert.equal(fit('def f(x):\n|', '    return x'), '    return x', 'the model indented it');
+  assert.equal(fit('class A:\n    def f(self):  # doc\n|', 'pass'), '        pass', 'nested, with a comment');
+  assert.equal(fit('x = 1\n|', 'y = 2'), 'y = 2', 'no opener above');
+  assert.equal(fit('if x:\n    y = 1|', ' + 2'), ' + 2', 'not an empty line');
+});
+
+test('the end of a line leaves only closers right of the cursor', () => {
+  const at = (text: string) => atLineEnd(text.replace('|', ''), text.indexOf('|'));
+  assert.equal(at('total = su|'), true);
+  assert.equal(at('print(|)'), true, 'JupyterLab closed the bracket');
+  assert.equal(at('d = {"a": [|]}\nnext_line()'), true, 'the next line does not count');
+  assert.equal(at('x = |foo(1)'), false, 'code right of the cursor');
 });
 
 // -- context -------------------------------------------------------------------------------------------------------

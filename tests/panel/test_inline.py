@@ -138,6 +138,40 @@ def test_ghost_text_in_a_file_editor(page, lab, llm, workspace: Path):
     assert "geometry.py" in asked, "the file's path is sent"
 
 
+def test_ghost_text_after_enter_under_a_def_line_and_before_a_closed_bracket(page, lab, llm, workspace: Path):
+    """JupyterLab asks by itself only after a keystroke that leaves code left of the cursor: Enter after
+    ``def …:`` used to get nothing (issue #30). Now the new line asks, and so does ``print(|)``, the end of a line
+    where JupyterLab closed the bracket."""
+    write_notebook(workspace / "enter.ipynb", "", "")
+    # (the new line's indentation is CodeMirror's: matched loosely, the request's text is checked below)
+    llm.enqueue_when("fahrenheit_to_celsius(f):\\n", Reply.text("return (f - 32) * 5 / 9"))
+    llm.enqueue_when(f"print(f{TAG})", Reply.text("ahrenheit_to_celsius(212)"))
+    frames = record_frames(page)
+    open_panel(page, lab, workspace="inline-enter")
+    open_notebook(page, "enter.ipynb")
+    editor = cell_editor(page, 0)
+    editor.click()
+    type_into(editor, "def fahrenheit_to_celsius(f):\n")
+    page.locator(GHOST).wait_for(state="visible", timeout=60_000)
+    wait_until(lambda: ghost_text(page).strip() == "return (f - 32) * 5 / 9", message="the ghost text on the new line")
+    [request] = sent(page, frames, lambda f: f.get("method") == "completion/inline"
+                     and f["params"]["docText"].startswith("def fahrenheit_to_celsius(f):\n"))
+    assert request["params"]["docText"].strip(" ") == "def fahrenheit_to_celsius(f):\n", request
+    assert request["params"]["position"]["line"] == 2
+    editor.press("Tab")
+    # indented into the def's body, whether or not the editor indented the new line (after `(f):` it does not)
+    wait_until(lambda: sources(page)[0] == "def fahrenheit_to_celsius(f):\n    return (f - 32) * 5 / 9",
+               message="Tab to accept it")
+
+    editor = cell_editor(page, 1)
+    editor.click()
+    type_into(editor, "print()")  # as with JupyterLab's auto-closed brackets on: the cursor before the ")"
+    editor.press("ArrowLeft")
+    type_into(editor, "f")
+    wait_until(lambda: ghost_text(page) == "ahrenheit_to_celsius(212)", timeout=60, message="the ghost text in print()")
+    assert page.eca_errors == []
+
+
 def test_typing_cancels_the_pending_request(page, lab, llm, workspace: Path):
     write_notebook(workspace / "cancel.ipynb", "")
     llm.enqueue_when(f"value = 4{TAG}", Reply([Stall(60), Text("2")]))
@@ -153,7 +187,9 @@ def test_typing_cancels_the_pending_request(page, lab, llm, workspace: Path):
                      and f["params"]["docText"] == "value = 4")
     assert request["params"]["position"] == {"line": 1, "character": 10}, "1-based line and character"
 
-    editor.press("Enter")  # a keystroke: the pending request is cancelled (an empty line asks for nothing new)
+    # a keystroke: the pending request is cancelled (the new line's own request finds nothing here)
+    llm.enqueue_when(f"value = 4\\n{TAG}", Reply.text(""))
+    editor.press("Enter")
 
     sent(page, frames, lambda f: f.get("method") == "$/cancelRequest" and f["params"] == {"id": request["id"]})
     assert llm.wait_for_disconnect(timeout=30), "the server closed the model's stream when the request was cancelled"
