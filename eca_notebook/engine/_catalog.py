@@ -10,9 +10,18 @@ Prices are USD per 1M tokens, list prices of the providers' public pricing pages
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
-__all__ = ["BUILTIN_PROVIDERS", "CATALOG", "DEFAULT_MODELS", "BuiltinProvider", "CatalogEntry", "lookup"]
+__all__ = [
+    "BUILTIN_PROVIDERS",
+    "CATALOG",
+    "DEFAULT_MODELS",
+    "BuiltinProvider",
+    "CatalogEntry",
+    "lookup",
+    "sees_images",
+]
 
 
 @dataclass(frozen=True)
@@ -80,3 +89,24 @@ def lookup(provider: str, name: str) -> CatalogEntry | None:
         if entry.api_name == name:
             return entry
     return None
+
+
+# Models known to take image input (vision), by name, whichever provider serves them (OpenAI, Anthropic, a proxy such
+# as OpenRouter's "openai/gpt-4o", Ollama's tags): GPT-4o/4.1/4.5/5 and the o-series reasoning models, GPT-4 Turbo,
+# Claude 3 and later, and Ollama's vision families. Anything else is taken to be text-only until the config says
+# ``imageInput: true`` — a text-only model sent an image fails the request, one wrongly taken for text-only only gets
+# a description.
+_VISION = re.compile(
+    r"(^|[/:])("
+    r"gpt-4o|gpt-4\.1|gpt-4\.5|gpt-5|gpt-4-turbo|gpt-4-vision|o1(?!-mini)|o3|o4|chatgpt-4o"
+    r"|claude-3|claude-(sonnet|opus|haiku)-4|claude-(sonnet|opus|haiku)-[5-9]|claude-[4-9]"
+    r"|llava|bakllava|llama3\.2-vision|llama4|gemma3(?!:(1b|270m))|gemma3n|qwen2\.5-?vl|qwen2-vl|qwen3-vl"
+    r"|minicpm-v|moondream|granite3\.2-vision|mistral-small3\.[12]|llama-4|pixtral|internvl"
+    r")",
+    re.IGNORECASE,
+)
+
+
+def sees_images(name: str) -> bool:
+    """Whether the model *name* takes images by default (the config's ``imageInput`` overrides it)."""
+    return _VISION.search(name) is not None

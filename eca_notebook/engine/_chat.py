@@ -16,11 +16,13 @@ Both are plain data so a chat round-trips through JSON; nothing here talks to a 
 from __future__ import annotations
 
 import asyncio
+import base64
 import dataclasses
 import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from .._images import ImagePart
 from .._text import user_words
 from ..providers.base import AssistantMessage, Message, Reasoning, ToolCall, ToolResultMessage, UserMessage
 
@@ -166,17 +168,38 @@ class Chat:
 
 
 def _message_to_dict(message: Message) -> dict[str, Any]:
-    data = dataclasses.asdict(message)
+    data = dataclasses.asdict(message)  # (an image's bytes stay bytes: the store writes them to a side file)
     if data.get("content_id", "") is None:  # only prompts carry one; older readers never see the key
         del data["content_id"]
+    if "images" in data and not data["images"]:
+        del data["images"]
     return data
+
+
+def _images_from(data: dict[str, Any]) -> list[ImagePart]:
+    """A saved message's images: bytes put back by the store (``data``), or base64 (an exported chat)."""
+    images = []
+    for image in data.get("images") or []:
+        if not isinstance(image, dict):
+            continue
+        raw = image.get("data")
+        if not isinstance(raw, bytes) and isinstance(image.get("base64"), str):
+            try:
+                raw = base64.b64decode(image["base64"], validate=True)
+            except ValueError:
+                continue
+        if isinstance(raw, bytes) and isinstance(image.get("media_type"), str):
+            images.append(ImagePart(image["media_type"], raw, int(image.get("width") or 0),
+                                    int(image.get("height") or 0), str(image.get("name") or "")))
+    return images
 
 
 def _message_from_dict(data: dict[str, Any]) -> Message | None:
     role = data.get("role")
     if role == "user":
         content_id = data.get("content_id")  # absent in chats saved before rollback/fork existed
-        return UserMessage(text=str(data.get("text", "")), content_id=str(content_id) if content_id else None)
+        return UserMessage(text=str(data.get("text", "")), content_id=str(content_id) if content_id else None,
+                           images=_images_from(data))
     if role == "assistant":
         return AssistantMessage(
             text=str(data.get("text", "")),
@@ -189,5 +212,6 @@ def _message_from_dict(data: dict[str, Any]) -> Message | None:
             name=str(data.get("name", "")),
             output=str(data.get("output", "")),
             is_error=bool(data.get("is_error", False)),
+            images=_images_from(data),
         )
     return None

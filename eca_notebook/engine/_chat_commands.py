@@ -15,6 +15,7 @@ id, announced with ``chat/opened`` and replayed to every client as ``/fork`` (``
 
 from __future__ import annotations
 
+import base64
 import json
 import re
 import time
@@ -161,6 +162,11 @@ def export_target(engine: Engine, chat: Chat, argument: str) -> Path:
 def export_record(chat: Chat) -> dict[str, Any]:
     """The JSON an export holds: the saved-chat record with a format marker, redacted."""
     record: dict[str, Any] = redact_json(chat.to_record())
+    for message in record.get("messages") or []:  # an export is one portable file: its images inline, as base64
+        for image in message.get("images") or []:
+            data = image.pop("data", None)
+            if isinstance(data, bytes):
+                image["base64"] = base64.b64encode(data).decode("ascii")
     return {"format": EXPORT_FORMAT, "version": 1, "exportedAt": int(time.time() * 1000), "chat": record}
 
 

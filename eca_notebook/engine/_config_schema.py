@@ -115,6 +115,9 @@ class ModelConfig(_ConfigModel):
     context_limit: int | None = Field(default=None, gt=0)
     output_limit: int | None = Field(default=None, gt=0)
     reasoning: bool | None = None
+    # the reference's ``imageInput``: whether the model takes images (vision); None = the catalog's default by name
+    # (engine/_catalog.py sees_images). A model that does not get a description of each image instead.
+    image_input: bool | None = None
     # ours: treat it as a small model — compact system prompt, tools only when a prompt asks for them (as the
     # embedded model always is); for tiny Ollama / llama.cpp models
     compact: bool = False

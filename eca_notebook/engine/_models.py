@@ -19,6 +19,7 @@ import httpx
 from ..providers import ProviderSettings, Timeouts, create_provider, list_ollama_models
 from ..providers import local as _local
 from ..providers.base import Provider
+from ._catalog import sees_images
 from .config import Config, ModelInfo, ResolvedProvider, resolve_providers
 
 log = logging.getLogger(__name__)
@@ -195,4 +196,5 @@ def _plain_model(provider_id: str, name: str) -> ModelInfo:
         context_limit=None,
         output_limit=None,
         reasoning=False,
+        image_input=provider_id != _local.PROVIDER_ID and sees_images(name),  # (discovered Ollama models: by name)
     )

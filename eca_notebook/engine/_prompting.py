@@ -25,7 +25,7 @@ from ..protocol import (
     ProgressContent,
     TextContent,
 )
-from ..providers.base import Message, Provider, ToolSpec, UserMessage
+from ..providers.base import ImagePart, Message, Provider, ToolSpec, UserMessage
 from ..tools.skill import Skill
 from . import _builtins, _chat_commands, _introspect, _small_model
 from ._chat import Chat, invalid_chat_id, title_from
@@ -168,6 +168,7 @@ class PromptPipeline:
             # "Say hello in five words" with "System note: …" or with the prompt itself). What the guidance asks is
             # kept by the tools instead: as a guest, write_file/edit_file never write notebook JSON (_toolbox.py).
             message = request
+        images: list[ImagePart] = []
         if params.contexts:
             # a small model gets less of each context, and of a whole notebook only the cells the request is about
             budgets = ({"max_bytes": _small_model.CONTEXT_BYTES, "per_context_bytes": _small_model.PER_CONTEXT_BYTES,
@@ -179,7 +180,9 @@ class PromptPipeline:
                 self._note(chat, f"Context skipped: {problem}")
             if rendered.text:
                 message = f"{message}\n\n{rendered.text}"
-        self._start_turn(chat, provider, info, behavior, UserMessage(text=message, content_id=content_id),
+            images = rendered.images  # sent as images, or described to a model that cannot see (_vision.py)
+        user = UserMessage(text=message, content_id=content_id, images=images)
+        self._start_turn(chat, provider, info, behavior, user,
                          request=request, has_contexts=bool(params.contexts),
                          notebook=self._notebook_in_play(params, request))
         return ChatPromptResult(chat_id=chat.id, model=info.id, status="prompting")

@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
-from ._catalog import BUILTIN_PROVIDERS, CATALOG, DEFAULT_MODELS, CatalogEntry, lookup
+from ._catalog import BUILTIN_PROVIDERS, CATALOG, DEFAULT_MODELS, CatalogEntry, lookup, sees_images
 
 if TYPE_CHECKING:  # only attribute access at run time; avoids an import cycle with config.py
     from .config import Config, ModelConfig
@@ -53,6 +53,8 @@ class ModelInfo:
     # asks for them (see engine/_small_model.py).
     compact: bool = False
     system_prompt: str | None = None  # a compact model's own base prompt (the one it was trained with)
+    # Takes images (``imageInput``; else the catalog's default by name): images are sent to it, otherwise described.
+    image_input: bool = False
 
     def cost(
         self, input_tokens: int, output_tokens: int, cache_read_tokens: int = 0, cache_write_tokens: int = 0
@@ -173,6 +175,7 @@ def _model_info(provider_id: str, key: str, mc: ModelConfig | None) -> ModelInfo
         reasoning=bool(reasoning),
         reasoning_history=mc.reasoning_history if mc is not None else None,
         compact=bool(mc is not None and mc.compact),
+        image_input=mc.image_input if mc is not None and mc.image_input is not None else sees_images(api_name),
     )
 
 

@@ -368,6 +368,8 @@ class ToolCallRunner:
             output = outcome.replaced_output
         for context in outcome.additional_context:
             output += f"\n\n<additionalContext>\n{context}\n</additionalContext>"
+        if outcome.blocked or outcome.replaced_output is not None:  # a hidden or replaced result's images go too
+            return dataclasses.replace(result, output=output, images=[])
         return result if output == result.output else dataclasses.replace(result, output=output)
 
     def not_run(self, call: ToolCall, reason: str) -> ToolResult:

@@ -15,10 +15,11 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import contextvars
+import dataclasses
 import json
 import logging
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import aclosing, nullcontext
 from typing import Any, cast
 
@@ -53,6 +54,7 @@ from ..providers.base import (
     ToolResultMessage,
     ToolSpec,
     Usage,
+    UserMessage,
 )
 from ._chat import Chat
 from ._context_window import (
@@ -66,6 +68,7 @@ from ._context_window import (
 )
 from ._repetition import RepetitionGuard
 from ._toolcall import ToolCallContents, ToolCallRunner, strip_prefix
+from ._vision import ImagePolicy, has_images, prepare_images
 from .config import ModelInfo
 
 log = logging.getLogger(__name__)
@@ -108,12 +111,16 @@ class _Observed:
         self.inner = provider
         self.id = provider.id
         self.finished: Finished | None = None
+        # every request's images made fit for the model first (Turn._fit_images, engine/_vision.py)
+        self.images: Callable[[ProviderRequest], Awaitable[ProviderRequest]] | None = None
 
     def stream(self, request: ProviderRequest) -> AsyncIterator[StreamEvent]:
         self.finished = None
         return self._events(request)
 
     async def _events(self, request: ProviderRequest) -> AsyncIterator[StreamEvent]:
+        if self.images is not None:
+            request = await self.images(request)
         events = self.inner.stream(request)
         # closing this generator (a stop, or the turn leaving the loop early) closes the provider's stream too
         async with aclosing(cast(Any, events)) if hasattr(events, "aclose") else nullcontext(events):
@@ -158,6 +165,11 @@ class Turn:
         self.on_success = on_success  # runs after a normal finish, before "progress finished" (e.g. /compact)
         self.chat = chat
         self.provider = _Observed(provider)
+        self.provider.images = self._fit_images
+        # images already in the chat before this turn: their notes (cannot see, left out) were given when they came
+        self._old_images = {i.sha256 for m in chat.messages[:-1] if isinstance(m, (UserMessage, ToolResultMessage))
+                            for i in m.images}
+        self._image_notes: set[str] = set()
         self.model = model
         self.system = system
         self.emit = emit
@@ -288,7 +300,8 @@ class Turn:
                     continue
                 result = await self.runner.run(call)
                 self.chat.messages.append(
-                    ToolResultMessage(tool_call_id=call.id, name=call.name, output=result.output, is_error=result.error)
+                    ToolResultMessage(tool_call_id=call.id, name=call.name, output=result.output, is_error=result.error,
+                                      images=list(result.images))
                 )
                 self._outcomes[key] = ((times if previous == result.output else 0) + 1, result.output)
                 done.add(call.id)
@@ -343,6 +356,19 @@ class Turn:
             extra=extra,
             extra_headers=dict(self.model.extra_headers),
         )
+
+    async def _fit_images(self, request: ProviderRequest) -> ProviderRequest:
+        """The request's images as this model can take them (engine/_vision.py); the chat is told once per turn about
+        each new image the model cannot see or that had to be left out."""
+        if not has_images(request.messages):
+            return request
+        policy = ImagePolicy.for_model(getattr(self.provider.inner, "api", ""), self.model.image_input, self.model.id)
+        messages, notes = await asyncio.to_thread(prepare_images, request.messages, policy, self._old_images)
+        for note in notes:
+            if note not in self._image_notes:
+                self._image_notes.add(note)
+                self._note(note)
+        return dataclasses.replace(request, messages=messages)
 
     async def _summarise(self, messages: list[Message], max_tokens: int) -> str:
         """The model's summary of ``messages`` (the last asks for it): no tools, the text only. Its tokens count in

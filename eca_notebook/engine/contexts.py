@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
+from .._images import ImagePart
 from .._redact import redact
 from ..protocol.context import (
     ChatContext,
@@ -54,6 +55,7 @@ from ._context_blocks import (
 )
 from ._context_files import render_cursor, render_directory, render_file, resolve_path
 from ._context_git import render_git
+from ._context_images import is_image_context, load_image_context
 from ._context_query import query_context
 from ._context_web import html_to_text, render_web
 from ._index import WorkspaceIndex
@@ -85,6 +87,8 @@ _CLOSE = "</contexts>"
 class RenderedContexts:
     text: str = ""  # the <contexts> block to append to the user message ("" when nothing could be rendered)
     problems: list[str] = field(default_factory=list)  # user-facing, one per skipped or shortened context
+    # the attached images (``image`` contexts, image files), in order, for the user message (_context_images.py)
+    images: list[ImagePart] = field(default_factory=list)
 
 
 async def render_contexts(
@@ -113,6 +117,8 @@ async def render_contexts(
             models.append(raw if not isinstance(raw, dict) else CONTEXT.validate_python(raw))
         except ValidationError:
             problems.append(f"invalid context: {str(raw)[:200]}")
+    images = await _images(models, folders, problems)
+    models = [m for m in models if not is_image_context(m)]
     results = await asyncio.gather(
         *(_render_one(c, folders, http, index, mcp_reader, per_context_bytes, web_timeout, notebook_focus)
           for c in models),
@@ -144,7 +150,18 @@ async def render_contexts(
         budget -= len(piece.encode("utf-8"))
     text = _OPEN + "".join(pieces) + _CLOSE if pieces else ""
     # read from disk (or the web) like a tool result: redacted before the model sees it
-    return RenderedContexts(text=redact(text), problems=problems)
+    return RenderedContexts(text=redact(text), problems=problems, images=images)
+
+
+async def _images(models: list[Any], folders: list[Path], problems: list[str]) -> list[ImagePart]:
+    """The image contexts among *models*, loaded in order; each one refused adds its problem."""
+    images: list[ImagePart] = []
+    for ctx in (m for m in models if is_image_context(m)):
+        try:
+            images.append(await asyncio.to_thread(load_image_context, ctx, folders, len(images) + 1))
+        except ContextProblem as exc:
+            problems.append(str(exc))
+    return images
 
 
 async def _render_one(ctx: Any, folders: list[Path], http: httpx.AsyncClient, index: WorkspaceIndex | None,

@@ -12,6 +12,10 @@ Why it is built this way:
 - API keys must not end up on disk: every string goes through the process-wide redaction (known secret values,
   URL credentials, key shapes) before writing.
 - Files are 0600 and the directory 0700: chat history is private.
+- Images stay out of the chat's JSON: the writer puts each image's bytes (a message's image, an ``image`` content's
+  base64) in a side file ``images/<sha256>.<ext>`` — content-addressed, so ten saves of a chat write its screenshot
+  once; at most :data:`MAX_SIDE_FILE_BYTES` each — and the record names the file. :meth:`ChatStore.load` puts the
+  bytes back. A chat with ten screenshots is a small JSON that lists and parses fast.
 - Saving never blocks the event loop in proportion to the chat's size: :meth:`ChatStore.save_in_background` takes a
   cheap structural snapshot (dicts and lists copied, strings shared) and hands it to one writer thread per store,
   which serializes (:func:`serialize`, the one place a record becomes file contents) and writes it. One thread
@@ -22,6 +26,8 @@ Why it is built this way:
 
 from __future__ import annotations
 
+import base64
+import binascii
 import builtins
 import contextlib
 import hashlib
@@ -29,13 +35,14 @@ import json
 import logging
 import os
 import re
+import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from .._fileio import atomic_write
+from .._fileio import PRIVATE_MODE, atomic_write
 from .._redact import redact_json
 from ._paths import commit_temp, ensure_private_dir, sync_dir, write_temp, xdg_cache_home
 
@@ -50,6 +57,11 @@ _MIN_SECRET_LENGTH = 8  # shorter "secrets" would scrub ordinary words out of ev
 _STEM = re.compile(r"[0-9a-f]{32}")
 _STALE_TEMP_SECONDS = 24 * 3600
 _SUMMARY_KEYS = ("id", "title", "createdAt", "updatedAt", "model", "messageCount")
+IMAGES_DIR = "images"
+#: The largest image a side file holds (the size images are limited to when they come in: eca_notebook/_images.py).
+MAX_SIDE_FILE_BYTES = 20 * 1024 * 1024
+_SIDE_FILE = re.compile(r"[0-9a-f]{64}\.(png|jpg|gif|webp|bin)")
+_EXT = {"image/png": "png", "image/jpeg": "jpg", "image/gif": "gif", "image/webp": "webp"}
 
 
 def chats_dir_for(workspace_folders: Sequence[Path], env: Mapping[str, str] | None = None) -> Path:
@@ -116,6 +128,16 @@ def serialize(record: Mapping[str, Any], secrets: Sequence[str]) -> tuple[dict[s
         yield "}"
 
     return head, pieces()
+
+
+def _has_image(items: Any, marker: str) -> bool:
+    """Whether a record's list holds an image: a message with ``images`` / a content of type ``image``."""
+    if not isinstance(items, list):
+        return False
+    if marker == "images":
+        return any(isinstance(m, dict) and m.get("images") for m in items)
+    return any(isinstance(i, dict) and isinstance(i.get("content"), dict) and i["content"].get("type") == "image"
+               for i in items)
 
 
 def _number(value: Any) -> int | None:
@@ -240,6 +262,7 @@ class ChatStore:
     def _write(self, chat_id: str, record: Mapping[str, Any], generation: int | None) -> None:
         """Encode and write outside the lock; rename and update the index under it (unless a delete came since
         *generation*: then the new bytes are dropped, so a deleted chat never comes back)."""
+        record = self._images_out(record)
         clean, pieces = serialize(record, self._current_secrets())
         ensure_private_dir(self.root)
         path = self.path_for(chat_id)
@@ -282,6 +305,120 @@ class ChatStore:
             record = self._read_chat(self.path_for(chat_id))
         if record is None or record.get("id") != chat_id:
             return None
+        return self._images_in(record)
+
+    # -- images in side files --------------------------------------------------------------------------------------
+
+    @property
+    def images_dir(self) -> Path:
+        """Where the saved chats' images are (one file per image, named by its SHA-256)."""
+        return self.root / IMAGES_DIR
+
+    def _images_out(self, record: Mapping[str, Any]) -> Mapping[str, Any]:
+        """*record* with every image's bytes written to a side file and replaced by its name (writer thread)."""
+        messages, contents = record.get("messages"), record.get("contents")
+        subagents = record.get("subagents")
+        if not (_has_image(messages, "images") or _has_image(contents, "image") or subagents):
+            return record
+        out = dict(record)
+        if isinstance(messages, list):
+            out["messages"] = [self._message_images_out(m) for m in messages]
+        if isinstance(contents, list):
+            out["contents"] = [self._content_image_out(c) for c in contents]
+        if isinstance(subagents, list):
+            out["subagents"] = [{**s, "contents": [self._content_image_out(c) for c in s.get("contents") or []]}
+                                if isinstance(s, dict) else s for s in subagents]
+        return out
+
+    def _message_images_out(self, message: Any) -> Any:
+        if not isinstance(message, dict) or not message.get("images"):
+            return message
+        images = []
+        for image in message["images"]:
+            data = image.get("data") if isinstance(image, dict) else None
+            if not isinstance(data, bytes):
+                continue
+            name = self._side_file(hashlib.sha256(data).hexdigest(), str(image.get("media_type")), data)
+            if name is not None:
+                images.append({k: v for k, v in image.items() if k != "data"} | {"file": name})
+        return {**message, "images": images}
+
+    def _content_image_out(self, item: Any) -> Any:
+        content = item.get("content") if isinstance(item, dict) else None
+        if not isinstance(content, dict) or content.get("type") != "image" or not isinstance(content.get("base64"),
+                                                                                                 str):
+            return item
+        text = content["base64"]
+        # named by the hash of the text: a save finds the file without decoding the image again
+        digest = hashlib.sha256(text.encode("ascii", "replace")).hexdigest()
+        name = self._side_file(digest, str(content.get("mediaType")), None, text)
+        kept = {k: v for k, v in content.items() if k != "base64"}
+        return {**item, "content": kept | ({"file": name} if name is not None else {})}
+
+    def _side_file(self, digest: str, media_type: str, data: bytes | None, text: str | None = None) -> str | None:
+        """The side file holding these bytes (written when new; *text*: base64 decoded only then), or None when they
+        are over :data:`MAX_SIDE_FILE_BYTES` or cannot be decoded (the image is then not kept)."""
+        name = f"{digest}.{_EXT.get(media_type, 'bin')}"
+        path = self.images_dir / name
+        if path.exists():
+            return name
+        if data is None:
+            if text is None or len(text) > MAX_SIDE_FILE_BYTES * 4 // 3 + 4:
+                return None
+            try:
+                data = base64.b64decode(text, validate=True)
+            except (binascii.Error, ValueError):
+                return None
+        if len(data) > MAX_SIDE_FILE_BYTES:
+            return None
+        ensure_private_dir(self.images_dir)
+        fd, tmp = tempfile.mkstemp(dir=self.images_dir, prefix=".tmp-")
+        try:
+            with os.fdopen(fd, "wb") as fh:
+                os.fchmod(fh.fileno(), PRIVATE_MODE)
+                fh.write(data)
+                fh.flush()
+                os.fsync(fh.fileno())
+            os.replace(tmp, path)  # (same bytes under the same name: two writers racing write the same file)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+            raise
+        return name
+
+    def _read_side_file(self, name: Any) -> bytes | None:
+        if not isinstance(name, str) or not _SIDE_FILE.fullmatch(name):  # a record is data: no paths out of here
+            return None
+        try:
+            with open(self.images_dir / name, "rb") as fh:
+                data = fh.read(MAX_SIDE_FILE_BYTES + 1)
+        except OSError:
+            return None
+        return data if len(data) <= MAX_SIDE_FILE_BYTES else None
+
+    def _images_in(self, record: dict[str, Any]) -> dict[str, Any]:
+        """*record* with its images' bytes read back from their side files (an image whose file is gone is dropped
+        from a message, and shown as a text saying so in the contents)."""
+        for message in record.get("messages") or []:
+            if isinstance(message, dict) and isinstance(message.get("images"), list):
+                images = []
+                for image in message["images"]:
+                    data = self._read_side_file(image.get("file")) if isinstance(image, dict) else None
+                    if data is not None:
+                        images.append({k: v for k, v in image.items() if k != "file"} | {"data": data})
+                message["images"] = images
+        lists = [record.get("contents")] + [s.get("contents") for s in record.get("subagents") or []
+                                            if isinstance(s, dict)]
+        for items in lists:
+            for item in items if isinstance(items, list) else []:
+                content = item.get("content") if isinstance(item, dict) else None
+                if isinstance(content, dict) and content.get("type") == "image" and "file" in content:
+                    data = self._read_side_file(content.get("file"))
+                    if data is None:
+                        item["content"] = {"type": "text", "text": "(an image of this chat is no longer saved)\n"}
+                    else:
+                        item["content"] = {k: v for k, v in content.items() if k != "file"} | {
+                            "base64": base64.b64encode(data).decode("ascii")}
         return record
 
     def list(self) -> list[dict[str, Any]]:

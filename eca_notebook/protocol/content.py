@@ -28,6 +28,7 @@ __all__ = [
     "ContentModel",
     "FileChangeDetails",
     "FileChangeHunk",
+    "ImageContent",
     "MetadataContent",
     "PlanContent",
     "PlanStep",
@@ -388,6 +389,16 @@ class PlanContent(EcaModel):
     explanation: str | None = None
 
 
+class ImageContent(EcaModel):
+    """An image in the chat (the reference's ``ChatImageContent``): one an MCP tool returned, sent as the assistant's
+    right after the call's ``toolCalled``. ``base64`` is the raw bytes, no ``data:`` prefix; clients wrap it in a
+    data URL to show it."""
+
+    type: Literal["image"] = "image"
+    media_type: str
+    base64: str
+
+
 class UnknownContent(EcaModel):
     """Any content whose ``type`` is not one of :data:`CONTENT_TYPES`; its other keys are kept as extras."""
 
@@ -409,13 +420,14 @@ _CONTENT_MODELS: dict[str, type[EcaModel]] = {
     "toolCallRejected": ToolCallRejectedContent,
     "metadata": MetadataContent,
     "plan": PlanContent,
+    "image": ImageContent,
 }
 
 #: A content built by a server: one of the models above (the engine dumps it to the wire form).
 ContentModel = (
     TextContent | UrlContent | ProgressContent | UsageContent | ReasonStartedContent | ReasonTextContent
     | ReasonFinishedContent | ToolCallPrepareContent | ToolCallRunContent | ToolCallRunningContent
-    | ToolCalledContent | ToolCallRejectedContent | MetadataContent | PlanContent
+    | ToolCalledContent | ToolCallRejectedContent | MetadataContent | PlanContent | ImageContent
 )
 
 #: A content as sent: a model, or the wire form of a streamed chunk.
@@ -449,6 +461,7 @@ ChatContent = Annotated[
     | Annotated[ToolCallRejectedContent, Tag("toolCallRejected")]
     | Annotated[MetadataContent, Tag("metadata")]
     | Annotated[PlanContent, Tag("plan")]
+    | Annotated[ImageContent, Tag("image")]
     | Annotated[UnknownContent, Tag("unknown")],
     Discriminator(_content_tag),
 ]

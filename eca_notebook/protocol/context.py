@@ -20,6 +20,7 @@ __all__ = [
     "DirectoryContext",
     "FileContext",
     "GitContext",
+    "ImageContext",
     "LinesRange",
     "McpResourceContext",
     "Position",
@@ -118,6 +119,19 @@ class GitContext(EcaModel):
     description: str | None = None
 
 
+class ImageContext(EcaModel):
+    """An image attached inline (the reference's ``ImageContext``): a pasted screenshot, a notebook output. For a
+    client that can name a file, a ``file`` context of a ``.png/.jpg/.jpeg/.gif/.webp`` is the same.
+
+    ``base64`` is the raw bytes, no ``data:`` prefix. ``name`` (an extension, optional) labels it in notes and in the
+    description a model that cannot see gets (``screenshot.png``, ``Out[3]``)."""
+
+    type: Literal["image"] = "image"
+    media_type: str
+    base64: str
+    name: str | None = None
+
+
 class UnknownContext(EcaModel):
     """Any context whose ``type`` is not one of :data:`CONTEXT_TYPES`; its other keys are kept as extras."""
 
@@ -125,7 +139,8 @@ class UnknownContext(EcaModel):
 
 
 #: The context tags this revision of the protocol defines.
-CONTEXT_TYPES: frozenset[str] = frozenset({"file", "directory", "web", "repoMap", "cursor", "mcpResource", "git"})
+CONTEXT_TYPES: frozenset[str] = frozenset({"file", "directory", "web", "repoMap", "cursor", "mcpResource", "git",
+                                          "image"})
 
 
 def _context_tag(value: Any) -> str | None:
@@ -147,6 +162,7 @@ ChatContext = Annotated[
     | Annotated[CursorContext, Tag("cursor")]
     | Annotated[McpResourceContext, Tag("mcpResource")]
     | Annotated[GitContext, Tag("git")]
+    | Annotated[ImageContext, Tag("image")]
     | Annotated[UnknownContext, Tag("unknown")],
     Discriminator(_context_tag),
 ]

@@ -24,6 +24,7 @@ from ._sse import SSEDecoder
 from .base import (
     AssistantMessage,
     Finished,
+    ImagePart,
     ProviderRequest,
     ReasoningDelta,
     ReasoningFinished,
@@ -44,6 +45,7 @@ __all__ = [
     "DEFAULT_THINKING_BUDGET",
     "MIN_THINKING_BUDGET",
     "AnthropicProvider",
+    "image_block",
     "tool_input",
 ]
 
@@ -67,6 +69,11 @@ _ERRORS = {
     "not_found_error": (404, False),
     "request_too_large": (413, False),
 }
+
+
+def image_block(image: ImagePart) -> dict[str, Any]:
+    """An ``image`` content block with a base64 source (in a user message or inside a ``tool_result``)."""
+    return {"type": "image", "source": {"type": "base64", "media_type": image.media_type, "data": image.base64()}}
 
 
 def tool_input(arguments: str) -> dict[str, Any]:
@@ -112,7 +119,9 @@ class AnthropicProvider(HttpProvider):
 
         for message in request.messages:
             if isinstance(message, UserMessage):
-                add("user", [{"type": "text", "text": message.text}] if message.text else [])
+                # images first: Anthropic's vision guide finds them best placed before the question
+                add("user", [image_block(i) for i in message.images]
+                    + ([{"type": "text", "text": message.text}] if message.text else []))
             elif isinstance(message, AssistantMessage):
                 blocks: list[dict[str, Any]] = []
                 for reasoning in message.reasoning:
@@ -136,6 +145,9 @@ class AnthropicProvider(HttpProvider):
                     "tool_use_id": message.tool_call_id,
                     "content": message.output,
                 }
+                if message.images:  # a tool_result's content may be a list of text and image blocks
+                    block["content"] = ([{"type": "text", "text": message.output}] if message.output else []) + [
+                        image_block(i) for i in message.images]
                 if message.is_error:
                     block["is_error"] = True
                 add("user", [block])

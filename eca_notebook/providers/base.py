@@ -15,10 +15,13 @@ from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
+from .._images import ImagePart
+
 __all__ = [
     "AssistantMessage",
     "CompletionRequest",
     "Finished",
+    "ImagePart",
     "Message",
     "Provider",
     "ProviderError",
@@ -77,6 +80,10 @@ class UserMessage:
     # ``chat/rollback`` / ``chat/fork`` cut the history where the client points. Providers never send it; not part
     # of equality, so a message compares by what the model sees.
     content_id: str | None = field(default=None, compare=False)
+    # Images the user attached (``image`` contexts, image files), after the text. Each provider sends them in its own
+    # wire format; the engine has already checked them, fitted them to the provider and left them out (described in
+    # the text instead) for a model that cannot see (engine/_vision.py).
+    images: list[ImagePart] = field(default_factory=list)
 
 
 @dataclass
@@ -94,6 +101,9 @@ class ToolResultMessage:
     output: str
     is_error: bool = False
     role: Literal["tool"] = "tool"
+    # Images the tool returned (a notebook's plots, ``read_file`` on a PNG, an MCP tool's image), after ``output``.
+    # APIs whose tool results hold only text (OpenAI's, Ollama's) get them in a user message right after the results.
+    images: list[ImagePart] = field(default_factory=list)
 
 
 Message = UserMessage | AssistantMessage | ToolResultMessage

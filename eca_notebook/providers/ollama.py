@@ -17,6 +17,7 @@ import httpx
 from ._blocks import ReasoningBlocks, new_id
 from ._complete import post_completion
 from ._http import HttpProvider, parse_json
+from ._tool_images import lift_tool_images
 from .base import (
     AssistantMessage,
     CompletionRequest,
@@ -58,9 +59,12 @@ class OllamaProvider(HttpProvider):
         messages: list[dict[str, Any]] = []
         if request.system:
             messages.append({"role": "system", "content": request.system})
-        for message in request.messages:
+        for message in lift_tool_images(request.messages):
             if isinstance(message, UserMessage):
-                messages.append({"role": "user", "content": message.text})
+                user: dict[str, Any] = {"role": "user", "content": message.text}
+                if message.images:  # base64 strings, no data: prefix
+                    user["images"] = [i.base64() for i in message.images]
+                messages.append(user)
             elif isinstance(message, AssistantMessage):
                 if not message.text and not message.tool_calls:
                     continue

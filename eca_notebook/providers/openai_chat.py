@@ -20,6 +20,7 @@ from ._complete import completions_url, openai_completion_pieces, post_completio
 from ._http import HttpProvider, parse_json
 from ._sse import SSEDecoder
 from ._think import ThinkTagSplitter
+from ._tool_images import lift_tool_images
 from .base import (
     AssistantMessage,
     CompletionRequest,
@@ -59,9 +60,13 @@ class OpenAIChatProvider(HttpProvider):
         messages: list[dict[str, Any]] = []
         if request.system:
             messages.append({"role": "system", "content": request.system})
-        for message in request.messages:
+        for message in lift_tool_images(request.messages):
             if isinstance(message, UserMessage):
-                messages.append({"role": "user", "content": message.text})
+                content: str | list[dict[str, Any]] = message.text
+                if message.images:  # text then image_url parts (data URLs)
+                    content = [{"type": "text", "text": message.text}] if message.text else []
+                    content += [{"type": "image_url", "image_url": {"url": i.data_url()}} for i in message.images]
+                messages.append({"role": "user", "content": content})
             elif isinstance(message, AssistantMessage):
                 if not message.text and not message.tool_calls:
                     continue  # reasoning-only turns are not sent back: most servers reject them

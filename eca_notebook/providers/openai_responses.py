@@ -15,6 +15,7 @@ import httpx
 
 from ._http import HttpProvider, parse_json
 from ._sse import SSEDecoder
+from ._tool_images import lift_tool_images
 from .base import (
     AssistantMessage,
     Finished,
@@ -63,9 +64,13 @@ class OpenAIResponsesProvider(HttpProvider):
 
     def build_body(self, request: ProviderRequest) -> dict[str, Any]:
         items: list[dict[str, Any]] = []
-        for message in request.messages:
+        for message in lift_tool_images(request.messages):
             if isinstance(message, UserMessage):
-                items.append({"type": "message", "role": "user", "content": message.text})
+                content: str | list[dict[str, Any]] = message.text
+                if message.images:  # input_text then input_image parts (data URLs)
+                    content = [{"type": "input_text", "text": message.text}] if message.text else []
+                    content += [{"type": "input_image", "image_url": i.data_url()} for i in message.images]
+                items.append({"type": "message", "role": "user", "content": content})
             elif isinstance(message, AssistantMessage):
                 for reasoning in message.reasoning:
                     if not reasoning.encrypted:

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, Protocol
 
+from .._images import ImagePart
 from ..protocol.content import ContentModel
 from ..protocol.navigation import (
     EditorGetDefinitionParams,
@@ -198,6 +199,10 @@ class ToolResult:
     # Chat contents the call publishes besides its ``toolCalled`` (e.g. ``update_plan``'s ``plan``): the engine
     # sends them, as the assistant's, right after it — only for a call that succeeded.
     contents: list[ContentModel] = field(default_factory=list)
+    # Images for the model with ``output`` (a notebook's plots, an image file, an MCP tool's images), already checked
+    # (eca_notebook._images). The engine fits them to the model's provider, or describes them to a model that cannot
+    # see (engine/_vision.py).
+    images: list[ImagePart] = field(default_factory=list)
 
 
 class Tool(Protocol):

@@ -31,7 +31,8 @@ export type ChatContent =
   | ToolCalledContent
   | ToolCallRejectedContent
   | MetadataContent
-  | PlanContent;
+  | PlanContent
+  | ImageContent;
 
 export type ChatContext =
   | FileContext
@@ -40,7 +41,8 @@ export type ChatContext =
   | RepoMapContext
   | CursorContext
   | McpResourceContext
-  | GitContext;
+  | GitContext
+  | ImageContext;
 
 export type ToolServerUpdatedParams =
   | NativeServerUpdatedParams
@@ -475,6 +477,21 @@ export interface GitContext {
   type: "git";
   part?: string;
   description?: string;
+}
+
+/** An image in the chat (the reference's ``ChatImageContent``): one an MCP tool returned, sent as the assistant's right after the call's ``toolCalled``. ``base64`` is the raw bytes, no ``data:`` prefix; clients wrap it in a data URL to show it. */
+export interface ImageContent {
+  type: "image";
+  mediaType: string;
+  base64: string;
+}
+
+/** An image attached inline (the reference's ``ImageContext``): a pasted screenshot, a notebook output. For a client that can name a file, a ``file`` context of a ``.png/.jpg/.jpeg/.gif/.webp`` is the same. ``base64`` is the raw bytes, no ``data:`` prefix. ``name`` (an extension, optional) labels it in notes and in the description a model that cannot see gets (``screenshot.png``, ``Out[3]``). */
+export interface ImageContext {
+  type: "image";
+  mediaType: string;
+  base64: string;
+  name?: string;
 }
 
 /** ``initialize``: the client introduces itself and its workspace folders. */

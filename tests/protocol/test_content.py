@@ -7,6 +7,7 @@ from eca_notebook.protocol import (
     ChatContent,
     ChatContentReceivedParams,
     FileChangeDetails,
+    ImageContent,
     MetadataContent,
     PlanContent,
     ProgressContent,
@@ -88,6 +89,7 @@ WIRE = [
                                     "priority": "high"}], "explanation": "The bug is in a.py"},
         PlanContent,
     ),
+    ({"type": "image", "mediaType": "image/png", "base64": "iVBORw0KGgo="}, ImageContent),  # ChatImageContent
 ]
 
 

@@ -9,6 +9,7 @@ from eca_notebook.protocol import (
     DirectoryContext,
     FileContext,
     GitContext,
+    ImageContext,
     McpResourceContext,
     RepoMapContext,
     UnknownContext,
@@ -45,6 +46,8 @@ WIRE = [
     ),
     ({"type": "git"}, GitContext),  # an eca-notebook extension (@git)
     ({"type": "git", "part": "diff", "description": "Working diff"}, GitContext),
+    ({"type": "image", "mediaType": "image/png", "base64": "iVBORw0KGgo="}, ImageContext),  # the reference's
+    ({"type": "image", "mediaType": "image/png", "base64": "iVBORw0KGgo=", "name": "Out[3]"}, ImageContext),
 ]
 
 

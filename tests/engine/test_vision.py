@@ -1,0 +1,238 @@
+"""Images reach the model in each provider's own wire format — from an ``image`` context, an attached ``.png`` file,
+a notebook output (``notebook_read``), ``read_file`` on an image — and a model that cannot see gets a description
+and the chat a note; bad images are refused with a clear note and the chat goes on. Real requests to the scripted
+LLM server, parsed as each API documents them."""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import io
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from PIL import Image
+
+from eca_notebook.engine import Engine, EngineOptions
+from eca_notebook.protocol import ChatPromptParams
+from eca_notebook.testing.llm_server import Reply, ScriptedLLMServer, Text, Usage
+
+PATHS = {"openai-responses": "/v1/responses", "openai-chat": "/v1/chat/completions", "anthropic": "/v1/messages",
+         "ollama": "/api/chat"}
+# A vision model per wire format, and models that cannot see.
+VISION = {"openai-responses": "openai/gpt-4.1", "openai-chat": "vllm/qwen2.5-vl", "anthropic":
+          "anthropic/claude-sonnet-4-5", "ollama": "ollama/llava:7b"}
+BLIND = {"openai-chat": "vllm/qwen3", "ollama": "ollama/llama3.2:1b"}
+
+
+def png(width: int = 64, height: int = 48, color: tuple[int, int, int] = (200, 30, 30)) -> bytes:
+    out = io.BytesIO()
+    Image.new("RGB", (width, height), color).save(out, format="PNG")
+    return out.getvalue()
+
+
+def jpeg(width: int = 64, height: int = 48) -> bytes:
+    out = io.BytesIO()
+    Image.new("RGB", (width, height), (10, 120, 200)).save(out, format="JPEG")
+    return out.getvalue()
+
+
+class Recorder:
+    def __init__(self) -> None:
+        self.messages: list[tuple[str, dict[str, Any]]] = []
+
+    def send(self, method: str, params: dict[str, Any]) -> None:
+        self.messages.append((method, params))
+
+    def contents(self, chat_id: str) -> list[dict[str, Any]]:
+        return [p["content"] for m, p in self.messages if m == "chat/contentReceived" and p["chatId"] == chat_id]
+
+
+@pytest.fixture
+async def engine(tmp_path: Path, llm: ScriptedLLMServer):
+    env = {
+        "HOME": str(tmp_path), "XDG_CONFIG_HOME": str(tmp_path / "config"), "XDG_CACHE_HOME": str(tmp_path / "cache"),
+        "OPENAI_API_URL": llm.url, "OPENAI_API_KEY": "sk-test-openai-0000",
+        "ANTHROPIC_API_URL": llm.url, "ANTHROPIC_API_KEY": "sk-ant-test-0000",
+        "OLLAMA_API_URL": llm.url,
+    }
+    options = {
+        "localModel": False,
+        "providers": {
+            "openai": {"models": {"gpt-4.1": {}}},
+            "anthropic": {"models": {"claude-sonnet-4-5": {}}},
+            "ollama": {"models": {"llava:7b": {}, "llama3.2:1b": {}}},
+            "vllm": {"api": "openai-chat", "url": llm.url,
+                     "models": {"qwen2.5-vl": {"imageInput": True}, "qwen3": {}}},
+        },
+    }
+    eng = Engine(EngineOptions(workspace_folders=[tmp_path], initialization_options=options, env=env))
+    eng.recorder = Recorder()  # type: ignore[attr-defined]
+    eng.add_listener(eng.recorder)  # type: ignore[attr-defined]
+    await eng.start()
+    try:
+        yield eng
+    finally:
+        await eng.aclose()
+
+
+async def run(engine: Engine, model: str, message: str = "what is wrong with this chart?",
+              contexts: list[dict[str, Any]] | None = None) -> tuple[str, list[dict[str, Any]]]:
+    result = await engine.prompt(ChatPromptParams(message=message, model=model, contexts=contexts or []))
+    assert result.status == "prompting", result
+    chat = engine.chats[result.chat_id]
+    await asyncio.wait_for(asyncio.shield(chat.task), 60)
+    return chat.id, engine.recorder.contents(chat.id)  # type: ignore[attr-defined]
+
+
+def bodies(llm: ScriptedLLMServer, api: str) -> list[dict[str, Any]]:
+    return [r.body for r in llm.requests if r.path == PATHS[api]]
+
+
+def sent_images(api: str, body: dict[str, Any]) -> list[tuple[str, bytes]]:
+    """Every image in a request body, read exactly where and how the API documents it: (media type, bytes)."""
+    found: list[tuple[str, bytes]] = []
+
+    def data_url(url: str) -> tuple[str, bytes]:
+        head, _, data = url.partition(",")
+        assert head.startswith("data:") and head.endswith(";base64"), url[:60]
+        return head[5:-7], base64.b64decode(data, validate=True)
+
+    if api == "openai-responses":
+        for item in body["input"]:
+            if item.get("type") == "message" and isinstance(item["content"], list):
+                for part in item["content"]:
+                    if part["type"] == "input_image":
+                        assert set(part) == {"type", "image_url"}
+                        found.append(data_url(part["image_url"]))
+                    else:
+                        assert part["type"] == "input_text" and isinstance(part["text"], str)
+    elif api == "openai-chat":
+        for message in body["messages"]:
+            if isinstance(message.get("content"), list):
+                assert message["role"] == "user"
+                for part in message["content"]:
+                    if part["type"] == "image_url":
+                        assert set(part["image_url"]) == {"url"}
+                        found.append(data_url(part["image_url"]["url"]))
+                    else:
+                        assert part["type"] == "text"
+    elif api == "anthropic":
+        for message in body["messages"]:
+            blocks = [b for b in message["content"] if isinstance(b, dict)]
+            inner = [c for b in blocks if b["type"] == "tool_result" and isinstance(b["content"], list)
+                     for c in b["content"]]
+            for block in blocks + inner:
+                if block["type"] == "image":
+                    source = block["source"]
+                    assert source["type"] == "base64" and set(source) == {"type", "media_type", "data"}
+                    found.append((source["media_type"], base64.b64decode(source["data"], validate=True)))
+    else:
+        for message in body["messages"]:
+            for data in message.get("images") or []:
+                raw = base64.b64decode(data, validate=True)
+                kind = Image.open(io.BytesIO(raw)).format
+                found.append(({"PNG": "image/png", "JPEG": "image/jpeg"}[kind], raw))
+    return found
+
+
+def notes(contents: list[dict[str, Any]]) -> str:
+    return "\n".join(c.get("text", "") for c in contents if c["type"] == "text")
+
+
+# -- images in: contexts -------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("api", list(VISION))
+async def test_image_context_and_png_file_reach_a_vision_model(engine: Engine, llm: ScriptedLLMServer,
+                                                               tmp_path: Path, api: str):
+    pasted, chart = jpeg(), png()
+    (tmp_path / "chart.png").write_bytes(chart)
+    llm.enqueue(Reply([Text("the x axis is unsorted"), Usage(5, 1)]))
+    _, contents = await run(engine, VISION[api], contexts=[
+        {"type": "image", "mediaType": "image/jpeg", "base64": base64.b64encode(pasted).decode()},
+        {"type": "file", "path": "chart.png"},
+    ])
+    [body] = bodies(llm, api)
+    assert sent_images(api, body) == [("image/jpeg", pasted), ("image/png", chart)]
+    assert "cannot see" not in notes(contents)
+    assert "unsorted" in notes(contents)
+
+
+@pytest.mark.parametrize("model", list(BLIND.values()))
+async def test_a_model_that_cannot_see_gets_a_description_and_the_chat_a_note(engine: Engine, llm: ScriptedLLMServer,
+                                                                             tmp_path: Path, model: str):
+    (tmp_path / "chart.png").write_bytes(png(64, 48))
+    llm.enqueue(Reply([Text("I cannot see it"), Usage(5, 1)]))
+    _, contents = await run(engine, model, contexts=[{"type": "file", "path": "chart.png"}])
+    api = "ollama" if model.startswith("ollama/") else "openai-chat"
+    [body] = bodies(llm, api)
+    assert sent_images(api, body) == []
+    assert "images" not in json.dumps(body["messages"])
+    user = [m for m in body["messages"] if m["role"] == "user"][-1]
+    assert "[image: chart.png, image/png, 64×48 px" in user["content"]
+    assert f"{model} cannot see images: it was given a description of chart.png instead" in notes(contents)
+    assert "I cannot see it" in notes(contents)  # no provider error: the turn went on
+
+
+def _png_header(width: int, height: int) -> bytes:
+    """A PNG whose header claims width × height pixels, with no pixel data: a decompression bomb's start."""
+    import struct
+    import zlib
+
+    def chunk(kind: bytes, data: bytes) -> bytes:
+        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
+
+    ihdr = struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0)
+    return b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", ihdr) + chunk(b"IDAT", zlib.compress(b"\0" * 64)) + chunk(b"IEND", b"")
+
+
+async def test_bad_images_are_refused_with_a_clear_note_and_the_chat_goes_on(engine: Engine, llm: ScriptedLLMServer,
+                                                                             tmp_path: Path):
+    good = png()
+    b64 = base64.b64encode(good).decode()
+    bmp = io.BytesIO()
+    Image.new("RGB", (8, 8)).save(bmp, format="BMP")
+    (tmp_path / "big.png").write_bytes(b"\0" * (20 * 1024 * 1024 + 1))
+    (tmp_path / "fake.png").write_bytes(b"this is text pretending to be a png")
+    llm.enqueue(Reply([Text("seen one image"), Usage(5, 1)]))
+    _, contents = await run(engine, VISION["anthropic"], contexts=[
+        {"type": "image", "mediaType": "image/png", "base64": b64[: len(b64) // 2 - 3], "name": "cut.png"},
+        {"type": "image", "mediaType": "image/png", "base64": b64[: len(b64) // 2 // 4 * 4], "name": "half.png"},
+        {"type": "image", "mediaType": "image/png", "base64": base64.b64encode(jpeg()).decode(), "name": "liar.png"},
+        {"type": "image", "mediaType": "image/bmp", "base64": base64.b64encode(bmp.getvalue()).decode(),
+         "name": "old.bmp"},
+        {"type": "image", "mediaType": "image/png", "base64": base64.b64encode(_png_header(60_000, 60_000)).decode(),
+         "name": "bomb.png"},
+        {"type": "image", "mediaType": "image/png", "base64": base64.b64encode(_png_header(6000, 5000)).decode(),
+         "name": "bomb2.png"},
+        {"type": "image", "mediaType": "image/png", "base64": "A" * (28 * 1024 * 1024), "name": "huge.png"},
+        {"type": "file", "path": "big.png"},
+        {"type": "file", "path": "fake.png"},
+        {"type": "image", "mediaType": "image/png", "base64": b64, "name": "fine.png"},
+    ])
+    text = notes(contents)
+    assert "cut.png is not valid base64 (truncated?)" in text
+    assert "half.png is truncated or corrupt" in text
+    assert "liar.png says it is image/png but its bytes are image/jpeg" in text
+    assert "old.bmp: unsupported media type 'image/bmp'" in text
+    assert "bomb.png is refused: it has more than the 25 million pixels allowed (a decompression bomb?)" in text
+    assert "bomb2.png is refused: 6000×5000 pixels is more than the 25 million allowed" in text
+    assert "huge.png is too large" in text
+    assert "big.png is too large (20 MB; images are limited to 20 MB)" in text
+    assert "fake.png is not a PNG, JPEG, GIF or WebP image" in text
+    [body] = bodies(llm, "anthropic")
+    assert sent_images("anthropic", body) == [("image/png", good)]  # the good one still went
+    assert "seen one image" in text
+
+
+async def test_a_large_image_is_downscaled_to_the_providers_limit(engine: Engine, llm: ScriptedLLMServer,
+                                                                  tmp_path: Path):
+    (tmp_path / "wide.png").write_bytes(png(3000, 1000))
+    for api in ("anthropic", "openai-responses"):
+        llm.enqueue(Reply([Text("ok"), Usage(5, 1)]))
+        await run(engine, VISION[api], contexts=[{"type": "file", "path": "wide.png"}])
+        [(kind, data)] = sent_images(api, bodies(llm, api)[-1])
+        assert Image.open(io.BytesIO(data)).size == ((1568, 523) if api == "anthropic" else (2048, 683))
