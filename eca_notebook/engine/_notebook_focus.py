@@ -23,13 +23,13 @@ from pathlib import Path
 from typing import Any
 
 from ._context_blocks import NOTEBOOK_MAX_BYTES, Block
-from ._context_files import _joined, _output_summary
+from ._context_files import _joined, _output_summary, _short
 
 __all__ = ["render_notebook_focus"]
 
 _ERROR_WORDS = re.compile(
     r"\b(?:errors?|exceptions?|traceback|raises?|raising|raised|fails?|failing|failed|fix(?:es)?|bugs?|broken"
-    r"|crash(?:es|ed)?|wrong|doesn'?t\s+work|not\s+working)\b", re.IGNORECASE)
+    r"|crash(?:es|ed)?|wrong|(?:does|did|is)n'?t\s+(?:\w+\s+)?work(?:ing)?|not\s+working)\b", re.IGNORECASE)
 _ABOUT_NOTEBOOK = re.compile(r"\b(?:notebook|this|these|here|above|it)\b", re.IGNORECASE)
 _NAME = re.compile(r"[A-Za-z_]\w*")
 _DEFINED = re.compile(r"^\s*(?:def|class)\s+([A-Za-z_]\w*)|^\s*([A-Za-z_]\w*)\s*(?::[^=\n]*)?=(?!=)"
@@ -56,13 +56,14 @@ def render_notebook_focus(raw: str, path: Path, request: str) -> Block | None:
         return None
     cells = [c for c in cells if isinstance(c, dict)]
     chosen = _focus(cells, request)
-    parts = [f"Notebook {path.name}: {len(cells)} cells, numbered from 1 as in JupyterLab."]
+    parts = [f"Notebook {path.name} ({len(cells)} cells, numbered from 1 as in JupyterLab)."]
     if not chosen and _ABOUT_NOTEBOOK.search(request):
         parts += _overview(cells)
     elif not chosen:
         parts.append("(None of its cells is shown: the question is not about them.)")
+    language = ((data.get("metadata") or {}).get("kernelspec") or {}).get("language") or "python"
     for index in chosen:
-        parts.append(_cell(index, cells[index]))
+        parts.append(_cell(index, cells[index], str(language)))
     return Block("file", {"path": path, "format": "notebook"}, "\n".join(parts) + "\n",
                  more_hint="use the read_file tool for the whole notebook")
 
@@ -106,22 +107,40 @@ def _overview(cells: list[dict[str, Any]]) -> list[str]:
     return [f"Introduction:\n{intro}"] + ([f"Sections: {' · '.join(headings)}"] if headings else [])
 
 
-def _cell(index: int, cell: dict[str, Any]) -> str:
+def _cell(index: int, cell: dict[str, Any], language: str) -> str:
+    """A cell as Markdown — its source and outputs fenced, the way the small model was trained to read code."""
     kind = cell.get("cell_type", "code")
     count = cell.get("execution_count")
     error = _error(cell)
-    head = f"--- cell {index + 1}: {kind}" + (f", In[{count}]" if count else "")
-    if error is not None:
-        head += f", raised {error.get('ename', 'an error')}"
+    head = f"Cell {index + 1}" + (f" (In [{count}])" if count else "")
+    head += f" raised {error.get('ename', 'an error')}:" if error is not None else ":"
     source = _joined(cell.get("source")).rstrip("\n")
     if len(source) > _SOURCE_CHARS:
         source = source[:_SOURCE_CHARS] + f"\n[… {len(source) - _SOURCE_CHARS} more characters]"
-    lines = [head + " ---", source]
+    lines = [head, _fenced(source, language if kind == "code" else "markdown")]
     for output in cell.get("outputs") or ():
         if not isinstance(output, dict):
             continue
-        lines.append(_traceback(output) if output is error else _output_summary(output))
+        if output is error:
+            lines += ["Traceback:", _fenced(_traceback(output), "")]
+        else:
+            lines += ["Output:", _fenced(_output_text(output), "")]
     return "\n".join(lines)
+
+
+def _output_text(output: dict[str, Any]) -> str:
+    """An output as its text (shortened); one without text by its types, e.g. ``(image/png)``."""
+    if output.get("output_type") == "stream":
+        return _short(_joined(output.get("text")))
+    data = output.get("data") or {}
+    if "text/plain" in data:
+        return _short(_joined(data["text/plain"]))
+    return "(" + ", ".join(data) + ")" if data else _output_summary(output)
+
+
+def _fenced(text: str, language: str) -> str:
+    fence = "~~~" if "```" in text else "```"
+    return f"{fence}{language}\n{text}\n{fence}"
 
 
 def _traceback(error: dict[str, Any]) -> str:
@@ -130,7 +149,7 @@ def _traceback(error: dict[str, Any]) -> str:
     lines = [line for frame in error.get("traceback") or () for line in _ANSI.sub("", str(frame)).splitlines()]
     lines = [line for line in lines if line.strip() and not set(line.strip()) <= {"-"}]
     if not lines:
-        return f"[error] {error.get('ename', 'Error')}: {error.get('evalue', '')}"
+        return f"{error.get('ename', 'Error')}: {error.get('evalue', '')}"
     # the head ends where the second frame starts: the first is the cell's own (``Cell In[9], line 1``)
     frames = [i for i, line in enumerate(lines) if line.startswith(("Cell ", "File ", "  File "))]
     head = min(_TRACEBACK_HEAD, frames[1] if len(frames) > 1 else _TRACEBACK_HEAD)
@@ -140,4 +159,4 @@ def _traceback(error: dict[str, Any]) -> str:
     last = f"{error.get('ename', 'Error')}: {error.get('evalue', '')}"
     if last not in lines[-1]:
         lines.append(last)
-    return "[traceback]\n" + "\n".join(lines)
+    return "\n".join(lines)

@@ -292,9 +292,9 @@ async def test_an_error_fix_gets_the_failing_cell_and_its_traceback(workspace: P
         assert fix.ok, fix.error
         sent = llm.requests[-1].body["messages"][-1]["content"]
         assert sent.startswith("My last cell raises an error. Explain it and fix it.")
-        assert ERROR_CELL in sent and "cell 63: code, In[62], raised KeyError" in sent
+        assert f"Cell 63 (In [62]) raised KeyError:\n```python\n{ERROR_CELL}\n```\nTraceback:\n```\n" in sent
         assert "----> 1 df.groupby(\"region\")[\"sale\"].sum()" in sent  # the cell's own frame, without colours
-        assert sent.rstrip().endswith("KeyError: 'Column not found: sale'\n</file>\n</contexts>".rstrip())
+        assert sent.rstrip().endswith("KeyError: 'Column not found: sale'\n```\n</file>\n</contexts>")
         assert "\x1b[" not in sent and "lines of the traceback left out" in sent
         assert "value_30" not in sent  # the rest of the notebook is not sent
         # a question about the notebook itself gets its introduction and headings, still not its cells
