@@ -13,6 +13,12 @@ import { Markdown } from './Markdown';
 import { ToolCard, type ApproveHandler } from './ToolCard';
 import { UserMessage } from './UserMessage';
 
+/**
+ * Words of the engine's once-per-chat notice on the embedded model (`DEMO_NOTICE_MARK` in
+ * eca_notebook/engine/_small_model.py): the system text that has them gets a "Connect a model" button.
+ */
+export const DEMO_NOTICE_MARK = 'small offline demo model';
+
 interface ItemProps {
   item: Item;
   version: number;
@@ -25,6 +31,8 @@ interface ItemProps {
   busy: boolean;
   onRewind?: (contentId: string, revertFiles: boolean) => Promise<unknown> | void;
   onFork?: (contentId: string) => Promise<unknown> | void;
+  /** Opens the provider setup: the demo-model notice's button (absent: no button). */
+  onConnectModel?: () => void;
 }
 
 function ItemViewImpl(props: ItemProps): JSX.Element {
@@ -37,6 +45,11 @@ function ItemViewImpl(props: ItemProps): JSX.Element {
       return (
         <div className="eca-Message eca-mod-system">
           <div className="eca-Message-body eca-Message-plain">{item.text}</div>
+          {props.onConnectModel && item.text.includes(DEMO_NOTICE_MARK) && (
+            <button className="jp-mod-styled jp-mod-accept eca-ConnectModelButton" onClick={props.onConnectModel}>
+              Connect a model
+            </button>
+          )}
         </div>
       );
     case 'assistant':
@@ -89,7 +102,8 @@ const ItemView = React.memo(
     a.onUndo === b.onUndo &&
     a.busy === b.busy &&
     a.onRewind === b.onRewind &&
-    a.onFork === b.onFork
+    a.onFork === b.onFork &&
+    a.onConnectModel === b.onConnectModel
 );
 
 export interface MessageListProps {
@@ -104,6 +118,8 @@ export interface MessageListProps {
   onRewind?: (contentId: string, revertFiles: boolean) => Promise<unknown> | void;
   /** "Fork from here" on user messages (`chat/fork`); absent: not offered. */
   onFork?: (contentId: string) => Promise<unknown> | void;
+  /** Opens the provider setup ("Connect a model" on the demo-model notice); absent: no button. */
+  onConnectModel?: () => void;
 }
 
 function MessageListImpl(props: MessageListProps): JSX.Element {
@@ -150,6 +166,7 @@ function MessageListImpl(props: MessageListProps): JSX.Element {
           busy={running}
           onRewind={props.onRewind}
           onFork={props.onFork}
+          onConnectModel={props.onConnectModel}
         />
       ))}
       {chat.progress && (
@@ -173,5 +190,6 @@ export const MessageList = React.memo(
     a.onReject === b.onReject &&
     a.onUndo === b.onUndo &&
     a.onRewind === b.onRewind &&
-    a.onFork === b.onFork
+    a.onFork === b.onFork &&
+    a.onConnectModel === b.onConnectModel
 );
