@@ -31,6 +31,7 @@ __all__ = ["RASTER_DATA_IMAGE", "image_host", "safe_html", "safe_markdown_html"]
 #: The only images shown without a click: inline raster data (no request, no script: SVG is left out).
 RASTER_DATA_IMAGE = re.compile(r"^data:image/(?:png|jpe?g|gif|webp|bmp|avif);base64,[a-z0-9+/=\s]*$", re.I)
 
+_IGNORED_IN_URL = re.compile(r"[\x00-\x20\x7f]")
 _NO_SOURCE_IMAGE = re.compile(r'<img(?![^>]*\ssrc=")[^>]*>')
 _TAGS = {
     "a", "abbr", "b", "blockquote", "br", "code", "dd", "del", "details", "div", "dl", "dt", "em", "h1", "h2", "h3",
@@ -65,7 +66,8 @@ def _attribute_filter(tag: str, attribute: str, value: str) -> str | None:
     """An image's ``src`` only as raster data; a link's ``href`` never as ``data:`` (nh3 checks the schemes)."""
     if tag == "img" and attribute == "src":
         return value if RASTER_DATA_IMAGE.match(value.strip()) else None
-    if tag == "a" and attribute == "href" and value.strip().lower().startswith("data:"):
+    # (a browser ignores whitespace and control characters in a scheme: "da\tta:" is data:)
+    if tag == "a" and attribute == "href" and _IGNORED_IN_URL.sub("", value).lower().startswith("data:"):
         return None
     return value
 
