@@ -41,7 +41,7 @@ import type {
   RewritePromptResult,
   ShowMessageParams
 } from './protocol';
-import { ChatStore, ChatView, Role, newChat, resetChat } from './model';
+import { ChatStore, ChatView, QueuedPrompt, Role, newChat, resetChat } from './model';
 import { Questions } from './questions';
 import {
   Backoff,
@@ -153,6 +153,7 @@ export class EcaClient {
   readonly questions: Questions;
   private readonly _options: EcaClientOptions;
   private _restored = false;
+  private _queuedIds = 0;
   /** The listeners of the rewrites under way, by rewrite id (until their `finished`). */
   private readonly _rewrites = new Map<string, (content: RewriteContent) => void>();
 
@@ -316,6 +317,9 @@ export class EcaClient {
     t.onNotification('chat/statusChanged', (params: any) => {
       if (params?.chatId && params.status) {
         this.store.setStatus(params.chatId, params.status);
+        if (params.status === 'idle') {
+          this._sendQueued(params.chatId);
+        }
       }
     });
     t.onNotification('tool/serverUpdated', (params: any) => {
@@ -469,7 +473,60 @@ export class EcaClient {
   // -- prompting -----------------------------------------------------------------------------------------------
 
   async prompt(message: string, contexts: ChatContext[] = []): Promise<ChatPromptResult> {
+    return this._prompt(this.store.current ?? this.newChat(), message, contexts);
+  }
+
+  /**
+   * Enter while the current chat answers: the message is queued in the chat (shown as queued, removable with
+   * {@link removeQueued}) and sent by itself when the turn ends — in order, one per turn. Sent at once when the chat
+   * is idle after all.
+   */
+  queuePrompt(message: string, contexts: ChatContext[] = []): QueuedPrompt {
     const chat = this.store.current ?? this.newChat();
+    this._queuedIds += 1;
+    const queued: QueuedPrompt = { id: `queued-${this._queuedIds}`, message, contexts };
+    chat.queued.push(queued);
+    chat.version += 1;
+    this.store.changed();
+    if (chat.status === 'idle') {
+      this._sendQueued(chat.id);
+    }
+    return queued;
+  }
+
+  /** Take a queued message back before it was sent; false when it is gone already. */
+  removeQueued(chatId: string, id: string): boolean {
+    const chat = this.store.chats.get(chatId);
+    const index = chat ? chat.queued.findIndex(q => q.id === id) : -1;
+    if (!chat || index < 0) {
+      return false;
+    }
+    chat.queued.splice(index, 1);
+    chat.version += 1;
+    this.store.changed();
+    return true;
+  }
+
+  /** The chat's turn ended: its oldest queued message goes out (the chat counts as running until the server says). */
+  private _sendQueued(chatId: string): void {
+    const chat = this.store.chats.get(chatId);
+    const next = chat?.queued[0];
+    if (!chat || !next || chat.status !== 'idle' || this.connection !== 'open') {
+      return;
+    }
+    chat.queued.shift();
+    chat.status = 'running';
+    chat.version += 1;
+    this.store.changed();
+    this._prompt(chat, next.message, next.contexts).catch(error => {
+      this.store.setStatus(chat.id, 'idle');
+      this._options.logger?.warn('eca: a queued message could not be sent', error);
+      const reason = error instanceof Error ? error.message : String(error);
+      this._options.onMessage?.({ type: 'error', message: `The queued message could not be sent: ${reason}` });
+    });
+  }
+
+  private async _prompt(chat: ChatView, message: string, contexts: ChatContext[]): Promise<ChatPromptResult> {
     chat.known = true;
     chat.loaded = true;
     chat.updatedAt = Date.now();

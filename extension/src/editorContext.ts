@@ -17,6 +17,8 @@ export interface EditorContextSource {
   active(): ActiveContext | null;
   /** Cells of open notebooks whose source or notebook name matches `query` (case-insensitive). */
   cells(query: string, limit?: number): CellAttachment[];
+  /** A path from the server (absolute) as the file browser shows it: relative to the Jupyter root when inside. */
+  relative?(path: string): string;
   /** Called when the active document or its cursor changes. */
   subscribe(listener: () => void): () => void;
 }

@@ -5,11 +5,13 @@
  */
 
 import type { JupyterFrontEnd } from '@jupyterlab/application';
+import { PageConfig } from '@jupyterlab/coreutils';
 import type { IEditorTracker } from '@jupyterlab/fileeditor';
 import type { INotebookTracker, NotebookPanel } from '@jupyterlab/notebook';
 
 import type { CellAttachment } from './completion';
 import type { ActiveContext, EditorContextSource } from './editorContext';
+import { relativePath } from './labels';
 import type { EditorDiagnostic } from './protocol';
 
 function basename(path: string): string {
@@ -41,6 +43,10 @@ export class JupyterEditorContext implements EditorContextSource {
     this._notebooks?.currentChanged.connect(emit);
     this._notebooks?.activeCellChanged.connect(emit);
     this._editors?.currentChanged.connect(emit);
+  }
+
+  relative(path: string): string {
+    return relativePath(path, PageConfig.getOption('serverRoot') || null);
   }
 
   subscribe(listener: () => void): () => void {

@@ -12,6 +12,7 @@
 
 import type {
   ChatContent,
+  ChatContext,
   ChatSummary,
   FileChangeDetails,
   PlanStep,
@@ -86,6 +87,13 @@ export interface PlanState {
   version: number;
 }
 
+/** A message the user sent while the chat was answering: it waits in the chat and goes out when the turn ends. */
+export interface QueuedPrompt {
+  id: string;
+  message: string;
+  contexts: ChatContext[];
+}
+
 export interface ChatView {
   id: string;
   title?: string;
@@ -105,6 +113,9 @@ export interface ChatView {
   /** A subagent's chat (its contents carry `parentChatId`): shown inside the parent's `spawn_agent` card, never
    * in the chat list. */
   parentChatId?: string;
+  /** Messages sent while the chat was running (Enter during an answer), oldest first: shown as queued under the
+   * chat, removable, and sent one at a time as each turn ends (`EcaClient.queuePrompt`). */
+  queued: QueuedPrompt[];
   /** The server knows this chat (it was listed, opened or prompted); a fresh "new chat" is not known yet. */
   known: boolean;
   /** Items hold the whole chat (created here, or replayed by `chat/open`); otherwise only what streamed by. */
@@ -131,6 +142,7 @@ export function newChat(id: string, fields: Partial<ChatView> = {}): ChatView {
     id,
     status: 'idle',
     items: [],
+    queued: [],
     known: false,
     loaded: true,
     version: 0,

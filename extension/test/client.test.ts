@@ -488,3 +488,42 @@ test('the trust toggle: a new chat sends it with its first prompt, a known one w
   await client.selectChat('new-1');
   assert.equal(client.trustOf(), false);
 });
+
+test('a message sent while the chat runs is queued, removable, and sent by itself when the turn ends', async () => {
+  const { server, client, store } = setup();
+  await connect(server, client);
+  await client.prompt('first');
+  const chat = store.current!;
+  server.notify('chat/statusChanged', { chatId: chat.id, status: 'running' });
+  const second = client.queuePrompt('second', [{ type: 'file', path: 'a.py' }]);
+  client.queuePrompt('third');
+  const dropped = client.queuePrompt('never mind');
+  assert.deepEqual(chat.queued.map(q => q.message), ['second', 'third', 'never mind']);
+  assert.equal(server.socket.sent.filter(m => m.method === 'chat/prompt').length, 1, 'nothing sent while running');
+  assert.ok(client.removeQueued(chat.id, dropped.id));
+  assert.ok(!client.removeQueued(chat.id, dropped.id), 'gone already');
+
+  server.notify('chat/statusChanged', { chatId: chat.id, status: 'idle' });
+  await tick(5);
+  const prompts = () => server.socket.sent.filter(m => m.method === 'chat/prompt');
+  assert.equal(prompts().length, 2, 'the turn ended: the oldest queued message went out');
+  assert.deepEqual(prompts()[1].params.message, 'second');
+  assert.deepEqual(prompts()[1].params.contexts, [{ type: 'file', path: 'a.py' }], 'with its contexts');
+  assert.equal(prompts()[1].params.chatId, chat.id);
+  assert.deepEqual(chat.queued.map(q => q.id), [chat.queued[0].id]);
+  assert.equal(chat.status, 'running', 'running again until the server says otherwise');
+  assert.ok(!client.removeQueued(chat.id, second.id), 'a sent message cannot be taken back');
+
+  server.notify('chat/statusChanged', { chatId: chat.id, status: 'running' });
+  server.notify('chat/statusChanged', { chatId: chat.id, status: 'idle' });
+  await tick(5);
+  assert.deepEqual(prompts().map(p => p.params.message), ['first', 'second', 'third']);
+  assert.deepEqual(chat.queued, []);
+  server.notify('chat/statusChanged', { chatId: chat.id, status: 'idle' });
+  await tick(5);
+  assert.equal(prompts().length, 3, 'an empty queue sends nothing');
+
+  client.queuePrompt('when idle');
+  await tick(5);
+  assert.equal(prompts().length, 4, 'queued on an idle chat: sent at once');
+});

@@ -197,6 +197,7 @@ def test_completions_contexts_and_commands(page, lab, llm, workspace: Path):
     type_keys(box, "explain @READ")
     item = page.locator(".eca-Completion", has_text="README.md")
     item.wait_for()
+    assert item.locator(".eca-Completion-detail").inner_text() == "README.md", "relative to the Jupyter root"
     screenshot(page, "06-context-completion")
     box.press("Enter")
     chip = page.locator(".eca-Chip:not(.eca-mod-auto)", has_text="README.md")
@@ -223,10 +224,13 @@ def test_completions_contexts_and_commands(page, lab, llm, workspace: Path):
     page.locator(".jp-Notebook-ExecutionIndicator[data-status='idle']").wait_for()  # kernel started: focus settled
     box.click()
     type_keys(box, "what is @total")
-    wait_for_completion(page, box, "analysis.ipynb · cell 1")
+    # the row: the cell's number and first line, then its notebook (relative to the Jupyter root)
+    wait_for_completion(page, box, "cell 1 · total = sum(rnage(10))")
+    row = page.locator(".eca-Completion", has_text="cell 1 · total = sum(rnage(10))").first
+    assert row.locator(".eca-Completion-detail").inner_text() == "analysis.ipynb"
     # a click picks the item whatever has the focus (an Enter may reach the composer after the popup closed, and
     # send the text without the cell); the chip to wait for is the attached one, not the active notebook's
-    page.locator(".eca-Completion", has_text="analysis.ipynb · cell 1").first.click()
+    row.click()
     page.locator(".eca-Chip:not(.eca-mod-auto)", has_text="analysis.ipynb · cell 1").wait_for()
     assert box.input_value() == "what is @analysis.ipynb:cell1 ", box.input_value()
     box.press("Enter")

@@ -1,5 +1,6 @@
 /**
- * The prompt box: Enter sends (Shift+Enter for a new line), `/` completes commands (`chat/queryCommands`), `@`
+ * The prompt box: Enter sends (Shift+Enter for a new line) — while an answer runs, Enter queues the message (shown
+ * above the box as queued, removable, sent when the turn ends: `EcaClient.queuePrompt`) —, `/` completes commands (`chat/queryCommands`), `@`
  * completes contexts (`chat/queryContext`: files, directories, code symbols, plus the open notebooks' cells),
  * attached contexts show as removable chips, and the active notebook/editor rides along as a toggleable chip.
  */
@@ -22,6 +23,7 @@ import {
   sameContext
 } from '../completion';
 import type { ActiveContext, EditorContextSource } from '../editorContext';
+import { cellRow } from '../labels';
 import type { ChatContext } from '../protocol';
 import { KindIcon } from './icons';
 
@@ -32,6 +34,8 @@ interface Suggestion {
   icon: IconKind;
   label: string;
   detail: string;
+  /** The whole of it, for the tooltip (label and detail are cut to the panel's width). */
+  title?: string;
   apply: () => void;
 }
 
@@ -61,6 +65,8 @@ export function Composer(props: ComposerProps): JSX.Element {
   const sequence = React.useRef(0);
 
   React.useEffect(() => editors.subscribe(() => setActive(editors.active())), [editors]);
+  const chat = client.store.current;
+  const queued = chat?.queued ?? [];
 
   const contexts = React.useMemo(
     () => attachments.flatMap(a => (a.kind === 'context' ? [a.context] : [])),
@@ -134,12 +140,15 @@ export function Composer(props: ComposerProps): JSX.Element {
     }
     const fromServer = await client.queryContext(found.query, contexts);
     const items: Suggestion[] = fromServer.map((context, index) => {
-      const label = contextLabel(context);
+      // the server's paths are absolute: shown from the Jupyter root, as the file browser shows them
+      const shown = 'path' in context && editors.relative ? { ...context, path: editors.relative(context.path) } : context;
+      const label = contextLabel(shown);
       return {
         key: `ctx:${index}:${label.detail}`,
         icon: label.icon,
         label: label.label,
         detail: label.detail,
+        title: `${label.label} — ${label.detail}`,
         apply: () => {
           setAttachments(list =>
             list.some(a => a.kind === 'context' && sameContext(a.context, context))
@@ -153,11 +162,13 @@ export function Composer(props: ComposerProps): JSX.Element {
       };
     });
     for (const cell of editors.cells(found.query, 8)) {
+      const row = cellRow(cell); // "cell 3 · df = load()": what tells the rows of one notebook apart
       items.push({
         key: `cell:${cell.path}:${cell.index}`,
         icon: 'cell',
-        label: cellLabel(cell),
-        detail: cell.source.split('\n')[0].slice(0, 80),
+        label: row.label,
+        detail: row.detail,
+        title: row.title,
         apply: () => {
           setAttachments(list =>
             list.some(a => a.kind === 'cell' && a.cell.path === cell.path && a.cell.index === cell.index)
@@ -175,7 +186,7 @@ export function Composer(props: ComposerProps): JSX.Element {
 
   const send = async () => {
     const message = text.trim();
-    if (!message || props.running || !props.connected) {
+    if (!message || !props.connected) {
       return;
     }
     const cells = attachments.flatMap(a => (a.kind === 'cell' ? [a.cell] : []));
@@ -188,7 +199,11 @@ export function Composer(props: ComposerProps): JSX.Element {
     setAttachments([]);
     close();
     try {
-      await client.prompt(composeMessage(message, cells), all);
+      if (props.running) {
+        client.queuePrompt(composeMessage(message, cells), all);
+      } else {
+        await client.prompt(composeMessage(message, cells), all);
+      }
     } catch (error) {
       props.onError(error);
     }
@@ -238,10 +253,29 @@ export function Composer(props: ComposerProps): JSX.Element {
                 s.apply();
               }}
               onMouseEnter={() => setSelected(index)}
+              title={s.title}
             >
               <KindIcon kind={s.icon} />
               <span className="eca-Completion-label">{s.label}</span>
               <span className="eca-Completion-detail">{s.detail}</span>
+            </li>
+          ))}
+        </ul>
+      )}
+      {queued.length > 0 && (
+        <ul className="eca-Queued" aria-label="Queued messages">
+          {queued.map(q => (
+            <li className="eca-Queued-item" key={q.id} title={q.message}>
+              <span className="eca-Queued-badge">Queued</span>
+              <span className="eca-Queued-text">{q.message.split('\n')[0]}</span>
+              <button
+                className="eca-Queued-remove"
+                aria-label="Remove the queued message"
+                title="Remove: it will not be sent"
+                onClick={() => chat && client.removeQueued(chat.id, q.id)}
+              >
+                ×
+              </button>
             </li>
           ))}
         </ul>
@@ -280,7 +314,13 @@ export function Composer(props: ComposerProps): JSX.Element {
       <textarea
         ref={input}
         className="eca-Composer-input jp-mod-styled"
-        placeholder={props.connected ? 'Ask ECA… (@ to add context, / for commands)' : 'Connecting to the ECA server…'}
+        placeholder={
+          !props.connected
+            ? 'Connecting to the ECA server…'
+            : props.running
+              ? 'Enter queues a message: it is sent when this answer ends'
+              : 'Ask ECA… (@ to add context, / for commands)'
+        }
         rows={3}
         value={text}
         onChange={event => {

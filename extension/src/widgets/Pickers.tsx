@@ -1,17 +1,29 @@
 /**
  * Model and behaviour pickers, fed by `config/updated` (the server may force a selection), the chat's trust toggle
- * and its usage.
+ * and its usage. Models are grouped by provider and shown by name, cut in the middle when long, the full id in the
+ * tooltip (a narrow panel used to cut `local/smollm2-135m` to "local/smollm:").
  */
 
 import * as React from 'react';
 
 import type { ClientConfig } from '../client';
+import { modelLabel } from '../labels';
 import type { UsageContent } from '../protocol';
 
 export interface PickersProps {
   config: ClientConfig;
   onModel: (model: string) => void;
   onBehavior: (behavior: string) => void;
+}
+
+/** Model ids by provider, in their order (the picker's option groups: the options then show names alone). */
+function groupByProvider(models: string[]): [string, string[]][] {
+  const groups = new Map<string, string[]>();
+  for (const model of models) {
+    const provider = modelLabel(model).provider;
+    groups.set(provider, [...(groups.get(provider) ?? []), model]);
+  }
+  return [...groups.entries()];
 }
 
 export function Pickers(props: PickersProps): JSX.Element {
@@ -21,18 +33,27 @@ export function Pickers(props: PickersProps): JSX.Element {
     <span className="eca-Pickers">
       <select
         className="eca-ModelPicker jp-mod-styled"
-        title="Model"
+        title={config.model ? `Model: ${config.model}` : 'Model'}
         aria-label="Model"
         value={config.model ?? ''}
         onChange={event => props.onModel(event.target.value)}
         disabled={models.length === 0}
       >
         {models.length === 0 && <option value="">no model</option>}
-        {models.map(model => (
-          <option key={model} value={model}>
-            {model}
-          </option>
-        ))}
+        {groupByProvider(models).map(([provider, ids]) => {
+          const options = ids.map(model => (
+            <option key={model} value={model} title={model}>
+              {modelLabel(model).label}
+            </option>
+          ));
+          return provider ? (
+            <optgroup key={provider} label={provider}>
+              {options}
+            </optgroup>
+          ) : (
+            options
+          );
+        })}
       </select>
       <select
         className="eca-BehaviorPicker eca-AgentPicker jp-mod-styled"

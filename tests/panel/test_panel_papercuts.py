@@ -1,0 +1,84 @@
+"""The panel's papercuts a newcomer met (issue #30 item 5), in a real browser against a real ``jupyter lab`` with the
+scripted LLM server: Enter while an answer runs queues the message (shown, removable, sent when the turn ends); the
+model picker shows readable names; after a reload the chat that was open is open again; the attached cell is the
+one last run, with its error."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from eca_notebook.providers.local import MODEL_ID
+from eca_notebook.testing.llm_server import Reply, Text, ToolCall
+
+from ._lab import DEFAULT_MODEL, Lab, lab_env, open_panel, screenshot
+from .test_panel import COMPOSER, completion_bodies, send, wait_until
+
+pytestmark = [pytest.mark.e2e, pytest.mark.slow]
+
+
+@pytest.fixture(scope="module")
+def lab(lab_home: Path, workspace: Path, llm):
+    """The usual lab, with the embedded model offered too (its long id in the picker; it is never asked)."""
+    from .conftest import _require_browser
+
+    _require_browser()
+    config = {"defaultModel": DEFAULT_MODEL}
+    server = Lab(root=workspace, env=lab_env(lab_home, llm.url, ECA_CONFIG=json.dumps(config)))
+    server.start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+def test_enter_while_an_answer_runs_queues_the_message_until_the_turn_ends(page, lab, llm, workspace: Path):
+    (workspace / "queue.py").write_text("print('hi')\n")
+    edit = {"path": "queue.py", "original_content": "print('hi')", "new_content": "print('hello')"}
+    # the first turn waits for the tool call's approval: the answer is running for as long as the test needs
+    llm.enqueue(Reply([Text("Fixing it."), ToolCall("call_q", "eca__edit_file", json.dumps(edit))]),
+                Reply.text("Fixed queue.py."), Reply.text("Docstring added."))
+    open_panel(page, lab, workspace="queue")
+    send(page, "Please fix queue.py")
+    card = page.locator('.eca-ToolCard[data-tool-state="waiting"]')
+    card.wait_for()
+
+    box = page.locator(COMPOSER)
+    for text in ("Then add a docstring", "never mind this one"):
+        box.fill(text)
+        box.press("Enter")
+        wait_until(lambda: box.input_value() == "", message=f"Enter to take {text!r}")
+    queued = page.locator(".eca-Queued-item")
+    wait_until(lambda: queued.count() == 2, message="both messages shown as queued")
+    assert "Then add a docstring" in queued.nth(0).inner_text() and "queued" in queued.nth(0).inner_text().lower()
+    screenshot(page, "queued-message")
+    queued.nth(1).locator(".eca-Queued-remove").click()
+    wait_until(lambda: queued.count() == 1, message="the removed message to go")
+    assert len([b for b in completion_bodies(llm) if "Then add a docstring" in b]) == 0, "nothing sent yet"
+
+    card.locator(".eca-approve").click()
+    page.get_by_text("Fixed queue.py.").wait_for()
+    # the turn ended: the queued message went out by itself, into the same chat
+    page.locator(".eca-Message.eca-mod-user", has_text="Then add a docstring").wait_for()
+    page.get_by_text("Docstring added.").wait_for()
+    wait_until(lambda: queued.count() == 0, message="the queue to be empty")
+    bodies = completion_bodies(llm)
+    assert any("Then add a docstring" in b for b in bodies)
+    assert not any("never mind this one" in b for b in bodies), "the removed message was never sent"
+    assert page.locator(".eca-Message.eca-mod-user").count() == 2
+    assert page.eca_errors == []
+
+
+def test_model_picker_shows_readable_names_with_the_full_id_in_the_tooltip(page, lab):
+    open_panel(page, lab, workspace="models")
+    picker = page.locator(".eca-ModelPicker")
+    wait_until(lambda: picker.locator(f'option[value="{MODEL_ID}"]').count() == 1, message="the embedded model")
+    option = picker.locator(f'option[value="{MODEL_ID}"]')
+    assert option.inner_text() == MODEL_ID.split("/", 1)[1], "the name, its provider being the option group"
+    assert option.get_attribute("title") == MODEL_ID
+    assert picker.locator('optgroup[label="local"]').count() == 1
+    picker.select_option(MODEL_ID)
+    wait_until(lambda: picker.get_attribute("title") == f"Model: {MODEL_ID}", message="the full id in the tooltip")
+    assert page.eca_errors == []
