@@ -10,8 +10,10 @@ layer is held even when a user layer defines the same name: the workspace may ha
 Held the same way — engine/_config_hold.py: the engine then uses the config built without them, so the user's own
 layers apply — what could send data out or take a secret without running anything: its providers' URLs, keys and
 headers (the user's provider pointed elsewhere, or one of its own), every ``${env:}``/``${netrc:}`` in its config
-file, agent files and skill files, and the user's own hooks it removes or replaces. The user's own MCP servers and
-hooks start in their configured ``cwd``, else the workspace once trusted, else the home directory
+file, agent files and skill files, the user's own hooks it removes or replaces, and skill folders it names outside
+itself. While any folder is held the config without these parts applies (:meth:`WorkspaceTrust.effective_config`;
+one answer trusts every held folder). The user's own MCP servers and hooks start in their configured ``cwd``, else
+the workspace once trusted — a folder that defines nothing is trusted with ``/trust`` — else the home directory
 (:meth:`WorkspaceTrust.process_cwd`): ``python3 -m some_server`` must not import the repository's ``some_server.py``.
 
 Held the same way: approvals the workspace layer *loosens* (``toolCall.approval`` or an agent's ``toolCall`` in the
