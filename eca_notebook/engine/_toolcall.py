@@ -31,6 +31,7 @@ from .._redact import redact
 from .._text import strip_controls, visible
 from ..protocol import (
     FileChangeDetails,
+    ImageContent,
     RetrievalDetails,
     SubagentDetails,
     TextContent,
@@ -369,7 +370,8 @@ class ToolCallRunner:
         for context in outcome.additional_context:
             output += f"\n\n<additionalContext>\n{context}\n</additionalContext>"
         if outcome.blocked or outcome.replaced_output is not None:  # a hidden or replaced result's images go too
-            return dataclasses.replace(result, output=output, images=[])
+            return dataclasses.replace(result, output=output, images=[],
+                                       contents=[c for c in result.contents if not isinstance(c, ImageContent)])
         return result if output == result.output else dataclasses.replace(result, output=output)
 
     def not_run(self, call: ToolCall, reason: str) -> ToolResult:

@@ -3,9 +3,10 @@
 Pure functions over the *wire* shape of MCP results (camelCase dicts, as ``model_dump(by_alias=True)`` gives them)
 rather than over the SDK's classes: the SDK renamed its attributes between major versions, the wire did not.
 
-Models read text. Content they cannot read here (images, audio, binary blobs) is *described* — kind, MIME type,
-size — so the model knows something was returned and the user sees it in the tool output, instead of megabytes of
-base64 landing in the context window.
+Models read text. Content they cannot read here (audio, binary blobs) is *described* — kind, MIME type, size — so
+the model knows something was returned and the user sees it in the tool output, instead of megabytes of base64
+landing in the context window. Images are described in the text too, and passed through as images
+(:func:`call_result_images`): a vision model sees them, the chat shows them.
 """
 
 from __future__ import annotations
@@ -15,9 +16,12 @@ import shlex
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from .._images import ImageError, ImagePart, image_from_base64
 from .._text import human_size
 
 __all__ = [
+    "MAX_IMAGES",
+    "call_result_images",
     "call_result_to_text",
     "content_to_text",
     "dump",
@@ -86,6 +90,31 @@ def call_result_to_text(result: Any) -> tuple[str, bool]:
     if not text and data.get("structuredContent") is not None:
         text = json.dumps(data["structuredContent"], ensure_ascii=False)
     return text, bool(data.get("isError"))
+
+
+#: The most images one tool result passes through (the first ones; the rest stay described in the text).
+MAX_IMAGES = 8
+
+
+def call_result_images(result: Any) -> tuple[list[ImagePart], list[str]]:
+    """A ``tools/call`` result's ``image`` blocks (MCP ``ImageContent``: ``data`` base64, ``mimeType``), each
+    checked like any image (eca_notebook._images), at most :data:`MAX_IMAGES`; and why any was not passed on.
+    Blocking (Pillow): run it in a thread."""
+    data = dump(result)
+    content = data.get("content") if isinstance(data, Mapping) else None
+    images: list[ImagePart] = []
+    problems: list[str] = []
+    blocks = [dump(b) for b in content] if isinstance(content, list) else []
+    for number, block in enumerate((b for b in blocks if isinstance(b, Mapping) and b.get("type") == "image"), 1):
+        if len(images) >= MAX_IMAGES:
+            problems.append(f"only the first {MAX_IMAGES} images of a tool result are shown")
+            break
+        try:
+            images.append(image_from_base64(str(block.get("data") or ""), media_type=str(block.get("mimeType") or ""),
+                                            name=f"image {number}"))
+        except ImageError as exc:
+            problems.append(str(exc))
+    return images, problems
 
 
 def prompt_to_text(result: Any) -> str:

@@ -22,9 +22,17 @@ from typing import TYPE_CHECKING, Any
 
 from .._fuzzy import is_subsequence
 from ..plugins import BasePlugin, Command, CommandArgument
+from ..protocol import ImageContent
 from ..tools.base import ToolContext, ToolResult, llm_name
 from ._connection import McpConnection, ServerGone, describe_error
-from ._convert import call_result_to_text, prompt_arguments, prompt_to_text, resource_to_text, truncate
+from ._convert import (
+    call_result_images,
+    call_result_to_text,
+    prompt_arguments,
+    prompt_to_text,
+    resource_to_text,
+    truncate,
+)
 from ._tool import McpTool
 
 if TYPE_CHECKING:
@@ -300,11 +308,16 @@ class McpManager(BasePlugin):
             text, is_error = call_result_to_text(result)
         except ValueError as exc:
             return ToolResult(output=f"MCP server '{server}' returned a {exc}", error=True)
+        images, problems = await asyncio.to_thread(call_result_images, result)
         if not text:
             text = f"{tool} failed without a message" if is_error else "(no output)"
         if ctx is not None:
             text = truncate(text, ctx.max_output_lines, ctx.max_output_bytes)
-        return ToolResult(output=text, error=is_error)
+        for problem in problems:  # (after the cut: the model and the user learn why an image is missing)
+            text += f"\n[image not passed on: {problem}]"
+        # the images go to the model with the text, and to the chat as image contents (ChatImageContent)
+        shown = [ImageContent(media_type=i.media_type, base64=i.base64()) for i in images]
+        return ToolResult(output=text, error=is_error, images=images, contents=list(shown))
 
     # -- prompts as commands -------------------------------------------------------------------------------------
 

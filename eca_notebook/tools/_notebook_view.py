@@ -4,6 +4,10 @@ Why summarise: a notebook's JSON is mostly outputs — base64 images, HTML table
 tokens and tell it little. Text and errors are what it needs to fix a notebook, so they are kept (long ones cut in
 the middle, where a log is least informative); images and HTML are named by type and size. When the whole notebook
 still does not fit, outputs shrink first and only then are cells left out, with a note saying how to read them.
+
+The images themselves go to the model too, beside the text (:func:`output_images`): a plot is what a data scientist
+asks about. At most :data:`MAX_IMAGES` per call, each checked like any image (``eca_notebook._images``); the engine
+then keeps a request's images within its budget, or describes them to a model that cannot see.
 """
 
 from __future__ import annotations
@@ -12,10 +16,14 @@ import re
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from .._images import IMAGE_MEDIA_TYPES, ImageError, ImagePart, image_from_base64
 from .._text import human_size
 from ..protocol import NotebookCell, NotebookCellRun
 
-__all__ = ["render_cells", "render_outputs", "render_runs"]
+__all__ = ["MAX_IMAGES", "output_images", "render_cells", "render_outputs", "render_runs"]
+
+#: The most output images one notebook_read / notebook_run_cells call attaches (the first ones, in cell order).
+MAX_IMAGES = 8
 
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
 _TEXT_TYPES = ("text/plain", "text/markdown", "application/json")
@@ -125,3 +133,34 @@ def render_runs(runs: Sequence[NotebookCellRun]) -> str:
             block += "\n(no output)"
         blocks.append(block)
     return "\n\n".join(blocks)
+
+
+def output_images(cells: Sequence[NotebookCell | NotebookCellRun]) -> tuple[list[ImagePart], str]:
+    """The PNG, JPEG, GIF and WebP images in *cells*' outputs (at most :data:`MAX_IMAGES`), named ``cell 3 image
+    1``, and a line for the model naming them (and any left out or refused); ``""`` when there are none."""
+    images: list[ImagePart] = []
+    problems: list[str] = []
+    more = 0
+    for cell in cells:
+        number = 0
+        for output in cell.outputs or []:
+            for mime, value in (output.get("data") or {}).items():
+                if mime not in IMAGE_MEDIA_TYPES or not isinstance(value, (str, list)):
+                    continue
+                number += 1
+                if len(images) >= MAX_IMAGES:
+                    more += 1
+                    continue
+                try:
+                    images.append(image_from_base64(_text(value), media_type=mime,
+                                                    name=f"cell {cell.index} image {number}"))
+                except ImageError as exc:
+                    problems.append(str(exc))
+    if not images and not problems:
+        return [], ""
+    line = ("Images attached, in order: " + ", ".join(i.name for i in images) + ".") if images else ""
+    if more:
+        line += f" {more} more images not attached (read fewer cells at a time to see them)."
+    for problem in problems:
+        line += f" Image not attached: {problem}."
+    return images, line.strip()

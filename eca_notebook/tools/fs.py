@@ -26,6 +26,7 @@ from typing import Any, ClassVar
 from pydantic import Field
 
 from .._fileio import SNIFF_BYTES, looks_binary
+from .._images import ImageError, image_from_file, is_image_path
 from .._text import human_size
 from ._args import ChangeArgs, ToolArgs, change_args, parse_args, with_reasons
 from ._diff import diff_label, file_change_details, hunk_details
@@ -166,7 +167,8 @@ class ReadFileTool(_ClientView, NativeTool[ReadFileArgs]):
         "saying which lines you got; continue with `line_offset` (0-based first line) and `limit` (number of "
         "lines).\n"
         "- Prefer one read of the part you need over many small reads. Binary files and directories are refused "
-        "(use directory_tree to list a folder)."
+        "(use directory_tree to list a folder); an image (.png, .jpg, .jpeg, .gif, .webp) is returned as the "
+        "image."
     )
     Args = ReadFileArgs
     path_args = ("path",)
@@ -202,7 +204,19 @@ class ReadFileTool(_ClientView, NativeTool[ReadFileArgs]):
                 state = {"text": text}
         if "text" in state:  # served by the client
             return await asyncio.to_thread(self._read_from, io.BytesIO(state["text"].encode("utf-8")), prepared, ctx)
+        if is_image_path(prepared.paths[0]):
+            return await asyncio.to_thread(self._image, prepared, ctx)
         return await asyncio.to_thread(self._read, prepared, ctx)
+
+    def _image(self, prepared: Prepared, ctx: ToolContext) -> ToolResult:
+        """An image file, for the model to see (checked like any image: eca_notebook/_images.py); a model that
+        cannot see gets its description instead (engine/_vision.py)."""
+        shown = display(prepared.paths[0], ctx)
+        try:
+            image = image_from_file(prepared.paths[0], name=shown)
+        except ImageError as exc:
+            raise self.fail(str(exc)) from None
+        return ToolResult(output=f"{shown} is an image, attached: {image.describe()}", images=[image])
 
     def _read(self, prepared: Prepared, ctx: ToolContext) -> ToolResult:
         with open(prepared.paths[0], "rb") as f:

@@ -47,7 +47,7 @@ from ._args import ChangeArgs, ToolArgs, change_args, with_reasons
 from ._diff import diff_label, unified_diff
 from ._files import FileChanged, TargetMoved, fingerprint, guarded_write
 from ._notebook_doc import EditRefused, apply_edits, cell_views, ensure_ids, inverse_edits, new_cell_id
-from ._notebook_view import render_cells, render_runs
+from ._notebook_view import output_images, render_cells, render_runs
 from ._paths import display, is_inside, outside_as_named, resolve
 from ._tool import AsyncNativeTool, ToolError
 from .base import Approval, Prepared, ToolContext, ToolResult
@@ -379,7 +379,7 @@ class NotebookReadTool(_NotebookTool):
     name = "notebook_read"
     description = (
         "Read a Jupyter notebook: each cell's id, index, type, execution count and source, with its outputs "
-        "summarised (text and errors kept, images and HTML named by type and size).\n\n"
+        "summarised (text and errors kept, HTML named by type and size; output images attached for you to see).\n\n"
         "- Use the cell ids it shows with the other notebook_* tools.\n"
         "- `cell_ids`, or `start`/`end` (0-based indices), limit it to some cells."
     )
@@ -399,11 +399,14 @@ class NotebookReadTool(_NotebookTool):
         title = f"Notebook {shown}: {len(nb.cells)} cells (read from {nb.where})"
         text = render_cells(title, cells, ctx.max_output_bytes, total=len(nb.cells), max_lines=ctx.max_output_lines,
                             ours=lambda cell: written_by_assistant(cell, ctx.provenance_key))
-        return Prepared(args=args.model_dump(), summary=f'Reading notebook "{shown}"', state={"text": text})
+        return Prepared(args=args.model_dump(), summary=f'Reading notebook "{shown}"',
+                        state={"text": text, "cells": cells})
 
     async def _run(self, prepared: Prepared, ctx: ToolContext) -> ToolResult:
         prepared = await self._opened(prepared, ctx)
-        return ToolResult(output=prepared.state["text"])
+        images, line = await asyncio.to_thread(output_images, prepared.state.get("cells") or [])
+        text = prepared.state["text"]
+        return ToolResult(output=f"{text}\n\n{line}" if line else text, images=images)
 
 
 class NotebookEditCellArgs(_PathArgs, ChangeArgs):
@@ -583,7 +586,9 @@ class NotebookRunCellsTool(_NotebookTool):
         if result.error:
             raise self.fail(result.error)
         failed = any(run.status in ("error", "timeout") for run in result.runs)
-        return ToolResult(output=f"Ran {where}:\n\n" + render_runs(result.runs), error=failed)
+        images, line = await asyncio.to_thread(output_images, result.runs)
+        text = f"Ran {where}:\n\n" + render_runs(result.runs)
+        return ToolResult(output=f"{text}\n\n{line}" if line else text, error=failed, images=images)
 
 
 def notebook_tools() -> list[Any]:

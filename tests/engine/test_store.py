@@ -398,3 +398,38 @@ def test_a_parents_subagent_contents_round_trip_with_secrets_scrubbed(root: Path
     assert again.subagent_contents["subagent-1"][1]["content"]["text"] == "done"
     assert "***" in again.subagent_contents["subagent-1"][0]["content"]["text"]
     assert "subagents" not in Chat(id="q").to_record()  # no subagent: the record as before
+
+
+def test_image_contents_and_message_images_go_to_side_files(store: ChatStore) -> None:
+    """An ``image`` content's base64 and a message's image bytes are written once each to ``images/`` (named by their
+    hash) and put back on load; the JSON holds only the names. A record naming a file elsewhere reads nothing."""
+    import base64
+
+    picture = b"\x89PNG\r\n\x1a\n" + os.urandom(3000)
+    b64 = base64.b64encode(picture).decode()
+    image = {"role": "assistant", "content": {"type": "image", "mediaType": "image/png", "base64": b64}}
+    record = {"id": "c1", "messages": [{"role": "user", "text": "look", "images": [
+        {"media_type": "image/png", "data": picture, "width": 1, "height": 1, "name": "a.png", "sha256": ""}]}],
+        "contents": [image], "subagents": [{"chatId": "child", "contents": [image]}]}
+    store.save(record)
+    store.save(record)
+    text = store.path_for("c1").read_text()
+    assert b64[:100] not in text and '"file": ' in text
+    files = sorted((store.root / "images").iterdir())
+    assert len(files) == 2 and {f.read_bytes() for f in files} == {picture}  # (one per form: bytes, base64 text)
+    loaded = store.load("c1")
+    assert loaded is not None
+    assert loaded["contents"][0]["content"] == image["content"]
+    assert loaded["subagents"][0]["contents"][0]["content"] == image["content"]
+    assert loaded["messages"][0]["images"][0]["data"] == picture
+    # a side file gone: the content says so instead of failing the chat
+    for f in files:
+        f.unlink()
+    again = store.load("c1")
+    assert again is not None and again["contents"][0]["content"]["type"] == "text"
+    assert again["messages"][0]["images"] == []
+    # a record cannot point a side file at another path
+    tampered = json.loads(store.path_for("c1").read_text())
+    tampered["contents"][0]["content"]["file"] = "../../../etc/passwd"
+    store.path_for("c1").write_text(json.dumps(tampered))
+    assert store.load("c1")["contents"][0]["content"]["type"] == "text"  # type: ignore[index]

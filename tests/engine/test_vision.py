@@ -12,12 +12,13 @@ import json
 from pathlib import Path
 from typing import Any
 
+import nbformat
 import pytest
 from PIL import Image
 
 from eca_notebook.engine import Engine, EngineOptions
 from eca_notebook.protocol import ChatPromptParams
-from eca_notebook.testing.llm_server import Reply, ScriptedLLMServer, Text, Usage
+from eca_notebook.testing.llm_server import Reply, ScriptedLLMServer, Text, ToolCall, Usage
 
 PATHS = {"openai-responses": "/v1/responses", "openai-chat": "/v1/chat/completions", "anthropic": "/v1/messages",
          "ollama": "/api/chat"}
@@ -236,3 +237,161 @@ async def test_a_large_image_is_downscaled_to_the_providers_limit(engine: Engine
         await run(engine, VISION[api], contexts=[{"type": "file", "path": "wide.png"}])
         [(kind, data)] = sent_images(api, bodies(llm, api)[-1])
         assert Image.open(io.BytesIO(data)).size == ((1568, 523) if api == "anthropic" else (2048, 683))
+
+
+# -- images from tools: notebook outputs, read_file, an MCP tool ---------------------------------------------------
+
+DEMO = Path(__file__).parents[1] / "mcp" / "servers" / "demo_server.py"
+
+
+@pytest.fixture
+async def tool_engine(tmp_path: Path, llm: ScriptedLLMServer):
+    import sys
+
+    env = {
+        "HOME": str(tmp_path / "home"), "XDG_CONFIG_HOME": str(tmp_path / "config"),
+        "XDG_CACHE_HOME": str(tmp_path / "cache"),
+        "OPENAI_API_URL": llm.url, "OPENAI_API_KEY": "sk-test-openai-0000",
+        "ANTHROPIC_API_URL": llm.url, "ANTHROPIC_API_KEY": "sk-ant-test-0000",
+        "OLLAMA_API_URL": llm.url,
+    }
+    (tmp_path / "home").mkdir()
+    options = {
+        "localModel": False,
+        "mcpServers": {"demo": {"command": sys.executable, "args": [str(DEMO)]}},
+        "toolCall": {"approval": {"allow": {"demo": {}}}},
+        "providers": {
+            "openai": {"models": {"gpt-4.1": {}}},
+            "anthropic": {"models": {"claude-sonnet-4-5": {}}},
+            "ollama": {"models": {"llava:7b": {}}},
+            "vllm": {"api": "openai-chat", "url": llm.url,
+                     "models": {"qwen2.5-vl": {"imageInput": True}, "qwen3": {}}},
+        },
+    }
+    eng = Engine(EngineOptions(workspace_folders=[tmp_path], initialization_options=options, env=env))
+    eng.recorder = Recorder()  # type: ignore[attr-defined]
+    eng.add_listener(eng.recorder)  # type: ignore[attr-defined]
+    await eng.start()
+    try:
+        yield eng
+    finally:
+        await eng.aclose()
+
+
+def tool_round(name: str, arguments: dict[str, Any]) -> list[Reply]:
+    return [Reply([ToolCall("call_1", name, json.dumps(arguments), chunks=1), Usage(5, 1)]),
+            Reply([Text("I see it"), Usage(5, 1)])]
+
+
+def after_tool(api: str, body: dict[str, Any]) -> list[tuple[str, bytes]]:
+    """The images of the request answering a tool call, where each API takes them: Anthropic inside the
+    ``tool_result``; the others in the user message right after the tool results (their tool results are text)."""
+    if api == "anthropic":
+        last = body["messages"][-1]
+        [result] = [b for b in last["content"] if b["type"] == "tool_result"]
+        assert result["tool_use_id"] == "call_1" and isinstance(result["content"], list)
+        assert result["content"][0]["type"] == "text"
+    elif api == "openai-responses":
+        kinds = [item.get("type") for item in body["input"]]
+        assert kinds[-2:] == ["function_call_output", "message"], kinds
+        assert isinstance(body["input"][-2]["output"], str)
+    elif api == "openai-chat":
+        roles = [m["role"] for m in body["messages"]]
+        assert roles[-2:] == ["tool", "user"], roles
+    else:
+        roles = [m["role"] for m in body["messages"]]
+        assert roles[-2:] == ["tool", "user"], roles
+        assert "images" not in body["messages"][-2]
+    return sent_images(api, body)
+
+
+@pytest.mark.parametrize("source", ["read_file", "notebook_read"])
+async def test_a_tools_image_reaches_a_vision_model_in_each_wire_format(tool_engine: Engine, llm: ScriptedLLMServer,
+                                                                        tmp_path: Path, source: str):
+    chart = png(80, 60)
+    (tmp_path / "chart.png").write_bytes(chart)
+    nb = nbformat.v4.new_notebook()
+    cell = nbformat.v4.new_code_cell("df.plot()", execution_count=1)
+    cell.outputs = [nbformat.v4.new_output("display_data", data={
+        "image/png": base64.encodebytes(chart).decode(), "text/plain": "<Figure size 640x480>"})]
+    nb.cells = [cell]
+    nbformat.write(nb, tmp_path / "plots.ipynb")
+    call = ("eca__read_file", {"path": "chart.png"}) if source == "read_file" else (
+        "eca__notebook_read", {"path": "plots.ipynb"})
+    for api, model in VISION.items():
+        llm.enqueue(*tool_round(*call))
+        _, contents = await run(tool_engine, model, message="what is wrong with my chart?")
+        assert "I see it" in notes(contents), notes(contents)
+        assert after_tool(api, bodies(llm, api)[-1]) == [("image/png", chart)], api
+        called = [c for c in contents if c["type"] == "toolCalled"][-1]
+        assert not called["error"], called
+    # a model that cannot see gets the description in the tool result, and no image
+    llm.enqueue(*tool_round(*call))
+    _, contents = await run(tool_engine, BLIND["openai-chat"], message="what is wrong with my chart?")
+    body = bodies(llm, "openai-chat")[-1]
+    assert sent_images("openai-chat", body) == []
+    assert body["messages"][-1]["role"] == "tool" and "image/png, 80×60 px" in body["messages"][-1]["content"]
+    assert "vllm/qwen3 cannot see images" in notes(contents)
+
+
+async def test_an_mcp_tools_image_reaches_the_model_and_the_chat(tool_engine: Engine, llm: ScriptedLLMServer):
+    import sys
+
+    sys.path.insert(0, str(DEMO.parent))
+    try:
+        from demo_server import CHART_PNG  # type: ignore[import-not-found]
+    finally:
+        sys.path.remove(str(DEMO.parent))
+    for _ in range(900):  # up to 90 s for the MCP server to start on a busy machine
+        if tool_engine.mcp.status("demo").get("status") == "running":
+            break
+        await asyncio.sleep(0.1)
+    assert tool_engine.mcp.status("demo").get("status") == "running", tool_engine.mcp.status("demo")
+    for api, model in VISION.items():
+        llm.enqueue(*tool_round("demo__chart", {}))
+        _, contents = await run(tool_engine, model, message="draw the chart")
+        assert after_tool(api, bodies(llm, api)[-1]) == [("image/png", CHART_PNG)], api
+        # and the chat shows it: the reference's ChatImageContent, right after the call's toolCalled
+        kinds = [c["type"] for c in contents]
+        called = kinds.index("toolCalled")
+        assert kinds[called + 1] == "image", kinds
+        image = contents[called + 1]
+        assert image == {"type": "image", "mediaType": "image/png", "base64": base64.b64encode(CHART_PNG).decode()}
+
+
+# -- saved chats: image bytes in side files ----------------------------------------------------------------------
+
+
+async def test_a_saved_chat_keeps_its_images_in_side_files_and_reopens_with_them(workspace: Path, env: dict[str, str],
+                                                                                  llm: ScriptedLLMServer):
+    from eca_notebook.client import EcaClient
+    from eca_notebook.engine.store import chats_dir_for
+
+    shots = [png(40 + i, 30, (i * 20, 50, 90)) for i in range(10)]  # ten screenshots
+    config = {"localModel": False, "defaultModel": "anthropic/claude-sonnet-4-5",
+              "providers": {"anthropic": {"url": llm.url, "key": "sk-ant-test-0000",
+                                          "models": {"claude-sonnet-4-5": {}}}}}
+    contexts = [{"type": "image", "mediaType": "image/png", "base64": base64.b64encode(s).decode(), "name": f"s{i}"}
+                for i, s in enumerate(shots)]
+    llm.enqueue(Reply.text("ten screenshots"))
+    async with await EcaClient.start(workspace=workspace, config=config, env=env) as eca:
+        first = await eca.prompt("compare them", contexts=contexts)
+        assert first.ok, first.error
+    root = chats_dir_for([workspace], env)
+    [saved] = [p for p in root.glob("*.json") if p.name != "index.json"]
+    text = saved.read_text()
+    assert all(base64.b64encode(s).decode()[:200] not in text for s in shots)  # no image bytes in the JSON
+    assert len(text) < 20_000, len(text)
+    files = sorted((root / "images").iterdir())
+    assert sorted(f.read_bytes() for f in files) == sorted(shots)  # one side file per image, the bytes as sent
+    assert {f.suffix for f in files} == {".png"} and all(f.stat().st_mode & 0o777 == 0o600 for f in files)
+
+    llm.enqueue(Reply.text("still ten"))
+    async with await EcaClient.start(workspace=workspace, config=config, env=env) as eca:
+        replayed = await eca.open_chat(first.chat_id)
+        assert any("compare them" in getattr(i.content, "text", "") for i in replayed)
+        again = await eca.prompt("and now?", chat_id=first.chat_id)
+        assert again.ok, again.error
+    # the reopened chat's history still holds the images: the next request sends them again
+    assert sent_images("anthropic", llm.requests[-1].body) == [("image/png", s) for s in shots]
+    assert sorted((root / "images").iterdir()) == files  # content-addressed: saved again, written once

@@ -112,7 +112,10 @@ async def test_non_text_content_is_described(eca, llm):
     llm.enqueue(call("demo__picture"), Reply.text("nice"))
     chat = await h.prompt("draw")
     await h.idle(chat)
-    assert h.contents(chat, "toolCalled")[0]["outputs"][0]["text"] == "a picture:\n[image: image/png, 12 KB]"
+    text = h.contents(chat, "toolCalled")[0]["outputs"][0]["text"]
+    assert text.startswith("a picture:\n[image: image/png, 12 KB]")
+    # its bytes are no PNG (a header and zeros): not passed on as an image, and the note says so
+    assert "\n[image not passed on: image 1 " in text
 
 
 async def test_stdio_server_runs_in_the_workspace_with_its_env(eca, workspace):

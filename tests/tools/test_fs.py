@@ -107,12 +107,32 @@ async def test_read_file_bad_input(ws: Path, ctx: ToolContext, setup: str | None
 
 
 async def test_read_file_binary(ws: Path, ctx: ToolContext) -> None:
-    write(ws / "img.png", b"\x89PNG\r\n\x1a\n\0\0\0\rIHDR")
-    prepared, result = await call(read_file, {"path": "img.png"}, ctx)
+    write(ws / "img.dat", b"\x89PNG\r\n\x1a\n\0\0\0\rIHDR")
+    prepared, result = await call(read_file, {"path": "img.dat"}, ctx)
     assert prepared.error is None
     assert result.error
-    assert result.output == ("read_file: img.png looks like a binary file (it contains NUL bytes); "
+    assert result.output == ("read_file: img.dat looks like a binary file (it contains NUL bytes); "
                              "it cannot be shown as text")
+
+
+async def test_read_file_returns_an_image_as_the_image(ws: Path, ctx: ToolContext) -> None:
+    import io
+
+    from PIL import Image
+
+    out = io.BytesIO()
+    Image.new("RGB", (30, 20), (1, 2, 3)).save(out, format="PNG")
+    write(ws / "plot.png", out.getvalue())
+    _, result = await call(read_file, {"path": "plot.png"}, ctx)
+    assert not result.error
+    [image] = result.images
+    assert (image.media_type, image.data, image.width, image.height) == ("image/png", out.getvalue(), 30, 20)
+    assert result.output.startswith("plot.png is an image, attached: [image: plot.png, image/png, 30×20 px")
+    # a cut one is refused with the reason (its pixel data ends early)
+    write(ws / "cut.png", out.getvalue()[:-30])
+    _, result = await call(read_file, {"path": "cut.png"}, ctx)
+    assert result.error and not result.images
+    assert result.output == "read_file: cut.png is truncated or corrupt: its pixels cannot be decoded"
 
 
 async def test_read_file_empty_and_past_end(ws: Path, ctx: ToolContext) -> None:

@@ -68,6 +68,19 @@ def picture() -> Any:
     return ["a picture:", Image(data=b"\x89PNG" + b"\0" * (12 * 1024 - 4), format="png")]
 
 
+# A real 16 × 12 PNG (written out, so the server needs no image library)
+CHART_PNG = (b'\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR\x00\x00\x00\x10\x00\x00\x00\x0c\x08\x02\x00\x00\x00\xe4\x85\xaa'
+             b'\xd6\x00\x00\x00TIDATx\x9cc\xfc%"\xa2\x92\xb2\x85\x01/\xb83\xc7\x07\xae\x86I%e\xcb\x9d9>\xf85 \xabaB'
+             b'\xe3\x13\xd4\xc3(Wq\x02\xd3^<nCh R\x0f\x13.\xb7\x12\xa5\x81\x18=\xe8\x1a\x08\xea\xc1\xa2\x01\xbf\x1e'
+             b'\xec\x1a\xf0\xe8\xc1\xa9\x01\x97\x1e|\x1a\xb0\xea\x01\x00\x9c"0\xf4\x8b\xc0!J\x00\x00\x00\x00IEND\xaeB`\x82')
+
+
+@server.tool()
+def chart() -> Any:
+    """A real PNG image (16 × 12 pixels) with a caption."""
+    return ["the chart:", Image(data=CHART_PNG, format="png")]
+
+
 @server.tool(name="text.upper")
 def upper(text: str) -> str:
     """A tool whose name has a dot, which provider APIs do not accept in tool names."""
