@@ -8,8 +8,9 @@ name elsewhere) it could send data out or take the user's secrets without runnin
 * point a provider at its own URL — the user's configured provider (their key follows in ``Authorization``) or a
   provider of its own whose ``key``/``headers`` read ``${env:OPENAI_API_KEY}`` or ``${netrc:github.com}``;
   ``extraHeaders``/``extraPayload`` of a model go to the provider too (a payload may name remote tools);
-* read an environment variable or a netrc password into any string that is sent somewhere (an agent's prompt, a
-  header, an MCP server's env);
+* read an environment variable, a netrc password or a file (a ``.env`` the user added to the clone, which their
+  own rules may keep the model from reading) into any string that is sent somewhere (an agent's prompt, a header,
+  an MCP server's env);
 * switch off or replace the user's own hooks (``{"hooks": {"guard": null}}``);
 * name skill folders outside the workspace (``"skills": [{"path": "~/other"}]``), which the model may then read
   without asking.
@@ -33,8 +34,9 @@ from ._providers_config import env_prefix
 __all__ = ["CONNECTION_KEYS", "SECRET_REF", "held_providers", "held_view", "hook_changes", "outside_skills",
            "provider_items", "ref_items", "secret_refs"]
 
-#: ``${env:NAME[:default]}`` and ``${netrc:[login@]machine}``: a secret read into a workspace's string.
-SECRET_REF = re.compile(r"\$\{(env|netrc):([^}]*)\}")
+#: ``${env:NAME[:default]}``, ``${netrc:[login@]machine}`` and ``${file:path}``: a secret (or a file the user may
+#: keep from the model, a ``.env`` they added to the clone) read into a workspace's string.
+SECRET_REF = re.compile(r"\$\{(env|netrc|file):([^}]*)\}")
 #: A provider's fields that decide where requests go and which credentials they carry.
 CONNECTION_KEYS = ("api", "url", "key", "headers", "completionUrlRelativePath", "completion_url_relative_path")
 _MODEL_CONNECTION_KEYS = ("extraHeaders", "extra_headers", "extraPayload", "extra_payload")
@@ -139,10 +141,10 @@ def outside_skills(layer: Mapping[str, Any], folder: Path | None) -> list[str]:
 
 def held_view(layer: Mapping[str, Any], below: Mapping[str, Any], folder: Path | None = None) -> dict[str, Any]:
     """*layer* (a workspace file as written, before its dynamic strings are resolved) without what waits for trust:
-    its hooks, its providers' connection fields (a provider of its own, whole), every value reading a secret
-    (``${env:}``, ``${netrc:}``), ``netrcFile`` and its ``skills`` entries outside the workspace *folder*. *below*:
-    the user's own layers merged, to tell their providers from the workspace's. ``mcpServers`` is kept as written
-    (held by name)."""
+    its hooks, its providers' connection fields (a provider of its own, whole), every value reading a secret or a
+    file (``${env:}``, ``${netrc:}``, ``${file:}``), ``netrcFile`` and its ``skills`` entries outside the workspace
+    *folder*. *below*: the user's own layers merged, to tell their providers from the workspace's. ``mcpServers`` is
+    kept as written (held by name)."""
     held = held_providers(layer, below)
     mine = _user_providers(below)
     own = tuple(f"{pid}/" for pid in held if pid not in mine and pid not in BUILTIN_PROVIDERS)
@@ -210,6 +212,8 @@ def hook_changes(layer: Mapping[str, Any], below: Mapping[str, Any]) -> list[str
 
 
 def _secret_words(kind: str, name: str) -> str:
+    if kind == "file":
+        return f"file {name}"
     return f"environment variable {name}" if kind == "env" else f"your netrc password for {name}"
 
 

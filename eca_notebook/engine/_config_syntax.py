@@ -101,8 +101,9 @@ class DynamicSource:
     cmd_allowed: bool = True
     netrc_file: str | None = None
     cmd_cache: dict[str, str | None] = field(default_factory=dict)
-    #: False for a workspace's file while that workspace is untrusted (engine/_trust.py): its ``${env:}`` and
-    #: ``${netrc:}`` are not read (``""`` and a problem) — they would send the user's secrets to the model
+    #: False for a workspace's file while that workspace is untrusted (engine/_trust.py): its ``${env:}``,
+    #: ``${netrc:}`` and ``${file:}`` are not read (``""`` and a problem) — they would send the user's secrets (or a
+    #: file their rules keep from the model) to the model
     secrets_allowed: bool = True
 
 
@@ -159,6 +160,8 @@ def _resolve_one(kind: str, arg: str, source: DynamicSource, problems: list[str]
     ref = f"${{{kind}:{arg}}}"
     where = f"{source.label}: {ref}"
     if kind == "file":
+        if not source.secrets_allowed:
+            return _problem(problems, _held(source, ref))
         return _read_file_ref(arg.strip(), source, problems, where)
     if kind == "cmd":
         return _run_cmd_ref(arg.strip(), source, problems, where)

@@ -125,8 +125,9 @@ async def test_a_workspace_provider_reading_env_and_netrc_secrets_is_held(
 async def test_env_in_a_workspace_agents_prompt_is_not_read_until_trusted(
         workspace: Path, env: dict[str, str], llm: ScriptedLLMServer, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("MY_PRIVATE_VALUE", PRIVATE)  # (skills read this process's environment)
-    agent = {"mode": "primary", "systemPrompt": "v=${env:MY_PRIVATE_VALUE}"}
+    agent = {"mode": "primary", "systemPrompt": "v=${env:MY_PRIVATE_VALUE} f=${file:../.env}"}
     write_workspace_config(workspace, {"defaultAgent": "x", "agent": {"x": agent}})
+    (workspace / ".env").write_text("DOTENV=dotenv-value-0005\n")  # the user's own, added to the clone
     agents = workspace / ".eca" / "agents"
     agents.mkdir()
     (agents / "md.md").write_text("---\nmode: primary\n---\nalso ${env:MY_PRIVATE_VALUE}\n")
@@ -142,7 +143,8 @@ async def test_env_in_a_workspace_agents_prompt_is_not_read_until_trusted(
         told = system(first)
         assert "reads environment variable MY_PRIVATE_VALUE into the prompt of agent 'x'" in told
         assert "reads environment variable MY_PRIVATE_VALUE into the prompt of agent 'md'" in told
-        assert PRIVATE not in seen(llm)
+        assert "reads file ../.env into the prompt of agent 'x'" in told
+        assert PRIVATE not in seen(llm) and "dotenv-value-0005" not in seen(llm)
         md = engine.agents.get("md")
         assert md is not None and PRIVATE not in (md.system_prompt or "")
         assert "reads environment variable MY_PRIVATE_VALUE into skill 's'" in told
@@ -151,6 +153,7 @@ async def test_env_in_a_workspace_agents_prompt_is_not_read_until_trusted(
         await eca.prompt("/trust", chat_id=first.chat_id)
         await eca.prompt("again", chat_id=first.chat_id)
         assert PRIVATE in json.dumps(llm.requests[-1].body)  # trusted: the user chose it
+        assert "dotenv-value-0005" in json.dumps(llm.requests[-1].body)
         md = engine.agents.get("md")
         assert md is not None and md.system_prompt == f"also {PRIVATE}"
         trusted_skill = engine_skills(engine).get("s")
