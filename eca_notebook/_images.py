@@ -152,6 +152,9 @@ def load_image(data: bytes, *, name: str = "image", claimed: str | None = None) 
                 raise ImageError(f"{name} is refused: {width}×{height} pixels is more than the "
                                  f"{MAX_PIXELS // 1_000_000} million allowed (a decompression bomb?)")
             try:
+                if im.format == "PNG":  # chunk checksums and the end marker (a cut file can still decode)
+                    with image_mod.open(io.BytesIO(data), formats=["PNG"]) as check:
+                        check.verify()
                 if im.format == "JPEG" and max(width, height) > MAX_SIDE:
                     im.draft("RGB", (MAX_SIDE, MAX_SIDE))  # decode a large JPEG at a reduced scale: less memory
                 im.load()

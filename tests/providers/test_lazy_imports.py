@@ -23,6 +23,8 @@ def test_package_imports_load_nothing_they_do_not_need():
     tool_modules = ["eca_notebook.tools.shell", "pathspec", "tree_sitter"]
     assert _loaded_after("import eca_notebook.tools.base", tool_modules) == []
     assert _loaded_after("from eca_notebook.tools import native_tools; native_tools()", ["tree_sitter"]) == []
+    # images are checked with Pillow, imported only when an image comes (eca_notebook/_images.py)
+    assert _loaded_after("import eca_notebook, eca_notebook.engine, eca_notebook.providers.anthropic", ["PIL"]) == []
 
 
 def test_lazy_names_resolve_and_are_listed():
