@@ -32,7 +32,7 @@ from ._catalog import BUILTIN_PROVIDERS
 from ._providers_config import env_prefix
 
 __all__ = ["CONNECTION_KEYS", "SECRET_REF", "held_providers", "held_view", "hook_changes", "outside_skills",
-           "provider_items", "ref_items", "secret_refs"]
+           "provider_items", "ref_items", "secret_refs", "secret_words"]
 
 #: ``${env:NAME[:default]}``, ``${netrc:[login@]machine}`` and ``${file:path}``: a secret (or a file the user may
 #: keep from the model, a ``.env`` they added to the clone) read into a workspace's string.
@@ -211,7 +211,9 @@ def hook_changes(layer: Mapping[str, Any], below: Mapping[str, Any]) -> list[str
     return out
 
 
-def _secret_words(kind: str, name: str) -> str:
+def secret_words(kind: str, name: str) -> str:
+    """A reference in words for the trust question: "environment variable X", "file .env", "your netrc password for
+    github.com"."""
     if kind == "file":
         return f"file {name}"
     return f"environment variable {name}" if kind == "env" else f"your netrc password for {name}"
@@ -240,7 +242,7 @@ def provider_items(layer: Mapping[str, Any], below: Mapping[str, Any], env: Mapp
         elif not own and user_key and "key" not in entry and (url is not None and url != current):
             sends.append(f"your {pid} key")
         for _, kind, name in secret_refs(part):
-            words = _secret_words(kind, name)
+            words = secret_words(kind, name)
             if words not in sends:
                 sends.append(words)
         what = " and ".join([*sends, "your chats"])
@@ -285,7 +287,7 @@ def ref_items(layer: Mapping[str, Any], below: Mapping[str, Any]) -> list[str]:
     for location, kind, name in secret_refs(layer):
         if _in_held_provider(location, held):
             continue
-        item = f"reads {_secret_words(kind, name)} into {_place(location)}"
+        item = f"reads {secret_words(kind, name)} into {_place(location)}"
         if item not in out:
             out.append(item)
     return out

@@ -69,7 +69,15 @@ from ..protocol import (
 from ..tools.question import QUESTION_TIMEOUT
 from ..tools.shell import files_named
 from ._agents import Agents, build_agents, files_signature, parse_agent_markdown
-from ._config_hold import held_providers, hook_changes, outside_skills, provider_items, ref_items, secret_refs
+from ._config_hold import (
+    held_providers,
+    hook_changes,
+    outside_skills,
+    provider_items,
+    ref_items,
+    secret_refs,
+    secret_words,
+)
 from ._config_layers import global_config_path
 from ._config_schema import ArgsRule, Config
 from ._config_syntax import trusted_by_user
@@ -368,8 +376,7 @@ def held_code(workspace_layers: Mapping[str, Mapping[str, Any]], trusted_folders
         source = layer if as_written is None else as_written
         mine = user_raw or {}
         items = [*provider_items(source, mine, env or {}), *ref_items(source, mine), *hook_changes(source, mine)]
-        items += [f"reads {'environment variable ' + n if k == 'env' else 'your netrc password for ' + n} into {w}"
-                  for w, k, n in file_secrets(path)]
+        items += [f"reads {secret_words(k, n)} into {w}" for w, k, n in file_secrets(path)]
         items += [f"loads skills from {where} (outside the workspace: the model may read that folder without "
                   "asking)" for where in code.get("outsideSkills", [])]
         held.append(HeldWorkspace(path, digest, {n: _describe_server(e) for n, e in code["mcpServers"].items()},

@@ -130,7 +130,7 @@ async def test_env_in_a_workspace_agents_prompt_is_not_read_until_trusted(
     (workspace / ".env").write_text("DOTENV=dotenv-value-0005\n")  # the user's own, added to the clone
     agents = workspace / ".eca" / "agents"
     agents.mkdir()
-    (agents / "md.md").write_text("---\nmode: primary\n---\nalso ${env:MY_PRIVATE_VALUE}\n")
+    (agents / "md.md").write_text("---\nmode: primary\n---\nalso ${env:MY_PRIVATE_VALUE}${file:../../.env}\n")
     skill = workspace / ".eca" / "skills" / "s" / "SKILL.md"
     skill.parent.mkdir(parents=True)
     skill.write_text("---\nname: s\ndescription: d\n---\nskill ${env:MY_PRIVATE_VALUE}\n")
@@ -144,6 +144,7 @@ async def test_env_in_a_workspace_agents_prompt_is_not_read_until_trusted(
         assert "reads environment variable MY_PRIVATE_VALUE into the prompt of agent 'x'" in told
         assert "reads environment variable MY_PRIVATE_VALUE into the prompt of agent 'md'" in told
         assert "reads file ../.env into the prompt of agent 'x'" in told
+        assert "reads file ../../.env into the prompt of agent 'md'" in told
         assert PRIVATE not in seen(llm) and "dotenv-value-0005" not in seen(llm)
         md = engine.agents.get("md")
         assert md is not None and PRIVATE not in (md.system_prompt or "")
@@ -155,7 +156,7 @@ async def test_env_in_a_workspace_agents_prompt_is_not_read_until_trusted(
         assert PRIVATE in json.dumps(llm.requests[-1].body)  # trusted: the user chose it
         assert "dotenv-value-0005" in json.dumps(llm.requests[-1].body)
         md = engine.agents.get("md")
-        assert md is not None and md.system_prompt == f"also {PRIVATE}"
+        assert md is not None and md.system_prompt == f"also {PRIVATE}DOTENV=dotenv-value-0005"
         trusted_skill = engine_skills(engine).get("s")
         assert trusted_skill is not None and PRIVATE in trusted_skill.body
     finally:
