@@ -165,11 +165,16 @@ def estimate_text(text: str, chars_per_token: float = CHARS_PER_TOKEN) -> int:
     return math.ceil(len(text) / chars_per_token) if text else 0
 
 
+# An image costs about this many tokens once fitted to its provider (Anthropic: width × height / 750, ~1.6k for a
+# 1092 px square, ~3.3k at its 1568 px cap; OpenAI's high detail ~1.1k): counted as text of that many tokens.
+_IMAGE_CHARS = int(1600 * CHARS_PER_TOKEN)
+
+
 def _chars(message: Message) -> int:
     if isinstance(message, UserMessage):
-        return len(message.text)
+        return len(message.text) + len(message.images) * _IMAGE_CHARS
     if isinstance(message, ToolResultMessage):
-        return len(message.output) + len(message.name)
+        return len(message.output) + len(message.name) + len(message.images) * _IMAGE_CHARS
     return (len(message.text) + sum(len(r.text) for r in message.reasoning)
             + sum(len(c.name) + len(c.arguments) for c in message.tool_calls))
 

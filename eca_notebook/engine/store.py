@@ -61,6 +61,7 @@ IMAGES_DIR = "images"
 #: The largest image a side file holds (the size images are limited to when they come in: eca_notebook/_images.py).
 MAX_SIDE_FILE_BYTES = 20 * 1024 * 1024
 _SIDE_FILE = re.compile(r"[0-9a-f]{64}\.(png|jpg|gif|webp|bin)")
+_FILE_REF = re.compile(r'"file": "([0-9a-f]{64}\.(?:png|jpg|gif|webp|bin))"')
 _EXT = {"image/png": "png", "image/jpeg": "jpg", "image/gif": "gif", "image/webp": "webp"}
 
 
@@ -487,6 +488,7 @@ class ChatStore:
         """Delete chats not updated for *max_age_days*; returns how many. ``<= 0`` disables pruning (as the
         reference's ``chatRetentionDays: 0``). Also clears leftover temp files and old ``*.corrupt`` files."""
         if max_age_days <= 0:
+            self._sweep_images()
             return 0
         cutoff_ms = _now_ms() - int(max_age_days * 86_400_000)
         removed = 0
@@ -494,7 +496,32 @@ class ChatStore:
             if (summary.get("updatedAt") or 0) < cutoff_ms and self.delete(summary["id"]):
                 removed += 1
         self._sweep(cutoff_ms / 1000)
+        self._sweep_images()
         return removed
+
+    def _sweep_images(self) -> None:
+        """Remove the side files no saved chat names any more (their chats deleted or pruned; several chats may
+        share one) and stale temp files — only those older than an hour: a save in flight writes its images before
+        its chat. Reads every chat file, which is cheap because images are not in them."""
+        folder = self.images_dir
+        if not folder.is_dir():
+            return
+        named: set[str] = set()
+        try:
+            for entry in os.scandir(self.root):
+                if entry.name.endswith(".json") and _STEM.fullmatch(entry.name[:-5]):
+                    with contextlib.suppress(OSError):
+                        named.update(_FILE_REF.findall(Path(entry.path).read_text("utf-8", errors="replace")))
+            entries = list(os.scandir(folder))
+        except OSError:
+            return
+        now = time.time()
+        for entry in entries:
+            if entry.name in named or not (_SIDE_FILE.fullmatch(entry.name) or entry.name.startswith(".tmp-")):
+                continue
+            with contextlib.suppress(OSError):
+                if now - entry.stat().st_mtime > 3600:
+                    os.unlink(entry.path)
 
     # -- internals -----------------------------------------------------------------------------------------------
 

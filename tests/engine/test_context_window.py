@@ -398,3 +398,15 @@ async def test_compact_of_a_history_larger_than_the_window_still_summarises_it(t
     assert sent_chars(requests[2]) < sent_chars(requests[1]) / 4
     users = [m["content"] for m in requests[-1].body["messages"] if m["role"] == "user"]
     assert len(users) == 2 and "SUMMARY: a huge note" in users[0] and users[1] == "Next?"
+
+
+def test_an_image_counts_about_1600_tokens_in_the_estimate():
+    """A screenshot is not free: 20 of them are ~32k tokens, which a small window must see coming."""
+    from eca_notebook._images import ImagePart
+    from eca_notebook.providers.base import ToolResultMessage, UserMessage
+
+    image = ImagePart("image/png", b"\x89PNG fake bytes", 800, 600, "shot.png")
+    plain = estimate_messages([UserMessage("look"), ToolResultMessage("c1", "read_file", "ok")])
+    with_images = estimate_messages([UserMessage("look", images=[image, image]),
+                                     ToolResultMessage("c1", "read_file", "ok", images=[image])])
+    assert with_images - plain == 3 * 1600

@@ -433,3 +433,27 @@ def test_image_contents_and_message_images_go_to_side_files(store: ChatStore) ->
     tampered["contents"][0]["content"]["file"] = "../../../etc/passwd"
     store.path_for("c1").write_text(json.dumps(tampered))
     assert store.load("c1")["contents"][0]["content"]["type"] == "text"  # type: ignore[index]
+
+
+def test_prune_removes_side_files_no_chat_names(store: ChatStore) -> None:
+    picture = b"\x89PNG\r\n\x1a\n" + os.urandom(100)
+    other = b"\x89PNG\r\n\x1a\n" + os.urandom(100)
+
+    def with_image(chat_id: str, data: bytes) -> dict[str, Any]:
+        return {"id": chat_id, "messages": [{"role": "user", "text": "x", "images": [
+            {"media_type": "image/png", "data": data, "width": 1, "height": 1, "name": "", "sha256": ""}]}],
+            "contents": []}
+
+    store.save(with_image("keep", picture))
+    store.save(with_image("shared", picture))
+    store.save(with_image("gone", other))
+    assert len(list((store.root / "images").iterdir())) == 2
+    store.delete("gone")
+    store.delete("shared")
+    old = time.time() - 7200
+    for f in (store.root / "images").iterdir():
+        os.utime(f, (old, old))
+    store.prune(0)  # (chat retention off: orphaned images still go)
+    [left] = list((store.root / "images").iterdir())
+    assert left.read_bytes() == picture
+    assert store.load("keep")["messages"][0]["images"][0]["data"] == picture  # type: ignore[index]
