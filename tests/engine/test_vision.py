@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import dataclasses
 import io
 import json
 from pathlib import Path
@@ -395,3 +396,32 @@ async def test_a_saved_chat_keeps_its_images_in_side_files_and_reopens_with_them
     # the reopened chat's history still holds the images: the next request sends them again
     assert sent_images("anthropic", llm.requests[-1].body) == [("image/png", s) for s in shots]
     assert sorted((root / "images").iterdir()) == files  # content-addressed: saved again, written once
+
+
+# -- the per-request budget -----------------------------------------------------------------------------------------
+
+
+def test_the_largest_images_are_left_out_first_to_fit_the_request_budget():
+    from eca_notebook._images import load_image
+    from eca_notebook.engine._vision import ImagePolicy, prepare_images
+    from eca_notebook.providers.base import ToolResultMessage, UserMessage
+
+    small = [load_image(png(10 + i, 10), name=f"small{i}") for i in range(3)]
+    big = load_image(png(900, 900), name="big")  # the largest in bytes
+    history = [UserMessage("old", images=[small[0]]), ToolResultMessage("c1", "read_file", "x", images=[big]),
+               UserMessage("new", images=[small[1], small[2]])]
+    policy = ImagePolicy.for_model("anthropic", True, "anthropic/claude-sonnet-4-5")
+    fitted, notes = prepare_images(history, dataclasses.replace(policy, max_images=3), old={small[0].sha256})
+    assert [len(m.images) for m in fitted] == [1, 0, 2]  # type: ignore[union-attr]
+    assert "[image: big, image/png, 900×900 px" in fitted[1].output and "left out" in fitted[1].output  # type: ignore[union-attr]
+    assert notes == ["Left out of the request, largest first, to stay within 3 images and 15 MB: big (described to "
+                     "the model instead)."]
+    # by bytes too; and an image already in the chat before this turn gets no second note
+    tight = dataclasses.replace(policy, budget_bytes=sum(len(s.data) for s in small))
+    fitted, notes = prepare_images(history, tight, old={big.sha256})
+    assert [len(m.images) for m in fitted] == [1, 0, 2] and notes == []  # type: ignore[union-attr]
+    # a model that cannot see: every image described, one note naming the new ones only
+    blind, notes = prepare_images(history, ImagePolicy(sees=False, model="vllm/qwen3"), old={small[0].sha256})
+    assert all(not m.images for m in blind)  # type: ignore[union-attr]
+    assert notes == ["vllm/qwen3 cannot see images: it was given a description of big, small1, small2 instead (set "
+                     "imageInput: true in the model's config if it can)."]
