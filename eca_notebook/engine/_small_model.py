@@ -14,8 +14,11 @@ schema and a reply constrained to JSON — made the same model stream ``1.1.2.1.
   none.
 * **A compact system prompt** (:func:`compact_system_prompt`): about 60 tokens, plus the user's rules (AGENTS.md,
   ``.eca/rules``) cut to a budget, so a plain turn sends well under 250 tokens before the user's message.
-* **Smaller context budgets** (:data:`CONTEXT_BYTES`, :data:`PER_CONTEXT_BYTES`): attached files and notebooks are
-  clipped to what fits the model's 8k window next to the answer.
+* **Smaller context budgets** (:data:`CONTEXT_BYTES`, :data:`PER_CONTEXT_BYTES`): attached files are clipped, and a
+  whole notebook is shown as the cells the question is about (``_notebook_focus``); every request then keeps to
+  ``_context_window.SMALL_MODEL_PROMPT_TOKENS``, counted by the model's tokenizer, never compacted.
+* **It says what it is** (:data:`DEMO_NOTICE`, once per chat on the embedded model): a newcomer meets a 135M demo
+  model, and must learn that — and where a real model is connected — before judging the answers.
 """
 
 from __future__ import annotations
