@@ -81,7 +81,8 @@ class Plugin(Protocol):
 
     async def render_command(self, command: Command, args_text: str) -> str: ...  # → the prompt text to send
 
-    async def query_contexts(self, query: str) -> list[dict[str, Any]]: ...  # wire-shaped contexts (mcpResource…)
+    # wire-shaped contexts (mcpResource…); *contexts*: those the client attached already (the panel's active notebook)
+    async def query_contexts(self, query: str, contexts: Sequence[Any] = ()) -> list[dict[str, Any]]: ...
 
     async def read_context(self, context: Any) -> str | None: ...  # text for an attached context it owns, else None
 
@@ -116,8 +117,9 @@ class BasePlugin:
         """The prompt text for one of :meth:`commands` run with ``args_text``."""
         raise NotImplementedError(command.name)
 
-    async def query_contexts(self, query: str) -> list[dict[str, Any]]:
-        """Contexts matching ``query`` for the client's ``@`` completion."""
+    async def query_contexts(self, query: str, contexts: Sequence[Any] = ()) -> list[dict[str, Any]]:
+        """Contexts matching ``query`` for the client's ``@`` completion (*contexts*: what is attached already, e.g.
+        the notebook whose kernel variables to offer)."""
         return []
 
     async def read_context(self, context: Any) -> str | None:

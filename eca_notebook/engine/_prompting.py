@@ -395,7 +395,7 @@ class PromptPipeline:
         extra: list[dict[str, Any]] = []
         for plugin in engine.plugins:
             try:
-                extra += await plugin.query_contexts(query)
+                extra += await plugin.query_contexts(query, already)
             except Exception:
                 log.exception("context query of %s failed", plugin.name)
         if engine.index is None:

@@ -363,7 +363,7 @@ class McpManager(BasePlugin):
 
     # -- resources as contexts -----------------------------------------------------------------------------------
 
-    async def query_contexts(self, query: str) -> list[dict[str, Any]]:
+    async def query_contexts(self, query: str, contexts: Sequence[Any] = ()) -> list[dict[str, Any]]:
         q = "".join((query or "").split()).lower()
         found = []
         for server, connection in self._servers.items():

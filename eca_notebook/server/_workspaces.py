@@ -105,7 +105,8 @@ class WorkspaceManager:
     """Registered workspaces of one server process, each with at most one engine.
 
     ``engine_options`` lets the extension pass server-side settings (``config_file``) to every engine it creates;
-    ``engine_class`` exists for tests that need to count or observe engine creation.
+    ``engine_class`` exists for tests that need to count or observe engine creation; ``engine_setup`` is called with
+    every engine created (the server extension adds the live-kernel plug-in there).
     """
 
     def __init__(
@@ -115,10 +116,12 @@ class WorkspaceManager:
         config_file: Path | None = None,
         engine_factory: Callable[[EngineOptions], Engine] = Engine,
         idle_timeout: float | None = DEFAULT_IDLE_TIMEOUT,
+        engine_setup: Callable[[Engine], None] | None = None,
     ) -> None:
         self.root = Path(os.path.realpath(os.path.expanduser(str(root_dir))))
         self.config_file = config_file
         self._engine_factory = engine_factory
+        self._engine_setup = engine_setup  # e.g. the live-kernel plug-in, added to every new engine
         self._workspaces: dict[str, Workspace] = {}
         self._closed = False
         self.idle_timeout = idle_timeout if idle_timeout and idle_timeout > 0 else None
@@ -191,6 +194,8 @@ class WorkspaceManager:
             workspace.engine = self._engine_factory(
                 EngineOptions(workspace_folders=list(workspace.folders), config_file=self.config_file)
             )
+            if self._engine_setup is not None:
+                self._engine_setup(workspace.engine)
             log.info("engine created for workspace %s", workspace.id)
             self._watch_idle()
         return workspace.engine

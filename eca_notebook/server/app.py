@@ -15,6 +15,8 @@ from jupyter_server.extension.application import ExtensionApp
 from traitlets import Bool, Float, Integer, Unicode
 
 from .._redact import protect_log_handlers
+from ..tools.live_kernel import LiveKernelPlugin
+from ._kernels import JupyterKernels
 from ._workspaces import DEFAULT_IDLE_TIMEOUT, WorkspaceManager
 from .handlers import route_table
 from .ws import Limits, ServerState
@@ -70,15 +72,21 @@ class EcaExtensionApp(ExtensionApp):
     ).tag(config=True)
 
     state: ServerState | None = None
+    _kernels: JupyterKernels | None = None
     _preload: asyncio.Task[object] | None = None
 
     def initialize_settings(self) -> None:
         assert self.serverapp is not None
         protect_log_handlers(self.log)  # Jupyter owns logging here: redact on its handlers
+        # the notebooks' kernels, for the panel's list_variables / inspect_variable / run_python and @ variables
+        self._kernels = JupyterKernels(self.serverapp.session_manager, self.serverapp.kernel_manager,
+                                       self.serverapp.root_dir)
+        kernels = self._kernels
         manager = WorkspaceManager(
             self.serverapp.root_dir,
             config_file=Path(self.config_file).expanduser() if self.config_file else None,
             idle_timeout=self.idle_engine_timeout,
+            engine_setup=lambda engine: engine.add_plugin(LiveKernelPlugin(kernels)),
         )
         limits = Limits(max_message_size=self.max_message_size, max_pending_bytes=self.max_pending_bytes,
                         write_timeout=self.write_timeout, inbox_size=self.inbox_size)
@@ -110,6 +118,8 @@ class EcaExtensionApp(ExtensionApp):
         if self.state is not None:
             log.info("stopping the ECA engines")
             await self.state.aclose()
+        if self._kernels is not None:
+            self._kernels.close()
 
 
 def _log_preload_failure(task: asyncio.Task[object]) -> None:

@@ -55,7 +55,7 @@ class DemoPlugin(BasePlugin):
     async def render_command(self, command: Command, args_text: str) -> str:
         return f"SHOUT: {args_text}"
 
-    async def query_contexts(self, query: str) -> list[dict[str, Any]]:
+    async def query_contexts(self, query: str, contexts=()) -> list[dict[str, Any]]:
         return [{"type": "mcpResource", "uri": "demo://notes", "name": "notes", "description": "Demo notes",
                  "mimeType": "text/plain", "server": "demo"}] if "not" in query else []
 
