@@ -310,16 +310,21 @@ def files_named(command: str) -> list[str]:
         log.debug("cannot parse a command line for the files it names", exc_info=True)
         return []
     names: list[str] = []
+    bases = [""]  # where a relative name may be: after ``cd scripts``, also below scripts/
     for cmd in parsed.commands:
         words = ([cmd.name] if cmd.name is not None else []) + list(cmd.args)
+        found: list[str] = []
         for i, word in enumerate(words):
             value = word.static
             if not value or value.startswith("-"):
                 continue
-            names.append(value)
+            found.append(value)
             previous = words[i - 1].static if i else None
             if previous == "-m":
                 module = value.replace(".", "/")
-                names += [f"{module}.py", f"{module}/__main__.py", f"{module}/__init__.py"]
+                found += [f"{module}.py", f"{module}/__main__.py", f"{module}/__init__.py"]
+        names += [n if not base or n.startswith(("/", "~")) else f"{base}/{n}" for base in bases for n in found]
+        if cmd.program in ("cd", "pushd") and len(found) == 2 and not found[1].startswith(("/", "~")):
+            bases = list(dict.fromkeys([*bases, *(f"{b}/{found[1]}" if b else found[1] for b in bases)]))[:8]
     names += [r.target.static for r in parsed.redirects if r.target is not None and r.target.static]
-    return names
+    return list(dict.fromkeys(names))
