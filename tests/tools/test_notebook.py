@@ -667,6 +667,25 @@ async def test_running_through_a_cell_runner_shows_statuses_and_outputs(nb_path,
     assert out.endswith(f"### cell 3 · id {ids[3]} · not-run")
 
 
+async def test_a_runs_plots_are_attached_for_the_model(nb_path, ids, ws) -> None:
+    import base64
+    import io
+
+    from PIL import Image
+
+    out = io.BytesIO()
+    Image.new("RGB", (64, 48), (200, 30, 30)).save(out, format="PNG")
+    runner = Runner([NotebookCellRun(id=ids[1], index=1, status="ok", execution_count=5, outputs=[
+        {"output_type": "display_data", "data": {"image/png": base64.b64encode(out.getvalue()).decode(),
+                                                 "text/plain": "<Figure size 640x480>"}}])])
+    ctx = ToolContext(workspace_folders=[ws], cell_runner=runner)
+    _, result = await call(NotebookRunCellsTool(), {"path": "analysis.ipynb", "cell_ids": [ids[1]]}, ctx)
+    assert not result.error
+    [image] = result.images
+    assert (image.media_type, image.data, image.name) == ("image/png", out.getvalue(), "cell 1 image 1")
+    assert result.output.endswith("\n\nImages attached, in order: cell 1 image 1.")
+
+
 async def test_a_clean_run_is_not_an_error_and_says_when_there_was_no_output(nb_path, ids, ws) -> None:
     runner = Runner([NotebookCellRun(id=ids[1], index=1, status="ok", execution_count=1)])
     ctx = ToolContext(workspace_folders=[ws], cell_runner=runner)
