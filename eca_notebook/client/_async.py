@@ -238,6 +238,33 @@ class EcaClient(ClientConnection):
                 async with asyncio.timeout(STOP_WAIT):
                     await turn.done.wait()
 
+    async def steer(self, chat_id: str, message: str) -> None:
+        """Guide the prompt running in ``chat_id`` (``chat/promptSteer``): the text joins the model's input at the
+        next round boundary — after the current response and its tool calls — and is then shown as a user message.
+        A prompt that ends before that drops it (send it as a prompt then); nothing happens when none runs."""
+        await self._endpoint.notify("chat/promptSteer", {"chatId": chat_id, "message": message})
+
+    async def remove_steer(self, chat_id: str) -> None:
+        """Take back the steer text not yet taken in (``chat/promptSteerRemove``); idempotent."""
+        await self._endpoint.notify("chat/promptSteerRemove", {"chatId": chat_id})
+
+    async def jobs(self) -> list[dict[str, Any]]:
+        """The background jobs (``jobs/list``): ``id``, ``status``, ``label`` (the command), ``summary``,
+        ``elapsed``, ``exitCode``, ``chatId``… — running ones and those ended in the last half hour."""
+        result = await self._endpoint.request("jobs/list", {}) or {}
+        return list(result.get("jobs") or [])
+
+    async def kill_job(self, job_id: str) -> bool:
+        """Kill a background job and every process it started (``jobs/kill``); False when it was not running."""
+        result = await self._endpoint.request("jobs/kill", {"jobId": job_id}) or {}
+        return bool(result.get("killed"))
+
+    async def job_output(self, job_id: str) -> dict[str, Any]:
+        """A snapshot of a job's last output lines (``jobs/readOutput``): ``lines`` (``text``, ``stream``),
+        ``status``, ``exitCode``."""
+        result: dict[str, Any] = await self._endpoint.request("jobs/readOutput", {"jobId": job_id}) or {}
+        return result
+
     async def delete(self, chat_id: str) -> None:
         """Delete a chat (stopping it first when it is running), from memory and from the saved chats."""
         await self._endpoint.request("chat/delete", {"chatId": chat_id})

@@ -231,6 +231,26 @@ class SyncEcaClient:
         """Blocking :meth:`EcaClient.stop`: stop the chat's running turn."""
         self._call(self._client.stop(chat_id))
 
+    def steer(self, chat_id: str, message: str) -> None:
+        """Blocking :meth:`EcaClient.steer`: guidance for the chat's running prompt, taken in at its next round."""
+        self._call(self._client.steer(chat_id, message))
+
+    def remove_steer(self, chat_id: str) -> None:
+        """Blocking :meth:`EcaClient.remove_steer`: take back the steer not yet taken in."""
+        self._call(self._client.remove_steer(chat_id))
+
+    def jobs(self) -> list[dict[str, Any]]:
+        """Blocking :meth:`EcaClient.jobs`: the background jobs."""
+        return self._call(self._client.jobs())
+
+    def kill_job(self, job_id: str) -> bool:
+        """Blocking :meth:`EcaClient.kill_job`: kill a background job."""
+        return self._call(self._client.kill_job(job_id))
+
+    def job_output(self, job_id: str) -> dict[str, Any]:
+        """Blocking :meth:`EcaClient.job_output`: a job's last output lines."""
+        return self._call(self._client.job_output(job_id))
+
     def delete(self, chat_id: str) -> None:
         """Blocking :meth:`EcaClient.delete`: delete the chat (and its saved history)."""
         self._call(self._client.delete(chat_id))

@@ -93,6 +93,8 @@ class Chat:
     # runtime only, never saved
     task: asyncio.Task[None] | None = field(default=None, repr=False, compare=False)
     status: str = "idle"
+    # chat/promptSteer text waiting for the running turn's next round boundary (_turn.py); dropped when the turn ends
+    steer: str | None = field(default=None, repr=False, compare=False)
     last_stop_reason: str | None = field(default=None, repr=False, compare=False)  # of the last provider response
     # what the chat learned about its model's context window (token estimate calibration, _context_window.py)
     context_window: Any = field(default=None, repr=False, compare=False)

@@ -99,6 +99,7 @@ class ChatBook:
             pass
         finally:
             chat.task = None
+            chat.steer = None  # not taken in: the turn ended first (the client sends it as a prompt)
             self.save(chat)  # written by the store's thread; aclose() waits for it (clients read "idle" at once)
             self.set_status(chat, "idle")
 

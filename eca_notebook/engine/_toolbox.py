@@ -148,7 +148,7 @@ class Toolbox:
                            ask_question=self.questions(),
                            request_definition=self.definitions(), request_references=self.references(),
                            read_roots=read_roots(engine_skills(engine), engine.workspace_folders),
-                           provenance_key=self.signing_key())
+                           provenance_key=self.signing_key(), jobs=engine.jobs)
 
     def signing_key(self) -> bytes:
         """The key the notebook tools sign cell provenance with (``_provenance.py``): read or made once."""

@@ -19,6 +19,7 @@ import dataclasses
 import json
 import logging
 import time
+import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import aclosing, nullcontext
 from typing import Any, cast
@@ -274,8 +275,20 @@ class Turn:
                 self._note("Stopped: the model kept repeating a tool call with the same result. Rephrase the "
                            "request, or name the file or command it should use.")
                 return
+            self._take_steer()
         self._note(f"Stopped after {self.max_rounds} tool rounds in one prompt (toolCall.maxRounds). Send another "
                    "prompt to continue.")
+
+    def _take_steer(self) -> None:
+        """The round boundary: ``chat/promptSteer`` text sent since the round began joins the history after its tool
+        results, before the next request, and is shown as a user content with its id (as the reference server does;
+        its ``contentId`` also makes it a rollback point)."""
+        text, self.chat.steer = self.chat.steer, None
+        if not text:
+            return
+        content_id = str(uuid.uuid4())
+        self.chat.messages.append(UserMessage(text=text, content_id=content_id))
+        self.emit(self.chat, "user", TextContent(text=text + "\n", content_id=content_id))
 
     async def _run_calls(self, calls: list[ToolCall]) -> None:
         """Run the round's calls in order; every call gets a result in history, even when stopped mid-way."""

@@ -47,6 +47,7 @@ from ..protocol import (
 )
 from ..retrieval import CodeIndex
 from ..tools.base import ChatDelegate, FileAccess, Tool, ToolContext, llm_name
+from ..tools.jobs import JobRegistry
 from ..tools.notebook_kernel import OwnKernelRunner
 from . import _builtins, _mcp_admin, _rewind
 from ._agents import Agents, build_agents, files_signature
@@ -177,6 +178,8 @@ class Engine:
         self.undo_log = UndoLog()
         self._started = False
         self.background = BackgroundTasks("engine", logger=log)
+        # shell_command's background jobs (tools/jobs.py): killed with their chat and with the engine
+        self.jobs = JobRegistry(on_change=self._jobs_changed)
         self.session_approvals = SessionApprovals()
         self.pending_approvals: dict[tuple[str, str], PendingApproval] = {}
         self.selected_behavior: str = self._initial_behavior()
@@ -525,10 +528,54 @@ class Engine:
         """Stop the chat's running prompt; False when nothing was running."""
         return await self.chat_book.stop(chat_id)
 
+    def steer(self, chat_id: str, message: str) -> bool:
+        """``chat/promptSteer``: guidance for the chat's running prompt, taken in at its next round boundary (after
+        the current response and its tool calls, before the next model request) as a user message. Steers sent
+        before that boundary are joined with newlines. False (ignored) when the chat runs nothing or the text is
+        blank."""
+        chat = self.chats.get(chat_id)
+        if chat is None or not chat.running or not message.strip():
+            return False
+        chat.steer = f"{chat.steer}\n{message}" if chat.steer else message
+        return True
+
+    def remove_steer(self, chat_id: str) -> bool:
+        """``chat/promptSteerRemove``: drop the chat's pending steer (idempotent); False when none was pending."""
+        chat = self.chats.get(chat_id)
+        if chat is None or chat.steer is None:
+            return False
+        chat.steer = None
+        return True
+
+    def _jobs_changed(self) -> None:
+        self.broadcast("jobs/updated", {"jobs": self.job_summaries()})
+
+    def job_summaries(self) -> list[dict[str, Any]]:
+        """``jobs/list``: every background job not yet evicted, as ``JobSummary`` wire dicts."""
+        def label(chat_id: str) -> str:
+            chat = self.chats.get(chat_id)
+            return (chat.title if chat is not None and chat.title else chat_id)
+
+        return [job.summary_dict(label(job.chat_id)) for job in self.jobs.current()]
+
+    async def kill_job(self, job_id: str) -> bool:
+        """``jobs/kill``: kill a running job's process group; False when it is unknown or not running."""
+        return await self.jobs.kill(job_id)
+
+    def job_output(self, job_id: str) -> dict[str, Any] | None:
+        """``jobs/readOutput``: the job's last buffered lines (a snapshot: the model's cursor stays), or None."""
+        job = self.jobs.get(job_id)
+        if job is None:
+            return None
+        return {"lines": job.lines(), "status": job.status, "exitCode": job.exit_code}
+
     async def delete(self, chat_id: str | None) -> bool:
-        """Stop and forget a chat, saved history included."""
+        """Stop and forget a chat, saved history included; its background jobs are killed."""
         chat = self.chats.get(chat_id) if chat_id else None
         deleted = await self.chat_book.delete(chat_id)
+        if chat_id:  # its jobs, and its subagents' jobs, die with it
+            for owner in (chat_id, *self.subagents.children.get(chat_id, ())):
+                await self.jobs.kill_chat(owner)
         if chat_id:
             self.subagents.forget(chat_id)  # its subagents' chats go with it
         if deleted and chat_id:
@@ -602,6 +649,7 @@ class Engine:
             except Exception:
                 log.exception("closing plug-in %s failed", plugin.name)
         await self.background.aclose()
+        await self.jobs.aclose()  # no background job outlives the engine
         if self.index is not None:
             await self.index.stop()
         if self.code_index is not None:

@@ -32,6 +32,8 @@ __all__ = [
     "ChatOpenedParams",
     "ChatPromptParams",
     "ChatPromptResult",
+    "ChatPromptSteerParams",
+    "ChatPromptSteerRemoveParams",
     "ChatPromptStopParams",
     "ChatQueryCommandsParams",
     "ChatQueryCommandsResult",
@@ -178,6 +180,23 @@ class ChatQueryCommandsResult(EcaModel):
 
 class ChatPromptStopParams(EcaModel):
     """``chat/promptStop``: stop the running prompt of a chat."""
+
+    chat_id: ChatId
+
+
+class ChatPromptSteerParams(EcaModel):
+    """``chat/promptSteer`` (reference server): guidance for the running prompt. It joins the model's input as a
+    user message at the next round boundary (after the current response and its tool calls, before the next model
+    request), shown then as a user content with its ``contentId``. A prompt that ends first drops it: the client
+    sends it as a regular prompt. Ignored when the chat runs nothing."""
+
+    chat_id: ChatId
+    message: str
+
+
+class ChatPromptSteerRemoveParams(EcaModel):
+    """``chat/promptSteerRemove`` (reference server): drop the pending steer text (idempotent; one already taken in
+    at a round boundary stays)."""
 
     chat_id: ChatId
 

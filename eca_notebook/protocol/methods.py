@@ -19,7 +19,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, TypeAdapter, ValidationError
 
-from . import chat, completion, config, editor, general, lifecycle, navigation, notebook, question, tools
+from . import chat, completion, config, editor, general, jobs, lifecycle, navigation, notebook, question, tools
 from .errors import INVALID_PARAMS, METHOD_NOT_FOUND, RpcError
 
 __all__ = [
@@ -73,6 +73,8 @@ _SPECS = [
     _req("chat/queryContext", chat.ChatQueryContextParams, chat.ChatQueryContextResult),
     _req("chat/queryCommands", chat.ChatQueryCommandsParams, chat.ChatQueryCommandsResult),
     _note("chat/promptStop", chat.ChatPromptStopParams, _C2S),
+    _note("chat/promptSteer", chat.ChatPromptSteerParams, _C2S),
+    _note("chat/promptSteerRemove", chat.ChatPromptSteerRemoveParams, _C2S),
     _req("chat/delete", chat.ChatDeleteParams, chat.ChatDeleteResult),
     _req("chat/update", chat.ChatUpdateParams, chat.ChatUpdateResult),
     _note("chat/selectedBehaviorChanged", chat.ChatSelectedBehaviorChangedParams, _C2S),
@@ -112,6 +114,11 @@ _SPECS = [
     _req("mcp/removeServer", tools.McpRemoveServerParams, tools.McpRemoveServerResult),
     _req("mcp/updateServer", tools.McpUpdateServerParams, tools.McpUpdateServerResult),
     _note("tool/serverRemoved", tools.ToolServerRemovedParams, _S2C),
+    # Background jobs (shell_command with background).
+    _req("jobs/list", None, jobs.JobsListResult),
+    _req("jobs/kill", jobs.JobsKillParams, jobs.JobsKillResult),
+    _req("jobs/readOutput", jobs.JobsReadOutputParams, jobs.JobsReadOutputResult),
+    _note("jobs/updated", jobs.JobsListResult, _S2C),
     # General.
     _note("$/showMessage", general.ShowMessageParams, _S2C),
     _note("$/progress", general.ProgressParams, _S2C),

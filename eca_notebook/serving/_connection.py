@@ -41,6 +41,8 @@ from ..protocol import (
     ChatListParams,
     ChatOpenParams,
     ChatPromptParams,
+    ChatPromptSteerParams,
+    ChatPromptSteerRemoveParams,
     ChatPromptStopParams,
     ChatQueryCommandsParams,
     ChatQueryContextParams,
@@ -56,6 +58,8 @@ from ..protocol import (
     CompletionInlineParams,
     InitializeParams,
     InitializeResult,
+    JobsKillParams,
+    JobsReadOutputParams,
     McpAddServerParams,
     McpDisableServerParams,
     McpEnableServerParams,
@@ -222,6 +226,11 @@ class ServerConnection:
         r("exit", self.on_exit)
         r("chat/prompt", self.chat_prompt)
         r("chat/promptStop", self.chat_prompt_stop)
+        r("chat/promptSteer", self.chat_prompt_steer)
+        r("chat/promptSteerRemove", self.chat_prompt_steer_remove)
+        r("jobs/list", self.jobs_list)
+        r("jobs/kill", self.jobs_kill)
+        r("jobs/readOutput", self.jobs_read_output)
         r("chat/delete", self.chat_delete)
         r("chat/update", self.chat_update)
         r("chat/list", self.chat_list)
@@ -313,6 +322,24 @@ class ServerConnection:
 
     def chat_prompt_stop(self, params: ChatPromptStopParams) -> None:
         self._spawn(self._engine().stop(params.chat_id), "eca-stop")
+
+    def chat_prompt_steer(self, params: ChatPromptSteerParams) -> None:
+        self._engine().steer(params.chat_id, params.message)  # ignored when nothing runs (reference server)
+
+    def chat_prompt_steer_remove(self, params: ChatPromptSteerRemoveParams) -> None:
+        self._engine().remove_steer(params.chat_id)
+
+    def jobs_list(self, params: Any) -> dict[str, Any]:
+        return {"jobs": self._engine().job_summaries()}
+
+    async def jobs_kill(self, params: JobsKillParams) -> dict[str, Any]:
+        return {"killed": await self._engine().kill_job(params.job_id)}
+
+    def jobs_read_output(self, params: JobsReadOutputParams) -> dict[str, Any]:
+        output = self._engine().job_output(params.job_id)
+        if output is None:
+            raise RpcError(INVALID_REQUEST, f"Unknown job: {params.job_id}")
+        return output
 
     async def chat_delete(self, params: ChatDeleteParams) -> dict[str, Any]:
         await self._engine().delete(params.chat_id)

@@ -90,6 +90,7 @@ def native_tools() -> list[Tool]:
     front end that has it open, else on the file)."""
     from .editor import EditorDiagnosticsTool
     from .fs import EditFileTool, MoveFileTool, ReadFileTool, WriteFileTool
+    from .jobs import BgJobTool
     from .navigation import navigation_tools
     from .notebook import notebook_tools
     from .plan import UpdatePlanTool
@@ -107,6 +108,7 @@ def native_tools() -> list[Tool]:
         DirectoryTreeTool(),
         *retrieval_tools(),
         ShellCommandTool(),
+        BgJobTool(),
         EditorDiagnosticsTool(),
         *navigation_tools(),
         UpdatePlanTool(),

@@ -142,6 +142,9 @@ class ToolContext:
     # provenance (``metadata.eca``) of the cells they write with it and believe only a signature that checks out.
     # None: nothing is signed, and no cell is said to be the assistant's.
     provenance_key: bytes | None = None
+    # Optional: the engine's background jobs (``tools.jobs.JobRegistry``) for shell_command's ``background`` and
+    # the bg_job tool; None where jobs cannot run (they are then refused with a reason).
+    jobs: Any = None
 
     @property
     def root(self) -> Path:

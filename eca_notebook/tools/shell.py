@@ -19,8 +19,9 @@ import os
 import re
 import signal
 import time
+from typing import Annotated
 
-from pydantic import Field
+from pydantic import BeforeValidator, Field
 
 from .._text import visible
 from ..protocol import ToolCallRisk
@@ -39,6 +40,10 @@ MAX_TIMEOUT_MS = 600_000
 _SUMMARY_CHARS = 80
 
 
+def _flag_as_text(value: object) -> object:
+    return "true" if value is True else None if value is False else value
+
+
 class ShellCommandArgs(ToolArgs):
     command: str = Field(min_length=1, description="The shell command line to run (POSIX sh syntax).")
     working_directory: str | None = Field(
@@ -47,6 +52,11 @@ class ShellCommandArgs(ToolArgs):
     timeout: int = Field(
         DEFAULT_TIMEOUT_MS, ge=1, description="Timeout in milliseconds (default 60000, maximum 600000)."
     )
+    # a string, as in the reference; ``true`` (what a model may send for a flag) reads as "true", ``false`` as unset
+    background: Annotated[str | None, BeforeValidator(_flag_as_text)] = Field(
+        None, description="A brief description (e.g. 'dev-server', 'training') to run the command in the background: "
+                          "it returns a job id at once; read its output, wait for it or kill it with bg_job. For "
+                          "commands that run long or never end on their own. No timeout applies.")
 
 
 class _Capture:
@@ -81,7 +91,9 @@ class ShellCommandTool(NativeTool[ShellCommandArgs]):
         "- `timeout`: milliseconds (default 60000, max 600000); on timeout the command and everything it started "
         "are killed.\n"
         "- stdin is closed: never run interactive programs (editors, pagers, prompts); pass flags like `--yes` or "
-        "`--no-pager`. Long-running servers or watchers will just time out.\n"
+        "`--no-pager`. Run servers and watchers with `background`, or they time out.\n"
+        "- `background`: a brief description (e.g. \"dev-server\") runs a long command as a background job and "
+        "returns its id at once; use bg_job to read its output, wait for it or kill it.\n"
         "- Output is cut at 2000 lines / 50 KB; for big outputs redirect to a file and grep/read it.\n"
         "- Prefer the dedicated tools for reading, searching and editing files."
     )
@@ -117,9 +129,12 @@ class ShellCommandTool(NativeTool[ShellCommandArgs]):
         must_ask = "; ".join(report.unknown[:3]) if report.unknown else None
         if report.needs_asking:
             log.debug("shell command must be approved: %s", "; ".join(report.reasons()[:5]))
+        background = args.background
+        if background is None or not background.strip():
+            del normalised["background"]  # (a foreground call's arguments stay as they were)
         return Prepared(
             args=normalised,
-            summary=f"$ {one_line}",
+            summary=f"$ {one_line}" + ("  (background)" if "background" in normalised else ""),
             paths=[cwd, *report.outside, *report.cd_outside],
             outside_workspace=bool(report.outside or report.cd_outside),
             must_ask=must_ask,
@@ -145,6 +160,8 @@ class ShellCommandTool(NativeTool[ShellCommandArgs]):
         return ToolCallRisk(level=risk.level, reason=risk.reason)
 
     async def _run(self, prepared: Prepared, ctx: ToolContext) -> ToolResult:
+        if prepared.args.get("background"):
+            return await self._run_background(prepared, ctx)
         if ctx.run_command is not None:  # a door runs it elsewhere (the user's own terminal)
             return await self._run_elsewhere(prepared, ctx)
         cwd = prepared.paths[0]
@@ -223,6 +240,46 @@ class ShellCommandTool(NativeTool[ShellCommandArgs]):
             with contextlib.suppress(ValueError):
                 status += f" (killed by {signal.Signals(-code).name})"
         return ToolResult(output=f"{status}\n\n{body}", error=code != 0)
+
+    async def _run_background(self, prepared: Prepared, ctx: ToolContext) -> ToolResult:
+        """Start the command as a background job (``tools/jobs.py``) and answer with its id at once — after its
+        first output, or its early end, or a second, whichever comes first."""
+        from .jobs import START_WAIT_SECONDS, JobLimitError
+
+        if ctx.run_command is not None:
+            return ToolResult(output="shell_command: background jobs cannot run where this session runs commands "
+                                     "(the client's terminal); run it without `background`.", error=True)
+        if ctx.jobs is None or ctx.chat_id is None:
+            return ToolResult(output="shell_command: background jobs are not available here.", error=True)
+        background = prepared.args["background"]
+        try:
+            job = await ctx.jobs.start(prepared.args["command"], cwd=str(prepared.paths[0]), env=self._env(),
+                                       chat_id=ctx.chat_id,
+                                       summary=None if background.strip() == "true" else background.strip())
+        except JobLimitError as exc:
+            return ToolResult(output=f"shell_command: {exc}", error=True)
+        waiters = [asyncio.ensure_future(job.done.wait()), asyncio.ensure_future(job.output_seen.wait())]
+        try:
+            await asyncio.wait(waiters, timeout=START_WAIT_SECONDS, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            for waiter in waiters:
+                waiter.cancel()
+        if job.done.is_set():
+            await asyncio.sleep(0)  # the last output of a command that ended at once
+        data, _, end = job.read(0, ctx.max_output_bytes)
+        job.cursor = end
+        first = data.decode("utf-8", "replace")
+        if job.done.is_set() and job.exit_code:
+            return ToolResult(output=f"Background job {job.id} failed at once (exit code {job.exit_code}).\n"
+                                     f"Output:\n{first or '(no output)'}", error=True)
+        lines = [f"Background job {job.id} started" + (" and already ended (exit code 0)." if job.done.is_set()
+                                                        else "."),
+                 f"Command: {job.command}",
+                 f'Use bg_job with action "read_output" and job_id "{job.id}" to read its output, "wait" to wait for '
+                 'it, "kill" to stop it.']
+        if first:
+            lines.append(f"\nOutput so far (next offset {end}):\n{first}")
+        return ToolResult(output="\n".join(lines))
 
     async def _run_elsewhere(self, prepared: Prepared, ctx: ToolContext) -> ToolResult:
         """Through ``ctx.run_command``; the outcome reaches the model as a local run's would (exit code first,

@@ -182,6 +182,17 @@ export interface ChatPromptResult {
   message?: string;
 }
 
+/** ``chat/promptSteer`` (reference server): guidance for the running prompt. It joins the model's input as a user message at the next round boundary (after the current response and its tool calls, before the next model request), shown then as a user content with its ``contentId``. A prompt that ends first drops it: the client sends it as a regular prompt. Ignored when the chat runs nothing. */
+export interface ChatPromptSteerParams {
+  chatId: string;
+  message: string;
+}
+
+/** ``chat/promptSteerRemove`` (reference server): drop the pending steer text (idempotent; one already taken in at a round boundary stays). */
+export interface ChatPromptSteerRemoveParams {
+  chatId: string;
+}
+
 /** ``chat/promptStop``: stop the running prompt of a chat. */
 export interface ChatPromptStopParams {
   chatId: string;
@@ -523,6 +534,53 @@ export interface InlinePosition {
 export interface InlineRange {
   start: InlinePosition;
   end: InlinePosition;
+}
+
+/** One line of output and the stream that wrote it. */
+export interface JobOutputLine {
+  text: string;
+  stream: "stdout" | "stderr";
+}
+
+/** One background job as ``jobs/list`` and ``jobs/updated`` show it. ``summary`` and ``exitCode`` are sent as ``null`` when unknown (the reference's shape). */
+export interface JobSummary {
+  id: string;
+  type: string;
+  status: "running" | "completed" | "failed" | "killed";
+  label: string;
+  summary: string | null;
+  startedAt: string;
+  elapsed: string;
+  exitCode: number | null;
+  chatId: string;
+  chatLabel: string;
+}
+
+/** ``jobs/kill``: terminate a running job (its whole process group). */
+export interface JobsKillParams {
+  jobId: string;
+}
+
+/** Whether a running job was killed (false: unknown, or no longer running). */
+export interface JobsKillResult {
+  killed: boolean;
+}
+
+/** The answer to ``jobs/list``, and the params of ``jobs/updated``: every job not yet evicted. */
+export interface JobsListResult {
+  jobs: Array<JobSummary>;
+}
+
+/** ``jobs/readOutput``: a snapshot of a job's buffered output. */
+export interface JobsReadOutputParams {
+  jobId: string;
+}
+
+/** The last buffered lines (at most 2000) of the job, its status and exit code (null while it runs). */
+export interface JobsReadOutputResult {
+  lines: Array<JobOutputLine>;
+  status: "running" | "completed" | "failed" | "killed";
+  exitCode: number | null;
 }
 
 /** A range of lines of a file, 1-based and inclusive. */
@@ -1043,6 +1101,9 @@ export interface ClientRequests {
   "mcp/addServer": { params: McpAddServerParams; result: McpAddServerResult };
   "mcp/removeServer": { params: McpRemoveServerParams; result: McpRemoveServerResult };
   "mcp/updateServer": { params: McpUpdateServerParams; result: McpUpdateServerResult };
+  "jobs/list": { params: void; result: JobsListResult };
+  "jobs/kill": { params: JobsKillParams; result: JobsKillResult };
+  "jobs/readOutput": { params: JobsReadOutputParams; result: JobsReadOutputResult };
 }
 
 export interface ClientNotifications {
@@ -1051,6 +1112,8 @@ export interface ClientNotifications {
   "chat/toolCallApprove": ChatToolCallApproveParams;
   "chat/toolCallReject": ChatToolCallRejectParams;
   "chat/promptStop": ChatPromptStopParams;
+  "chat/promptSteer": ChatPromptSteerParams;
+  "chat/promptSteerRemove": ChatPromptSteerRemoveParams;
   "chat/selectedBehaviorChanged": ChatSelectedBehaviorChangedParams;
   "chat/selectedAgentChanged": ChatSelectedAgentChangedParams;
   "chat/selectedModelChanged": ChatSelectedModelChangedParams;
@@ -1082,6 +1145,7 @@ export interface ServerNotifications {
   "config/updated": ConfigUpdatedParams;
   "tool/serverUpdated": ToolServerUpdatedParams;
   "tool/serverRemoved": ToolServerRemovedParams;
+  "jobs/updated": JobsListResult;
   "$/showMessage": ShowMessageParams;
   "$/progress": ProgressParams;
   "$/cancelRequest": CancelRequestParams;
@@ -1098,6 +1162,8 @@ export const METHODS = {
   "chat/queryContext": { direction: "client->server", kind: "request" },
   "chat/queryCommands": { direction: "client->server", kind: "request" },
   "chat/promptStop": { direction: "client->server", kind: "notification" },
+  "chat/promptSteer": { direction: "client->server", kind: "notification" },
+  "chat/promptSteerRemove": { direction: "client->server", kind: "notification" },
   "chat/delete": { direction: "client->server", kind: "request" },
   "chat/update": { direction: "client->server", kind: "request" },
   "chat/selectedBehaviorChanged": { direction: "client->server", kind: "notification" },
@@ -1134,6 +1200,10 @@ export const METHODS = {
   "mcp/removeServer": { direction: "client->server", kind: "request" },
   "mcp/updateServer": { direction: "client->server", kind: "request" },
   "tool/serverRemoved": { direction: "server->client", kind: "notification" },
+  "jobs/list": { direction: "client->server", kind: "request" },
+  "jobs/kill": { direction: "client->server", kind: "request" },
+  "jobs/readOutput": { direction: "client->server", kind: "request" },
+  "jobs/updated": { direction: "server->client", kind: "notification" },
   "$/showMessage": { direction: "server->client", kind: "notification" },
   "$/progress": { direction: "server->client", kind: "notification" },
   "$/cancelRequest": { direction: "both", kind: "notification" },

@@ -11,7 +11,7 @@ from eca_notebook.tools import get_native_tool, native_tools
 from eca_notebook.tools.base import ToolContext
 
 NAMES = ["read_file", "write_file", "edit_file", "move_file", "grep", "directory_tree", "search_symbols",
-         "search_text", "vector_search", "shell_command",
+         "search_text", "vector_search", "shell_command", "bg_job",
          "editor_diagnostics", "editor_definition", "editor_references", "update_plan", "ask_user", "notebook_read",
          "notebook_edit_cell", "notebook_insert_cell",
          "notebook_delete_cell", "notebook_move_cell", "notebook_run_cells"]  # fmt: skip
@@ -57,7 +57,7 @@ def test_compat_notes_parameters() -> None:
         ["new_content", "original_content", "path"],
     )  # fmt: skip
     assert params("move_file") == (["destination", "source"], ["destination", "source"])
-    assert params("shell_command") == (["command", "timeout", "working_directory"], ["command"])
+    assert params("shell_command") == (["background", "command", "timeout", "working_directory"], ["command"])
 
 
 def test_lookup_accepts_prefixed_names() -> None:
