@@ -16,13 +16,12 @@ Both are plain data so a chat round-trips through JSON; nothing here talks to a 
 from __future__ import annotations
 
 import asyncio
-import base64
 import dataclasses
 import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from .._images import ImagePart
+from .._images import ImageError, ImagePart, image_from_base64
 from .._text import user_words
 from ..providers.base import AssistantMessage, Message, Reasoning, ToolCall, ToolResultMessage, UserMessage
 
@@ -90,6 +89,9 @@ class Chat:
     usage: Usage = field(default_factory=Usage)
     # trust mode (chat/prompt or chat/update ``trust``): calls that would ask run without asking (_toolcall.py)
     trust: bool = False
+    # the selected variant of the chat's model (``chat/prompt`` / ``chat/selectedModelChanged`` ``variant``;
+    # engine/_variants.py); None: the model's ``default`` variant, if any
+    variant: str | None = field(default=None, compare=False)
     # runtime only, never saved
     task: asyncio.Task[None] | None = field(default=None, repr=False, compare=False)
     status: str = "idle"
@@ -179,7 +181,8 @@ def _message_to_dict(message: Message) -> dict[str, Any]:
 
 
 def _images_from(data: dict[str, Any]) -> list[ImagePart]:
-    """A saved message's images: bytes put back by the store (``data``), or base64 (an exported chat)."""
+    """A saved message's images: bytes put back by the store (``data``), or base64 — an exported chat, a file anyone
+    may have written, so checked like any image coming in (a bomb or a lie is dropped)."""
     images = []
     for image in data.get("images") or []:
         if not isinstance(image, dict):
@@ -187,9 +190,11 @@ def _images_from(data: dict[str, Any]) -> list[ImagePart]:
         raw = image.get("data")
         if not isinstance(raw, bytes) and isinstance(image.get("base64"), str):
             try:
-                raw = base64.b64decode(image["base64"], validate=True)
-            except ValueError:
-                continue
+                images.append(image_from_base64(image["base64"], media_type=str(image.get("media_type")),
+                                                name=str(image.get("name") or "image")))
+            except ImageError:
+                pass
+            continue
         if isinstance(raw, bytes) and isinstance(image.get("media_type"), str):
             images.append(ImagePart(image["media_type"], raw, int(image.get("width") or 0),
                                     int(image.get("height") or 0), str(image.get("name") or "")))

@@ -199,6 +199,8 @@ def export_markdown(chat: Chat) -> str:
                 lines += [_fence(outputs), ""]
         elif kind == "toolCallRejected":
             lines += [f"**Tool call rejected** `{content.get('name', '')}`", ""]
+        elif kind == "image":  # (the bytes are in the JSON export, not here)
+            lines += [f"*[image: {content.get('mediaType', 'image')}]*", ""]
     return "\n".join(lines).rstrip() + "\n"
 
 

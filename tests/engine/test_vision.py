@@ -425,3 +425,32 @@ def test_the_largest_images_are_left_out_first_to_fit_the_request_budget():
     assert all(not m.images for m in blind)  # type: ignore[union-attr]
     assert notes == ["vllm/qwen3 cannot see images: it was given a description of big, small1, small2 instead (set "
                      "imageInput: true in the model's config if it can)."]
+
+
+async def test_an_exported_chat_carries_its_images_and_an_import_checks_them(workspace: Path, env: dict[str, str],
+                                                                             llm: ScriptedLLMServer):
+    from eca_notebook.client import EcaClient
+
+    shot = png(33, 22)
+    config = {"localModel": False, "defaultModel": "anthropic/claude-sonnet-4-5",
+              "providers": {"anthropic": {"url": llm.url, "key": "sk-ant-test-0000",
+                                          "models": {"claude-sonnet-4-5": {}}}}}
+    llm.enqueue(Reply.text("a small red image"), Reply.text("still red"))
+    async with await EcaClient.start(workspace=workspace, config=config, env=env) as eca:
+        first = await eca.prompt("what is it?", contexts=[
+            {"type": "image", "mediaType": "image/png", "base64": base64.b64encode(shot).decode(), "name": "s.png"}])
+        await eca.prompt("/export exports/chat.json", chat_id=first.chat_id)
+        target = workspace / "exports" / "chat.json"
+        data = json.loads(target.read_text())
+        [image] = data["chat"]["messages"][0]["images"]
+        assert base64.b64decode(image["base64"]) == shot and "data" not in image  # one portable file
+        # a crafted export: its image is a decompression bomb claiming to be 10 × 10
+        bomb = base64.b64encode(_png_header(60_000, 60_000)).decode()
+        data["chat"]["messages"][0]["images"].append({**image, "base64": bomb, "width": 10, "height": 10})
+        target.write_text(json.dumps(data))
+        await eca.prompt(f"/import {target}")
+        assert eca.engine is not None
+        [imported] = [c for c in eca.engine.chats.values() if c.id != first.chat_id and c.title == "what is it?"]
+        again = await eca.prompt("and now?", chat_id=imported.id)
+        assert again.ok, again.error
+    assert sent_images("anthropic", llm.requests[-1].body) == [("image/png", shot)]  # the bomb was dropped
