@@ -111,6 +111,9 @@ export interface EcaClientOptions {
   onMessage?: (message: ShowMessageParams) => void;
   /** Remembers the chat shown last, so a page reload shows it again. */
   storage?: KeyValueStorage | null;
+  /** Where in `storage` the open chat's id is kept: one key per JupyterLab workspace, so two tabs on two
+   * workspaces each reopen their own chat after a reload (default {@link LAST_CHAT_KEY}). */
+  lastChatKey?: string;
   newId?: () => string;
   logger?: Pick<Console, 'debug' | 'warn' | 'error'>;
 }
@@ -256,12 +259,23 @@ export class EcaClient {
       const current = this.store.current;
       if (!this._restored) {
         this._restored = true;
-        const last = this._options.storage?.getItem(LAST_CHAT_KEY);
+        const storage = this._options.storage;
+        const key = this._options.lastChatKey ?? LAST_CHAT_KEY;
+        const last = storage?.getItem(key) ?? (key !== LAST_CHAT_KEY ? storage?.getItem(LAST_CHAT_KEY) : null);
         if (last && this.store.chats.get(last)?.known) {
           await this.selectChat(last);
           return;
         }
-        if (!current) {
+        if (last && !current) {
+          // not listed (yet): the server may still have it; chat/open says whether it does
+          this.store.setCurrent(last);
+          const opened = await this.openChat(last).catch(() => null);
+          if (opened && opened.found !== false) {
+            return;
+          }
+          this.store.remove(last);
+        }
+        if (!this.store.current) {
           this.newChat();
         }
         return;
@@ -421,7 +435,17 @@ export class EcaClient {
     const chat = newChat(id, { loaded: true, known: false, createdAt: Date.now() });
     this.store.chats.set(id, chat);
     this.store.setCurrent(id);
+    this._rememberOpen(id);
     return chat;
+  }
+
+  /** The chat open in the panel, remembered for the next page load (a fresh chat too: a reload shows it again). */
+  private _rememberOpen(id: string): void {
+    try {
+      this._options.storage?.setItem(this._options.lastChatKey ?? LAST_CHAT_KEY, id);
+    } catch (error) {
+      this._options.logger?.debug('eca: could not remember the open chat', error);
+    }
   }
 
   async refreshChats(): Promise<void> {
@@ -433,9 +457,7 @@ export class EcaClient {
   async selectChat(id: string): Promise<void> {
     this.store.setCurrent(id);
     const chat = this.store.chats.get(id);
-    if (chat?.known) {
-      this._options.storage?.setItem(LAST_CHAT_KEY, id);
-    }
+    this._rememberOpen(id);
     if (chat && chat.known && !chat.loaded) {
       await this.openChat(id);
     }
@@ -530,7 +552,9 @@ export class EcaClient {
     chat.known = true;
     chat.loaded = true;
     chat.updatedAt = Date.now();
-    this._options.storage?.setItem(LAST_CHAT_KEY, chat.id);
+    if (chat.id === this.store.currentId) {
+      this._rememberOpen(chat.id);
+    }
     const params: ChatPromptParams = { chatId: chat.id, message, contexts };
     if (this.config.model) {
       params.model = this.config.model;

@@ -17,7 +17,7 @@ import {
   JupyterFrontEndPlugin
 } from '@jupyterlab/application';
 import { ICommandPalette, Notification } from '@jupyterlab/apputils';
-import { URLExt } from '@jupyterlab/coreutils';
+import { PageConfig, URLExt } from '@jupyterlab/coreutils';
 import { IEditorTracker } from '@jupyterlab/fileeditor';
 import { ILSPDocumentConnectionManager, ILSPFeatureManager } from '@jupyterlab/lsp';
 import { INotebookTracker } from '@jupyterlab/notebook';
@@ -25,12 +25,13 @@ import { IRenderMimeRegistry } from '@jupyterlab/rendermime';
 import { ServerConnection } from '@jupyterlab/services';
 import { LabIcon } from '@jupyterlab/ui-components';
 
-import { EcaClient } from './client';
+import { EcaClient, LAST_CHAT_KEY } from './client';
 import { inlineCompletionPlugin } from './inlineCompletion';
 import { JupyterEditorContext } from './jupyterContext';
 import { JupyterLspNavigation } from './lspNavigation';
 import { JupyterNotebookAccess } from './notebookAccess';
 import { serveNotebookComms } from './notebookComm';
+import { outputActionsPlugin } from './outputActions';
 import { ConnectModelView, ProvidersApi } from './providersApi';
 import { rewritePlugin } from './rewrite';
 import { renderStats, resetRenderStats } from './stats';
@@ -118,6 +119,8 @@ const plugin: JupyterFrontEndPlugin<IEcaChat> = {
       createSocket: url => new settings.WebSocket(url) as any,
       clientInfo: { name: 'jupyterlab-eca-panel', version: '0.1.0' },
       storage: safeStorage(),
+      // per JupyterLab workspace (/lab/workspaces/<name>): each workspace reopens its own chat after a reload
+      lastChatKey: `${LAST_CHAT_KEY}:${PageConfig.getOption('workspace') || 'default'}`,
       diagnostics: notebooks ? uri => editorContext.diagnostics(uri) : undefined,
       notebooks: notebookAccess,
       navigation,
@@ -187,5 +190,6 @@ const plugin: JupyterFrontEndPlugin<IEcaChat> = {
   }
 };
 
-// The chat panel, and what uses its client: ghost text (inlineCompletion.ts) and "Rewrite with ECA…" (rewrite.ts).
-export default [plugin, inlineCompletionPlugin, rewritePlugin];
+// The chat panel, and what uses its client: ghost text (inlineCompletion.ts), "Rewrite with ECA…" (rewrite.ts) and
+// Fix / Explain / Add to chat on notebook outputs (outputActions.ts).
+export default [plugin, inlineCompletionPlugin, rewritePlugin, outputActionsPlugin];

@@ -527,3 +527,48 @@ test('a message sent while the chat runs is queued, removable, and sent by itsel
   await tick(5);
   assert.equal(prompts().length, 4, 'queued on an idle chat: sent at once');
 });
+
+test('the open chat is remembered per workspace key, a fresh one too; one the server lost gives a new chat', async () => {
+  const storage = memoryStorage();
+  const server = new FakeServer();
+  server.handlers['chat/list'] = () => ({ chats: [{ id: 'a', title: 'A', status: 'idle', messageCount: 1 }] });
+  const opened: string[] = [];
+  server.handlers['chat/open'] = (params: any) => {
+    opened.push(params.chatId);
+    return params.chatId === 'a' || params.chatId === 'running' ? { found: true } : { found: false };
+  };
+  const make = (key: string) =>
+    new EcaClient({
+      url: 'ws://lab/api/eca/v1/ws',
+      createSocket: server.factory,
+      clock: new ManualClock(),
+      store: new ChatStore(() => undefined),
+      storage,
+      lastChatKey: key,
+      newId: () => `fresh-${key}`
+    });
+  const one = make('k:one');
+  await connect(server, one);
+  assert.equal(one.store.currentId, 'fresh-k:one', 'nothing remembered: a new chat');
+  assert.equal(storage.getItem('k:one'), 'fresh-k:one', 'the fresh chat is the open one');
+  await one.selectChat('a');
+  assert.equal(storage.getItem('k:one'), 'a');
+  storage.setItem('k:two', 'running'); // another workspace's open chat: not listed yet, but the server has it
+
+  const again = make('k:one');
+  await connect(server, again);
+  await tick(10);
+  assert.equal(again.store.currentId, 'a', 'the chat open before the reload');
+  const two = make('k:two');
+  await connect(server, two);
+  await tick(10);
+  assert.equal(two.store.currentId, 'running', 'an unlisted chat the server still has is opened');
+  assert.ok(opened.includes('running'));
+
+  storage.setItem('k:three', 'gone');
+  const three = make('k:three');
+  await connect(server, three);
+  await tick(10);
+  assert.equal(three.store.currentId, 'fresh-k:three', 'a chat the server does not have: a new one');
+  assert.ok(!three.store.chats.has('gone'));
+});

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from eca_notebook.providers.local import MODEL_ID
-from eca_notebook.testing.llm_server import Reply, Text, ToolCall
+from eca_notebook.testing.llm_server import Reply, Stall, Text, ToolCall
 
 from ._lab import DEFAULT_MODEL, Lab, lab_env, open_panel, screenshot
 from .test_panel import COMPOSER, completion_bodies, send, wait_until
@@ -81,4 +81,41 @@ def test_model_picker_shows_readable_names_with_the_full_id_in_the_tooltip(page,
     assert picker.locator('optgroup[label="local"]').count() == 1
     picker.select_option(MODEL_ID)
     wait_until(lambda: picker.get_attribute("title") == f"Model: {MODEL_ID}", message="the full id in the tooltip")
+    assert page.eca_errors == []
+
+
+def test_after_a_reload_the_chat_that_was_open_is_open_again(page, lab, llm):
+    llm.enqueue(Reply.text("First answer."), Reply.text("Second answer."), Reply.text("Other answer."),
+                Reply([Text("Still working"), Stall(120)]))
+    open_panel(page, lab, workspace="reload")
+    send(page, "first chat question")
+    page.get_by_text("First answer.").wait_for()
+    page.locator(".eca-new-chat").click()
+    send(page, "second chat question")
+    page.get_by_text("Second answer.").wait_for()
+    # back to the first chat from the list: that is the one open when the page reloads
+    page.locator(".eca-ChatHeader-toggle").click()
+    page.locator(".eca-ChatList-item", has_text="first chat question").click()
+    page.get_by_text("First answer.").wait_for()
+    # meanwhile another tab, on another JupyterLab workspace of the same browser, opens a chat of its own
+    other = page.context.new_page()
+    open_panel(other, lab, workspace="reload-other")
+    send(other, "other workspace question")
+    other.get_by_text("Other answer.").wait_for()
+    other.close()
+    page.reload()
+    open_panel(page, lab)
+    page.get_by_text("First answer.").wait_for()
+    assert page.locator(".eca-Message.eca-mod-user", has_text="second chat question").count() == 0
+    assert page.locator(".eca-Message.eca-mod-user", has_text="other workspace question").count() == 0
+
+    # a chat whose first answer is still running when the page reloads
+    page.locator(".eca-new-chat").click()
+    send(page, "a long question")
+    page.get_by_text("Still working").wait_for()
+    page.reload()
+    open_panel(page, lab)
+    page.locator(".eca-Message.eca-mod-user", has_text="a long question").wait_for()
+    page.get_by_text("Still working").wait_for()
+    page.locator(".eca-stop").click()
     assert page.eca_errors == []
