@@ -14,7 +14,8 @@ from dataclasses import dataclass, field
 __all__ = ["FORMATS", "SUBCOMMANDS", "USAGE", "MagicRequest", "UsageError", "parse_magic"]
 
 FORMATS = ("markdown", "code", "text")
-SUBCOMMANDS = ("new", "chats", "model", "agent", "behavior", "stop", "undo", "config", "mcp", "fix", "rewrite", "help")
+SUBCOMMANDS = ("new", "chats", "model", "agent", "behavior", "stop", "steer", "jobs", "undo", "config", "mcp", "fix",
+               "rewrite", "help")
 
 USAGE = """\
 %eca [options] <prompt>          ask in the current chat (streams into a widget; the kernel stays free)
@@ -31,6 +32,8 @@ USAGE = """\
 In the prompt: {expr} inserts a value (name, attribute, In[n], Out[n]); @name attaches a kernel variable
 (type, shape, dtypes, head); @In[n] / @Out[n] attach a cell's source / result; /command args runs an ECA command.
 Subcommands: %eca new | chats | model [id] | agent [code|plan|…] | stop | undo | config | mcp | fix [note] | help
+%eca steer <text>                guide the running prompt: joins the model's input after the current tool calls
+%eca jobs [kill ID | output ID]  background jobs (shell_command with background): list, kill one, its last output
 %eca mcp add [--workspace] <name> <command> [args…] | <url>   add an MCP server (global config unless --workspace)
 %eca mcp remove|enable|disable <name>                          manage an MCP server (written to its config file)
 %eca rewrite <cell> <instruction>  rewrite a cell (In[n] | prev | #<cell-id>) and propose it as a diff"""
@@ -124,6 +127,10 @@ def _subcommand(text: str) -> tuple[str, str] | None:
     name, rest = words[0], words[1:]
     if name in ("new", "chats", "stop", "undo", "config", "mcp", "help") and not rest:
         return name, ""
+    if name == "steer" and rest:
+        return name, text.strip()[len("steer"):].strip()
+    if name == "jobs" and (not rest or (rest[0] in ("kill", "output") and len(rest) == 2)):
+        return name, " ".join(rest)
     if name in ("model", "agent", "behavior") and len(rest) <= 1:
         return ("behavior" if name == "agent" else name), rest[0] if rest else ""  # (`behavior`: the old name)
     if name == "fix":

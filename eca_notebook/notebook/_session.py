@@ -435,6 +435,16 @@ class NotebookSession:
         if self.client is not None and view.chat_id:
             self.submit(self.client.stop(view.chat_id))
 
+    def steer(self, view: Any, text: str) -> None:
+        """The view's box while its prompt runs: guidance joining at the next round (``chat/promptSteer``)."""
+        if self.client is not None and view.chat_id:
+            self.submit(self.client.steer(view.chat_id, text))
+
+    def remove_steer(self, view: Any) -> None:
+        """The view's "Take back": the pending steer is dropped (``chat/promptSteerRemove``)."""
+        if self.client is not None and view.chat_id:
+            self.submit(self.client.remove_steer(view.chat_id))
+
     def send(self, view: Any, text: str) -> None:
         """The view's input box: a new turn in the same chat, shown in the same view."""
         plan = self.plan(MagicRequest(prompt=text), can_wait=False, view=view)

@@ -72,6 +72,20 @@ async def subcommand(session: NotebookSession, request: MagicRequest) -> Any:
             await client.stop(chat_id)
         print(f"Stopped {len(chats)} running prompt(s)." if chats else "Nothing is running.")
         return None
+    if name == "steer":
+        running = [p for p in session.plans if p.task is not None and not p.task.done() or p.view.running]
+        chats = [p.chat_id for p in running]
+        if not chats:
+            print("Nothing is running: send it as a prompt (%eca <text>).")
+            return None
+        chat_id = session.chat_id if session.chat_id in chats else chats[-1]
+        await client.steer(chat_id, arg)
+        print("Steer sent: it joins the model's input after the current tool calls (a prompt that ends first "
+              "drops it).")
+        return None
+    if name == "jobs":
+        await _jobs(client, arg)
+        return None
     if name == "undo":
         await _undo_last(session, client)
         return None
@@ -99,6 +113,40 @@ async def subcommand(session: NotebookSession, request: MagicRequest) -> Any:
         show_markdown(describe_mcp(session))
         return None
     raise AssertionError(name)
+
+
+async def _jobs(client: EcaClient, arg: str) -> None:
+    """``%eca jobs``: the background jobs as a table; ``kill ID`` kills one (its whole process group), ``output ID``
+    shows its last 50 lines."""
+    action, _, job_id = arg.partition(" ")
+    if action == "kill":
+        print(f"Killed {job_id}." if await client.kill_job(job_id) else f"{job_id} is not running.")
+        return
+    if action == "output":
+        try:
+            output = await client.job_output(job_id)
+        except Exception as exc:  # an unknown job is an RPC error
+            print(f"%eca: {exc}", file=sys.stderr)
+            return
+        lines = [("[stderr] " if line.get("stream") == "stderr" else "") + str(line.get("text", ""))
+                 for line in output.get("lines", [])[-50:]]
+        print(f"{job_id}: {output.get('status')}" + (f" (exit {output['exitCode']})"
+                                                    if output.get("exitCode") is not None else ""))
+        print("\n".join(lines) or "(no output)")
+        return
+    jobs = await client.jobs()
+    if not jobs:
+        print("No background jobs.")
+        return
+    rows = ["| job | status | elapsed | chat | command |", "|---|---|---|---|---|"]
+    for job in jobs:
+        status = str(job.get("status"))
+        if job.get("exitCode") is not None:
+            status += f" ({job['exitCode']})"
+        name = f"{job.get('id')}" + (f" {_cell(job.get('summary'))}" if job.get("summary") else "")
+        rows.append(f"| `{name}` | {status} | {job.get('elapsed')} | {_cell(job.get('chatLabel'))} | "
+                    f"`{_cell(job.get('label'))[:80]}` |")
+    show_markdown("\n".join(rows) + "\n\n`%eca jobs kill ID` stops one; `%eca jobs output ID` shows its output.")
 
 
 def describe_config(session: NotebookSession) -> str:

@@ -52,6 +52,11 @@ class ViewController(Protocol):
 
     def send(self, view: ChatView, text: str) -> None: ...
 
+    # Optional (a controller without them offers no steering): ``chat/promptSteer`` / ``chat/promptSteerRemove``
+    # for the view's running prompt.
+    # def steer(self, view: ChatView, text: str) -> None: ...
+    # def remove_steer(self, view: ChatView) -> None: ...
+
     # Optional (a controller without them shows no Rewind / Fork): rewind the chat to before the prompt with this
     # ``contentId`` (``chat/rollback``, reverting the file changes made since), or fork it there (``chat/fork``).
     # def rewind(self, view: ChatView, content_id: str) -> None: ...
@@ -154,9 +159,17 @@ class ChatView:
         self.send_button = widgets.Button(description="Send", icon="paper-plane", layout=widgets.Layout(width="auto"),
                                           tooltip="Send to the same chat")
         self.send_button.on_click(lambda _b: self.submit())
+        # while the prompt runs, the box steers it (chat/promptSteer): the text waits here until the engine takes it in
+        # at the next round boundary; "Take back" removes it until then
+        self.steer_pending: str | None = None
+        self.steer_note = widgets.HTML(layout=widgets.Layout(display="none"))
+        self.take_back_button = widgets.Button(description="Take back", icon="times", tooltip="Remove this steer",
+                                               layout=widgets.Layout(width="auto", display="none"))
+        self.take_back_button.on_click(lambda _b: self.take_back_steer())
         self.controls = widgets.HBox([self.stop_button, self.input, self.send_button])
         self.widget = widgets.VBox([self.style, self.blocks_box, self.plan.widget, self.questions, self.progress,
-                                    self.footer, self.controls])
+                                    self.footer, widgets.HBox([self.steer_note, self.take_back_button]),
+                                    self.controls])
         self.widget.add_class("eca-chat")
 
     def _ipython_display_(self) -> None:
@@ -180,7 +193,7 @@ class ChatView:
         self._replaying = False
         self._mark(self.transcript.begin_turn(_shown(prompt)))
         self.stop_button.layout.display = None
-        self.send_button.disabled = True
+        self._steering(self._can_steer())
         self._chrome_dirty = True
         self.coalescer.mark()
 
@@ -226,7 +239,15 @@ class ChatView:
         else:
             start = self.transcript.turn_start
             blocks = self.transcript.blocks
-            if start >= len(blocks) or blocks[start].kind != "user" or blocks[start].id is not None:
+            if start >= len(blocks) or blocks[start].kind != "user":
+                return
+            if blocks[start].id is not None:  # the turn's prompt is named: a later user text is a steer taken in
+                if self.running and content_id:
+                    block = Block("user", "➡ " + _shown(str(content.get("text") or "").strip()))
+                    block.id = str(content_id)
+                    blocks.append(block)
+                    self._mark(block)
+                    self._set_steer(None)
                 return
             block = blocks[start]
         block.id = str(content_id) if content_id else None
@@ -284,7 +305,12 @@ class ChatView:
         self.coalescer.mark()
         self.coalescer.close()
         self.stop_button.layout.display = "none"
+        self._steering(False)
         self.send_button.disabled = False
+        left, self.steer_pending = self.steer_pending, None
+        self._set_steer(None)
+        if left and self.controller is not None:  # the prompt ended before taking it in: sent as a prompt
+            self.controller.send(self, left)
 
     def _mark(self, block: Block) -> None:
         self._dirty[id(block)] = block
@@ -295,9 +321,46 @@ class ChatView:
         if self.controller is not None and self.running:
             self.controller.stop(self)
 
+    def _can_steer(self) -> bool:
+        return self.controller is not None and hasattr(self.controller, "steer")
+
+    def _steering(self, on: bool) -> None:
+        """The box and its button steer the running prompt (on) or send a new one (off)."""
+        self.send_button.description = "Steer" if on else "Send"
+        self.send_button.icon = "share" if on else "paper-plane"
+        self.send_button.tooltip = ("Guide the running answer: joins after its current tool calls" if on
+                                    else "Send to the same chat")
+        self.send_button.disabled = not on and self.running
+        self.input.placeholder = "Steer the running answer…" if on else "Continue this chat…"
+
+    def _set_steer(self, text: str | None) -> None:
+        self.steer_pending = text
+        self.steer_note.value = (f'<span class="eca-steer">➡ waiting for the next round: {html.escape(text)}</span>'
+                                 if text else "")
+        self.steer_note.layout.display = None if text else "none"
+        self.take_back_button.layout.display = None if text else "none"
+
+    def take_back_steer(self) -> None:
+        """Remove the pending steer (``chat/promptSteerRemove``) and put its text back in the box."""
+        if self.steer_pending is None or self.controller is None:
+            return
+        remove = getattr(self.controller, "remove_steer", None)
+        if remove is not None:
+            remove(self)
+        self.input.value = self.steer_pending
+        self._set_steer(None)
+
     def submit(self, text: str | None = None) -> None:
         text = (self.input.value if text is None else text).strip()
-        if not text or self.controller is None or self.running:
+        if not text or self.controller is None:
+            return
+        if self.running:
+            steer = getattr(self.controller, "steer", None)
+            if steer is None:
+                return
+            self.input.value = ""
+            steer(self, text)
+            self._set_steer(f"{self.steer_pending}\n{text}" if self.steer_pending else text)
             return
         self.input.value = ""
         self.controller.send(self, text)
