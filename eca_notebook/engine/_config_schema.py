@@ -121,6 +121,8 @@ class ModelConfig(_ConfigModel):
     # ours: treat it as a small model — compact system prompt, tools only when a prompt asks for them (as the
     # embedded model always is); for tiny Ollama / llama.cpp models
     compact: bool = False
+    # the reference's: named payload presets (reasoning effort…) merged over the built-in ones; ``{}`` removes one
+    variants: dict[str, dict[str, Any]] = Field(default_factory=dict)
     cost: _CostConfig | None = None
     limit: _LimitConfig | None = None
 
@@ -161,6 +163,10 @@ class ProviderConfig(_ConfigModel):
     models: dict[str, ModelConfig] = Field(default_factory=dict)
     fetch_models: bool | None = None
     headers: dict[str, str] = Field(default_factory=dict)
+    # the reference's: Anthropic prompt-cache lifetime, "short" (5 min, the default) or "long" (1 h)
+    cache_retention: Literal["short", "long"] | None = None
+    # ours: send OpenAI's ``prompt_cache_key`` (default: only to api.openai.com; a compatible server may reject it)
+    prompt_cache_key: bool | None = None
 
     @field_validator("models", mode="before")
     @classmethod
@@ -377,6 +383,8 @@ class Config(_ConfigModel):
     index: IndexConfig = Field(default_factory=IndexConfig)
     # ours: the token budget of the automatic editor context a session-stream client sends with each message
     editor_context_tokens: int = Field(default=6000, ge=0)
+    # the reference's: the share of the context window (percent) at which a chat is compacted automatically
+    auto_compact_percentage: float = Field(default=75, gt=0, le=100)
 
     @field_validator("providers", "behavior", "mcp_servers", mode="before")
     @classmethod

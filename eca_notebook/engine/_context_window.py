@@ -51,12 +51,14 @@ import re
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 
+from ..protocol import ContextBreakdown, ContextCategory
 from ..providers.base import AssistantMessage, Message, ProviderError, ProviderRequest, ToolResultMessage, UserMessage
 from ._chat import Chat
 from ._toolcall import strip_prefix
 from .config import ModelInfo
 
 __all__ = [
+    "AUTO_COMPACT_PERCENTAGE",
     "CHARS_PER_TOKEN",
     "COMPACT_PREFIX",
     "COMPACT_PROMPT",
@@ -74,6 +76,7 @@ __all__ = [
     "ContextWindow",
     "CountTokens",
     "clip_messages",
+    "context_breakdown",
     "estimate_messages",
     "estimate_request",
     "estimate_text",
@@ -107,6 +110,7 @@ _MESSAGE_TOKENS = 4  # role and separators, per message
 _TOOL_TOKENS = 8  # per tool offered, besides its name, description and schema
 
 TRIGGER = 0.85  # a request estimated above this share of the input allowance is made smaller before it is sent
+AUTO_COMPACT_PERCENTAGE = 75  # …or above this share (percent) of the whole window: the reference's default
 # A small model's: the embedded model's provider drops the oldest messages itself past (window − reply − 1200) × 3
 # characters (providers/local.py); compacting before that keeps a summary of them instead.
 _SMALL_MODEL_TRIGGER = 0.75
@@ -192,8 +196,49 @@ def estimate_request(request: ProviderRequest, chars_per_token: float = CHARS_PE
     """Tokens of a whole request, estimated: system prompt, tool schemas and history."""
     tools = sum(estimate_text(t.name + t.description + json.dumps(t.parameters), chars_per_token) + _TOOL_TOKENS
                 for t in request.tools)
-    return estimate_text(request.system, chars_per_token) + tools + estimate_messages(request.messages,
+    return estimate_text(request.full_system(), chars_per_token) + tools + estimate_messages(request.messages,
                                                                                       chars_per_token)
+
+
+# The reference's canonical colours and swatches of the context categories (every client draws the same bar).
+_CATEGORY_STYLE = {
+    "System prompt": ("#61afef", "🟦"),
+    "Tool definitions": ("#e8924a", "🟧"),
+    "Tool calls": ("#e06c75", "🟥"),
+    "Conversation": ("#98c379", "🟩"),
+}
+_FREE_STYLE = ("#5c6370", "⬜")
+
+
+def context_breakdown(request: ProviderRequest, reported: int, context: int | None,
+                      chars_per_token: float = CHARS_PER_TOKEN) -> ContextBreakdown:
+    """What fills the window, by the reference's categories: estimates of the request's parts, scaled so they add
+    up to the input tokens the provider ``reported`` for it (when it did)."""
+    tools = sum(estimate_text(t.name + t.description + json.dumps(t.parameters), chars_per_token) + _TOOL_TOKENS
+                for t in request.tools)
+    calls = conversation = 0
+    for message in request.messages:
+        tokens = _message_tokens(message, chars_per_token)
+        if isinstance(message, ToolResultMessage):
+            calls += tokens
+        elif isinstance(message, AssistantMessage) and message.tool_calls:
+            share = sum(len(c.name) + len(c.arguments) for c in message.tool_calls)
+            part = math.ceil(tokens * share / max(1, _chars(message)))
+            calls += part
+            conversation += tokens - part
+        else:
+            conversation += tokens
+    raw = [(name, tokens) for name, tokens in (("System prompt", estimate_text(request.full_system(), chars_per_token)),
+                                               ("Tool definitions", tools), ("Tool calls", calls),
+                                               ("Conversation", conversation)) if tokens > 0]
+    estimated = sum(t for _, t in raw)
+    used = reported if reported > 0 else estimated
+    scale = used / estimated if reported > 0 and estimated else 1.0
+    categories = [ContextCategory(name=name, tokens=round(tokens * scale), color=_CATEGORY_STYLE[name][0],
+                                  emoji=_CATEGORY_STYLE[name][1]) for name, tokens in raw]
+    return ContextBreakdown(categories=categories, used_tokens=used,
+                            free_tokens=max(0, context - used) if context else None, context_limit=context or None,
+                            free_color=_FREE_STYLE[0], free_emoji=_FREE_STYLE[1])
 
 
 # -- overflow errors ---------------------------------------------------------------------------------------------
@@ -407,9 +452,12 @@ class _Calibration:
 class ContextWindow:
     """One chat's window on one model: the input allowance and calibrated estimates."""
 
-    def __init__(self, model: ModelInfo, output_tokens: int, chat: Chat | None = None) -> None:
+    def __init__(self, model: ModelInfo, output_tokens: int, chat: Chat | None = None, *,
+                 auto_compact: float | None = None) -> None:
         self.chars_per_token = SMALL_MODEL_CHARS_PER_TOKEN if model.compact else CHARS_PER_TOKEN
         self.trigger = _SMALL_MODEL_TRIGGER if model.compact else TRIGGER  # share of the allowance
+        # the config's ``autoCompactPercentage`` (the reference's, default 75): share of the whole window
+        self.auto_compact_percentage = float(auto_compact if auto_compact is not None else AUTO_COMPACT_PERCENTAGE)
         self._asked = max(0, output_tokens)
         known: _Calibration | None = getattr(chat, "context_window", None) if chat is not None else None
         if known is None or known.model != model.id:
@@ -451,6 +499,15 @@ class ContextWindow:
             return None
         output = self.output_tokens if output_tokens is None else output_tokens
         return max(context // 4, context - output)
+
+    def threshold(self, allowance: int) -> float:
+        """Tokens above which a request is made smaller: ``autoCompactPercentage`` of the window, or earlier when
+        the output the request asks for needs the room (:data:`TRIGGER` of the allowance)."""
+        context = self.context
+        limit = self.trigger * allowance
+        if context:
+            limit = min(limit, self.auto_compact_percentage / 100 * context)
+        return limit
 
     def raw(self, request: ProviderRequest) -> int:
         """The uncalibrated estimate of a request (what :meth:`measured` compares the reported count with)."""
@@ -529,7 +586,7 @@ class ContextKeeper:
         if self.budget is not None and not self.compacting:
             return await self._fit_budget(request, self.budget)
         allowance = self.window.allowance(request.max_tokens)
-        if allowance is None or self.window.estimate(request) <= self.window.trigger * allowance:
+        if allowance is None or self.window.estimate(request) <= self.window.threshold(allowance):
             return request
         return await self._reduce(request, allowance, forced=False)
 
@@ -553,7 +610,7 @@ class ContextKeeper:
 
     async def _reduce(self, request: ProviderRequest, allowance: int, *, forced: bool) -> ProviderRequest:
         window = self.window
-        enough = (TRIM_TO if forced else window.trigger) * allowance  # after an error it goes further
+        enough = TRIM_TO * allowance if forced else window.threshold(allowance)  # after an error it goes further
         fixed = window.estimate(self._with_history(request, []))  # system prompt and tools
         if self.compacting:  # /compact's own request: shorten what is sent, keep the history for the command
             messages, omitted = shrink_messages(request.messages, self._raw_tokens(TRIM_TO * allowance - fixed),
@@ -612,7 +669,7 @@ class ContextKeeper:
         messages = list(request.messages)
         tools = sum(estimate_text(t.name + t.description + json.dumps(t.parameters), self.window.chars_per_token)
                     + _TOOL_TOKENS for t in request.tools)
-        counts = await self._tokens([request.system, *(_text_of(m) for m in messages)])
+        counts = await self._tokens([request.full_system(), *(_text_of(m) for m in messages)])
         room = max(budget // 4, budget - counts[0] - tools)
         sizes = [c + _MESSAGE_TOKENS for c in counts[1:]]
         starts = [i for i, m in enumerate(messages) if isinstance(m, UserMessage)]
@@ -652,7 +709,9 @@ class ContextKeeper:
         if not trimmed:
             return request
         self.chat.messages = messages
-        log.info("chat %s: trimmed %d tool outputs to save context", self.chat.id, trimmed)
+        # (the history changes in the middle: a provider's prompt cache is read only up to the first trimmed output)
+        log.info("chat %s: trimmed %d tool outputs to save context; the cached prompt prefix ends at the first of "
+                 "them", self.chat.id, trimmed)
         self.note(f"Context nearly full: trimmed the output of {_count(trimmed, 'earlier tool call')} to save "
                   "space.")
         return self._with_history(request)
@@ -689,7 +748,8 @@ class ContextKeeper:
         sent, omitted = shrink_messages([*earlier, UserMessage(text=instruction)],
                                         self._raw_tokens(0.9 * summary_allowance - system), cpt)
         self.progress("Compacting the conversation")
-        log.info("chat %s: compacting %d messages (keeping %d)", self.chat.id, len(earlier), len(recent))
+        log.info("chat %s: compacting %d messages (keeping %d); the cached prompt prefix ends at the system prompt",
+                 self.chat.id, len(earlier), len(recent))
         try:
             text = (await self.summarise(sent, summary_tokens)).strip()
         except ProviderError as exc:

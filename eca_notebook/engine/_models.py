@@ -20,6 +20,7 @@ from ..providers import ProviderSettings, Timeouts, create_provider, list_ollama
 from ..providers import local as _local
 from ..providers.base import Provider
 from ._catalog import sees_images
+from ._variants import builtin_variants
 from .config import Config, ModelInfo, ResolvedProvider, resolve_providers
 
 log = logging.getLogger(__name__)
@@ -85,7 +86,7 @@ class ModelRegistry:
                 infos[info.id] = info
             for name in self._discovered.get(provider.id, []):
                 model_id = f"{provider.id}/{name}"
-                infos.setdefault(model_id, _plain_model(provider.id, name))
+                infos.setdefault(model_id, _plain_model(provider.id, name, provider.api))
         if self.local_status is not None and self.local_status.available:
             info = _plain_model(_local.PROVIDER_ID, _local.MODEL_NAME)
             info.context_limit = _local.CONTEXT_TOKENS
@@ -146,6 +147,8 @@ class ModelRegistry:
                 completion_path=provider.completion_path,
                 headers=dict(provider.headers),
                 timeouts=timeouts,
+                cache_retention=provider.cache_retention,
+                prompt_cache_key=provider.prompt_cache_key,
                 **_think_tags(provider),
             )
             instance = create_provider(settings, self._http)
@@ -182,7 +185,7 @@ def _think_tags(provider: ResolvedProvider) -> dict[str, Any]:
     return tags
 
 
-def _plain_model(provider_id: str, name: str) -> ModelInfo:
+def _plain_model(provider_id: str, name: str, api: str = "") -> ModelInfo:
     return ModelInfo(
         id=f"{provider_id}/{name}",
         provider=provider_id,
@@ -197,4 +200,6 @@ def _plain_model(provider_id: str, name: str) -> ModelInfo:
         output_limit=None,
         reasoning=False,
         image_input=provider_id != _local.PROVIDER_ID and sees_images(name),  # (discovered Ollama models: by name)
+        # a discovered Ollama model that thinks gets the ``think`` efforts (engine/_variants.py)
+        variants=builtin_variants(api, name, False) if api == "ollama" else {},
     )

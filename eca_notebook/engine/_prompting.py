@@ -96,6 +96,10 @@ class PromptPipeline:
             self._note(chat, busy)
             return ChatPromptResult(chat_id=chat.id, model=chat.model, status="error", message=busy)
 
+        if params.variant is not None:  # the chat keeps it ("" clears); unknown to the model: ignored (_variants.py)
+            chat.variant = params.variant or None
+        elif not chat.messages and not chat.contents:  # a new chat starts with the session's choice
+            chat.variant = engine.selected_variant
         if params.trust is not None:
             chat.trust = params.trust
         elif not chat.messages and not chat.contents:  # a new chat starts as `chat.defaultTrust` says (reference)
@@ -271,7 +275,8 @@ class PromptPipeline:
                     first_round_extra=_small_model.first_round_extra(info.provider, bool(offered)) if info.compact
                     else None, stop_loops=info.compact, compacting=compacting,
                     system_note=delegate.system_note if delegate is not None else None,
-                    compact_hooks=None if compacting else engine.hooks.chat.auto_compact(chat))
+                    compact_hooks=None if compacting else engine.hooks.chat.auto_compact(chat),
+                    auto_compact_percentage=engine.config.auto_compact_percentage)
         engine.chat_book.start(chat, turn)
 
     # -- built-in commands ---------------------------------------------------------------------------------------

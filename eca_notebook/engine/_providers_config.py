@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
 from ._catalog import BUILTIN_PROVIDERS, CATALOG, DEFAULT_MODELS, CatalogEntry, lookup, sees_images
+from ._variants import effective_variants
 
 if TYPE_CHECKING:  # only attribute access at run time; avoids an import cycle with config.py
     from .config import Config, ModelConfig
@@ -55,6 +56,8 @@ class ModelInfo:
     system_prompt: str | None = None  # a compact model's own base prompt (the one it was trained with)
     # Takes images (``imageInput``; else the catalog's default by name): images are sent to it, otherwise described.
     image_input: bool = False
+    # named payload presets (engine/_variants.py): built-in reasoning efforts and the config's ``variants``
+    variants: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     def cost(
         self, input_tokens: int, output_tokens: int, cache_read_tokens: int = 0, cache_write_tokens: int = 0
@@ -107,6 +110,8 @@ class ResolvedProvider:
     models: dict[str, ModelInfo] = field(default_factory=dict)
     authenticated: bool = False
     fetch_models: bool | None = None
+    cache_retention: Literal["short", "long"] = "short"
+    prompt_cache_key: bool | None = None
 
 
 def env_prefix(provider_id: str) -> str:
@@ -141,7 +146,8 @@ def _catalog_anywhere(name: str) -> CatalogEntry | None:
     return None
 
 
-def _model_info(provider_id: str, key: str, mc: ModelConfig | None) -> ModelInfo:
+def _model_info(provider_id: str, key: str, mc: ModelConfig | None, api: str = "",
+                long_cache: bool = False) -> ModelInfo:
     own = lookup(provider_id, key)
     api_name = (mc.model_name if mc is not None else None) or (own.api_name if own and own.api_name else None) or key
     if own is None:
@@ -159,16 +165,20 @@ def _model_info(provider_id: str, key: str, mc: ModelConfig | None) -> ModelInfo
 
     reasoning = pick("reasoning", prices=False)
     known = own or borrowed
+    cache_write = pick("cache_write_cost", prices=True)
+    input_cost = pick("input_cost", prices=True)
+    if long_cache and (mc is None or mc.cache_write_cost is None) and input_cost is not None:
+        cache_write = 2 * input_cost  # Anthropic bills 1-hour cache writes at twice the input price
     return ModelInfo(
         id=f"{provider_id}/{key}",
         provider=provider_id,
         name=api_name,
         extra_payload=dict(mc.extra_payload) if mc is not None else {},
         extra_headers=dict(mc.extra_headers) if mc is not None else {},
-        input_cost=pick("input_cost", prices=True),
+        input_cost=input_cost,
         output_cost=pick("output_cost", prices=True),
         cache_read_cost=pick("cache_read_cost", prices=True),
-        cache_write_cost=pick("cache_write_cost", prices=True),
+        cache_write_cost=cache_write,
         context_limit=pick("context_limit", prices=False),
         output_limit=pick("output_limit", prices=False),
         output_max=known.output_limit if known is not None else None,
@@ -176,6 +186,7 @@ def _model_info(provider_id: str, key: str, mc: ModelConfig | None) -> ModelInfo
         reasoning_history=mc.reasoning_history if mc is not None else None,
         compact=bool(mc is not None and mc.compact),
         image_input=mc.image_input if mc is not None and mc.image_input is not None else sees_images(api_name),
+        variants=effective_variants(api, api_name, bool(reasoning), mc.variants if mc is not None else None),
     )
 
 
@@ -221,7 +232,8 @@ def resolve_providers(
 
         configured = pc.models if pc is not None else {}
         names = list(dict.fromkeys([*DEFAULT_MODELS.get(pid, ()), *configured]))
-        models = {name: _model_info(pid, name, configured.get(name)) for name in names}
+        long_cache = api == "anthropic" and pc is not None and pc.cache_retention == "long"
+        models = {name: _model_info(pid, name, configured.get(name), api, long_cache) for name in names}
 
         # A local OpenAI-compatible server (llama.cpp, vLLM, LM Studio) needs no key: an explicit URL and
         # explicitly configured models are the user saying "this is mine".
@@ -239,5 +251,7 @@ def resolve_providers(
             models=models,
             authenticated=key is not None or api == "ollama" or keyless_local,
             fetch_models=pc.fetch_models if pc is not None else None,
+            cache_retention=(pc.cache_retention if pc is not None else None) or "short",
+            prompt_cache_key=pc.prompt_cache_key if pc is not None else None,
         )
     return resolved

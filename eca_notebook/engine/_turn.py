@@ -16,6 +16,7 @@ import asyncio
 import contextlib
 import contextvars
 import dataclasses
+import hashlib
 import json
 import logging
 import time
@@ -24,6 +25,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import aclosing, nullcontext
 from typing import Any, cast
 
+from .._merge import deep_merge
 from ..protocol import (
     ProgressContent,
     ReasonFinishedContent,
@@ -65,10 +67,12 @@ from ._context_window import (
     ContextFull,
     ContextKeeper,
     ContextWindow,
+    context_breakdown,
     is_overflow,
 )
 from ._repetition import RepetitionGuard
 from ._toolcall import ToolCallContents, ToolCallRunner, strip_prefix
+from ._variants import variant_payload
 from ._vision import ImagePolicy, has_images, prepare_images
 from .config import ModelInfo
 
@@ -94,6 +98,11 @@ def _canonical(arguments: str) -> str:
         return json.dumps(json.loads(arguments or "{}"), sort_keys=True, ensure_ascii=False)
     except ValueError:
         return arguments
+
+
+def cache_key(chat_id: str) -> str:
+    """The chat's ``prompt_cache_key``: stable for all its requests, different per chat, not the id itself."""
+    return "eca-" + hashlib.sha256(chat_id.encode()).hexdigest()[:32]
 
 
 def format_cost(cost: float | None) -> str | None:
@@ -159,6 +168,7 @@ class Turn:
         compacting: bool = False,
         system_note: Callable[[], str | None] | None = None,
         compact_hooks: tuple[BeforeCompact, AfterCompact] | None = None,
+        auto_compact_percentage: float | None = None,
     ) -> None:
         # asked before each request: a door's note for the system prompt (what changed in the user's editor since
         # the prompt, from the session stream's client.context_update); None or "" adds nothing
@@ -188,7 +198,8 @@ class Turn:
         self.stop_loops = stop_loops
         # Each request is made to fit the model's context window (trimmed, compacted, shortened; _context_window.py).
         # ``compacting``: this turn is /compact itself, whose request is only shortened.
-        self.context = ContextKeeper(chat, ContextWindow(model, self.max_tokens, chat), self._summarise, self._note,
+        window = ContextWindow(model, self.max_tokens, chat, auto_compact=auto_compact_percentage)
+        self.context = ContextKeeper(chat, window, self._summarise, self._note,
                                      lambda text: self.progress("running", text), compacting=compacting,
                                      reasoning=model.reasoning,
                                      # the user's preCompact/postCompact hooks, triggered "auto" (_hooks.py)
@@ -198,6 +209,7 @@ class Turn:
                                      budget=SMALL_MODEL_PROMPT_TOKENS if model.compact else None,
                                      count=getattr(provider, "count_tokens", None) if model.compact else None)
         self._sent_estimate = 0  # the uncalibrated estimate of the request being streamed (see ContextWindow)
+        self._sent: ProviderRequest | None = None
         self._assistant: AssistantMessage | None = None
         self._text_parts: list[str] = []  # the current round's text chunks, see _join_text
         self._outcomes: dict[tuple[str, str], tuple[int, str]] = {}  # (tool, arguments) → (times in a row, output)
@@ -354,20 +366,29 @@ class Turn:
         return (is_overflow(exc) and not self._text_parts
                 and (answer is None or not (answer.text or answer.tool_calls or answer.reasoning)))
 
+    def _extra(self) -> dict[str, Any]:
+        """``extraPayload`` with the chat's variant merged over it (as the reference merges them)."""
+        payload = variant_payload(self.model.variants, self.chat.variant)
+        return deep_merge(dict(self.model.extra_payload), payload) if payload else dict(self.model.extra_payload)
+
     def _request(self) -> ProviderRequest:
-        extra = dict(self.model.extra_payload)
+        extra = self._extra()
         if self._rounds_with_calls == 0:  # the first round: every later one follows a round with tool calls
             extra.update(self.first_round_extra)
         note = self.system_note() if self.system_note is not None else None
+        # The system prompt and the tools are the same bytes in every round and prompt of the chat (the start of
+        # the prompt a provider caches); the note that may change goes after them (ProviderRequest.system_note).
         return ProviderRequest(
             model=self.model.name,
             messages=list(self.chat.messages),
-            system=f"{self.system}\n\n{note}" if note else self.system,
+            system=self.system,
+            system_note=note or "",
             tools=list(self.tools) if self.tool_rounds is None or self._rounds_with_calls < self.tool_rounds else [],
             max_tokens=self.context.window.output_tokens,  # self.max_tokens, unless a learned window is smaller
             reasoning=self.model.reasoning,
             extra=extra,
             extra_headers=dict(self.model.extra_headers),
+            cache_key=cache_key(self.chat.id),
         )
 
     async def _fit_images(self, request: ProviderRequest) -> ProviderRequest:
@@ -395,6 +416,7 @@ class Turn:
             reasoning_budget=1024 if self.model.reasoning else None,  # little thinking: the output is the summary
             extra=dict(self.model.extra_payload),
             extra_headers=dict(self.model.extra_headers),
+            cache_key=cache_key(self.chat.id),
         )
         estimate = self.context.window.raw(request)
         parts: list[str] = []
@@ -413,6 +435,7 @@ class Turn:
 
     async def _stream(self, request: ProviderRequest) -> list[ToolCall]:
         self._sent_estimate = self.context.window.raw(request)
+        self._sent = request  # what the usage's context breakdown describes
         self.progress("running", "Waiting model")
         self._assistant = AssistantMessage()
         self._text_parts.clear()
@@ -560,11 +583,16 @@ class Turn:
         limit = None
         if self.model.context_limit and self.model.output_limit:
             limit = UsageLimit(context=self.model.context_limit, output=self.model.output_limit)
+        window = self.context.window
         return UsageContent(
             session_tokens=usage.session_tokens,
             last_message_cost=last_cost,
             session_cost=format_cost(usage.cost),
             limit=limit,
+            # a small model is never compacted (a fixed budget instead): no threshold to show
+            auto_compact_percentage=None if self.model.compact else window.auto_compact_percentage,
+            context_breakdown=(context_breakdown(self._sent, usage.last_input_tokens, window.context,
+                                                 window.chars_per_token) if self._sent is not None else None),
             # early-revision fields, still read by older clients
             message_input_tokens=usage.last_input_tokens,
             message_output_tokens=usage.last_output_tokens,

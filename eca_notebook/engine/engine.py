@@ -69,6 +69,7 @@ from ._toolbox import Toolbox
 from ._toolcall import Answer, PendingApproval
 from ._trust import WorkspaceTrust, update_chat
 from ._turn import CURRENT_TURN
+from ._variants import selectable
 from .commands import Command
 from .config import LoadedConfig, ModelInfo, global_config_path, load_config
 from .store import ChatStore, chats_dir_for
@@ -185,6 +186,7 @@ class Engine:
         self.selected_behavior: str = self._initial_behavior()
         self.announced_agents: list[str] | None = None  # the agents the last config/updated listed
         self.selected_model: str | None = None
+        self.selected_variant: str | None = None  # of new chats (a session-wide chat/selectedModelChanged variant)
         # the workspace file index behind chat/queryContext, @-completion and the repo map
         self.index: WorkspaceIndex | None = WorkspaceIndex(self.workspace_folders) if self.workspace_folders else None
         # the content index behind search_symbols / search_text / vector_search: built on first use, not here
@@ -373,6 +375,8 @@ class Engine:
                 agents=self.behaviors(),
                 select_model=self.selected_model or self.registry.default_model(),
                 select_behavior=self.selected_behavior,
+                **self._variant_selection(self.selected_model or self.registry.default_model(),
+                                          self.selected_variant),
                 select_agent=self.selected_behavior,
                 welcome_message=self.welcome_message(),
             )
@@ -613,14 +617,34 @@ class Engine:
         if chat is not None:
             chat.behavior = behavior
 
-    def select_model(self, model: str, chat_id: str | None = None) -> None:
-        """Select the model of new prompts (and of the chat, when given); ValueError for an unknown one."""
+    def select_model(self, model: str, chat_id: str | None = None, variant: str | None = None) -> None:
+        """Select the model of new prompts (and of the chat, when given); ValueError for an unknown one. ``variant``
+        (chat/selectedModelChanged's) is kept when the model has it, else cleared."""
         if model not in self.registry.models():
             raise ValueError(f"unknown model '{model}'")
         self.selected_model = model
+        kept = self._variant_selection(model, variant)["select_variant"]
         chat = self.chats.get(chat_id) if chat_id else None
         if chat is not None:
             chat.model = model
+            chat.variant = kept
+        else:
+            self.selected_variant = kept
+
+    def _variant_selection(self, model: str | None, variant: str | None) -> dict[str, Any]:
+        """``variants`` of a model and the ``selectVariant`` for it: the given one when the model has it, else None."""
+        info = self.registry.model_infos().get(model) if model else None
+        names = selectable(info.variants) if info is not None else []
+        return {"variants": names, "select_variant": variant if variant in names else None}
+
+    def variants_updated(self, chat_id: str | None = None) -> ConfigUpdatedParams:
+        """The ``config/updated`` answering a model or variant choice: the model's variants and the one selected
+        (scoped to the chat when given, as the reference does)."""
+        chat = self.chats.get(chat_id) if chat_id else None
+        model = (chat.model if chat is not None else None) or self.selected_model or self.registry.default_model()
+        variant = chat.variant if chat is not None else self.selected_variant
+        return ConfigUpdatedParams(chat_id=chat_id if chat is not None else None,
+                                   chat=ConfigUpdatedChat(**self._variant_selection(model, variant)))
 
     # -- diagnostics ---------------------------------------------------------------------------------------------
 

@@ -71,6 +71,9 @@ class ChatPromptParams(EcaModel):
     #: Trust mode for this chat (the reference's): tool calls that would ask are auto-approved — never a ``deny``,
     #: and here never a call outside the workspace. Kept on the chat; absent leaves it as it was.
     trust: bool | None = None
+    #: The model variant (named payload preset, e.g. "high" reasoning effort) for this prompt; kept as the chat's.
+    #: An empty string clears it; a variant the model does not have is ignored (the reference's rule).
+    variant: str | None = None
 
     @model_validator(mode="before")
     @classmethod
@@ -239,10 +242,13 @@ class ChatSelectedBehaviorChangedParams(EcaModel):
 
 
 class ChatSelectedModelChangedParams(EcaModel):
-    """``chat/selectedModelChanged``: the user picked another model."""
+    """``chat/selectedModelChanged``: the user picked another model (and maybe a variant of it). The server answers
+    with ``config/updated`` carrying the model's ``variants`` and the ``selectVariant`` (null when the model has no
+    such variant)."""
 
     model: str
     chat_id: ChatId | None = None
+    variant: str | None = None
 
 
 class ChatListParams(EcaModel):

@@ -6,6 +6,8 @@ Every field is optional on purpose: per the spec a missing field means "unchange
 
 from __future__ import annotations
 
+from typing import Any
+
 from ._base import EcaModel
 
 __all__ = ["ConfigUpdatedChat", "ConfigUpdatedParams"]
@@ -26,6 +28,11 @@ class ConfigUpdatedChat(EcaModel):
     select_agent: str | None = None
     #: The chat's trust mode, in a chat-scoped update (``chatId``): clients set their trust indicator to it.
     select_trust: bool | None = None
+    #: The selected model's variant names (sorted; ``[]``: none — clients show "-"), the reference's field.
+    variants: list[str] | None = None
+    #: The variant clients select; ``null`` clears it (the model has none, or not the one selected). Sent only
+    #: together with ``variants`` (an absent key means unchanged, so a ``None`` here is written out as ``null``).
+    select_variant: str | None = None
     welcome_message: str | None = None
 
 
@@ -35,3 +42,10 @@ class ConfigUpdatedParams(EcaModel):
     #: When present, the per-chat fields (``selectTrust``) apply to this chat only.
     chat_id: str | None = None
     chat: ConfigUpdatedChat | None = None
+
+    def dump(self) -> dict[str, Any]:
+        """The wire form; ``selectVariant`` goes with ``variants`` even when null (null clears the selection)."""
+        data = super().dump()
+        if self.chat is not None and self.chat.variants is not None:
+            data.setdefault("chat", {})["selectVariant"] = self.chat.select_variant
+        return data

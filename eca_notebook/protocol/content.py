@@ -26,6 +26,8 @@ __all__ = [
     "CONTENT_TYPES",
     "ChatContent",
     "ContentModel",
+    "ContextBreakdown",
+    "ContextCategory",
     "FileChangeDetails",
     "FileChangeHunk",
     "ImageContent",
@@ -101,6 +103,27 @@ class UsageLimit(EcaModel):
     output: int
 
 
+class ContextCategory(EcaModel):
+    """One part of what fills the context window (the reference's ``contextBreakdown.categories``)."""
+
+    name: str
+    tokens: int
+    color: str  #: canonical hex colour of the category, so every client draws the same bar
+    emoji: str  #: the same as an emoji swatch, for plain-text legends
+
+
+class ContextBreakdown(EcaModel):
+    """How the context window is occupied, by category (estimates at ~4 characters per token, scaled to the input
+    tokens the provider reported for the last request)."""
+
+    categories: list[ContextCategory]
+    used_tokens: int
+    free_tokens: int | None = None
+    context_limit: int | None = None
+    free_color: str | None = None
+    free_emoji: str | None = None
+
+
 class UsageContent(EcaModel):
     """Token usage and cost of the chat so far, sent after each model response."""
 
@@ -109,6 +132,10 @@ class UsageContent(EcaModel):
     last_message_cost: str | None = None
     session_cost: str | None = None
     limit: UsageLimit | None = None
+    #: The share of the context window (percent) at which the chat is compacted automatically; absent when the
+    #: model is never compacted (a small model). Clients draw it as a mark on the context meter.
+    auto_compact_percentage: float | None = None
+    context_breakdown: ContextBreakdown | None = None
     # Early revision's fields, still read by older clients.
     message_input_tokens: int | None = None
     message_output_tokens: int | None = None

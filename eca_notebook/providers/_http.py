@@ -15,6 +15,7 @@ import re
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal
+from urllib.parse import urlsplit
 
 import httpx
 
@@ -51,6 +52,12 @@ class ProviderSettings:
     retry_max_delay: float = 30.0  # a server asking to wait longer than this fails at once instead
     think_tag_start: str = "<think>"  # openai-chat: reasoning inline in the content
     think_tag_end: str = "</think>"
+    # anthropic: how long a cache breakpoint's prefix is kept — "short" (5 min, writes at 1.25× the input price) or
+    # "long" (1 h, ``ttl: "1h"``, writes at 2×): the reference's ``cacheRetention``
+    cache_retention: Literal["short", "long"] = "short"
+    # openai-*: send ``prompt_cache_key`` (a stable key per chat). None: only to OpenAI's own API — a compatible
+    # server may reject the unknown field; config ``promptCacheKey`` turns it on or off
+    prompt_cache_key: bool | None = None
 
     def __repr__(self) -> str:  # never show the key in tracebacks or logs
         key = "***" if self.key else None
@@ -143,6 +150,18 @@ class HttpProvider:
 
     def auth_headers(self) -> dict[str, str]:
         return {"authorization": f"Bearer {self.settings.key}"} if self.settings.key else {}
+
+    def official_openai(self) -> bool:
+        """Whether the endpoint is OpenAI's own API (which knows fields compatible servers may reject)."""
+        host = (urlsplit(self.endpoint).hostname or "").lower()
+        return host == "api.openai.com"
+
+    def cache_key_field(self, request: ProviderRequest) -> dict[str, str]:
+        """``{"prompt_cache_key": …}`` for a chat's request where the provider takes it (see ProviderSettings)."""
+        wanted = self.settings.prompt_cache_key
+        if wanted is None:
+            wanted = self.official_openai()
+        return {"prompt_cache_key": request.cache_key} if wanted and request.cache_key else {}
 
     def parse(self, response: httpx.Response) -> AsyncIterator[StreamEvent]:
         """Yield events from a 2xx response; raise :class:`ProviderError` for in-stream errors and truncation."""

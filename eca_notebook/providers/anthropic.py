@@ -46,6 +46,7 @@ __all__ = [
     "MIN_THINKING_BUDGET",
     "AnthropicProvider",
     "image_block",
+    "mark_messages",
     "tool_input",
 ]
 
@@ -154,12 +155,19 @@ class AnthropicProvider(HttpProvider):
 
         max_tokens = request.max_tokens or DEFAULT_MAX_TOKENS
         body: dict[str, Any] = {"model": request.model, "max_tokens": max_tokens, "messages": messages, "stream": True}
+        cache = self.cache_control()
         if request.system:
-            body["system"] = request.system
+            body["system"] = [{"type": "text", "text": request.system, "cache_control": cache}]
+            if request.system_note:  # after the breakpoint: a changing note leaves the cached prefix intact
+                body["system"].append({"type": "text", "text": request.system_note})
+        elif request.system_note:
+            body["system"] = request.system_note
         if request.tools:
             body["tools"] = [
                 {"name": t.name, "description": t.description, "input_schema": t.parameters} for t in request.tools
             ]
+            body["tools"][-1]["cache_control"] = cache
+        mark_messages(messages, cache)
         thinking = False
         if request.reasoning:
             budget = max(MIN_THINKING_BUDGET, request.reasoning_budget or DEFAULT_THINKING_BUDGET)
@@ -172,6 +180,30 @@ class AnthropicProvider(HttpProvider):
                 body["thinking"] = {"type": "enabled", "budget_tokens": budget}
         if not thinking and request.temperature is not None:
             body["temperature"] = request.temperature
+        return body
+
+    def cache_control(self) -> dict[str, str]:
+        """The breakpoint marker: 5-minute cache, or 1 hour with ``cacheRetention: "long"``."""
+        if self.settings.cache_retention == "long":
+            return {"type": "ephemeral", "ttl": "1h"}
+        return {"type": "ephemeral"}
+
+    def request_body(self, request: ProviderRequest) -> dict[str, Any]:
+        """The body with ``extraPayload`` and a variant's payload merged; thinking a payload turned on (a variant's
+        ``budget_tokens``) is kept within ``max_tokens``, and ``temperature`` dropped next to it, as the API wants."""
+        body = super().request_body(request)
+        thinking = body.get("thinking")
+        if isinstance(thinking, dict) and thinking.get("type") in ("enabled", "adaptive"):
+            body.pop("temperature", None)
+            budget = thinking.get("budget_tokens")
+            max_tokens = body.get("max_tokens")
+            if isinstance(budget, int) and isinstance(max_tokens, int) and budget >= max_tokens:
+                if request.max_tokens is None:
+                    body["max_tokens"] = budget + DEFAULT_MAX_TOKENS
+                elif max_tokens // 2 >= MIN_THINKING_BUDGET:
+                    body["thinking"] = {**thinking, "budget_tokens": max_tokens // 2}
+                else:
+                    body.pop("thinking")
         return body
 
     async def parse(self, response: httpx.Response) -> AsyncIterator[StreamEvent]:
@@ -280,6 +312,16 @@ class AnthropicProvider(HttpProvider):
         if block.kind == "tool_use":
             return [ToolCallFinished(block.id, block.name, "".join(block.parts) or "{}")]
         return []
+
+
+def mark_messages(messages: list[dict[str, Any]], cache: dict[str, str]) -> None:
+    """Cache breakpoints on the history, as Anthropic's guidance for multi-turn tool use places them: the last block
+    of the last message (everything up to it is written to the cache) and of the user message before it — the
+    previous request's last message, so the next request reads the cache from there even when more than the API's
+    20-block look-back was added since. With the tools' and the system prompt's that makes the API's maximum of 4."""
+    users = [m for m in messages if m["role"] == "user" and m["content"]]
+    for message in users[-2:]:
+        message["content"][-1]["cache_control"] = cache
 
 
 def _merge_usage(usage: dict[str, int], update: Any) -> None:

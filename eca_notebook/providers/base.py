@@ -130,6 +130,16 @@ class ProviderRequest:
     reasoning_budget: int | None = None  # thinking tokens (Anthropic), effort hint elsewhere
     extra: dict[str, Any] = field(default_factory=dict)  # merged into the request body as-is (config `extraPayload`)
     extra_headers: dict[str, str] = field(default_factory=dict)  # per-model headers (config `extraHeaders`)
+    # What may change between the rounds of a chat (a door's note on the user's editor): sent after ``system`` and,
+    # where the API caches prompts, after the cache breakpoint, so the system prompt before it stays byte-stable.
+    system_note: str = ""
+    # Stable for every request of one chat (a hash of its id): OpenAI's ``prompt_cache_key`` keeps a chat's requests
+    # on the same cache machine; sent only where the provider accepts it (ProviderSettings.prompt_cache_key).
+    cache_key: str | None = None
+
+    def full_system(self) -> str:
+        """The system prompt and its note as one text, for APIs without cache breakpoints."""
+        return f"{self.system}\n\n{self.system_note}" if self.system_note else self.system
 
 
 # ---------------------------------------------------------------------------------------------------------------

@@ -392,7 +392,8 @@ class LocalProvider:
         offered = [replace(tool, name=shown[tool.name], parameters=lj.required_only(tool.parameters))
                    for tool in offered]
         require = choice == "required"
-        system = "\n\n".join(p for p in (request.system, lj.tool_instructions(offered, require_tool=require)) if p)
+        system = "\n\n".join(p for p in (request.full_system(), lj.tool_instructions(offered, require_tool=require))
+                             if p)
         schema = lj.reply_schema(offered, require_tool=require, loose=loose)
         extra["response_format"] = {"type": "json_schema", "json_schema": {"name": "reply", "schema": schema}}
         return replace(prepared, system=system), offered

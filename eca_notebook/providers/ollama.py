@@ -57,8 +57,8 @@ class OllamaProvider(HttpProvider):
 
     def build_body(self, request: ProviderRequest) -> dict[str, Any]:
         messages: list[dict[str, Any]] = []
-        if request.system:
-            messages.append({"role": "system", "content": request.system})
+        if request.full_system():
+            messages.append({"role": "system", "content": request.full_system()})
         for message in lift_tool_images(request.messages):
             if isinstance(message, UserMessage):
                 user: dict[str, Any] = {"role": "user", "content": message.text}

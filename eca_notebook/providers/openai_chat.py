@@ -58,8 +58,8 @@ class OpenAIChatProvider(HttpProvider):
 
     def build_body(self, request: ProviderRequest) -> dict[str, Any]:
         messages: list[dict[str, Any]] = []
-        if request.system:
-            messages.append({"role": "system", "content": request.system})
+        if request.full_system():
+            messages.append({"role": "system", "content": request.full_system()})
         for message in lift_tool_images(request.messages):
             if isinstance(message, UserMessage):
                 content: str | list[dict[str, Any]] = message.text
@@ -102,6 +102,7 @@ class OpenAIChatProvider(HttpProvider):
             body[self.limit_key()] = request.max_tokens
         if request.temperature is not None:
             body["temperature"] = request.temperature
+        body.update(self.cache_key_field(request))
         return body
 
     def complete(self, request: CompletionRequest) -> AsyncIterator[str]:

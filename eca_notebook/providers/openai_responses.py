@@ -99,8 +99,8 @@ class OpenAIResponsesProvider(HttpProvider):
                     {"type": "function_call_output", "call_id": message.tool_call_id, "output": message.output}
                 )
         body: dict[str, Any] = {"model": request.model, "input": items, "stream": True, "store": False}
-        if request.system:
-            body["instructions"] = request.system
+        if request.full_system():
+            body["instructions"] = request.full_system()
         if request.tools:
             # strict defaults to true here; our tools' schemas are not written for strict mode.
             body["tools"] = [
@@ -120,6 +120,7 @@ class OpenAIResponsesProvider(HttpProvider):
         if request.reasoning:
             body["reasoning"] = {"effort": reasoning_effort(request.reasoning_budget), "summary": "auto"}
             body["include"] = ["reasoning.encrypted_content"]
+        body.update(self.cache_key_field(request))
         return body
 
     async def parse(self, response: httpx.Response) -> AsyncIterator[StreamEvent]:

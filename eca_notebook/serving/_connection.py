@@ -379,10 +379,14 @@ class ServerConnection:
             self.send("$/showMessage", {"type": "warning", "message": str(exc)})
 
     def selected_model_changed(self, params: ChatSelectedModelChangedParams) -> None:
+        engine = self._engine()
         try:
-            self._engine().select_model(params.model, params.chat_id)
+            engine.select_model(params.model, params.chat_id, params.variant)
         except ValueError as exc:
             self.send("$/showMessage", {"type": "warning", "message": str(exc)})
+            return
+        # the reference answers with the model's variants and the one to select (scoped to the chat when given)
+        self.send("config/updated", engine.variants_updated(params.chat_id).dump())
 
     async def query_context(self, params: ChatQueryContextParams) -> dict[str, Any]:
         contexts = await self._engine().query_context(params.query, list(params.contexts))

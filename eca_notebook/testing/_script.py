@@ -50,6 +50,7 @@ class Usage:
     input_tokens: int
     output_tokens: int
     cache_read_tokens: int = 0
+    cache_write_tokens: int = 0  # Anthropic's cache_creation_input_tokens
     type: ClassVar[str] = "usage"
 
 

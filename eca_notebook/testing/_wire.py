@@ -61,6 +61,13 @@ class Renderer:
         self.usage = usage[-1] if usage else Usage(0, 0)
         self.server = server
         self.created = int(time.time())
+        cache = getattr(server, "prompt_cache", None)
+        if cache is not None:  # the input and cache counts follow from the request, as the API bills (_cache.py)
+            self.usage = self.billed(cache, self.usage)
+
+    def billed(self, cache: Any, usage: Usage) -> Usage:
+        """The usage of this request as the API's prompt cache bills it (only the output count is scripted)."""
+        return usage
 
     def start(self, out: Out) -> None: ...
 
@@ -93,6 +100,10 @@ class ResponsesRenderer(Renderer):
     def ev(self, out: Out, kind: str, payload: dict[str, Any]) -> None:
         out.add(f"event: {kind}\ndata: {_dumps({'type': kind, 'sequence_number': self.seq, **payload})}\n\n")
         self.seq += 1
+
+    def billed(self, cache: Any, usage: Usage) -> Usage:
+        fresh, cached = cache.bill_openai(self.request)
+        return Usage(fresh, usage.output_tokens, cache_read_tokens=cached)
 
     def response(self, status: str, usage: bool = False) -> dict[str, Any]:
         resp: dict[str, Any] = {
@@ -263,6 +274,10 @@ class ChatRenderer(Renderer):
         self.reasoning_key = _dumps(self.server.chat_reasoning_field)
         self.tool_index = 0
 
+    def billed(self, cache: Any, usage: Usage) -> Usage:
+        fresh, cached = cache.bill_openai(self.request)
+        return Usage(fresh, usage.output_tokens, cache_read_tokens=cached)
+
     def chunk(self, out: Out, delta: str) -> None:
         out.add(self.head + delta + self.tail)
 
@@ -332,6 +347,10 @@ class AnthropicRenderer(Renderer):
     def ev(out: Out, kind: str, payload: dict[str, Any]) -> None:
         out.add(f"event: {kind}\ndata: {_dumps({'type': kind, **payload})}\n\n")
 
+    def billed(self, cache: Any, usage: Usage) -> Usage:
+        fresh, read, write = cache.bill_anthropic(self.request)
+        return Usage(fresh, usage.output_tokens, cache_read_tokens=read, cache_write_tokens=write)
+
     @classmethod
     def error_body(cls, status: int, message: str, code: str | None = None) -> dict[str, Any]:
         kind = code or cls._ERROR_TYPES.get(status, "api_error" if status >= 500 else "invalid_request_error")
@@ -349,7 +368,7 @@ class AnthropicRenderer(Renderer):
             "stop_sequence": None,
             "usage": {
                 "input_tokens": u.input_tokens,
-                "cache_creation_input_tokens": 0,
+                "cache_creation_input_tokens": u.cache_write_tokens,
                 "cache_read_input_tokens": u.cache_read_tokens,
                 "output_tokens": 1,
             },

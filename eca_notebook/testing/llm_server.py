@@ -39,6 +39,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import urlsplit
 
+from ._cache import PromptCache
 from ._script import (
     STEP_TYPES,
     Cut,
@@ -330,7 +331,11 @@ class ScriptedLLMServer:
         port: int = 0,
         ollama_models: list[str] | None = None,
         chat_reasoning_field: str = "reasoning_content",
+        prompt_cache: bool = False,
     ) -> None:
+        # ``prompt_cache``: report input and cache tokens as the APIs' prompt caches would bill each request
+        # (_cache.py) instead of the scripted counts; only the output count stays scripted
+        self.prompt_cache = PromptCache() if prompt_cache else None
         self.host = host
         self.port = port
         self.ollama_models = list(ollama_models) if ollama_models is not None else ["llama3.2:1b"]

@@ -172,6 +172,7 @@ export interface ChatPromptParams {
   requestId?: string | number;
   contexts?: Array<ChatContext>;
   trust?: boolean;
+  variant?: string;
 }
 
 /** The answer to ``chat/prompt``: the turn is under way (``prompting``) or could not start. */
@@ -246,10 +247,11 @@ export interface ChatSelectedBehaviorChangedParams {
   chatId?: string;
 }
 
-/** ``chat/selectedModelChanged``: the user picked another model. */
+/** ``chat/selectedModelChanged``: the user picked another model (and maybe a variant of it). The server answers with ``config/updated`` carrying the model's ``variants`` and the ``selectVariant`` (null when the model has no such variant). */
 export interface ChatSelectedModelChangedParams {
   model: string;
   chatId?: string;
+  variant?: string;
 }
 
 /** ``chat/statusChanged``: a chat started or stopped running a prompt. */
@@ -365,6 +367,8 @@ export interface ConfigUpdatedChat {
   selectBehavior?: string;
   selectAgent?: string;
   selectTrust?: boolean;
+  variants?: Array<string>;
+  selectVariant?: string;
   welcomeMessage?: string;
 }
 
@@ -372,6 +376,24 @@ export interface ConfigUpdatedChat {
 export interface ConfigUpdatedParams {
   chatId?: string;
   chat?: ConfigUpdatedChat;
+}
+
+/** How the context window is occupied, by category (estimates at ~4 characters per token, scaled to the input tokens the provider reported for the last request). */
+export interface ContextBreakdown {
+  categories: Array<ContextCategory>;
+  usedTokens: number;
+  freeTokens?: number;
+  contextLimit?: number;
+  freeColor?: string;
+  freeEmoji?: string;
+}
+
+/** One part of what fills the context window (the reference's ``contextBreakdown.categories``). */
+export interface ContextCategory {
+  name: string;
+  tokens: number;
+  color: string;
+  emoji: string;
 }
 
 /** The editor's cursor or selection in a file. */
@@ -1059,6 +1081,8 @@ export interface UsageContent {
   lastMessageCost?: string;
   sessionCost?: string;
   limit?: UsageLimit;
+  autoCompactPercentage?: number;
+  contextBreakdown?: ContextBreakdown;
   messageInputTokens?: number;
   messageOutputTokens?: number;
   messageCost?: string;

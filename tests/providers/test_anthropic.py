@@ -68,15 +68,17 @@ async def test_history_maps_to_blocks_with_merged_tool_results(llm, client):
                 "content": [
                     {"type": "tool_result", "tool_use_id": "toolu_1", "content": "a.txt"},
                     {"type": "tool_result", "tool_use_id": "toolu_2", "content": "boom", "is_error": True},
-                    {"type": "text", "text": "also, hurry"},
+                    {"type": "text", "text": "also, hurry", "cache_control": {"type": "ephemeral"}},
                 ],
             },
             {"role": "assistant", "content": [{"type": "text", "text": "Done."}]},
-            {"role": "user", "content": [{"type": "text", "text": "thanks"}]},
+            {"role": "user", "content": [{"type": "text", "text": "thanks", "cache_control": {"type": "ephemeral"}}]},
         ],
         "stream": True,
-        "system": "Be brief.",
-        "tools": [{"name": "list_dir", "description": "List", "input_schema": SCHEMA}],
+        # prompt-cache breakpoints: tools, system, the last two user messages (the API's maximum of four)
+        "system": [{"type": "text", "text": "Be brief.", "cache_control": {"type": "ephemeral"}}],
+        "tools": [{"name": "list_dir", "description": "List", "input_schema": SCHEMA,
+                   "cache_control": {"type": "ephemeral"}}],
         "temperature": 0.3,
     }
 
