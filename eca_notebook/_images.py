@@ -30,6 +30,7 @@ import os
 import threading
 import warnings
 from collections import OrderedDict
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -227,23 +228,46 @@ def fit_image(part: ImagePart, max_side: int, max_bytes: int) -> ImagePart:
 
 
 def _encode(im: Any, max_side: int, max_bytes: int, name: str, media_type: str) -> ImagePart:
-    """*im* (decoded) scaled to *max_side* and encoded in its own format (a GIF as PNG), then as ever smaller JPEG
-    until it is at most *max_bytes*."""
+    """*im* (decoded) scaled to *max_side* and encoded as small as it stays clear (:func:`_candidates`), the first
+    candidate of at most *max_bytes*; half the pixels again when none is."""
     image_mod = _pil()
-    frame = im.copy()
-    frame.thumbnail((max_side, max_side), image_mod.Resampling.LANCZOS)
-    keep = {"image/png": "PNG", "image/gif": "PNG", "image/webp": "WEBP", "image/jpeg": "JPEG"}[media_type]
-    attempts: list[tuple[str, int]] = [(keep, 85)] + [("JPEG", q) for q in (85, 70, 50)]
+    alpha = im.mode in ("RGBA", "LA", "PA") or "transparency" in im.info
+    # a chart, a diagram, a UI screenshot: few colours, which smoothing would multiply into thousands (a 2400 px
+    # chart downscaled became 5 times larger as plain PNG) — kept few by a palette after scaling
+    few_colors = im.getcolors(256) is not None
+    frame = im.copy() if im.mode in ("RGB", "RGBA", "L") else im.convert("RGBA" if alpha else "RGB")
     side = max_side
     for _ in range(4):
-        for fmt, quality in attempts:
-            out = io.BytesIO()
-            img = frame if fmt != "JPEG" or frame.mode in ("RGB", "L") else frame.convert("RGB")
-            img.save(out, format=fmt, **({"quality": quality} if fmt in ("JPEG", "WEBP") else {"optimize": True}))
-            data = out.getvalue()
+        frame.thumbnail((side, side), image_mod.Resampling.LANCZOS)
+        for fmt, data in _candidates(frame, media_type, few_colors, alpha):
             if len(data) <= max_bytes:
                 kind = {"PNG": "image/png", "JPEG": "image/jpeg", "WEBP": "image/webp"}[fmt]
                 return ImagePart(kind, data, frame.width, frame.height, name)
         side = side // 2  # still too large at the lowest quality: half the pixels again
-        frame.thumbnail((side, side), image_mod.Resampling.LANCZOS)
     raise ImageError(f"{name} cannot be made small enough ({human_size(max_bytes)}) for this model")
+
+
+def _save(img: Any, fmt: str, **options: Any) -> bytes:
+    out = io.BytesIO()
+    img.save(out, format=fmt, **options)
+    return out.getvalue()
+
+
+def _candidates(frame: Any, media_type: str, few_colors: bool, alpha: bool) -> Iterator[tuple[str, bytes]]:
+    """Encodings of *frame* in order of preference, made only as they are asked for: its own kind first (a PNG with
+    few colours as a 256-colour palette; one with many as PNG or JPEG, whichever is smaller), then JPEG of falling
+    quality."""
+    image_mod = _pil()
+    rgb = frame.convert("RGB") if frame.mode not in ("RGB", "L") else frame
+    if media_type == "image/jpeg":
+        yield "JPEG", _save(rgb, "JPEG", quality=85)
+    elif media_type == "image/webp":
+        yield "WEBP", _save(frame, "WEBP", quality=85)
+    elif few_colors:
+        yield "PNG", _save(frame.quantize(256, method=image_mod.Quantize.FASTOCTREE), "PNG")
+    else:
+        png = _save(frame, "PNG")
+        jpeg = None if alpha else _save(rgb, "JPEG", quality=90)
+        yield ("JPEG", jpeg) if jpeg is not None and len(jpeg) < len(png) else ("PNG", png)
+    for quality in (80, 65, 50):
+        yield "JPEG", _save(rgb, "JPEG", quality=quality)
