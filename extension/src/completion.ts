@@ -64,7 +64,13 @@ export type IconKind =
   | 'git'
   | 'cell'
   | 'command'
+  | 'variable'
+  | 'output'
+  | 'image'
   | 'other';
+
+/** The pseudo-server of the contexts that name a variable of the active notebook's kernel (`@df`). */
+export const KERNEL_SERVER = 'kernel';
 
 /** A short label for a context chip or completion item, plus a longer detail. */
 export function contextLabel(context: ChatContext): { label: string; detail: string; icon: IconKind } {
@@ -91,7 +97,13 @@ export function contextLabel(context: ChatContext): { label: string; detail: str
       return { label: `${basename(context.path)}:${where}`, detail: context.path, icon: 'cursor' };
     }
     case 'mcpResource':
+      if (context.server === KERNEL_SERVER) {
+        // a live kernel variable: its name, then its type and shape ("DataFrame shape=(3, 2)")
+        return { label: context.name, detail: context.description || 'kernel variable', icon: 'variable' };
+      }
       return { label: context.name || context.uri, detail: `${context.server}: ${context.uri}`, icon: 'mcpResource' };
+    case 'image':
+      return { label: context.name || 'image', detail: context.mediaType, icon: 'image' };
     case 'git':
       // `@git` / `@git:diff`, as typed; the server describes it (branch and changes) in its completion answer
       return {
@@ -129,7 +141,12 @@ export function mentionOf(context: ChatContext): string {
     case 'cursor':
       return '@cursor';
     case 'mcpResource':
+      if (context.server === KERNEL_SERVER) {
+        return '@' + context.name; // as `%eca @df` writes it
+      }
       return `@${context.server}:${(context.name || context.uri).replace(/\s+/g, '-')}`;
+    case 'image':
+      return '@' + (context.name || 'image').replace(/\s+/g, '-');
     case 'git':
       return context.part ? `@git:${context.part}` : '@git';
     default:

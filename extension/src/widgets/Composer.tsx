@@ -24,10 +24,14 @@ import {
 } from '../completion';
 import type { ActiveContext, EditorContextSource } from '../editorContext';
 import { cellRow } from '../labels';
+import { OutputAttachment, composeOutputs, composerInbox } from '../outputCore';
 import type { ChatContext } from '../protocol';
 import { KindIcon } from './icons';
 
-type Attachment = { kind: 'context'; context: ChatContext } | { kind: 'cell'; cell: CellAttachment };
+type Attachment =
+  | { kind: 'context'; context: ChatContext }
+  | { kind: 'cell'; cell: CellAttachment }
+  | { kind: 'output'; output: OutputAttachment };
 
 interface Suggestion {
   key: string;
@@ -65,6 +69,21 @@ export function Composer(props: ComposerProps): JSX.Element {
   const sequence = React.useRef(0);
 
   React.useEffect(() => editors.subscribe(() => setActive(editors.active())), [editors]);
+  // "Add to chat" on a notebook output: its text or image becomes a chip here
+  React.useEffect(
+    () =>
+      composerInbox.subscribe(items => {
+        setAttachments(list => [
+          ...list,
+          ...items.map(
+            (item): Attachment =>
+              item.kind === 'output' ? { kind: 'output', output: item.output } : { kind: 'context', context: item.image }
+          )
+        ]);
+        requestAnimationFrame(() => input.current?.focus());
+      }),
+    []
+  );
   const chat = client.store.current;
   const queued = chat?.queued ?? [];
 
@@ -109,7 +128,7 @@ export function Composer(props: ComposerProps): JSX.Element {
       }, QUERY_DELAY_MS);
     },
     // eslint-disable-next-line react-hooks/exhaustive-deps
-    [trigger, contexts, attachments]
+    [trigger, contexts, attachments, auto]
   );
 
   const applyText = (value: string, caret: number) => {
@@ -138,7 +157,10 @@ export function Composer(props: ComposerProps): JSX.Element {
         }
       }));
     }
-    const fromServer = await client.queryContext(found.query, contexts);
+    // the active notebook (its chip on) goes along, so the server offers its kernel's variables (`@df`)
+    const current = auto ? editors.active() : null;
+    const sent = current && !contexts.some(c => sameContext(c, current.context)) ? [...contexts, current.context] : contexts;
+    const fromServer = await client.queryContext(found.query, sent);
     const items: Suggestion[] = fromServer.map((context, index) => {
       // the server's paths are absolute: shown from the Jupyter root, as the file browser shows them
       const shown = 'path' in context && editors.relative ? { ...context, path: editors.relative(context.path) } : context;
@@ -190,6 +212,7 @@ export function Composer(props: ComposerProps): JSX.Element {
       return;
     }
     const cells = attachments.flatMap(a => (a.kind === 'cell' ? [a.cell] : []));
+    const outputs = attachments.flatMap(a => (a.kind === 'output' ? [a.output] : []));
     const all = [...contexts];
     const current = editors.active() ?? active; // fresh: the cursor may have moved since the chip was drawn
     if (auto && current && !all.some(c => sameContext(c, current.context))) {
@@ -199,10 +222,11 @@ export function Composer(props: ComposerProps): JSX.Element {
     setAttachments([]);
     close();
     try {
+      const composed = composeOutputs(composeMessage(message, cells), outputs);
       if (props.running) {
-        client.queuePrompt(composeMessage(message, cells), all);
+        client.queuePrompt(composed, all);
       } else {
-        await client.prompt(composeMessage(message, cells), all);
+        await client.prompt(composed, all);
       }
     } catch (error) {
       props.onError(error);
@@ -295,7 +319,9 @@ export function Composer(props: ComposerProps): JSX.Element {
           const label =
             a.kind === 'cell'
               ? { label: cellLabel(a.cell), icon: 'cell' as IconKind, detail: a.cell.path }
-              : contextLabel(a.context);
+              : a.kind === 'output'
+                ? { label: a.output.label, icon: 'output' as IconKind, detail: a.output.text.slice(0, 200) }
+                : contextLabel(a.context);
           return (
             <span className="eca-Chip" key={index} title={label.detail}>
               <KindIcon kind={label.icon} />

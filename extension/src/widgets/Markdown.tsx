@@ -13,6 +13,7 @@ import * as React from 'react';
 import { MimeModel, IRenderMimeRegistry } from '@jupyterlab/rendermime';
 import type { IRenderMime } from '@jupyterlab/rendermime-interfaces';
 
+import { decorateCodeBlocks, handleCodeActionClick } from '../codeActions';
 import { renderStats } from '../stats';
 import { hardenHtml, remoteImage, REMOTE_IMAGE_CLASS } from '../untrusted';
 
@@ -74,6 +75,9 @@ class MarkdownHost {
   }
 
   private readonly _onClick = (event: MouseEvent): void => {
+    if (handleCodeActionClick(event, this._node)) {
+      return; // Copy / Insert below / Replace cell on a code block
+    }
     const target = event.target instanceof Element ? event.target : null;
     const placeholder = target?.closest(`button.${REMOTE_IMAGE_CLASS}`);
     if (placeholder && this._node.contains(placeholder)) {
@@ -127,6 +131,7 @@ class MarkdownHost {
         const model = new MimeModel({ data: { 'text/markdown': text }, trusted: false });
         await this._renderer.renderModel(model);
         this._showImages();
+        decorateCodeBlocks(this._node);
       } else {
         this._node.textContent = text;
       }

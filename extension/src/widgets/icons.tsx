@@ -8,8 +8,11 @@ import {
   extensionIcon,
   fileIcon,
   folderIcon,
+  imageIcon,
+  inspectorIcon,
   historyIcon,
   linkIcon,
+  listIcon,
   notebookIcon,
   runIcon,
   textEditorIcon,
@@ -28,6 +31,9 @@ const ICONS: Record<IconKind, LabIcon> = {
   git: historyIcon,
   cell: notebookIcon,
   command: runIcon,
+  variable: listIcon,
+  output: inspectorIcon,
+  image: imageIcon,
   other: fileIcon
 };
 
