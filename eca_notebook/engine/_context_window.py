@@ -324,11 +324,13 @@ def trim_tool_outputs(messages: Sequence[Message], save_tokens: int, chars_per_t
             break
         message = result[i]
         assert isinstance(message, ToolResultMessage)
-        if len(message.output) < _TRIM_MIN_CHARS or message.output.startswith(_TRIMMED_START):
+        if message.output.startswith(_TRIMMED_START) or (len(message.output) < _TRIM_MIN_CHARS
+                                                          and not message.images):
             continue
         note = _TRIMMED.format(tool=strip_prefix(message.name) or "a tool")
-        result[i] = dataclasses.replace(message, output=note)
-        saved += estimate_text(message.output, chars_per_token) - estimate_text(note, chars_per_token)
+        result[i] = dataclasses.replace(message, output=note, images=[])  # an old plot goes with its output
+        saved += (estimate_text(message.output, chars_per_token) - estimate_text(note, chars_per_token)
+                  + math.ceil(len(message.images) * _IMAGE_CHARS / chars_per_token))
         trimmed += 1
     return result, trimmed
 

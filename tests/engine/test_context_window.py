@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import json
 from pathlib import Path
 from typing import Any
@@ -180,6 +181,19 @@ def test_the_oldest_tool_outputs_are_trimmed_first_and_the_latest_kept():
     assert count == 2 and outputs[2:] == ["3" * 40, "4" * 4000, "5" * 4000]
     again, count = trim_tool_outputs(everything, save_tokens=10**9)
     assert count == 0 and again == everything  # never trimmed twice
+
+
+def test_an_old_tool_results_images_are_trimmed_with_its_output():
+    from eca_notebook._images import ImagePart
+
+    plot = ImagePart("image/png", b"\x89PNG plot", 640, 480, "cell 1 image 1")
+    history: list[Message] = [UserMessage("plot it"), *tool_round(1, 10), *tool_round(2, 4000), *tool_round(3, 4000),
+                              *tool_round(4, 10)]
+    history[2] = dataclasses.replace(history[2], images=[plot])  # a short output with a plot: worth trimming
+    trimmed, count = trim_tool_outputs(history, save_tokens=1000)
+    assert count == 1
+    first = trimmed[2]
+    assert isinstance(first, ToolResultMessage) and first.images == [] and "trimmed" in first.output
 
 
 def test_a_compaction_keeps_the_recent_messages_and_never_splits_a_call_from_its_result():
