@@ -454,3 +454,20 @@ async def test_an_exported_chat_carries_its_images_and_an_import_checks_them(wor
         again = await eca.prompt("and now?", chat_id=imported.id)
         assert again.ok, again.error
     assert sent_images("anthropic", llm.requests[-1].body) == [("image/png", shot)]  # the bomb was dropped
+
+
+async def test_image_input_in_config_overrides_the_default_by_name(tmp_path: Path, llm: ScriptedLLMServer):
+    env = {"HOME": str(tmp_path), "XDG_CONFIG_HOME": str(tmp_path / "c"), "XDG_CACHE_HOME": str(tmp_path / "cache"),
+           "OPENAI_API_URL": llm.url, "OPENAI_API_KEY": "sk-test-openai-0000", "OLLAMA_API_URL": llm.url}
+    options = {"localModel": False, "providers": {
+        "openai": {"models": {"gpt-4o": {"imageInput": False}, "my-finetune": {"imageInput": True}}},
+        "ollama": {"models": {"gemma3:4b": {}, "gemma3:1b": {}, "llama3.2:1b": {}}}}}
+    eng = Engine(EngineOptions(workspace_folders=[tmp_path], initialization_options=options, env=env))
+    await eng.start()
+    try:
+        sees = {k: v.image_input for k, v in eng.registry.model_infos().items()}
+    finally:
+        await eng.aclose()
+    assert sees["openai/gpt-4o"] is False and sees["openai/my-finetune"] is True  # the config wins
+    assert sees["openai/gpt-4.1"] and sees["openai/gpt-5"] and sees["openai/o4-mini"]  # the catalog's, by name
+    assert sees["ollama/gemma3:4b"] and not sees["ollama/gemma3:1b"] and not sees["ollama/llama3.2:1b"]
