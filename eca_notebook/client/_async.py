@@ -147,17 +147,19 @@ class EcaClient(ClientConnection):
         contexts: list[dict[str, Any]] | None = None,
         approval: ApprovalPolicy | None = None,
         timeout: float | None = None,
+        variant: str | None = None,
     ) -> PromptResult:
         """Send a prompt and wait until the turn ends (tool calls included).
 
-        ``chat_id``: continue that chat (default: a new one). ``approval``: the policy for this turn's tool calls
+        ``chat_id``: continue that chat (default: a new one). ``variant``: the model's variant (e.g. ``"high"``
+        reasoning effort), kept by the chat. ``approval``: the policy for this turn's tool calls
         (default: the client's). ``timeout``: seconds; when it passes the prompt is stopped and the result says so
         in ``error`` (nothing is raised). Errors of the model or provider come back in ``result.error`` too;
         cancelling the awaiting task stops the prompt.
         """
         turn = self._open_turn(message, chat_id, approval, streaming=False)
-        return await self._run_turn(turn, self._prompt_params(turn.chat_id, message, model, behavior, contexts),
-                                    timeout)
+        return await self._run_turn(turn, self._prompt_params(turn.chat_id, message, model, behavior, contexts,
+                                                              variant), timeout)
 
     def stream(
         self,

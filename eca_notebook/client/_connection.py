@@ -303,8 +303,10 @@ class ClientConnection:
 
     @staticmethod
     def _prompt_params(chat_id: str, message: str, model: str | None, behavior: str | None,
-                       contexts: list[dict[str, Any]] | None) -> dict[str, Any]:
+                       contexts: list[dict[str, Any]] | None, variant: str | None = None) -> dict[str, Any]:
         params: dict[str, Any] = {"chatId": chat_id, "message": message}
+        if variant is not None:  # the model's variant (reasoning effort…): kept by the chat
+            params["variant"] = variant
         if model is not None:
             params["model"] = model
         if behavior is not None:

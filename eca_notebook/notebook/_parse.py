@@ -21,6 +21,7 @@ USAGE = """\
 %eca [options] <prompt>          ask in the current chat (streams into a widget; the kernel stays free)
 %%eca [options]                  the cell body is the prompt
   -m, --model ID                 model for this prompt (see %eca model)
+  -v, --variant NAME             the model's variant, e.g. low | medium | high reasoning effort (kept by the chat)
   -a, --agent NAME               code | plan | a custom agent (-b, --behavior: the old name)
   -n, --new                      start a new chat
   -c, --chat NAME                use (and switch to) the chat called NAME (saved: survives restarts)
@@ -49,6 +50,7 @@ class MagicRequest:
     prompt: str = ""
     argument: str = ""  # a subcommand's argument
     model: str | None = None
+    variant: str | None = None
     behavior: str | None = None
     chat: str | None = None
     new: bool = False
@@ -59,7 +61,8 @@ class MagicRequest:
     yes: bool = False
 
 
-_VALUE_OPTIONS = {"-m": "model", "--model": "model", "-a": "behavior", "--agent": "behavior", "-b": "behavior",
+_VALUE_OPTIONS = {"-m": "model", "--model": "model", "-v": "variant", "--variant": "variant",
+                  "-a": "behavior", "--agent": "behavior", "-b": "behavior",
                   "--behavior": "behavior", "-c": "chat",
                   "--chat": "chat", "-f": "files", "--file": "files", "-d": "dirs", "--dir": "dirs",
                   "-o": "format", "--format": "format"}

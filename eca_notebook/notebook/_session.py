@@ -342,7 +342,7 @@ class NotebookSession:
                     request = plan.request
                     plan.result = await client.prompt(plan.message, chat_id=plan.chat_id, model=request.model,
                                                       behavior=request.behavior, contexts=plan.contexts or None,
-                                                      approval=plan.approval)
+                                                      approval=plan.approval, variant=request.variant)
                     if plan.result.error and not _shown(view, plan.result.error):
                         view.note(f"Error: {plan.result.error}", error=True)
                 finally:

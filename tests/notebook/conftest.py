@@ -41,7 +41,9 @@ def engine_env(home: Path, llm: ScriptedLLMServer) -> dict[str, str]:
         "XDG_CACHE_HOME": str(home / ".cache"),
         "OLLAMA_API_URL": "http://127.0.0.1:9",  # nothing listens: no Ollama discovery
         "ECA_CONFIG": json.dumps({
-            "providers": {"scripted": {"api": "openai-chat", "url": llm.url, "models": {"demo": {}}}},
+            # (a variant for %eca -v; sent only when a prompt selects it)
+            "providers": {"scripted": {"api": "openai-chat", "url": llm.url, "models": {"demo": {
+                "variants": {"quick": {"reasoning_effort": "low"}}}}}},
             "defaultModel": MODEL,
             "localModel": False,
         }),

@@ -378,3 +378,13 @@ async def test_coalescing_bounds_markdown_updates(shell, closing, llm):
     assert updates >= 2  # it did stream, not just render once at the end
     print(f"{updates} markdown updates in {elapsed:.2f} s")
     assert updates <= elapsed * 20 + 3, (updates, elapsed)
+
+
+def test_variant_option_selects_the_models_variant_for_the_chat(shell, llm):
+    llm.enqueue(Reply.text("ok"), Reply.text("ok"), Reply.text("ok"))
+    assert shell.run_cell("%eca -v quick hello").success
+    assert posted(llm)[-1].body["reasoning_effort"] == "low"  # the configured variant's payload
+    assert shell.run_cell("%eca again").success  # the chat keeps its variant
+    assert posted(llm)[-1].body["reasoning_effort"] == "low"
+    assert shell.run_cell("%eca -n fresh").success  # a new chat starts without it
+    assert "reasoning_effort" not in posted(llm)[-1].body

@@ -22,6 +22,12 @@ def test_all_options():
     assert parse_magic("--agent reviewer go").behavior == parse_magic("-a reviewer go").behavior == "reviewer"
 
 
+def test_variant_option():
+    req = parse_magic("-v high -m anthropic/claude-sonnet-4-5 think hard")
+    assert (req.variant, req.model, req.prompt) == ("high", "anthropic/claude-sonnet-4-5", "think hard")
+    assert parse_magic("--variant=low go").variant == "low" and parse_magic("go").variant is None
+
+
 def test_option_with_equals_and_double_dash():
     req = parse_magic("--model=x/y -- -n is not an option here")
     assert req.model == "x/y" and not req.new
