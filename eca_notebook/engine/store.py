@@ -60,6 +60,7 @@ _SUMMARY_KEYS = ("id", "title", "createdAt", "updatedAt", "model", "messageCount
 IMAGES_DIR = "images"
 #: The largest image a side file holds (the size images are limited to when they come in: eca_notebook/_images.py).
 MAX_SIDE_FILE_BYTES = 20 * 1024 * 1024
+_SHA256 = re.compile(r"[0-9a-f]{64}")
 _SIDE_FILE = re.compile(r"[0-9a-f]{64}\.(png|jpg|gif|webp|bin)")
 _FILE_REF = re.compile(r'"file": "([0-9a-f]{64}\.(?:png|jpg|gif|webp|bin))"')
 _EXT = {"image/png": "png", "image/jpeg": "jpg", "image/gif": "gif", "image/webp": "webp"}
@@ -339,7 +340,10 @@ class ChatStore:
             data = image.get("data") if isinstance(image, dict) else None
             if not isinstance(data, bytes):
                 continue
-            name = self._side_file(hashlib.sha256(data).hexdigest(), str(image.get("media_type")), data)
+            digest = image.get("sha256")  # (the ImagePart's own, computed once when it came in)
+            if not isinstance(digest, str) or not _SHA256.fullmatch(digest):
+                digest = hashlib.sha256(data).hexdigest()
+            name = self._side_file(digest, str(image.get("media_type")), data)
             if name is not None:
                 images.append({k: v for k, v in image.items() if k != "data"} | {"file": name})
         return {**message, "images": images}
