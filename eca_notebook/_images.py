@@ -9,9 +9,9 @@ Every one goes through :func:`load_image`, which refuses with a sentence the use
 - bytes that are not PNG, JPEG, GIF or WebP, or not the media type they claim (sniffed by Pillow, not trusted);
 - truncated base64 or image data (the pixels are decoded once, so a cut file is found here, not by the provider);
 - more than :data:`MAX_PIXELS` pixels — a decompression bomb (a 50 KB PNG of 100 000 × 100 000 pixels). The limit is
-  checked on the header before any pixel is decoded, and Pillow's own ``DecompressionBombWarning`` counts as a
-  refusal. Pillow's process-wide ``Image.MAX_IMAGE_PIXELS`` is left alone on purpose: the ``%eca`` door runs inside
-  the user's kernel, whose own Pillow calls it would change.
+  checked on the header before any pixel is decoded (Pillow's own ``DecompressionBombError``, far above it, counts
+  as a refusal too). Pillow's process-wide ``Image.MAX_IMAGE_PIXELS`` is left alone on purpose: the ``%eca`` door
+  runs inside the user's kernel, whose own Pillow calls it would change; so is the warnings filter (process-wide).
 
 An accepted image is kept at most :data:`MAX_SIDE` pixels on its longest side (larger ones are downscaled once, on
 the way in), so a chat's history holds no 8K screenshot. :func:`fit_image` then downscales further to what one
@@ -27,8 +27,8 @@ import binascii
 import hashlib
 import io
 import os
+import stat
 import threading
-import warnings
 from collections import OrderedDict
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -134,38 +134,38 @@ def load_image(data: bytes, *, name: str = "image", claimed: str | None = None) 
     if claimed is not None and _normal(claimed) not in IMAGE_MEDIA_TYPES:
         raise ImageError(f"{name}: unsupported media type {claimed[:60]!r} (PNG, JPEG, GIF or WebP only)")
     image_mod = _pil()
+    # (Pillow's own check: an error far above our limit, a warning — an error where warnings are — above its
+    # MAX_IMAGE_PIXELS; ours below is what holds. No warnings filter is set: that is process-wide, not per thread.)
     bomb = (image_mod.DecompressionBombWarning, image_mod.DecompressionBombError)
-    with warnings.catch_warnings():
-        warnings.simplefilter("error", image_mod.DecompressionBombWarning)
+    try:
+        im = image_mod.open(io.BytesIO(data), formats=list(_FORMATS))
+    except bomb:  # Pillow's own limit, checked on the header (far above ours: see the module docstring)
+        raise ImageError(f"{name} is refused: it has more than the {MAX_PIXELS // 1_000_000} million pixels "
+                         "allowed (a decompression bomb?)") from None
+    except Exception:  # UnidentifiedImageError, or a header Pillow cannot parse
+        raise ImageError(f"{name} is not a PNG, JPEG, GIF or WebP image") from None
+    with im:
+        media_type = _FORMATS[im.format]
+        if claimed is not None and _normal(claimed) != media_type:
+            raise ImageError(f"{name} says it is {_normal(claimed)} but its bytes are {media_type}: not sent")
+        width, height = im.size
+        if width * height > MAX_PIXELS:
+            raise ImageError(f"{name} is refused: {width}×{height} pixels is more than the "
+                             f"{MAX_PIXELS // 1_000_000} million allowed (a decompression bomb?)")
         try:
-            im = image_mod.open(io.BytesIO(data), formats=list(_FORMATS))
-        except bomb:  # Pillow's own limit, checked on the header (far above ours: see the module docstring)
-            raise ImageError(f"{name} is refused: it has more than the {MAX_PIXELS // 1_000_000} million pixels "
-                             "allowed (a decompression bomb?)") from None
-        except Exception:  # UnidentifiedImageError, or a header Pillow cannot parse
-            raise ImageError(f"{name} is not a PNG, JPEG, GIF or WebP image") from None
-        with im:
-            media_type = _FORMATS[im.format]
-            if claimed is not None and _normal(claimed) != media_type:
-                raise ImageError(f"{name} says it is {_normal(claimed)} but its bytes are {media_type}: not sent")
-            width, height = im.size
-            if width * height > MAX_PIXELS:
-                raise ImageError(f"{name} is refused: {width}×{height} pixels is more than the "
-                                 f"{MAX_PIXELS // 1_000_000} million allowed (a decompression bomb?)")
-            try:
-                if im.format == "PNG":  # chunk checksums and the end marker (a cut file can still decode)
-                    with image_mod.open(io.BytesIO(data), formats=["PNG"]) as check:
-                        check.verify()
-                if im.format == "JPEG" and max(width, height) > MAX_SIDE:
-                    im.draft("RGB", (MAX_SIDE, MAX_SIDE))  # decode a large JPEG at a reduced scale: less memory
-                im.load()
-            except bomb:
-                raise ImageError(f"{name} is refused: it has too many pixels (a decompression bomb?)") from None
-            except Exception:  # OSError "image file is truncated", zlib errors, …
-                raise ImageError(f"{name} is truncated or corrupt: its pixels cannot be decoded") from None
-            if max(width, height) <= MAX_SIDE:
-                return ImagePart(media_type, data, width, height, name)
-            return _encode(im, MAX_SIDE, MAX_IMAGE_BYTES, name, media_type)
+            if im.format == "PNG":  # chunk checksums and the end marker (a cut file can still decode)
+                with image_mod.open(io.BytesIO(data), formats=["PNG"]) as check:
+                    check.verify()
+            if im.format == "JPEG" and max(width, height) > MAX_SIDE:
+                im.draft("RGB", (MAX_SIDE, MAX_SIDE))  # decode a large JPEG at a reduced scale: less memory
+            im.load()
+        except bomb:
+            raise ImageError(f"{name} is refused: it has too many pixels (a decompression bomb?)") from None
+        except Exception:  # OSError "image file is truncated", zlib errors, …
+            raise ImageError(f"{name} is truncated or corrupt: its pixels cannot be decoded") from None
+        if max(width, height) <= MAX_SIDE:
+            return ImagePart(media_type, data, width, height, name)
+        return _encode(im, MAX_SIDE, MAX_IMAGE_BYTES, name, media_type)
 
 
 def image_from_base64(text: str, *, media_type: str, name: str = "image") -> ImagePart:
@@ -186,8 +186,12 @@ def image_from_file(path: Path, *, name: str | None = None) -> ImagePart:
     """The image file at *path* (its size checked before it is read; the bytes decide the type, not the suffix)."""
     label = name or path.name
     try:
-        with open(path, "rb") as f:
-            size = os.fstat(f.fileno()).st_size
+        # non-blocking open: a FIFO named plot.png must not hang the reader; only a regular file is read
+        with os.fdopen(os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0)), "rb") as f:
+            info = os.fstat(f.fileno())
+            if not stat.S_ISREG(info.st_mode):
+                raise ImageError(f"{label} is not a regular file")
+            size = info.st_size
             if size > MAX_IMAGE_BYTES:
                 raise ImageError(f"{label} is too large ({human_size(size)}; images are limited to "
                                  f"{human_size(MAX_IMAGE_BYTES)})")

@@ -133,6 +133,10 @@ async def test_read_file_returns_an_image_as_the_image(ws: Path, ctx: ToolContex
     _, result = await call(read_file, {"path": "cut.png"}, ctx)
     assert result.error and not result.images
     assert result.output == "read_file: cut.png is truncated or corrupt: its pixels cannot be decoded"
+    # a FIFO named like an image is refused, not waited on
+    os.mkfifo(ws / "pipe.png")
+    _, result = await call(read_file, {"path": "pipe.png"}, ctx)
+    assert result.error and result.output == "read_file: pipe.png is not a regular file"
 
 
 async def test_read_file_empty_and_past_end(ws: Path, ctx: ToolContext) -> None:
