@@ -8,6 +8,7 @@ import * as React from 'react';
 
 import type { ClientConfig } from '../client';
 import { modelLabel } from '../labels';
+import { compactTokens, contextTitle } from '../contextMeter';
 import type { UsageContent } from '../protocol';
 
 export interface PickersProps {
@@ -95,18 +96,7 @@ export function TrustToggle(props: { trust: boolean; onChange: (trust: boolean) 
   );
 }
 
-function compact(n: number): string {
-  if (n >= 1_000_000) {
-    return (n / 1_000_000).toFixed(1) + 'M';
-  }
-  if (n >= 10_000) {
-    return Math.round(n / 1000) + 'k';
-  }
-  if (n >= 1000) {
-    return (n / 1000).toFixed(1) + 'k';
-  }
-  return String(n);
-}
+const compact = compactTokens;
 
 /** "1.2k tokens · $0.0031" (+ share of the context window when the model's limit is known). */
 export function usageText(usage: UsageContent | undefined): string {
@@ -124,6 +114,35 @@ export function usageText(usage: UsageContent | undefined): string {
   return parts.join(' · ');
 }
 
+/** A small bar of how full the context window is (usage.contextBreakdown), coloured by category as the server says,
+ * with a mark at autoCompactPercentage; the breakdown on hover. Nothing when the window is unknown. */
+export function ContextMeter(props: { usage: UsageContent | undefined }): JSX.Element | null {
+  const usage = props.usage;
+  const b = usage?.contextBreakdown;
+  const limit = b?.contextLimit;
+  if (!usage || !b || !limit || limit <= 0) {
+    return null;
+  }
+  const bar: React.CSSProperties = {
+    display: 'inline-flex', width: '48px', height: '6px', marginLeft: '6px', verticalAlign: 'middle',
+    position: 'relative', overflow: 'hidden', borderRadius: '2px', background: b.freeColor ?? '#5c6370'
+  };
+  return (
+    <span className="eca-ContextMeter" style={bar} title={contextTitle(usage)} aria-label="Context window usage"
+      role="meter" aria-valuemin={0} aria-valuemax={limit} aria-valuenow={b.usedTokens}>
+      {b.categories.map(c => (
+        <span key={c.name} style={{ width: `${(100 * c.tokens) / limit}%`, background: c.color, height: '100%' }} />
+      ))}
+      {usage.autoCompactPercentage ? (
+        <span className="eca-ContextMeter-mark" style={{
+          position: 'absolute', left: `${usage.autoCompactPercentage}%`, top: 0, bottom: 0, width: '1px',
+          background: 'var(--jp-ui-font-color1, #000)'
+        }} />
+      ) : null}
+    </span>
+  );
+}
+
 export function Usage(props: { usage: UsageContent | undefined }): JSX.Element | null {
   const text = usageText(props.usage);
   if (!text) {
@@ -133,6 +152,7 @@ export function Usage(props: { usage: UsageContent | undefined }): JSX.Element |
   return (
     <span className="eca-Usage" title={last ? `Last message: $${last}` : undefined}>
       {text}
+      <ContextMeter usage={props.usage} />
     </span>
   );
 }
