@@ -61,6 +61,10 @@ export interface ClientConfig {
   /** The session-wide trust mode (a `config/updated` `selectTrust` without `chatId`): a chat without its own. */
   trust?: boolean;
   welcomeMessage?: string;
+  /** The selected model's variants (`config/updated` `variants`: reasoning efforts…; empty: the model has none). */
+  variants?: string[];
+  /** The selected variant (`selectVariant`; absent: none), sent with every prompt and model change. */
+  variant?: string;
 }
 
 /**
@@ -416,6 +420,13 @@ export class EcaClient {
     if (selectAgent) {
       config.behavior = selectAgent;
     }
+    if (chat.variants) {
+      config.variants = chat.variants;
+    }
+    if ('selectVariant' in chat) {
+      // the server's answer to a model or variant choice; null clears it (the model has no such variant)
+      config.variant = chat.selectVariant ?? undefined;
+    }
     if (chat.welcomeMessage !== undefined) {
       config.welcomeMessage = chat.welcomeMessage;
     }
@@ -562,6 +573,9 @@ export class EcaClient {
     if (this.config.behavior) {
       params.behavior = this.config.behavior;
     }
+    if (this.config.variant) {
+      params.variant = this.config.variant;
+    }
     if (chat.trust !== undefined) {
       params.trust = chat.trust; // a new chat's toggle reaches the server with its first prompt
     }
@@ -689,8 +703,29 @@ export class EcaClient {
   async selectModel(model: string): Promise<void> {
     this.config = { ...this.config, model };
     this.store.changed();
+    await this._modelChanged();
+  }
+
+  /** Choose the model's variant (undefined: none); the server answers with `config/updated` `selectVariant`. */
+  async selectVariant(variant: string | undefined): Promise<void> {
+    this.config = { ...this.config, variant };
+    this.store.changed();
+    await this._modelChanged();
+  }
+
+  /** `chat/selectedModelChanged` with the model and the variant chosen (the reference's way to pick a variant). */
+  private async _modelChanged(): Promise<void> {
+    const model = this.config.model;
+    if (!model) {
+      return;
+    }
     const chatId = this.store.current?.known ? this.store.current.id : undefined;
-    await this.notify('chat/selectedModelChanged', chatId ? { model, chatId } : { model });
+    const variant = this.config.variant;
+    await this.notify('chat/selectedModelChanged', {
+      model,
+      ...(chatId ? { chatId } : {}),
+      ...(variant ? { variant } : {})
+    });
   }
 
   async selectBehavior(behavior: string): Promise<void> {

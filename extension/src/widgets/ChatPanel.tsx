@@ -196,6 +196,7 @@ export function ChatApp(props: ChatAppProps): JSX.Element {
               config={client.config}
               onModel={model => guard(client.selectModel(model))}
               onBehavior={behavior => guard(client.selectBehavior(behavior))}
+              onVariant={variant => guard(client.selectVariant(variant))}
             />
             <TrustToggle trust={client.trustOf(chat)} onChange={trust => guard(client.setTrust(trust))} />
             <Usage usage={chat?.usage} />

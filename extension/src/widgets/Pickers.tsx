@@ -1,6 +1,6 @@
 /**
- * Model and behaviour pickers, fed by `config/updated` (the server may force a selection), the chat's trust toggle
- * and its usage. Models are grouped by provider and shown by name, cut in the middle when long, the full id in the
+ * Model, variant and behaviour pickers, fed by `config/updated` (the server may force a selection), the chat's trust
+ * toggle and its usage (with the context meter). Models are grouped by provider and shown by name, cut in the middle when long, the full id in the
  * tooltip (a narrow panel used to cut `local/smollm2-135m` to "local/smollm:").
  */
 
@@ -15,6 +15,8 @@ export interface PickersProps {
   config: ClientConfig;
   onModel: (model: string) => void;
   onBehavior: (behavior: string) => void;
+  /** A variant of the model was chosen (undefined: none, shown as "-"). */
+  onVariant?: (variant: string | undefined) => void;
 }
 
 /** Model ids by provider, in their order (the picker's option groups: the options then show names alone). */
@@ -56,6 +58,22 @@ export function Pickers(props: PickersProps): JSX.Element {
           );
         })}
       </select>
+      {config.variants && config.variants.length > 0 && (
+        <select
+          className="eca-VariantPicker jp-mod-styled"
+          title={config.variant ? `Variant: ${config.variant}` : 'Variant (reasoning effort…)'}
+          aria-label="Variant"
+          value={config.variant ?? ''}
+          onChange={event => props.onVariant?.(event.target.value || undefined)}
+        >
+          <option value="">-</option>
+          {config.variants.map(variant => (
+            <option key={variant} value={variant}>
+              {variant}
+            </option>
+          ))}
+        </select>
+      )}
       <select
         className="eca-BehaviorPicker eca-AgentPicker jp-mod-styled"
         title="Agent"
