@@ -16,6 +16,7 @@ from .._redact import redact_json
 from ..protocol import ChatListParams
 from ._chat import Chat, now_ms
 from ._turn import Turn
+from ._vision import redact_content
 from .store import snapshot
 
 if TYPE_CHECKING:
@@ -173,15 +174,15 @@ class ChatBook:
             if child is not None:
                 children[child_id] = child.contents
         for item in chat.contents:  # redacted again: a chat saved by an older version may hold a secret
-            listener.send("chat/contentReceived", redact_json({"chatId": chat.id, "role": item["role"],
-                                                               "content": item["content"]}))
+            listener.send("chat/contentReceived", {**redact_json({"chatId": chat.id, "role": item["role"]}),
+                                                   "content": redact_content(item["content"])})
             details = item["content"].get("details") if isinstance(item.get("content"), dict) else None
             named = details.get("subagentChatId") if isinstance(details, dict) else None
             # a subagent's contents right after its spawn_agent call first names it (once), as the clients nest them
             for child_item in children.pop(named, ()) if isinstance(named, str) else ():
-                listener.send("chat/contentReceived", redact_json({
-                    "chatId": named, "parentChatId": chat.id, "role": child_item["role"],
-                    "content": child_item["content"]}))
+                listener.send("chat/contentReceived", {**redact_json({
+                    "chatId": named, "parentChatId": chat.id, "role": child_item["role"]}),
+                    "content": redact_content(child_item["content"])})
         # the reopened chat's trust mode, so the client's indicator matches what the server will auto-approve
         listener.send("config/updated", {"chatId": chat.id, "chat": {"selectTrust": chat.trust}})
         result: dict[str, Any] = {"found": True}

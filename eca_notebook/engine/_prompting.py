@@ -21,6 +21,7 @@ from ..protocol import (
     ChatPromptParams,
     ChatPromptResult,
     FileContext,
+    ImageContent,
     MetadataContent,
     ProgressContent,
     TextContent,
@@ -180,6 +181,8 @@ class PromptPipeline:
             rendered = await render_contexts(params.contexts, folders=engine.workspace_folders, http=engine.http,
                                              index=engine.index, mcp_reader=self.read_plugin_context,
                                              notebook_focus=request if info.compact else None, **budgets)
+            for image in rendered.images:  # shown in the chat as the user's, as the reference replays a prompt's
+                engine.emit_content(chat, "user", ImageContent(media_type=image.media_type, base64=image.base64()))
             for problem in rendered.problems:
                 self._note(chat, f"Context skipped: {problem}")
             if rendered.text:

@@ -70,6 +70,7 @@ from ._toolcall import Answer, PendingApproval
 from ._trust import WorkspaceTrust, update_chat
 from ._turn import CURRENT_TURN
 from ._variants import selectable
+from ._vision import redact_content
 from .commands import Command
 from .config import LoadedConfig, ModelInfo, global_config_path, load_config
 from .store import ChatStore, chats_dir_for
@@ -275,7 +276,7 @@ class Engine:
         """One ``chat/contentReceived`` of a chat: redacted, recorded in the chat, sent to every listener."""
         wire = content.dump() if isinstance(content, BaseModel) else content
         # redacted before it is recorded: what is shown is what is saved and replayed
-        clean: dict[str, Any] = redact_json(wire)
+        clean: dict[str, Any] = redact_content(wire)
         chat.record_content(role, clean)
         params = {"chatId": chat.id, "role": role, "content": clean}
         if chat.parent_chat_id is not None:  # a subagent's chat: clients nest it under the parent's call

@@ -183,6 +183,7 @@ class ChatStore:
         self._writing: str | None = None
         self._worker: threading.Thread | None = None
         self._generation: dict[str, int] = {}
+        self._names: dict[str, str] = {}  # an image content's base64 (its hash) → its side file (writer thread)
 
     # -- paths ---------------------------------------------------------------------------------------------------
 
@@ -353,27 +354,38 @@ class ChatStore:
         if not isinstance(content, dict) or content.get("type") != "image" or not isinstance(content.get("base64"),
                                                                                                  str):
             return item
-        text = content["base64"]
-        # named by the hash of the text: a save finds the file without decoding the image again
-        digest = hashlib.sha256(text.encode("ascii", "replace")).hexdigest()
-        name = self._side_file(digest, str(content.get("mediaType")), None, text)
+        name = self._content_side_file(content["base64"], str(content.get("mediaType")))
         kept = {k: v for k, v in content.items() if k != "base64"}
         return {**item, "content": kept | ({"file": name} if name is not None else {})}
 
-    def _side_file(self, digest: str, media_type: str, data: bytes | None, text: str | None = None) -> str | None:
-        """The side file holding these bytes (written when new; *text*: base64 decoded only then), or None when they
-        are over :data:`MAX_SIDE_FILE_BYTES` or cannot be decoded (the image is then not kept)."""
+    def _content_side_file(self, text: str, media_type: str) -> str | None:
+        """The side file of an ``image`` content's base64: named by the hash of its bytes, like a message's image (one
+        file for the picture a prompt attached and shows); the text's own hash remembers the name, so a later save
+        of the chat decodes nothing."""
+        key = hashlib.sha256(text.encode("ascii", "replace")).hexdigest()
+        name = self._names.get(key)
+        if name is not None and (self.images_dir / name).exists():
+            return name
+        if len(text) > MAX_SIDE_FILE_BYTES * 4 // 3 + 4:
+            return None
+        try:
+            data = base64.b64decode(text, validate=True)
+        except (binascii.Error, ValueError):
+            return None
+        name = self._side_file(hashlib.sha256(data).hexdigest(), media_type, data)
+        if name is not None:
+            if len(self._names) > 10_000:
+                self._names.clear()
+            self._names[key] = name
+        return name
+
+    def _side_file(self, digest: str, media_type: str, data: bytes) -> str | None:
+        """The side file holding *data* (written when new), or None when it is over :data:`MAX_SIDE_FILE_BYTES`
+        (the image is then not kept)."""
         name = f"{digest}.{_EXT.get(media_type, 'bin')}"
         path = self.images_dir / name
         if path.exists():
             return name
-        if data is None:
-            if text is None or len(text) > MAX_SIDE_FILE_BYTES * 4 // 3 + 4:
-                return None
-            try:
-                data = base64.b64decode(text, validate=True)
-            except (binascii.Error, ValueError):
-                return None
         if len(data) > MAX_SIDE_FILE_BYTES:
             return None
         ensure_private_dir(self.images_dir)

@@ -391,6 +391,9 @@ async def test_a_saved_chat_keeps_its_images_in_side_files_and_reopens_with_them
     async with await EcaClient.start(workspace=workspace, config=config, env=env) as eca:
         replayed = await eca.open_chat(first.chat_id)
         assert any("compare them" in getattr(i.content, "text", "") for i in replayed)
+        # the prompt's images are shown again, as the user's (the reference's ChatImageContent), from the side files
+        shown = [(i.role, base64.b64decode(i.content.base64)) for i in replayed if i.content.type == "image"]
+        assert shown == [("user", s) for s in shots]
         again = await eca.prompt("and now?", chat_id=first.chat_id)
         assert again.ok, again.error
     # the reopened chat's history still holds the images: the next request sends them again
