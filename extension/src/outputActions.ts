@@ -222,7 +222,8 @@ export const outputActionsPlugin: JupyterFrontEndPlugin<void> = {
         if (!notebook?.model || !cell) {
           return false;
         }
-        notebook.model.sharedModel.transact(() => {
+        // the cell's own transaction: its undo (Ctrl+Z in the cell, or the notebook's when undo is document-wide)
+        cell.model.sharedModel.transact(() => {
           cell.model.sharedModel.setSource(code);
         });
         return true;

@@ -146,3 +146,39 @@ def test_insert_below_adds_one_cell_that_one_undo_removes(page, lab, llm, worksp
     page.keyboard.press("z")
     wait_until(lambda: cells(page) == ["a = 1", "b = 2"], timeout=30, message="one undo to remove the cell")
     assert not page.eca_errors, page.eca_errors
+
+
+def test_add_an_image_output_to_chat_sends_the_image_and_replace_cell_undoes(page, lab, llm, workspace: Path):
+    import base64
+    import io
+
+    from PIL import Image
+
+    buffer = io.BytesIO()
+    Image.new("RGB", (40, 30), (200, 30, 30)).save(buffer, format="PNG")
+    png = base64.b64encode(buffer.getvalue()).decode()
+    write_notebook(workspace / "chart.ipynb",
+                   f"from IPython.display import Image, display\ndisplay(Image(data={buffer.getvalue()!r}))", "x = 1")
+    llm.enqueue(Reply.text("The bars are red.\n\n```python\nx = 2\n```\n"))
+    open_panel(page, lab, workspace="live-image")
+    open_notebook(page, "chart.ipynb")
+    run_and_wait(page, 0)
+    output = page.locator(".jp-NotebookPanel:not(.lm-mod-hidden) .jp-Cell").nth(0).locator(".jp-OutputArea-child")
+    output.locator("img").wait_for()
+    output.first.click(button="right")
+    page.locator(".lm-Menu-item", has_text="Add Output to ECA Chat").click()
+    page.locator(".eca-Chip:not(.eca-mod-auto)", has_text="chart.ipynb cell 1").wait_for()
+    screenshot(page, "add-image-output-to-chat")
+    page.locator(".jp-NotebookPanel:not(.lm-mod-hidden) .jp-Cell .jp-InputPrompt").nth(1).click()  # active: cell 2
+    send(page, "What is wrong with this chart?")
+    page.get_by_text("The bars are red.").wait_for()
+    body = completion_bodies(llm)[-1]
+    assert "input_image" in body and f"data:image/png;base64,{png}" in body  # the image part, as the API takes it
+
+    page.locator('.eca-CodeAction[data-eca-code-action="replace"]').click()
+    wait_until(lambda: cells(page)[1] == "x = 2", timeout=30, message="the active cell replaced")
+    page.locator(".jp-NotebookPanel:not(.lm-mod-hidden) .jp-Cell .cm-content").nth(1).click()
+    page.keyboard.press("Control+z")
+    wait_until(lambda: cells(page)[1] == "x = 1", timeout=30, message="one Ctrl+Z to restore the cell")
+    assert len(cells(page)) == 2
+    assert not page.eca_errors, page.eca_errors
