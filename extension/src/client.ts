@@ -25,6 +25,7 @@ import type {
   EditorGetDefinitionResult,
   EditorGetReferencesParams,
   EditorGetReferencesResult,
+  JobSummary,
   McpAddServerParams,
   McpAddServerResult,
   McpRemoveServerResult,
@@ -161,6 +162,8 @@ export class EcaClient {
   private readonly _options: EcaClientOptions;
   private _restored = false;
   private _queuedIds = 0;
+  /** The background jobs (`jobs/list`, then every `jobs/updated`): running ones and those ended lately. */
+  jobs: JobSummary[] = [];
   /** The listeners of the rewrites under way, by rewrite id (until their `finished`). */
   private readonly _rewrites = new Map<string, (content: RewriteContent) => void>();
 
@@ -289,6 +292,8 @@ export class EcaClient {
       }
     } catch (error) {
       this._options.logger?.warn('eca: could not restore chats after connecting', error);
+    } finally {
+      this.refreshJobs().catch(() => undefined); // (a server without jobs/list: none are shown)
     }
   }
 
@@ -297,6 +302,9 @@ export class EcaClient {
     t.onNotification('config/updated', (params: ConfigUpdatedParams) => this._applyConfig(params));
     t.onNotification('chat/contentReceived', (params: any) => {
       if (params && typeof params.chatId === 'string' && params.content) {
+        if (params.role === 'user') {
+          this._steerTakenIn(params.chatId, params.content);
+        }
         this.store.applyContent(params.chatId, params.role as Role, params.content, params.parentChatId);
       }
     });
@@ -336,8 +344,15 @@ export class EcaClient {
       if (params?.chatId && params.status) {
         this.store.setStatus(params.chatId, params.status);
         if (params.status === 'idle') {
+          this._steersLeft(params.chatId);
           this._sendQueued(params.chatId);
         }
+      }
+    });
+    t.onNotification('jobs/updated', (params: any) => {
+      if (params && Array.isArray(params.jobs)) {
+        this.jobs = params.jobs;
+        this.store.changed();
       }
     });
     t.onNotification('tool/serverUpdated', (params: any) => {
@@ -538,6 +553,84 @@ export class EcaClient {
     chat.version += 1;
     this.store.changed();
     return true;
+  }
+
+  /**
+   * Guide the current chat's running answer (`chat/promptSteer`): the server takes the text in at the next round
+   * boundary — after the current response and its tool calls — and shows it then as a user message. Until then it is
+   * pending (shown above the box, removable with {@link removeSteer}); left when the turn ends, it is sent as a
+   * prompt, as the reference server asks of its clients. Null when the chat is not running (send a prompt instead).
+   */
+  steer(message: string): QueuedPrompt | null {
+    const chat = this.store.current;
+    if (!chat || chat.status === 'idle' || this.connection !== 'open') {
+      return null;
+    }
+    this._queuedIds += 1;
+    const steer: QueuedPrompt = { id: `steer-${this._queuedIds}`, message, contexts: [] };
+    chat.steering.push(steer);
+    chat.version += 1;
+    this.store.changed();
+    void this.notify('chat/promptSteer', { chatId: chat.id, message });
+    return steer;
+  }
+
+  /** Take a pending steer back. The server drops every pending steer of the chat (`chat/promptSteerRemove`): the
+   * others are sent again, in order. False when it was taken in already. */
+  removeSteer(chatId: string, id: string): boolean {
+    const chat = this.store.chats.get(chatId);
+    const index = chat ? chat.steering.findIndex(s => s.id === id) : -1;
+    if (!chat || index < 0) {
+      return false;
+    }
+    chat.steering.splice(index, 1);
+    chat.version += 1;
+    this.store.changed();
+    void this.notify('chat/promptSteerRemove', { chatId }).then(async () => {
+      for (const left of chat.steering) {
+        await this.notify('chat/promptSteer', { chatId, message: left.message });
+      }
+    });
+    return true;
+  }
+
+  /** A user content while steers are pending: the server took them in (it joins them with newlines). */
+  private _steerTakenIn(chatId: string, content: any): void {
+    const chat = this.store.chats.get(chatId);
+    if (!chat || chat.steering.length === 0 || content?.type !== 'text' || typeof content.text !== 'string') {
+      return;
+    }
+    if (content.text.replace(/\n$/, '') === chat.steering.map(s => s.message).join('\n')) {
+      chat.steering = [];
+      chat.version += 1;
+    }
+  }
+
+  /** The turn ended before taking the steers in: they go out as the chat's next prompt. */
+  private _steersLeft(chatId: string): void {
+    const chat = this.store.chats.get(chatId);
+    if (!chat || chat.steering.length === 0) {
+      return;
+    }
+    this._queuedIds += 1;
+    const message = chat.steering.map(s => s.message).join('\n');
+    chat.queued.unshift({ id: `queued-${this._queuedIds}`, message, contexts: [] });
+    chat.steering = [];
+    chat.version += 1;
+  }
+
+  /** `jobs/list`: the background jobs, kept in {@link jobs} (then updated by `jobs/updated`). */
+  async refreshJobs(): Promise<JobSummary[]> {
+    const result = await this.call('jobs/list', undefined);
+    this.jobs = result?.jobs ?? [];
+    this.store.changed();
+    return this.jobs;
+  }
+
+  /** `jobs/kill`: kill a background job and every process it started; false when it was not running. */
+  async killJob(jobId: string): Promise<boolean> {
+    const result = await this.call('jobs/kill', { jobId });
+    return Boolean(result?.killed);
   }
 
   /** The chat's turn ended: its oldest queued message goes out (the chat counts as running until the server says). */

@@ -116,6 +116,10 @@ export interface ChatView {
   /** Messages sent while the chat was running (Enter during an answer), oldest first: shown as queued under the
    * chat, removable, and sent one at a time as each turn ends (`EcaClient.queuePrompt`). */
   queued: QueuedPrompt[];
+  /** Steers sent while the chat runs (`chat/promptSteer`), not yet taken in by the server: shown as pending above the
+   * box, removable; the server takes them all in at the next round boundary (its user content then shows them), and
+   * those left when the turn ends are sent as a prompt (`EcaClient.steer`). */
+  steering: QueuedPrompt[];
   /** The server knows this chat (it was listed, opened or prompted); a fresh "new chat" is not known yet. */
   known: boolean;
   /** Items hold the whole chat (created here, or replayed by `chat/open`); otherwise only what streamed by. */
@@ -143,6 +147,7 @@ export function newChat(id: string, fields: Partial<ChatView> = {}): ChatView {
     status: 'idle',
     items: [],
     queued: [],
+    steering: [],
     known: false,
     loaded: true,
     version: 0,

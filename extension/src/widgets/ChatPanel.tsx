@@ -15,6 +15,7 @@ import type { ConnectModelView, IProvidersApi } from '../providersApi';
 import { ChatList } from './ChatList';
 import { ConnectModel } from './ConnectModel';
 import { Composer } from './Composer';
+import { JobsStrip } from './JobsStrip';
 import { MessageList } from './MessageList';
 import { McpServers } from './McpServers';
 import { PlanView } from './PlanView';
@@ -183,6 +184,7 @@ export function ChatApp(props: ChatAppProps): JSX.Element {
       )}
       {chat?.plan && <PlanView key={chat.id} plan={chat.plan} version={chat.plan.version} />}
       {question && <QuestionCard key={question.params.toolCallId ?? question.params.question} question={question} />}
+      <JobsStrip client={client} chat={chat} onError={props.onError} />
       <Composer
         client={client}
         editors={props.editors}

@@ -240,6 +240,16 @@ export function Composer(props: ComposerProps): JSX.Element {
         setSelected(i => (i + 1) % suggestions.length);
         return;
       }
+  // Alt+Enter or Steer while an answer runs: the text guides that answer (`EcaClient.steer`, chat/promptSteer); it
+  // waits above the box until the server takes it in after the current tool calls (attachments stay for a prompt)
+  const steer = () => {
+    const typed = text.trim();
+    if (typed && props.connected && props.running && client.steer(typed)) {
+      setText('');
+      close();
+    }
+  };
+
       if (event.key === 'ArrowUp') {
         event.preventDefault();
         setSelected(i => (i - 1 + suggestions.length) % suggestions.length);
@@ -263,6 +273,11 @@ export function Composer(props: ComposerProps): JSX.Element {
   };
 
   return (
+    if (event.key === 'Enter' && event.altKey && props.running && !event.nativeEvent.isComposing) {
+      event.preventDefault();
+      steer();
+      return;
+    }
     <div className="eca-Composer">
       {trigger && suggestions.length > 0 && (
         <ul className="eca-Completions" role="listbox">
@@ -344,7 +359,7 @@ export function Composer(props: ComposerProps): JSX.Element {
           !props.connected
             ? 'Connecting to the ECA server…'
             : props.running
-              ? 'Enter queues a message: it is sent when this answer ends'
+              ? 'Enter queues a message for when this answer ends; Alt+Enter steers this answer'
               : 'Ask ECA… (@ to add context, / for commands)'
         }
         rows={3}
@@ -380,6 +395,16 @@ export function Composer(props: ComposerProps): JSX.Element {
         ) : (
           <button
             className="jp-mod-styled jp-mod-accept eca-send"
+        {props.running && (
+          <button
+            className="jp-mod-styled eca-steer"
+            disabled={!props.connected || !text.trim()}
+            onClick={steer}
+            title="Steer this answer (Alt+Enter): the text joins after its current tool calls"
+          >
+            Steer
+          </button>
+        )}
             disabled={!props.connected || !text.trim()}
             onClick={() => void send()}
             title="Send (Enter)"
