@@ -233,13 +233,6 @@ export function Composer(props: ComposerProps): JSX.Element {
     }
   };
 
-  const onKeyDown = (event: React.KeyboardEvent<HTMLTextAreaElement>) => {
-    if (trigger && suggestions.length > 0) {
-      if (event.key === 'ArrowDown') {
-        event.preventDefault();
-        setSelected(i => (i + 1) % suggestions.length);
-        return;
-      }
   // Alt+Enter or Steer while an answer runs: the text guides that answer (`EcaClient.steer`, chat/promptSteer); it
   // waits above the box until the server takes it in after the current tool calls (attachments stay for a prompt)
   const steer = () => {
@@ -250,6 +243,13 @@ export function Composer(props: ComposerProps): JSX.Element {
     }
   };
 
+  const onKeyDown = (event: React.KeyboardEvent<HTMLTextAreaElement>) => {
+    if (trigger && suggestions.length > 0) {
+      if (event.key === 'ArrowDown') {
+        event.preventDefault();
+        setSelected(i => (i + 1) % suggestions.length);
+        return;
+      }
       if (event.key === 'ArrowUp') {
         event.preventDefault();
         setSelected(i => (i - 1 + suggestions.length) % suggestions.length);
@@ -266,6 +266,11 @@ export function Composer(props: ComposerProps): JSX.Element {
       close();
       return;
     }
+    if (event.key === 'Enter' && event.altKey && props.running && !event.nativeEvent.isComposing) {
+      event.preventDefault();
+      steer();
+      return;
+    }
     if (event.key === 'Enter' && !event.shiftKey && !event.nativeEvent.isComposing) {
       event.preventDefault();
       void send();
@@ -273,11 +278,6 @@ export function Composer(props: ComposerProps): JSX.Element {
   };
 
   return (
-    if (event.key === 'Enter' && event.altKey && props.running && !event.nativeEvent.isComposing) {
-      event.preventDefault();
-      steer();
-      return;
-    }
     <div className="eca-Composer">
       {trigger && suggestions.length > 0 && (
         <ul className="eca-Completions" role="listbox">
@@ -388,13 +388,6 @@ export function Composer(props: ComposerProps): JSX.Element {
       <div className="eca-Composer-toolbar">
         {props.toolbar}
         <span className="eca-Composer-spacer" />
-        {props.running ? (
-          <button className="jp-mod-styled jp-mod-warn eca-stop" onClick={props.onStop} title="Stop the running prompt">
-            Stop
-          </button>
-        ) : (
-          <button
-            className="jp-mod-styled jp-mod-accept eca-send"
         {props.running && (
           <button
             className="jp-mod-styled eca-steer"
@@ -405,6 +398,13 @@ export function Composer(props: ComposerProps): JSX.Element {
             Steer
           </button>
         )}
+        {props.running ? (
+          <button className="jp-mod-styled jp-mod-warn eca-stop" onClick={props.onStop} title="Stop the running prompt">
+            Stop
+          </button>
+        ) : (
+          <button
+            className="jp-mod-styled jp-mod-accept eca-send"
             disabled={!props.connected || !text.trim()}
             onClick={() => void send()}
             title="Send (Enter)"
