@@ -177,8 +177,11 @@ def discover_skills(workspace_folders: Sequence[Path], global_config_dir: Path, 
     *trusted*: the user's ``trustedWorkspaces`` (a workspace skill's ``${cmd:}`` runs only in those); *held*: the
     resolved workspace folders not trusted yet (their skills read no ``${env:}``/``${netrc:}``)."""
     sources: list[tuple[Path, Scope]] = []
+    homes: dict[Path, Path] = {}  # a workspace skills root -> its workspace folder, resolved
     for folder in workspace_folders:
-        sources += [(Path(folder) / ".eca" / "skills", "workspace"), (Path(folder) / ".agents" / "skills", "workspace")]
+        for root in (Path(folder) / ".eca" / "skills", Path(folder) / ".agents" / "skills"):
+            sources.append((root, "workspace"))
+            homes[root] = Path(folder).resolve(strict=False)
     sources.append((Path(global_config_dir) / "skills", "global"))
     sources += [(root, "config") for root in _config_roots(config_paths, workspace_folders)]
     result = SkillSet()
@@ -190,6 +193,14 @@ def discover_skills(workspace_folders: Sequence[Path], global_config_dir: Path, 
             except OSError:
                 key = path
             if key in seen_files:
+                continue
+            home = homes.get(root)
+            if home is not None and not key.parent.is_relative_to(home):
+                # a repository's .eca/skills/x linking out (to ~/other-project/skills) would make that folder one
+                # read_file reads without asking: not loaded, as a rule or a command linking out is not
+                problem = f"{path}: skill skipped: symlink points outside the workspace ({key.parent})"
+                log.warning("%s", problem)
+                result.problems.append(problem)
                 continue
             seen_files.add(key)
             parsed = _parse(path, scope, trusted, held)

@@ -101,6 +101,26 @@ def test_read_roots_are_the_skill_folders_outside_the_workspace(layout: tuple[Pa
     assert read_roots(discover_skills([ws], glob), [ws]) == ((glob / "skills" / "outside").resolve(),)
 
 
+def test_a_workspace_skill_linking_out_of_the_workspace_is_not_loaded(layout: tuple[Path, Path],
+                                                                      tmp_path: Path) -> None:
+    """A repository's ``.eca/skills/up`` → ``../../other`` (another project's skills, beside it) would make that
+    folder one ``read_file`` reads without asking, and so would a ``SKILL.md`` linking to a file outside."""
+    ws, glob = layout
+    skill(tmp_path / "other" / "skills" / "deploy", "deploy", "Deploys")
+    (tmp_path / "other" / "skills" / "deploy" / "secrets.env").write_text("TOKEN=x\n")
+    (ws / ".eca" / "skills").mkdir(parents=True)
+    (ws / ".eca" / "skills" / "up").symlink_to(tmp_path / "other")
+    (ws / ".agents" / "skills" / "one").mkdir(parents=True)
+    (ws / ".agents" / "skills" / "one" / "SKILL.md").symlink_to(glob / "skills" / "g" / "SKILL.md")
+    skill(glob / "skills" / "g", "global-one", "Lives in the user's config folder")
+    skill(ws / ".eca" / "skills" / "local", "local", "Stays")
+
+    found = discover_skills([ws], glob)
+    assert [s.name for s in found.skills] == ["local", "global-one"]
+    assert read_roots(found, [ws]) == ((glob / "skills" / "g").resolve(),)  # the user's own folder only
+    assert len(found.problems) == 2 and all("symlink points outside the workspace" in p for p in found.problems)
+
+
 # -- through the engine ------------------------------------------------------------------------------------------
 
 
