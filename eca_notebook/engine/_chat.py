@@ -147,6 +147,7 @@ class Chat:
             "contents": self.contents,
             "usage": dataclasses.asdict(self.usage),
             **({"trust": True} if self.trust else {}),
+            **({"variant": self.variant} if self.variant else {}),
             **({"subagents": [{"chatId": k, "contents": v} for k, v in self.subagent_contents.items()]}
                if self.subagent_contents else {}),
         }
@@ -166,6 +167,7 @@ class Chat:
             contents=list(record.get("contents") or []),
             usage=usage,
             trust=record.get("trust") is True,
+            variant=record["variant"] if isinstance(record.get("variant"), str) else None,
             subagent_contents={str(s["chatId"]): list(s.get("contents") or []) for s in record.get("subagents") or []
                                if isinstance(s, dict) and isinstance(s.get("chatId"), str)},
         )

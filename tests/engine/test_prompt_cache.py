@@ -14,8 +14,11 @@ import pytest
 
 from eca_notebook.engine import Engine, EngineOptions
 from eca_notebook.protocol import ChatPromptParams
+from eca_notebook.rpc import Endpoint
+from eca_notebook.serving import ServerConnection
 from eca_notebook.testing._cache import anthropic_blocks
 from eca_notebook.testing.llm_server import Reply, ScriptedLLMServer, Text, ToolCall, Usage
+from eca_notebook.transports.memory import memory_pair
 
 CLAUDE = "anthropic/claude-sonnet-4-5"
 
@@ -307,3 +310,68 @@ async def test_compaction_runs_at_the_configured_percentage(tmp_path: Path, llm:
             assert usages[-1]["autoCompactPercentage"] == (percentage or 75)
     finally:
         await eng.aclose()
+
+
+async def test_a_saved_chat_keeps_its_variant(tmp_path: Path, llm: ScriptedLLMServer):
+    eng = await make_engine(tmp_path, llm)
+    try:
+        llm.enqueue(Reply([Text("ok")]))
+        chat_id = await prompt(eng, CLAUDE, variant="low")
+    finally:
+        await eng.aclose()
+    again = await make_engine(tmp_path, llm)  # a new session reads the saved chat
+    try:
+        llm.enqueue(Reply([Text("ok")]))
+        await prompt(again, CLAUDE, "more", chat_id=chat_id)
+        assert bodies(llm, "/v1/messages")[-1]["thinking"]["budget_tokens"] == 2048
+    finally:
+        await again.aclose()
+
+
+
+async def test_selected_model_changed_over_the_connection_answers_config_updated(tmp_path: Path,
+                                                                                 llm: ScriptedLLMServer):
+    """chat/selectedModelChanged with a variant, through the server connection: the client gets config/updated with
+    the model's variants and the kept variant; a model without it gets null."""
+    env = {"HOME": str(tmp_path), "XDG_CONFIG_HOME": str(tmp_path / "config"),
+           "XDG_CACHE_HOME": str(tmp_path / "cache"), "OLLAMA_API_URL": "http://127.0.0.1:9"}
+    options = {"localModel": False, "providers": {"fake": {"api": "openai-chat", "url": llm.url, "models": {
+        "thinker": {"reasoning": True}, "plain": {}}}}}
+    server_side, client_side = memory_pair()
+    connection = ServerConnection(server_side, lambda params: Engine(EngineOptions(
+        workspace_folders=[tmp_path], initialization_options=options, env=env)))
+    client = Endpoint(client_side, name="test-client")
+    updates: list[dict[str, Any]] = []
+    arrived = asyncio.Event()
+
+    def record(params: dict[str, Any]) -> None:
+        updates.append(params)
+        arrived.set()
+
+    client.register("config/updated", record)
+    server_task = asyncio.create_task(connection.run())
+    client_task = asyncio.create_task(client.run())
+
+    async def next_variants() -> dict[str, Any]:
+        while True:
+            found = [u for u in updates if "variants" in (u.get("chat") or {}) and not u.get("_seen")]
+            if found:
+                found[0]["_seen"] = True
+                return found[0]["chat"]
+            arrived.clear()
+            await asyncio.wait_for(arrived.wait(), 30)
+
+    try:
+        await client.request("initialize", {"processId": None, "capabilities": {},
+                                            "workspaceFolders": [{"uri": tmp_path.as_uri(), "name": "w"}]})
+        await client.notify("initialized")
+        await next_variants()  # the initial config/updated names the default model's variants
+        await client.notify("chat/selectedModelChanged", {"model": "fake/thinker", "variant": "medium"})
+        assert await next_variants() == {"variants": ["high", "low", "medium"], "selectVariant": "medium"}
+        await client.notify("chat/selectedModelChanged", {"model": "fake/plain", "variant": "medium"})
+        assert await next_variants() == {"variants": [], "selectVariant": None}
+    finally:
+        await client.close()
+        await asyncio.wait_for(server_task, 30)
+        client_task.cancel()
+        await asyncio.gather(client_task, return_exceptions=True)
