@@ -197,7 +197,7 @@ class AcpConnection:
             "protocolVersion": PROTOCOL_VERSION,
             "agentCapabilities": {
                 "loadSession": True,
-                "promptCapabilities": {"image": False, "audio": False, "embeddedContext": True},
+                "promptCapabilities": {"image": True, "audio": False, "embeddedContext": True},
                 "mcpCapabilities": {"http": mcp_available(), "sse": False},
                 "sessionCapabilities": {"list": {}},
             },

@@ -8,7 +8,9 @@ ECA contents going the other way (engine → ``session/update``) are :mod:`._upd
 * embedded resources become ``mcpResource`` contexts of the pseudo-server :data:`RESOURCE_SERVER`, whose texts
   :class:`EmbeddedResources` (a plug-in of the workspace's engine) serves to the context renderer for the length
   of the turn: they reach the model like any attached context without being echoed as the user's text;
-* images and audio are refused (the agent advertises ``promptCapabilities`` without them).
+* image blocks (``promptCapabilities.image``) become ``image`` contexts (``{type, mediaType, base64}``): the engine
+  checks them like any image coming in (size, media type sniffed, bombs) and shows a model that cannot see a note;
+* audio is refused (the agent advertises ``promptCapabilities`` without it).
 """
 
 from __future__ import annotations
@@ -47,7 +49,7 @@ class PromptInput:
 
 
 def prompt_input(blocks: list[Any], resources: EmbeddedResources) -> PromptInput:
-    """Translate a prompt's content blocks. Raises ``-32602`` for media blocks (their resources already dropped)."""
+    """Translate a prompt's content blocks. Raises ``-32602`` for audio blocks (their resources already dropped)."""
     pieces: list[str] = []
     guidance_first = False
     result = PromptInput(message="")
@@ -75,6 +77,10 @@ def prompt_input(blocks: list[Any], resources: EmbeddedResources) -> PromptInput
             result.tokens.append(token)
             name = Path(unquote(urlparse(resource.uri).path)).name or resource.uri
             result.contexts.append(resources.context(token, resource.uri, name))
+        elif isinstance(block, MediaBlock) and block.type == "image":
+            # the engine checks and names it (a bad image is a note in the chat, the prompt goes on)
+            result.contexts.append({"type": "image", "mediaType": block.mime_type, "base64": block.data,
+                                    "name": Path(unquote(urlparse(block.uri).path)).name if block.uri else "image"})
         elif isinstance(block, MediaBlock):
             resources.drop(result.tokens)
             raise RpcError(INVALID_PARAMS, f"{block.type} content is not supported (promptCapabilities."

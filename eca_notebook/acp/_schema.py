@@ -234,11 +234,12 @@ class ResourceBlock(AcpModel):
 
 
 class MediaBlock(AcpModel):
-    """Image and audio: accepted by the schema, refused by us (we advertise neither capability)."""
+    """Image (sent to the model as an ``image`` context) and audio (refused: we do not advertise it)."""
 
     type: Literal["image", "audio"]
     data: str = ""
     mime_type: str = ""
+    uri: str | None = None
 
 
 ContentBlock = TextBlock | ResourceLinkBlock | ResourceBlock | MediaBlock

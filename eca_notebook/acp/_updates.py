@@ -9,6 +9,8 @@ Mapping (what a person sees in an ACP client):
 * user text → ``user_message_chunk`` (only when replaying: a live prompt is already on the client's screen);
 * assistant text and system texts (errors, command output, "context skipped") → ``agent_message_chunk``;
 * ``reasonText`` → ``agent_thought_chunk``;
+* ``image`` (an MCP tool's image, a prompt's attachment) → an ACP image content (``{type: "image", mimeType,
+  data}``) in ``agent_message_chunk`` — a user's own image only when replaying, like user text;
 * ``toolCallRun`` → ``tool_call`` (pending; kind, title, locations, raw input, a ``diff`` for file changes, the
   engine's risk level in ``_meta.eca.risk``; the ``session/request_permission`` title ends with it too, e.g.
   "… (high risk: deletes recursively: build)");
@@ -138,6 +140,8 @@ class SessionUpdates:
         if kind == "url":
             text = f"[{content.get('title') or content.get('url')}]({content.get('url')})"
             return self._chunks("agent_message_chunk", text), None
+        if kind == "image":
+            return self._image(role, content, live=live), None
         if kind == "reasonText":
             return self._chunks("agent_thought_chunk", str(content.get("text") or "")), None
         if kind == "metadata" and content.get("title"):
@@ -236,6 +240,13 @@ class SessionUpdates:
                             "priority": priority if priority in _PRIORITIES else "medium",
                             "status": status if status in _PLAN_STATUSES else "pending"})
         return [{"sessionUpdate": "plan", "entries": entries}]
+
+    def _image(self, role: str, content: dict[str, Any], *, live: bool) -> list[dict[str, Any]]:
+        media_type, data = content.get("mediaType"), content.get("base64")
+        if not isinstance(media_type, str) or not isinstance(data, str) or not data or (role == "user" and live):
+            return []  # a live prompt's images are already on the client's screen
+        update = "user_message_chunk" if role == "user" else "agent_message_chunk"
+        return [{"sessionUpdate": update, "content": {"type": "image", "mimeType": media_type, "data": data}}]
 
     def _chunks(self, update: str, text: str) -> list[dict[str, Any]]:
         if not text:

@@ -18,6 +18,7 @@ import pytest
 from acp import RequestError, text_block
 from acp.schema import (
     AllowedOutcome,
+    AudioContentBlock,
     ClientCapabilities,
     DeniedOutcome,
     EmbeddedResourceContentBlock,
@@ -384,6 +385,37 @@ async def test_resources_become_contexts(spawn_agent, llm, workspace, strict):
     assert listed.sessions[0].title.startswith("compare")
 
 
+def _png(color: str = "red") -> bytes:
+    import io
+
+    from PIL import Image
+
+    out = io.BytesIO()
+    Image.new("RGB", (40, 30), color).save(out, "PNG")
+    return out.getvalue()
+
+
+async def test_an_image_block_reaches_the_model_as_an_image(spawn_agent, llm, workspace, strict):
+    import base64
+
+    data = base64.b64encode(_png()).decode()
+    llm.enqueue(Reply.text("A red rectangle."))
+    client = Client()
+    async with spawn_agent(client) as (conn, _):
+        init = await conn.initialize(protocol_version=1, client_capabilities=client.capabilities())
+        assert init.agent_capabilities.prompt_capabilities.image is True
+        session = await conn.new_session(cwd=str(workspace), mcp_servers=[])
+        answer = await conn.prompt(session_id=session.session_id, prompt=[
+            text_block("what is this?"), ImageContentBlock(type="image", data=data, mime_type="image/png")])
+    assert answer.stop_reason == "end_turn"
+    [body] = completion_bodies(llm)
+    parts = [part for item in body["input"] if isinstance(item.get("content"), list) for part in item["content"]]
+    images = [part for part in parts if part.get("type") == "input_image"]
+    assert len(images) == 1 and images[0]["image_url"].startswith("data:image/png;base64,")
+    assert "what is this?" in json.dumps(body["input"])
+    assert client.text() == "A red rectangle."
+
+
 async def test_errors_follow_the_spec(spawn_agent, llm, workspace, strict):
     llm.enqueue(Reply([Text("slow"), Stall(30)]))
     client = Client()
@@ -398,10 +430,10 @@ async def test_errors_follow_the_spec(spawn_agent, llm, workspace, strict):
         with pytest.raises(RequestError) as relative:
             await conn.new_session(cwd="relative/dir", mcp_servers=[])
         assert relative.value.code == -32602 and "absolute" in str(relative.value)
-        with pytest.raises(RequestError) as image:
-            await conn.prompt(session_id=session_id, prompt=[ImageContentBlock(type="image", data="AAAA",
-                                                                               mime_type="image/png")])
-        assert image.value.code == -32602
+        with pytest.raises(RequestError) as audio:
+            await conn.prompt(session_id=session_id, prompt=[AudioContentBlock(type="audio", data="AAAA",
+                                                                               mime_type="audio/wav")])
+        assert audio.value.code == -32602
         with pytest.raises(RequestError) as huge:
             await conn.prompt(session_id=session_id, prompt=[text_block("x" * (1024 * 1024 + 10))])
         assert huge.value.code == -32602 and "too large" in str(huge.value)

@@ -146,3 +146,18 @@ def test_plan_content_becomes_a_plan_update_and_the_update_plan_call_alone_does_
         {"content": "Odd", "priority": "medium", "status": "pending"},
     ]}
     assert t.translate("assistant", {"type": "plan"}, live=True) == ([], None)
+
+
+def test_image_contents_become_acp_image_blocks():
+    from acp import schema as S
+
+    t = SessionUpdates(WS)
+    image = {"type": "image", "mediaType": "image/png", "base64": "iVBORw0KGgo="}
+    [shown], _ = t.translate("assistant", image, live=True)  # an MCP tool's image
+    assert shown == {"sessionUpdate": "agent_message_chunk",
+                     "content": {"type": "image", "mimeType": "image/png", "data": "iVBORw0KGgo="}}
+    S.AgentMessageChunk.model_validate(shown)  # the SDK's own schema takes it
+    assert t.translate("user", image, live=True) == ([], None)  # a live prompt's image is already on screen
+    [replayed], _ = t.translate("user", image, live=False)
+    assert replayed["sessionUpdate"] == "user_message_chunk" and replayed["content"]["type"] == "image"
+    assert t.translate("assistant", {"type": "image", "mediaType": "image/png"}, live=True) == ([], None)
