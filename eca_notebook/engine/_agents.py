@@ -102,6 +102,7 @@ class AgentSpec:
     description: str | None = None
     system_prompt: str | None = None
     default_model: str | None = None
+    variant: str | None = None  # the default model variant (engine/_variants.py)
     tool_call: ToolCallConfig | None = None
     disabled_tools: tuple[str, ...] = ()
     max_steps: int | None = None
@@ -251,7 +252,8 @@ def parse_agent_markdown(path: Path, dynamic: DynamicSource | None = None,
         return f"agent file {path}: the agent id '{agent_id}' is empty or has spaces"
     settings: dict[str, Any] = {}
     try:
-        for key in ("inherit", "description", "defaultModel", "maxSteps", "toolCall", "prompts", "systemPrompt"):
+        for key in ("inherit", "description", "defaultModel", "variant", "maxSteps", "toolCall", "prompts",
+                    "systemPrompt"):
             if meta.get(key) is not None:
                 settings[key] = meta[key]
         if meta.get("model") is not None and "defaultModel" not in settings:
@@ -409,6 +411,7 @@ def build_agents(config: Config, workspace_folders: Sequence[Path], global_confi
             description=" ".join(model.description.split()) if model.description else None,
             system_prompt=prompt,
             default_model=model.default_model,
+            variant=model.variant,
             tool_call=model.tool_call,
             disabled_tools=tuple(model.disabled_tools or ()),
             max_steps=model.max_steps,

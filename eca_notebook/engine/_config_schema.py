@@ -278,6 +278,9 @@ class BehaviorConfig(_ConfigModel):
     spawnable_by: str | list[str] | None = None
     system_prompt: str | None = None
     default_model: str | None = None
+    # the reference's: the agent's default model variant (a chat's or prompt's own wins; ignored where the model
+    # does not have it)
+    variant: str | None = None
     tool_call: ToolCallConfig | None = None
     disabled_tools: list[str] | None = None
     max_steps: int | None = Field(default=None, ge=1)

@@ -279,7 +279,8 @@ class PromptPipeline:
                     else None, stop_loops=info.compact, compacting=compacting,
                     system_note=delegate.system_note if delegate is not None else None,
                     compact_hooks=None if compacting else engine.hooks.chat.auto_compact(chat),
-                    auto_compact_percentage=engine.config.auto_compact_percentage)
+                    auto_compact_percentage=engine.config.auto_compact_percentage,
+                    default_variant=agent.variant if (agent := engine.agents.get(behavior)) is not None else None)
         engine.chat_book.start(chat, turn)
 
     # -- built-in commands ---------------------------------------------------------------------------------------

@@ -169,7 +169,10 @@ class Turn:
         system_note: Callable[[], str | None] | None = None,
         compact_hooks: tuple[BeforeCompact, AfterCompact] | None = None,
         auto_compact_percentage: float | None = None,
+        default_variant: str | None = None,
     ) -> None:
+        # the agent's variant, for a chat that chose none the model has (the reference's agent ``variant``)
+        self.default_variant = default_variant
         # asked before each request: a door's note for the system prompt (what changed in the user's editor since
         # the prompt, from the session stream's client.context_update); None or "" adds nothing
         self.system_note = system_note
@@ -368,7 +371,9 @@ class Turn:
 
     def _extra(self) -> dict[str, Any]:
         """``extraPayload`` with the chat's variant merged over it (as the reference merges them)."""
-        payload = variant_payload(self.model.variants, self.chat.variant)
+        variants = self.model.variants
+        chosen = self.chat.variant if self.chat.variant in variants else self.default_variant
+        payload = variant_payload(variants, chosen)
         return deep_merge(dict(self.model.extra_payload), payload) if payload else dict(self.model.extra_payload)
 
     def _request(self) -> ProviderRequest:

@@ -375,3 +375,17 @@ async def test_selected_model_changed_over_the_connection_answers_config_updated
         await asyncio.wait_for(server_task, 30)
         client_task.cancel()
         await asyncio.gather(client_task, return_exceptions=True)
+
+
+async def test_an_agents_variant_is_the_default_and_a_chats_own_wins(tmp_path: Path, llm: ScriptedLLMServer):
+    eng = await make_engine(tmp_path, llm, agent={"code": {"variant": "low"}})
+    try:
+        llm.enqueue(Reply([Text("ok")]), Reply([Text("ok")]), Reply([Text("ok")]))
+        await prompt(eng, CLAUDE)
+        await prompt(eng, CLAUDE, variant="high")
+        await prompt(eng, "openai/gpt-5")  # the agent's variant where this model has one too
+        first, second = bodies(llm, "/v1/messages")
+        assert first["thinking"]["budget_tokens"] == 2048 and second["thinking"]["budget_tokens"] == 24576
+        assert bodies(llm, "/v1/responses")[0]["reasoning"]["effort"] == "low"
+    finally:
+        await eng.aclose()
