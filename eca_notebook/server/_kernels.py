@@ -55,6 +55,10 @@ class JupyterKernels:
         raise NoKernel(f"{path.name} has no running kernel (open it in JupyterLab and start its kernel)")
 
     def _client(self, kernel_id: str) -> Any:
+        for gone in [k for k in self._clients if k not in self.kernels]:  # kernels shut down since
+            with contextlib.suppress(Exception):
+                self._clients.pop(gone).stop_channels()
+            self._locks.pop(gone, None)
         client = self._clients.get(kernel_id)
         if client is None:
             from jupyter_client.asynchronous.client import AsyncKernelClient
@@ -80,14 +84,18 @@ class JupyterKernels:
     async def evaluate(self, notebook: Path, expression: str, *, timeout: float) -> dict[str, Any]:
         kernel_id = await self._kernel_id(notebook)
         lock = self._locks.setdefault(kernel_id, asyncio.Lock())
-        if lock.locked():  # our own request (another chat's) is running there: the kernel is busy
-            raise KernelBusy()
-        async with lock:
+        try:  # our own request (another chat's) may be running there: a short wait, as for a busy status
+            await asyncio.wait_for(lock.acquire(), BUSY_GRACE)
+        except TimeoutError:
+            raise KernelBusy() from None
+        try:
             await self._wait_idle(kernel_id)
             client = self._client(kernel_id)
             msg_id = client.execute("", silent=True, store_history=False, allow_stdin=False,
                                     user_expressions={"eca": expression}, reply=False)
             reply = await self._reply(client, msg_id, timeout)
+        finally:
+            lock.release()
         content = reply.get("content") or {}
         if content.get("status") != "ok":
             return {"status": "error", "ename": content.get("ename", "Error"), "evalue": content.get("evalue", "")}

@@ -30,7 +30,7 @@ async def kernel(jp_fetch, jp_serverapp, workspace):
     manager = jp_serverapp.kernel_manager.get_kernel(kernel_id)
     client = AsyncKernelClient()
     client.load_connection_info(manager.get_connection_info())
-    client.start_channels()
+    client.start_channels(hb=False)  # a heartbeat missed on a loaded machine is not a dead kernel
     await client.wait_for_ready(timeout=120)
     client.server_kernel = manager
     yield client
