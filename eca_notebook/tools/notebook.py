@@ -432,11 +432,12 @@ class NotebookEditCellTool(_ChangeTool):
             raise self.fail(f"cell {cell.id} already has this source; nothing to change")
         edit = NotebookCellEdit(action="replace", cell_id=cell.id, expected_source=cell.source, source=args.source,
                                 metadata=_provenance(ctx, self.name, "edited", cell.id, args.source))
-        where = f"cell {cell.index}, id {cell.id}"
+        where = f"cell {cell.index + 1}, id {cell.id}"
         return Prepared(
-            args=change_args(args), summary=f'Editing cell {cell.index} of "{display(nb.path, ctx)}"',
+            args=change_args(args), summary=f'Editing cell {cell.index + 1} of "{display(nb.path, ctx)}"',
             details=with_reasons(_cell_diff(nb, ctx, cell.source, args.source, where, cell.id), args),
-            state={"path": nb.path, "edits": [edit], "done": f"Edited cell {cell.index} (id {cell.id})"},
+            state={"path": nb.path, "edits": [edit],
+                   "done": f"Edited cell {cell.index + 1} (index {cell.index}, id {cell.id})"},
         )
 
 
@@ -474,13 +475,13 @@ class NotebookInsertCellTool(_ChangeTool):
         edit = NotebookCellEdit(action="insert", new_cell_id=cell_id, index=index, cell_type=args.cell_type,
                                 source=args.source, anchor_cell_id=anchor_id, anchor=anchor,
                                 metadata=_provenance(ctx, self.name, "inserted", cell_id, args.source))
-        where = f"new {args.cell_type} cell at {index}, id {cell_id}"
+        where = f"new {args.cell_type} cell {index + 1}, id {cell_id}"
         return Prepared(
-            args=args.model_dump(), summary=f'Inserting a {args.cell_type} cell at {index} in '
+            args=args.model_dump(), summary=f'Inserting a {args.cell_type} cell as cell {index + 1} in '
                                             f'"{display(nb.path, ctx)}"',
             details=_cell_diff(nb, ctx, "", args.source, where, cell_id),
             state={"path": nb.path, "edits": [edit],
-                   "done": f"Inserted a {args.cell_type} cell at index {index} with id {cell_id}"},
+                   "done": f"Inserted a {args.cell_type} cell at index {index} (cell {index + 1}) with id {cell_id}"},
         )
 
 
@@ -497,11 +498,12 @@ class NotebookDeleteCellTool(_ChangeTool):
     def _prepare_cells(self, args: NotebookDeleteCellArgs, nb: _Notebook, ctx: ToolContext) -> Prepared:
         cell = nb.cell(args.cell_id)
         edit = NotebookCellEdit(action="delete", cell_id=cell.id, expected_source=cell.source)
-        where = f"cell {cell.index}, id {cell.id}, deleted"
+        where = f"cell {cell.index + 1}, id {cell.id}, deleted"
         return Prepared(
-            args=args.model_dump(), summary=f'Deleting cell {cell.index} of "{display(nb.path, ctx)}"',
+            args=args.model_dump(), summary=f'Deleting cell {cell.index + 1} of "{display(nb.path, ctx)}"',
             details=_cell_diff(nb, ctx, cell.source, "", where, cell.id),
-            state={"path": nb.path, "edits": [edit], "done": f"Deleted cell {cell.index} (id {cell.id})"},
+            state={"path": nb.path, "edits": [edit],
+                   "done": f"Deleted cell {cell.index + 1} (index {cell.index}, id {cell.id})"},
         )
 
 
@@ -529,9 +531,11 @@ class NotebookMoveCellTool(_ChangeTool):
                    "linesRemoved": removed, "cellId": cell.id}
         edit = NotebookCellEdit(action="move", cell_id=cell.id, index=index)
         return Prepared(
-            args=args.model_dump(), summary=f'Moving cell {cell.index} to {index} in "{display(nb.path, ctx)}"',
+            args=args.model_dump(),
+            summary=f'Moving cell {cell.index + 1} to position {index + 1} in "{display(nb.path, ctx)}"',
             details=details,
-            state={"path": nb.path, "edits": [edit], "done": f"Moved cell {cell.id} from {cell.index} to {index}"},
+            state={"path": nb.path, "edits": [edit],
+                   "done": f"Moved cell {cell.id} from index {cell.index} to {index} (now cell {index + 1})"},
         )
 
 

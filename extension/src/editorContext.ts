@@ -5,11 +5,14 @@
  */
 
 import type { ChatContext } from './protocol';
+import type { FocusCell } from './cellFocus';
 import type { CellAttachment } from './completion';
 
 export interface ActiveContext {
   label: string;
   context: ChatContext;
+  /** In a notebook: the cell last run or edited (else the selected one), with its error — sent inside the message. */
+  cell?: FocusCell;
 }
 
 export interface EditorContextSource {

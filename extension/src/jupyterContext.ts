@@ -7,11 +7,13 @@
 import type { JupyterFrontEnd } from '@jupyterlab/application';
 import { PageConfig } from '@jupyterlab/coreutils';
 import type { IEditorTracker } from '@jupyterlab/fileeditor';
-import type { INotebookTracker, NotebookPanel } from '@jupyterlab/notebook';
+import type { ICellModel } from '@jupyterlab/cells';
+import { INotebookTracker, NotebookActions, NotebookPanel } from '@jupyterlab/notebook';
 
 import type { CellAttachment } from './completion';
 import type { ActiveContext, EditorContextSource } from './editorContext';
-import { relativePath } from './labels';
+import { FocusCell, errorOutputText } from './cellFocus';
+import { firstLine, middleEllipsis, relativePath } from './labels';
 import type { EditorDiagnostic } from './protocol';
 
 function basename(path: string): string {
@@ -27,6 +29,7 @@ function notebookLanguage(panel: NotebookPanel): string {
 
 export class JupyterEditorContext implements EditorContextSource {
   private readonly _listeners = new Set<() => void>();
+  private readonly _focus = new WeakMap<NotebookPanel, ICellModel>();
 
   constructor(
     private readonly _app: JupyterFrontEnd,
@@ -43,6 +46,48 @@ export class JupyterEditorContext implements EditorContextSource {
     this._notebooks?.currentChanged.connect(emit);
     this._notebooks?.activeCellChanged.connect(emit);
     this._editors?.currentChanged.connect(emit);
+    // The cell the user last ran or edited, per notebook: Shift+Enter selects the cell below, which must not become
+    // the attached one ("my last cell raises an error" meant the one that ran).
+    NotebookActions.executed.connect((_, { notebook, cell }) => {
+      const panel = notebook.parent;
+      if (panel instanceof NotebookPanel && this._notebooks?.has(panel)) {
+        this._focus.set(panel, cell.model);
+        emit();
+      }
+    });
+    let unwatch: (() => void) | null = null;
+    const watchActive = () => {
+      unwatch?.();
+      unwatch = null;
+      const panel = this._notebooks?.currentWidget;
+      const model = this._notebooks?.activeCell?.model;
+      if (!panel || !model) {
+        return;
+      }
+      const onChange = (_: unknown, change: { sourceChange?: unknown }) => {
+        if (change.sourceChange && this._focus.get(panel) !== model) {
+          this._focus.set(panel, model);
+          emit();
+        }
+      };
+      model.sharedModel.changed.connect(onChange);
+      unwatch = () => model.sharedModel.changed.disconnect(onChange);
+    };
+    this._notebooks?.activeCellChanged.connect(watchActive);
+    this._notebooks?.currentChanged.connect(watchActive);
+    watchActive();
+  }
+
+  /** The cell last run or edited in `panel` while it is still there, else its active cell (and their index). */
+  private _focusCell(panel: NotebookPanel): { model: ICellModel; index: number } | null {
+    const cells = panel.content.widgets;
+    const focused = this._focus.get(panel);
+    const index = focused ? cells.findIndex(cell => cell.model === focused) : -1;
+    if (index >= 0) {
+      return { model: cells[index].model, index };
+    }
+    const active = panel.content.activeCellIndex;
+    return active >= 0 && cells[active] ? { model: cells[active].model, index: active } : null;
   }
 
   relative(path: string): string {
@@ -62,10 +107,30 @@ export class JupyterEditorContext implements EditorContextSource {
     const notebook = this._notebooks?.find(panel => panel === widget);
     if (notebook) {
       const path = notebook.context.path;
-      const index = notebook.content.activeCellIndex;
+      const focus = this._focusCell(notebook);
+      if (!focus) {
+        return { label: basename(path), context: { type: 'file', path } };
+      }
+      const source = focus.model.sharedModel.getSource();
+      const outputs: any = (focus.model as any).outputs;
+      const error = outputs?.toJSON ? errorOutputText(outputs.toJSON()) : undefined;
+      const line = firstLine(source);
+      const cell: FocusCell = {
+        path,
+        index: focus.index,
+        cellType: focus.model.type,
+        language: notebookLanguage(notebook),
+        source,
+        ...(error ? { error } : {})
+      };
       return {
-        label: `${basename(path)}${index >= 0 ? ` · cell ${index + 1}` : ''}`,
-        context: { type: 'file', path }
+        // the notebook, the cell's number as JupyterLab shows it and its first line; ⚠ when its last run raised
+        label:
+          `${basename(path)} · cell ${focus.index + 1}` +
+          (line ? `: ${middleEllipsis(line, 28)}` : '') +
+          (error ? ' ⚠' : ''),
+        context: { type: 'file', path },
+        ...(source.trim() || error ? { cell } : {})
       };
     }
     const editor = this._editors?.find(doc => doc === widget);

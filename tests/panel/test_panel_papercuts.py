@@ -119,3 +119,31 @@ def test_after_a_reload_the_chat_that_was_open_is_open_again(page, lab, llm):
     page.get_by_text("Still working").wait_for()
     page.locator(".eca-stop").click()
     assert page.eca_errors == []
+
+
+def test_the_attached_cell_is_the_one_last_run_with_its_traceback(page, lab, llm, workspace: Path):
+    """Shift+Enter on a failing cell selects the empty cell below: "My last cell raises an error" must still send
+    the cell that ran, numbered as JupyterLab numbers it, with its traceback (issue #30)."""
+    from .test_notebook_tools import open_notebook, run_cell, write_notebook
+
+    write_notebook(workspace / "failing.ipynb", "import math\nroot = math.sqrt(16)", "items = []\nitems[-1]", "")
+    llm.enqueue(Reply.text("The list is empty: items[-1] has nothing to index."))
+    open_panel(page, lab, workspace="last-cell")
+    open_notebook(page, "failing.ipynb")
+    run_cell(page, 1)  # Shift+Enter: the cell runs, the selection moves to the empty third cell
+    page.locator(".jp-NotebookPanel:not(.lm-mod-hidden) .jp-Cell").nth(1).locator(
+        ".jp-OutputArea-output", has_text="IndexError").wait_for(timeout=60_000)
+    chip = page.locator(".eca-Chip.eca-mod-auto")
+    wait_until(lambda: "cell 2: items = []" in chip.inner_text(), timeout=30,
+               message=f"the chip to name the cell that ran (it reads {chip.inner_text()!r})")
+    assert "⚠" in chip.inner_text(), "its last run raised"
+    screenshot(page, "last-run-cell-chip")
+
+    send(page, "My last cell raises an error. Explain it and fix it.")
+    page.get_by_text("The list is empty").wait_for()
+    [body] = [b for b in completion_bodies(llm) if "My last cell raises an error" in b]
+    assert "cell 2 (code) of failing.ipynb, which raised the error below" in body, body[-3000:]
+    assert "items[-1]" in body and "IndexError: list index out of range" in body
+    assert "Traceback" in body, "the traceback itself, not only the error's name"
+    assert "\\u001b[" not in body, "without terminal colours"
+    assert page.eca_errors == []

@@ -214,18 +214,18 @@ async def test_edit_shows_a_cell_diff_then_writes_a_valid_notebook_keeping_outpu
     before = cells(nb_path)
     prepared, result = await call(NotebookEditCellTool(), {"path": "analysis.ipynb", "cell_id": ids[2],
                                                           "source": "y = x / 2"}, ctx)
-    assert prepared.summary == 'Editing cell 2 of "analysis.ipynb"'
+    assert prepared.summary == 'Editing cell 3 of "analysis.ipynb"', "numbered as JupyterLab numbers it (from 1)"
     details = prepared.details
     assert details is not None
     assert {k: details[k] for k in ("type", "path", "cellId", "linesAdded", "linesRemoved")} == {
         "type": "fileChange", "path": str(nb_path), "cellId": ids[2], "linesAdded": 1, "linesRemoved": 1}
-    assert details["diff"].startswith(f"--- a/analysis.ipynb (cell 2, id {ids[2]})\n"
-                                      f"+++ b/analysis.ipynb (cell 2, id {ids[2]})\n")
+    assert details["diff"].startswith(f"--- a/analysis.ipynb (cell 3, id {ids[2]})\n"
+                                      f"+++ b/analysis.ipynb (cell 3, id {ids[2]})\n")
     assert "-y = x / 0\n+y = x / 2\n" in details["diff"] and "No newline" not in details["diff"]
 
     assert not result.error, result.output
-    assert result.output == (f"Edited cell 2 (id {ids[2]}) — written to the .ipynb file (validated with nbformat, "
-                             "replaced atomically).")
+    assert result.output == (f"Edited cell 3 (index 2, id {ids[2]}) — written to the .ipynb file (validated with "
+                             "nbformat, replaced atomically).")
     assert result.details == dict(details, undoable=True) and result.undo is not None
     after = cells(nb_path)  # validates
     assert [c.id for c in after] == ids
@@ -258,9 +258,10 @@ async def test_insert_after_before_at_an_index_or_at_the_end(nb_path, ids, ctx, 
     assert [c.id for c in after if c.id != new.id] == ids
     assert new.cell_type == "markdown" and new.source == "Loads the data.\nThen plots it."
     assert re.fullmatch(r"[a-zA-Z0-9_-]{1,64}", new.id) and new.id not in ids
-    assert result.output.startswith(f"Inserted a markdown cell at index {position} with id {new.id} — written to")
+    assert result.output.startswith(f"Inserted a markdown cell at index {position} (cell {position + 1}) with id "
+                                    f"{new.id} — written to")
     assert prepared.details is not None and prepared.details["cellId"] == new.id
-    assert f"(new markdown cell at {position}, id {new.id})" in prepared.details["diff"]
+    assert f"(new markdown cell {position + 1}, id {new.id})" in prepared.details["diff"]
     assert "@@ -0,0 +1,2 @@\n+Loads the data.\n+Then plots it.\n" in prepared.details["diff"]
     assert prepared.details["linesAdded"] == 2 and prepared.details["linesRemoved"] == 0
     assert result.details is not None and result.details["undoable"] is True
@@ -287,8 +288,9 @@ async def test_delete_shows_the_removed_source_and_keeps_the_other_cells(nb_path
     assert prepared.details is not None and prepared.details["cellId"] == ids[1]
     assert "-x = 10\n-print(x)\n-x * 2\n" in prepared.details["diff"]
     assert (prepared.details["linesAdded"], prepared.details["linesRemoved"]) == (0, 3)
-    assert f"(cell 1, id {ids[1]}, deleted)" in prepared.details["diff"]
-    assert not result.error and result.output.startswith(f"Deleted cell 1 (id {ids[1]}) — written to the .ipynb")
+    assert f"(cell 2, id {ids[1]}, deleted)" in prepared.details["diff"]
+    assert not result.error
+    assert result.output.startswith(f"Deleted cell 2 (index 1, id {ids[1]}) — written to the .ipynb")
     assert result.details is not None and result.details["undoable"] is True
     assert cells(nb_path) == before[:1] + before[2:]
 
@@ -297,12 +299,13 @@ async def test_move_shows_the_new_order(nb_path, ids, ctx) -> None:
     before = cells(nb_path)
     prepared, result = await call(NotebookMoveCellTool(), {"path": "analysis.ipynb", "cell_id": ids[0],
                                                           "index": 9}, ctx)
-    assert prepared.summary == 'Moving cell 0 to 4 in "analysis.ipynb"'
+    assert prepared.summary == 'Moving cell 1 to position 5 in "analysis.ipynb"'
     assert prepared.details is not None and prepared.details["cellId"] == ids[0]
     diff = prepared.details["diff"]
     assert "(cell order)" in diff and f"-markdown {ids[0]}: # Analysis\n" in diff
     assert f"+markdown {ids[0]}: # Analysis\n" in diff
-    assert not result.error and result.output.startswith(f"Moved cell {ids[0]} from 0 to 4 — written to")
+    assert not result.error
+    assert result.output.startswith(f"Moved cell {ids[0]} from index 0 to 4 (now cell 5) — written to")
     assert cells(nb_path) == before[1:] + before[:1]
 
 

@@ -22,6 +22,7 @@ import {
   replaceTrigger,
   sameContext
 } from '../completion';
+import { focusCellBlock } from '../cellFocus';
 import type { ActiveContext, EditorContextSource } from '../editorContext';
 import { cellRow } from '../labels';
 import { OutputAttachment, composeOutputs, composerInbox } from '../outputCore';
@@ -207,8 +208,8 @@ export function Composer(props: ComposerProps): JSX.Element {
   };
 
   const send = async () => {
-    const message = text.trim();
-    if (!message || !props.connected) {
+    const typed = text.trim();
+    if (!typed || !props.connected) {
       return;
     }
     const cells = attachments.flatMap(a => (a.kind === 'cell' ? [a.cell] : []));
@@ -218,6 +219,12 @@ export function Composer(props: ComposerProps): JSX.Element {
     if (auto && current && !all.some(c => sameContext(c, current.context))) {
       all.push(current.context);
     }
+    // with it, the notebook's cell last run or edited and its error output (unless that cell is attached with @)
+    const focus =
+      auto && current?.cell && !cells.some(c => c.path === current.cell?.path && c.index === current.cell?.index)
+        ? focusCellBlock(current.cell)
+        : '';
+    const message = typed + focus;
     setText('');
     setAttachments([]);
     close();
