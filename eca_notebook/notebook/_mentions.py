@@ -29,6 +29,7 @@ __all__ = [
     "find_mentions",
     "git_mentions",
     "interpolate",
+    "resolve_mention",
     "type_name",
 ]
 
@@ -126,6 +127,12 @@ def _resolve_mention(name: str, namespace: Mapping[str, Any]) -> Any:
             return _NOT_FOUND
         return value
     return _lookup(name, namespace)
+
+
+def resolve_mention(name: str, namespace: Mapping[str, Any]) -> Any:
+    """The value ``@name`` refers to (``In[n]`` / ``Out[n]`` from the history), or None when it does not resolve."""
+    value = _resolve_mention(name, namespace)
+    return None if value is _NOT_FOUND else value
 
 
 def type_name(value: Any) -> str:

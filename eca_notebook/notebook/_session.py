@@ -36,6 +36,7 @@ from typing import Any
 from . import _subcommands
 from ._bridge import CommNotebookAccess, KernelCellRunner, notebook_path
 from ._display import display_mode_for, ipykernel_major, show
+from ._figures import figure_contexts
 from ._kernel_tools import CellWriter, KernelToolsPlugin, approval_config
 from ._loops import LoopHost, running_loop
 from ._mentions import attach_mentions, git_mentions, interpolate
@@ -275,6 +276,10 @@ class NotebookSession:
             from ..protocol import GitContext
 
             contexts += [GitContext(part=part).dump() for part in git_mentions(request.prompt)]
+            images, notes = figure_contexts(request.prompt, self.shell.user_ns)  # `@fig`, `@Out[3]`: as images
+            contexts += images
+            for note in notes:
+                print(f"%eca: {note} (its description is sent)", file=sys.stderr)
         return contexts
 
     def plan(self, request: MagicRequest, *, can_wait: bool, force_wait: bool = False, view: Any = None,

@@ -9,13 +9,17 @@ here: the fallback must work where they are not installed.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from ..protocol.turn import TOOL_CONTENT_TYPES, Block, ToolCallState, TurnFold
 
-__all__ = ["Block", "ToolCallState", "Transcript", "code_blocks", "format_usage"]
+__all__ = ["SHOWN_IMAGE_TYPES", "Block", "ToolCallState", "Transcript", "code_blocks", "format_usage"]
 
 TOOL_TYPES = tuple(sorted(TOOL_CONTENT_TYPES))
+#: The image contents a view draws (as ``data:`` URLs): raster types only, never ``image/svg+xml``.
+SHOWN_IMAGE_TYPES = frozenset({"image/png", "image/jpeg", "image/gif", "image/webp"})
+_BASE64 = re.compile(r"[A-Za-z0-9+/]+={0,2}")
 
 
 def format_usage(content: dict[str, Any]) -> str:
@@ -71,7 +75,22 @@ class Transcript(TurnFold):
             return []
         if method != "chat/contentReceived":
             return []
-        return self.add(params.get("role"), params.get("content") or {})
+        content = params.get("content") or {}
+        if content.get("type") == "image":
+            return self._image(content)
+        return self.add(params.get("role"), content)
+
+    def _image(self, content: dict[str, Any]) -> list[Block]:
+        """An ``image`` content (a prompt's attachment, an MCP tool's picture): a block whose text is the base64 and
+        id the media type — only a raster type with base64 characters only, so the view can put it in a ``data:``
+        URL as it is (never SVG: it may carry script, and model/tool output is untrusted)."""
+        media_type, data = content.get("mediaType"), content.get("base64")
+        if media_type not in SHOWN_IMAGE_TYPES or not isinstance(data, str) or not _BASE64.fullmatch(data):
+            return [self.note(f"[image not shown: {str(media_type)[:40]}]")]
+        self._end_text()
+        block = Block("image", data, id=str(media_type))
+        self.blocks.append(block)
+        return [block]
 
     # -- reading -------------------------------------------------------------------------------------------------
 
@@ -91,6 +110,8 @@ class Transcript(TurnFold):
                 continue
             if block.kind == "text":
                 parts.append(block.text.strip("\n"))
+            elif block.kind == "image":
+                parts.append(f"*[image: {block.id}, {len(block.text) * 3 // 4 // 1024} KB]*")
             elif block.kind == "note":
                 parts.append("> " + block.text.strip().replace("\n", "\n> "))
             elif block.kind == "reasoning" and block.text.strip():

@@ -356,3 +356,17 @@ def test_a_controller_without_rewind_shows_no_actions():
     view.finish()
     row = next(w for w in view._widgets.values() if isinstance(w, PromptRow))
     assert row.actions.layout.display == "none" and not row.rewind()
+
+
+def test_an_image_content_is_drawn_as_a_raster_img_and_svg_is_not():
+    view = ChatView()
+    view.begin_turn(CHAT, "draw")
+    feed(view, [("chat/contentReceived", {"chatId": CHAT, "role": "assistant", "content": {
+                    "type": "image", "mediaType": "image/png", "base64": "iVBORw0KGgo="}}),
+                ("chat/contentReceived", {"chatId": CHAT, "role": "assistant", "content": {
+                    "type": "image", "mediaType": "image/svg+xml", "base64": "PHN2ZyBvbmxvYWQ9YWxlcnQoMSk+"}})])
+    view.finish()
+    html_values = [getattr(c, "value", "") for c in view.blocks_box.children]
+    assert any('<img class="eca-image" src="data:image/png;base64,iVBORw0KGgo="' in v for v in html_values)
+    assert not any("svg" in v and "<img" in v for v in html_values)
+    assert any("image not shown: image/svg+xml" in v for v in html_values)
