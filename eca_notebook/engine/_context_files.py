@@ -20,6 +20,7 @@ from typing import Any
 from urllib.parse import unquote, urlparse
 
 from .._fileio import SNIFF_BYTES, looks_binary
+from .._text import strip_controls
 from .._workspace_paths import is_inside, resolved_folders
 from ..protocol.context import CursorContext
 from ..tools.ignore import IgnoreMatcher
@@ -114,7 +115,9 @@ def _render_notebook(path: Path) -> Block | None:
         parts.append(_joined(cell.get("source")).rstrip("\n"))
         for output in cell.get("outputs") or ():
             if isinstance(output, dict):
-                parts.append(_output_summary(output))
+                # a notebook anyone may have written: its outputs' ANSI colours, OSC 8 links and OSC 52 clipboard
+                # writes go no further (the model would echo them to a terminal client), as notebook_read does
+                parts.append(strip_controls(_output_summary(output)))
     body = "\n".join(parts) + "\n"
     return Block("file", {"path": path, "format": "notebook"}, body,
                  more_hint="use the read_file tool for the raw JSON")

@@ -147,6 +147,20 @@ async def test_whole_file(ws: Path, http) -> None:
     assert "line1\nline2\nline3\nline4\nline5\n" in el
 
 
+async def test_a_notebooks_outputs_arrive_without_terminal_escapes(ws: Path, http) -> None:
+    """A notebook attached as context (the panel attaches the active one) is a file anyone may have written."""
+    stream = ("\x1b[31mTOTAL\x1b[0m 42\n\x1b]8;;https://evil.example/x\x07see the docs\x1b]8;;\x07\n"
+              "\x1b]52;c;cm0K\x07ok\n")
+    cell = {"cell_type": "code", "execution_count": 1, "id": "a1", "metadata": {}, "source": "print(total)",
+            "outputs": [{"output_type": "stream", "name": "stdout", "text": stream},
+                        {"output_type": "error", "ename": "E", "evalue": "\x1b[1mbad\x1b[0m\x08", "traceback": []}]}
+    (ws / "n.ipynb").write_text(json.dumps({"cells": [cell], "metadata": {}, "nbformat": 4, "nbformat_minor": 5}))
+    out = await render([FileContext(path="n.ipynb")], ws, http)
+    el = element(out.text, "file")
+    assert "[stdout] TOTAL 42\nsee the docs\nok" in el and "[error] E: bad\\x08" in el
+    assert "\x1b" not in out.text and "evil.example" not in out.text
+
+
 async def test_lines_range(ws: Path, http) -> None:
     ctx = FileContext(path=str(ws / "src" / "app.py"), lines_range=LinesRange(start=2, end=3))
     el = element((await render([ctx], ws, http)).text, "file")
