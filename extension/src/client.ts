@@ -289,6 +289,7 @@ export class EcaClient {
       }
       if (current && current.known) {
         await this.openChat(current.id);
+        this._sendQueued(current.id); // its turn ended while the connection was down: the queue goes on
       }
     } catch (error) {
       this._options.logger?.warn('eca: could not restore chats after connecting', error);

@@ -572,3 +572,21 @@ test('the open chat is remembered per workspace key, a fresh one too; one the se
   assert.equal(three.store.currentId, 'fresh-k:three', 'a chat the server does not have: a new one');
   assert.ok(!three.store.chats.has('gone'));
 });
+
+test('a message queued while the connection was down goes out once the chat is found idle again', async () => {
+  const { server, client, store, clock } = setup();
+  server.handlers['chat/list'] = () => ({ chats: [{ id: 'new-1', title: 'T', status: 'idle', messageCount: 1 }] });
+  await connect(server, client);
+  await client.prompt('first');
+  server.notify('chat/statusChanged', { chatId: 'new-1', status: 'running' });
+  client.queuePrompt('next');
+  server.socket.drop(); // the turn ends meanwhile: its statusChanged never arrives
+  clock.advance(10000);
+  server.socket.open();
+  await tick(10);
+  assert.equal(store.current?.status, 'running', 'the listed idle chat took the queued message');
+  assert.deepEqual(
+    server.socket.sent.filter(m => m.method === 'chat/prompt').map(m => m.params.message),
+    ['next']
+  );
+});
