@@ -74,7 +74,7 @@ def check_batch_prompts(text: str) -> None:
 # -- the %eca notebooks (eca_notebook.notebook) ---------------------------------------------------------------------
 # Executed headless (nbclient sends allow_stdin=False), %eca waits and keeps each answer as Markdown in its cell.
 
-MAGIC_NOTEBOOKS_REQUIRE = {"05-data-analysis.ipynb": ("pandas",)}
+MAGIC_NOTEBOOKS_REQUIRE = {"05-data-analysis.ipynb": ("pandas",), "09-plots-and-vision.ipynb": ("pandas", "matplotlib")}
 
 
 def cell_text(nb, source_start: str, exact: bool = False) -> str:
@@ -169,7 +169,16 @@ def check_fix_a_notebook(nb) -> None:
     assert 'sales["west"]' in cell_text(nb, 'print(nbformat.read("analysis.ipynb"')
 
 
+def check_plots_and_vision(nb) -> None:
+    """Notebook 09: `%eca @fig` sends the zig-zag chart to the (scripted, seeing) model as a PNG image part."""
+    assert "zig-zags back and forth" in cell_text(nb, "%eca -w What is wrong")
+    received = cell_text(nb, "if DEMO:\n    parts =")
+    assert "image part: data:image/png;base64," in received
+    assert "text part: What is wrong with this chart? @fig" in received
+
+
 MAGIC_NOTEBOOK_CHECKS = {
+    "09-plots-and-vision.ipynb": check_plots_and_vision,
     "07-fix-a-notebook.ipynb": check_fix_a_notebook,
     "02-quickstart.ipynb": check_quickstart,
     "03-tools-and-approvals.ipynb": check_tools_and_approvals,
