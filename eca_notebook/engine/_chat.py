@@ -97,6 +97,8 @@ class Chat:
     status: str = "idle"
     # chat/promptSteer text waiting for the running turn's next round boundary (_turn.py); dropped when the turn ends
     steer: str | None = field(default=None, repr=False, compare=False)
+    # what the model is told at the next round boundary about this chat's background jobs that ended by themselves
+    job_notes: list[str] = field(default_factory=list, repr=False, compare=False)
     last_stop_reason: str | None = field(default=None, repr=False, compare=False)  # of the last provider response
     # what the chat learned about its model's context window (token estimate calibration, _context_window.py)
     context_window: Any = field(default=None, repr=False, compare=False)

@@ -297,7 +297,11 @@ class Turn:
     def _take_steer(self) -> None:
         """The round boundary: ``chat/promptSteer`` text sent since the round began joins the history after its tool
         results, before the next request, and is shown as a user content with its id (as the reference server does;
-        its ``contentId`` also makes it a rollback point)."""
+        its ``contentId`` also makes it a rollback point). Notes of the chat's background jobs that ended by
+        themselves join here too (history only, as in the reference)."""
+        for note in self.chat.job_notes:  # a background job ended: the model hears it here, as in the reference
+            self.chat.messages.append(UserMessage(text=note))
+        self.chat.job_notes.clear()
         text, self.chat.steer = self.chat.steer, None
         if not text:
             return

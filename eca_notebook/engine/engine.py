@@ -181,7 +181,7 @@ class Engine:
         self._started = False
         self.background = BackgroundTasks("engine", logger=log)
         # shell_command's background jobs (tools/jobs.py): killed with their chat and with the engine
-        self.jobs = JobRegistry(on_change=self._jobs_changed)
+        self.jobs = JobRegistry(on_change=self._jobs_changed, on_end=self._job_ended)
         self.session_approvals = SessionApprovals()
         self.pending_approvals: dict[tuple[str, str], PendingApproval] = {}
         self.selected_behavior: str = self._initial_behavior()
@@ -551,6 +551,11 @@ class Engine:
             return False
         chat.steer = None
         return True
+
+    def _job_ended(self, job: Any) -> None:
+        chat = self.chats.get(job.chat_id)
+        if chat is not None:
+            chat.job_notes.append(job.ended_note())
 
     def _jobs_changed(self) -> None:
         self.broadcast("jobs/updated", {"jobs": self.job_summaries()})

@@ -160,6 +160,14 @@ class Job:
                 "startedAt": self.started_at, "elapsed": self.elapsed(), "exitCode": self.exit_code,
                 "chatId": self.chat_id, "chatLabel": chat_label}
 
+    def ended_note(self, tail_lines: int = 20) -> str:
+        """What the model is told when the job ended by itself (the reference's words): status, exit code and the
+        last lines of its output."""
+        text = self.read(self.first, self.ring_bytes)[0].decode("utf-8", "replace")
+        tail = "\n".join(text.splitlines()[-tail_lines:])
+        note = f"Background job {self.id} (`{self.command}`) {self.status} with exit code {self.exit_code}."
+        return note + (f"\nLast {tail_lines} lines of output:\n{tail}" if tail else "")
+
     def headline(self) -> str:
         name = f'"{self.summary}" ({self.id})' if self.summary else self.id
         code = f" (exit {self.exit_code})" if self.exit_code is not None else ""
@@ -181,9 +189,11 @@ class JobRegistry:
     """The background jobs of one engine. ``on_change`` is called whenever the list changes (the engine sends
     ``jobs/updated``)."""
 
-    def __init__(self, *, on_change: Callable[[], None] | None = None, ring_bytes: int = RING_BYTES,
-                 max_jobs: int = MAX_JOBS, kill_grace: float = 2.0, shell: str = "/bin/sh") -> None:
+    def __init__(self, *, on_change: Callable[[], None] | None = None, on_end: Callable[[Job], None] | None = None,
+                 ring_bytes: int = RING_BYTES, max_jobs: int = MAX_JOBS, kill_grace: float = 2.0,
+                 shell: str = "/bin/sh") -> None:
         self.on_change = on_change
+        self.on_end = on_end  # a job ended by itself (not killed): its chat's model is told at the next round
         self.ring_bytes = ring_bytes
         self.max_jobs = max_jobs
         self.kill_grace = kill_grace
@@ -266,6 +276,12 @@ class JobRegistry:
         self._procs.pop(job.id, None)
         job.done.set()
         log.info("background job %s ended: %s (%s)", job.id, job.status, code)
+        if job.status != "killed" and self.on_end is not None:
+            await asyncio.sleep(0)  # (the readers take the last output first)
+            try:
+                self.on_end(job)
+            except Exception:
+                log.exception("on_end failed")
         self._changed()
 
     async def wait(self, job: Job, timeout: float) -> bool:

@@ -122,3 +122,17 @@ def _group_members(pgid: int) -> list[str]:
         if len(fields) > 2 and fields[2] == str(pgid).encode():
             members.append(name)
     return members
+
+
+async def test_the_model_is_told_at_the_next_round_when_a_job_ended(eca: EcaClient, llm: ScriptedLLMServer):
+    job = eca.engine.jobs.get(await start_job(eca, llm, "chat-6", "sleep 1.5; echo trained; exit 3"))
+    assert await eca.engine.jobs.wait(job, 30)
+    await until(lambda: eca.engine.chats["chat-6"].job_notes)
+    llm.enqueue(call("l1", "bg_job", action="list"), Reply([Text("It failed."), Usage(5, 5)]))
+    await eca.prompt("how did it go?", chat_id="chat-6")
+    first, second = llm.requests[-2:]
+    note = "Background job job-1 (`sleep 1.5; echo trained; exit 3`) failed with exit code 3."
+    assert note not in json.dumps(first.body)  # joins at the round boundary, as a steer would
+    told = [m for m in second.body["messages"] if m["role"] == "user" and note in json.dumps(m["content"])]
+    assert told and "trained" in json.dumps(told[0]["content"])
+    assert eca.engine.chats["chat-6"].job_notes == []
