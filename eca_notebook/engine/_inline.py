@@ -157,6 +157,11 @@ class InlineCompleter:
         self._fim_refused: set[str] = set()  # model ids whose server refused raw completion (auto mode)
         self.last_mode: Mode | None = None  # how the last request asked (tests and benchmarks read it)
 
+    def model(self) -> str | None:
+        """The model ``completion/inline`` would ask now (:func:`completion_model`); None when none is configured —
+        what a door's handshake advertises as ``code_completion``."""
+        return completion_model(self._engine)
+
     async def complete(self, params: CompletionInlineParams, origin: object | None = None) -> CompletionInlineResult:
         """Answer one request (see the module docstring); supersedes the document's older request."""
         # one document of one client: two tabs on the same notebook never end each other's requests

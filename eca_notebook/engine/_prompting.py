@@ -41,6 +41,7 @@ from ._turn import Turn
 from .commands import (
     BUILTINS,
     Command,
+    command_prompt,
     find_command,
     load_custom_commands,
     parse_command,
@@ -127,8 +128,11 @@ class PromptPipeline:
             custom = find_command(name, list(self.custom_commands().values()))
             skill = self._skill_command(name) if custom is None else None  # a skill is a command too (_skills.py)
             from_plugin = self._plugin_command(name) if custom is None and skill is None else None
+            code_prompt = command_prompt(name, argument)  # /fix, /test, /explain, /refactor on the attached code
             if name.lower() == "init":  # the model writes AGENTS.md with write_file: an approved change
                 message = _chat_commands.init_prompt(engine)
+            elif code_prompt is not None:
+                message = code_prompt
             elif custom is not None:
                 message = render_template(custom.template or "", argument)
             elif skill is not None:

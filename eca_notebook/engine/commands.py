@@ -27,8 +27,10 @@ from ._rules import outside_root
 
 __all__ = [
     "BUILTINS",
+    "CODE_PROMPTS",
     "Command",
     "CommandArgument",
+    "command_prompt",
     "find_command",
     "load_custom_commands",
     "parse_command",
@@ -72,7 +74,93 @@ BUILTINS: list[Command] = [
                                        False)]),
     Command("import", "Import a chat exported as JSON into a new chat (Ex: /import chat.json).", "native",
             [CommandArgument("path", "The exported .json file", True)]),
+    Command("fix", "Find and fix the bug in the selected code (or the attached file), using the diagnostics and "
+            "terminal output the editor sent.", "native", [CommandArgument("problem", "What is wrong", False)]),
+    Command("test", "Write tests for the selected code (or the attached file) in the project's test style, and run "
+            "them.", "native", [CommandArgument("focus", "What the tests should cover", False)]),
+    Command("explain", "Explain what the selected code (or the attached file) does and why, without changing it.",
+            "native", [CommandArgument("question", "What to explain in particular", False)]),
+    Command("refactor", "Refactor the selected code (or the attached file) without changing its behaviour, updating "
+            "its callers.", "native", [CommandArgument("goal", "What the refactoring should achieve", False)]),
 ]
+
+_ABOUT_CONTEXT = """The code in question is what the user's editor attached to this message: the selected lines of \
+the active editor when there is a selection, else the attached file or the visible part of it (the "Editor context" \
+block says which file, which lines and the language). If nothing is attached and the request does not say which code \
+is meant, ask the user instead of guessing.
+"""
+
+#: The prompts of the built-in code commands (``/fix``, ``/test``, ``/explain``, ``/refactor``: the session stream's
+#: slash commands of ``http-websocket-api.md``), sent to the model in the user's place. ``$ARGS`` is what the user
+#: wrote after the command; :func:`command_prompt` drops the request line when they wrote nothing.
+CODE_PROMPTS: dict[str, str] = {
+    "fix": f"""Fix the bug in the attached code.
+
+{_ABOUT_CONTEXT}
+The user's description of the problem: $ARGS
+
+1. Find the cause before changing anything. Use the diagnostics, the terminal output (a failing command and its \
+error) and the git state from the editor context when they are there, and read the surrounding code, the callers and \
+the definitions it relies on as far as you need.
+2. Fix the cause, not the symptom, with the smallest change that does it, in the file's own style, using the file \
+tools (the user reviews the diff). Do not reformat or refactor unrelated code.
+3. If you can run commands and there is a test or a command that shows the failure, run it to check the fix.
+4. Answer briefly: what was wrong, what you changed and why that fixes it. If the code is in fact correct, say so \
+and change nothing.
+""",
+    "test": f"""Write tests for the attached code.
+
+{_ABOUT_CONTEXT}
+What the user wants covered: $ARGS
+
+1. Find how this project tests: read an existing test file near the code (its framework, fixtures, file naming and \
+location) and follow those conventions. Only introduce a test framework when the project has none, and say so.
+2. Cover the normal behaviour, the edge cases (empty, boundary and unusual inputs) and the error paths. Each test \
+asserts observable behaviour, not implementation details, and has a name that says what it checks. Prefer real \
+objects to mocks.
+3. Create or extend the test file with the file tools (the user reviews the diff). Do not change the code under \
+test; if a test reveals a bug, report it instead of hiding it.
+4. If you can run commands, run the new tests and fix the tests until they pass (or show the bug they found).
+5. Answer briefly with what the tests cover and how to run them.
+""",
+    "explain": f"""Explain the attached code.
+
+{_ABOUT_CONTEXT}
+The user's question: $ARGS
+
+Explain what the code does and how: its purpose, its inputs, outputs and side effects, the steps it takes, and why \
+it is written this way where that is not obvious. Point out anything surprising, fragile or wrong (edge cases, error \
+handling, performance). Read the definitions it uses when that is needed to be accurate, and refer to lines and \
+names so the user can follow. Start with a one-paragraph summary, then the details; keep it as short as the code \
+allows. Do not change any file.
+""",
+    "refactor": f"""Refactor the attached code.
+
+{_ABOUT_CONTEXT}
+The goal of the refactoring: $ARGS
+
+1. Read the code, its imports and its callers (search the workspace for its uses) before changing anything.
+2. Improve its structure without changing its behaviour: clearer names, smaller functions, less duplication, simpler \
+control flow, the project's idioms. When no goal is given, pick the changes that help readability and maintenance \
+the most, and keep them proportionate.
+3. Keep the public interface, or update every caller in the same change. Make the changes with the file tools (the \
+user reviews each diff), in the file's own style.
+4. If the project has tests and you can run commands, run them to show the behaviour is unchanged.
+5. Answer briefly: what you changed and why the behaviour is the same.
+""",
+}
+
+
+def command_prompt(name: str, argument: str) -> str | None:
+    """The prompt of the built-in code command *name* (``fix``, ``test``, ``explain``, ``refactor``) with what the
+    user wrote after it; None for any other name."""
+    template = CODE_PROMPTS.get(name.lower())
+    if template is None:
+        return None
+    if not argument.strip():  # nothing more said: the request line goes, the attached code says it all
+        kept = [line for line in template.splitlines() if not line.endswith("$ARGS")]
+        template = "\n".join(kept).replace("\n\n\n", "\n\n") + "\n"
+    return render_template(template, argument)
 
 
 # ---------------------------------------------------------------------------------------------------------------

@@ -1,6 +1,9 @@
 """Request and response bodies of the REST API (pydantic v2), and the source of its OpenAPI schemas.
 
-Requests are strict (unknown fields are a 400: a typo must not be silently ignored); responses are what the handlers
+Requests are read tolerantly, like every inbound message of every door: a field this server does not know is ignored
+(a newer client must work with an older server) while every known field is validated (a wrong type is a 400 with the
+problems one by one). The one exception is the approval policy, which stays strict: a misspelt ``deny`` ignored would
+leave a tool the user meant to forbid allowed, so an unknown key there is a 400. Responses are what the handlers
 send, validated in the tests. Keys are snake_case like the API this follows (``workspace_id``), except inside the
 two kinds of embedded ECA data, which keep their own camelCase wire form: the approval policy (it *is* the
 ``toolCall.approval`` config object) and a session's ``history`` (``chat/contentReceived`` params as replayed by
@@ -53,6 +56,12 @@ MAX_PROMPT_CHARS = 1_000_000
 
 
 class _Request(BaseModel):
+    model_config = ConfigDict(extra="ignore", populate_by_name=True)
+
+
+class _StrictRequest(BaseModel):
+    """The approval policy: an unknown key is refused (a typo must not silently loosen what is allowed)."""
+
     model_config = ConfigDict(extra="forbid", populate_by_name=True)
 
 
@@ -113,7 +122,7 @@ class RegisterWorkspace(_Request):
 # -- approval policy ---------------------------------------------------------------------------------------------
 
 
-class ApprovalRule(_Request):
+class ApprovalRule(_StrictRequest):
     """``{"argsMatchers": {<argument>: [<regex>, ...]}}``; ``{}`` matches every call of the tool."""
 
     argsMatchers: dict[str, list[str]] = Field(default_factory=dict)  # noqa: N815 - the config file's key
@@ -130,7 +139,7 @@ class ApprovalRule(_Request):
         return value
 
 
-class ApprovalPolicy(_Request):
+class ApprovalPolicy(_StrictRequest):
     """Exactly the ``toolCall.approval`` config object. Tool keys are ``<server>__<tool>`` (``eca__shell_command``)
     or a bare tool name. Precedence: deny → session approvals → ask → allow → byDefault; ``risk`` acts on the
     engine's risk level of a call (README "Risk levels")."""

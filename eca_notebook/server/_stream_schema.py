@@ -1,8 +1,10 @@
 """Every message of the session stream (``http-websocket-api.md``, "WebSocket streaming"), both directions, as
 pydantic models.
 
-Client messages are strict, like the REST bodies (:mod:`._schemas`): an unknown field is an error the client hears
-about (``server.error`` ``INVALID_MESSAGE`` with the problems one by one), never silently ignored. The documented
+Client messages are read tolerantly: a field this server does not know is ignored (a newer client's ``client.hello``
+with one field more must still connect to an older server), while every known field is validated — a wrong type, a
+missing required field or a value out of range is an error the client hears about (``server.error``
+``INVALID_MESSAGE`` with the problems one by one). The documented
 extensions of the contract are fields here like any other (``hunks`` of an approval, ``patch_id`` in approval args,
 ``session_id`` / ``command_mode`` / ``patch_mode`` / ``capabilities`` of the hello, ``id`` of a hunk,
 ``stop_reason`` of the final message). Server messages are built only through these models, so what we send is what
@@ -86,9 +88,9 @@ Line = Annotated[int, Field(ge=0)]
 
 
 class _In(BaseModel):
-    """A client message or a part of one: unknown fields are refused."""
+    """A client message or a part of one: unknown fields are ignored (a tolerant reader), known ones validated."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="ignore")
 
 
 class _Out(BaseModel):

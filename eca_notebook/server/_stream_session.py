@@ -316,9 +316,11 @@ class StreamSession:
         self._delegate = ChatDelegate(fs=_ClientPatches(self) if self.patch_mode == "client" else None,
                                       run_command=run_command, system_note=self._system_note)
         self.engine.set_chat_delegate(self.chat_id, self._delegate)
-        capabilities = ["hunk_approval", "multi_file_edit", "automatic_context"]
+        capabilities = ["hunk_approval", "multi_file_edit", "automatic_context", "slash_commands"]
         tools = {name.split("__", 1)[-1] for name in self.engine.all_tools()}
-        capabilities += [stage for tool, stage in _RETRIEVAL_TOOLS.items() if tool in tools]
+        stages = [stage for tool, stage in _RETRIEVAL_TOOLS.items() if tool in tools]
+        capabilities += (["agentic_rag"] if stages else []) + stages  # the model searches the code itself
+        capabilities += ["delete_file"] if "delete_file" in tools else []
         capabilities += list(dict.fromkeys(allowed))
         self.emit(ServerHello(server_info=ServerInfo(version=__version__, model=self._model(),
                                                      capabilities=capabilities),
@@ -334,8 +336,12 @@ class StreamSession:
         info = engine.registry.model_infos().get(model_id) if model_id else None
         if info is None:
             return None
+        # what this server serves with it: chat (with tools), inline code completion (``completion/inline`` of the
+        # ECA doors, whenever a completion model resolves) and the built-in /refactor (and /fix, /test, /explain)
+        completion = ["code_completion"] if engine.inline.model() is not None else []
         return ModelInfo(provider=info.provider, model_name=info.name,
-                         capabilities=["chat", "tools", *(["reasoning"] if info.reasoning else [])])
+                         capabilities=["chat", *completion, "refactor", "tools",
+                                       *(["reasoning"] if info.reasoning else [])])
 
     # -- turns ---------------------------------------------------------------------------------------------------
 

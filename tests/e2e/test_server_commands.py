@@ -133,6 +133,24 @@ async def test_custom_command_with_placeholders(spawn, llm, workspace):
     assert sent[0][1].startswith("Review app.py focusing on")
 
 
+async def test_code_commands_prompt_about_the_attached_selection(spawn, llm, workspace):
+    """``/fix``, ``/test``, ``/explain``, ``/refactor``: built-ins in every door (the session stream's slash
+    commands), listed, and sent to the model as their prompt with the attached lines."""
+    (workspace / "calc.py").write_text("".join(f"x{i} = {i}  # line {i}\n" for i in range(1, 21)))
+    llm.enqueue(Reply.text("It assigns numbers."))
+    eca = await spawn()
+    await eca.initialize(workspace)
+    listed = {c["name"]: c for c in (await eca.request("chat/queryCommands", {"query": ""}))["commands"]}
+    assert {"fix", "test", "explain", "refactor"} <= set(listed) and listed["fix"]["type"] == "native"
+    context = {"type": "file", "path": str(workspace / "calc.py"), "linesRange": {"start": 5, "end": 7}}
+    chat_id, contents = await run(eca, "/explain why x6", model="openai/gpt-4.1", contexts=[context])
+    await eca.wait_idle(chat_id)
+    assert "Unknown command" not in system_texts(contents)
+    sent = sent_texts("openai-responses", completion_requests(llm)[0].body)[0][1]
+    assert sent.startswith("Explain the attached code.") and "The user's question: why x6" in sent
+    assert "# line 5" in sent and "# line 7" in sent and "# line 9" not in sent
+
+
 async def test_unknown_command_is_explained(spawn, llm, workspace):
     eca = await spawn()
     await eca.initialize(workspace)

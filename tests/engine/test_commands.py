@@ -10,6 +10,7 @@ from eca_notebook.engine.commands import (
     BUILTINS,
     Command,
     CommandArgument,
+    command_prompt,
     find_command,
     load_custom_commands,
     parse_command,
@@ -68,13 +69,28 @@ def test_builtins() -> None:
     by_name = {c.name: c for c in BUILTINS}
     assert set(by_name) == {"doctor", "costs", "prompt-show", "repo-map-show", "compact", "resume", "skills",
                             "rules", "config", "context", "hooks", "init", "subagents", "model", "fork", "export",
-                            "import", "trust"}
+                            "import", "trust", "fix", "test", "explain", "refactor"}
     assert all(c.type == "native" and c.description for c in BUILTINS)
     assert [(a.required) for a in by_name["resume"].arguments] == [False]
     assert [(a.required) for a in by_name["compact"].arguments] == [False]
     assert by_name["doctor"].arguments == []
     assert [(a.required) for a in by_name["import"].arguments] == [True]
     assert [(a.required) for a in by_name["export"].arguments] == [False]
+
+
+def test_code_commands_prompt_about_the_attached_code() -> None:
+    """``/fix``, ``/test``, ``/explain`` and ``/refactor`` (the session stream's slash commands) are prompts about the
+    code the editor attached, with what the user wrote after the command; without words, no empty request line."""
+    fix = command_prompt("fix", "Fix the authentication bug")
+    assert fix is not None and fix.startswith("Fix the bug in the attached code.")
+    assert "The user's description of the problem: Fix the authentication bug" in fix
+    assert "selected lines of the active editor" in fix and "diagnostics" in fix
+    explain = command_prompt("EXPLAIN", "")
+    assert explain is not None and "$ARGS" not in explain and "question:" not in explain
+    assert "Do not change any file." in explain and "\n\n\n" not in explain
+    assert "test framework" in (command_prompt("test", "edge cases") or "")
+    assert "without changing its behaviour" in (command_prompt("refactor", "") or "")
+    assert command_prompt("doctor", "") is None
 
 
 # -- templates -----------------------------------------------------------------------------------------------------
@@ -200,7 +216,7 @@ def test_query_prefix_then_substring_then_fuzzy() -> None:
 
 
 def test_query_over_builtins() -> None:
-    assert names(query_commands("co", BUILTINS)) == ["costs", "compact", "config", "context", "doctor"]
+    assert names(query_commands("co", BUILTINS)) == ["costs", "compact", "config", "context", "doctor", "refactor"]
 
 
 # -- wire shape ----------------------------------------------------------------------------------------------------

@@ -82,7 +82,7 @@ async def test_workspaces_list_register_get(api, workspace):
         ({"path": "missing"}, ["path"]),
         ({"path": "README.md"}, ["path"]),
         ({"path": 5}, ["path"]),
-        ({"path": "", "extra": 1}, ["extra"]),
+        ({"path": 7, "extra": 1}, ["path"]),
         ({"start": "maybe"}, ["start"]),
     ],
 )
@@ -182,7 +182,7 @@ async def test_policy_get_and_put_updates_the_engine_and_the_config_file(api, co
          ["approval", "deny", "eca__shell_command", "argsMatchers"]),
         ({"approval": {"allow": {"eca__grep": {"argMatchers": {}}}}},
          ["approval", "allow", "eca__grep", "argMatchers"]),
-        ({"approval": {}, "other": True}, ["other"]),
+        ({"approval": {"dney": {}}, "other": True}, ["approval", "dney"]),  # ("other" ignored; the policy strict)
     ],
 )
 async def test_policy_put_validates(api, workspace, state, body, loc):
@@ -330,7 +330,7 @@ async def test_sessions_of_another_workspace(api, llm, workspace):
         ({"message": 3}, ["message"]),
         ({"model": "nobody/nothing", "message": "hi"}, ["model"]),
         ({"behavior": "sleepy"}, ["behavior"]),
-        ({"prompt": "hi"}, ["prompt"]),
+        ({"prompt": "hi", "title": 5}, ["title"]),  # (an unknown field is ignored, a known one validated)
     ],
 )
 async def test_session_create_validates(api, workspace, body, loc):
@@ -385,7 +385,7 @@ async def test_models_list_current_and_select(api, connect, workspace):
         ({"model": "nobody/nothing"}, ["model"]),
         ({"behavior": "sleepy"}, ["behavior"]),
         ({"model": ""}, ["model"]),
-        ({"model": MODEL, "provider": "openai"}, ["provider"]),
+        ({"model": 5, "provider": "openai"}, ["model"]),  # (an unknown field is ignored, a known one validated)
     ],
 )
 async def test_select_model_validates(api, workspace, body, loc):
@@ -395,9 +395,16 @@ async def test_select_model_validates(api, workspace, body, loc):
     assert current["model"] == MODEL and current["behavior"] == "code"
 
 
-def test_schemas_refuse_unknown_fields():
+def test_schemas_ignore_unknown_fields_but_not_in_the_policy():
+    # a tolerant reader: a newer client's extra field is ignored, a known field still validated …
+    assert s.RegisterWorkspace.model_validate({"path": "", "nope": 1}).model_dump(exclude_unset=True) == {"path": ""}
     with pytest.raises(ValueError):
-        s.RegisterWorkspace.model_validate({"path": "", "nope": 1})
+        s.RegisterWorkspace.model_validate({"path": 7, "nope": 1})
+    # … except in the approval policy, where a misspelt key ignored would leave a tool allowed
+    with pytest.raises(ValueError):
+        s.ApprovalPolicy.model_validate({"dney": {"eca__shell_command": {}}})
+    with pytest.raises(ValueError):
+        s.ApprovalRule.model_validate({"argsMatcher": {"command": ["rm"]}})
     assert s.ApprovalPolicy().model_dump() == {"byDefault": "ask", "allow": {}, "ask": {}, "deny": {}, "risk": {}}
 
 

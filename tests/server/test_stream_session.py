@@ -265,7 +265,7 @@ async def test_malformed_messages_keep_the_socket_open(session, llm, state):
     await stream.send({"type": "client.approval_response", "request_id": 5, "approved": "maybe", "extra": 1})
     error = await stream.error("INVALID_MESSAGE", mark)
     locs = {tuple(d["loc"]) for d in error["error"]["details"]}
-    assert {("request_id",), ("approved",), ("scope",), ("extra",)} <= locs, locs
+    assert {("request_id",), ("approved",), ("scope",)} <= locs and ("extra",) not in locs, locs  # (tolerant)
     assert all("input" not in d for d in error["error"]["details"])
     mark = stream.mark
     await stream.approve("req_unknown", "file")
