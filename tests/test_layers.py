@@ -153,3 +153,18 @@ def test_the_checker_sees_upward_and_private_imports(tmp_path: Path) -> None:
     assert sorted(w.split(":")[0] for w in upward_imports(probe, name)) == ["line 1", "line 4", "line 5"]
     assert private_imports(probe, name) == ["line 5: imports the private eca_notebook.providers._http"]
     assert upward_imports(probe, "eca_notebook.notebook.probe") == []
+
+
+def test_the_clients_adapter_table_points_up() -> None:
+    """The one place a lower layer names a higher one: the client's executor adapters (``EcaClient.batch(executor=
+    dask_client)``), imported by name on first need. Each must be a public name of a part allowed to import the
+    client, so the dependency still only goes down in code."""
+    from eca_notebook.client._executor import ADAPTERS
+
+    for library, target in ADAPTERS.items():
+        module, _, attribute = target.partition(":")
+        assert module.startswith("eca_notebook.") and attribute and not attribute.startswith("_"), target
+        assert not any(piece.startswith("_") for piece in module.split(".")[1:]), f"{library}: private {module}"
+        assert "client" in ALLOWED[part(module)], f"{library}: {module} is not above the client"
+        assert (PACKAGE.parent / module.replace(".", "/")).with_suffix(".py").exists() or (
+            PACKAGE.parent / module.replace(".", "/")).is_dir(), target

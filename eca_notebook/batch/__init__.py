@@ -14,7 +14,8 @@ Every prompt becomes a :class:`WorkItem` (serialisable: it may run on another ma
 :class:`ItemResult` written to the results store the moment it completes, so a rerun after a crash sends only what
 is missing. Each worker process runs its own engine, built from the ``workspace``/``config``/``env`` given here,
 never from the driver's state. The Python client takes these executors too: ``EcaClient.batch(prompts,
-executor=DaskExecutor(dask_client, store="r.jsonl"))``.
+executor=dask_client)`` (the client's adapter table wraps it as ``DaskExecutor(dask_client)``), or
+``executor=DaskExecutor(dask_client, store="r.jsonl")`` for a results store, retries and limits.
 
 ``dask[distributed]``, ``tqdm`` and ``pandas`` are the ``batch`` extra; they are imported only when used.
 """

@@ -199,12 +199,12 @@ class EcaClient(ClientConnection):
         "timeout"?}`` overriding ``defaults`` (the same keywords as :meth:`prompt`, minus ``chat_id``). A prompt
         that fails — a provider error, a timeout, even an exception — has ``error`` set; the others go on.
 
-        ``executor``: run them elsewhere — any :class:`~eca_notebook.client.BatchExecutor`, e.g. those of
+        ``executor``: run them elsewhere — a ``dask.distributed.Client`` as it is (its cluster runs them, as
+        ``DaskExecutor(dask_client)``), or any :class:`~eca_notebook.client.BatchExecutor`, e.g. those of
         :mod:`eca_notebook.batch`: ``DaskExecutor(dask_client, store=..., retries=..., rate_limit=..., budget=...,
-        progress=...)`` on a cluster (a bare ``dask.distributed.Client`` is refused with that advice: the client
-        cannot import the batch package, which sits above it), ``InProcessExecutor`` here; each worker with an
-        engine built like this client's. ``approval`` is then ``"unattended"`` or ``"workspace"`` and the results'
-        ``contents`` are empty (they stay on the workers).
+        progress=...)`` for a results store, retries, rate limits and a budget, ``InProcessExecutor`` here; each
+        worker with an engine built like this client's. ``approval`` is then ``"unattended"`` or ``"workspace"``
+        and the results' ``contents`` are empty (they stay on the workers).
         """
         if "chat_id" in defaults:
             raise TypeError("batch() runs each prompt in its own chat: chat_id is not a default")

@@ -4,13 +4,22 @@ Why a protocol rather than an import: what runs prompts at scale (:mod:`eca_note
 stores, rate limits) sits above the client — it starts clients of its own in every worker — so the client cannot
 import it. The client takes any object implementing :class:`BatchExecutor` and hands it the prompts; the executors
 of :mod:`eca_notebook.batch` implement it (``DaskExecutor(dask_client)`` wraps a ``dask.distributed.Client``).
-Objects that look like executors of another kind (a Dask client itself, a ``concurrent.futures`` pool) are refused
-with the exact thing to pass instead, rather than a bare "wrong type".
+
+Executors of other libraries are taken as they are through :data:`ADAPTERS`, a table from the top-level module of
+the object's type to the adapter that wraps it, named as text (``"eca_notebook.batch:DaskExecutor"``) and imported
+with :mod:`importlib` on first need: a ``dask.distributed.Client`` becomes ``DaskExecutor(client)``. Why by name, not
+by a registration call of the package above: a user who imported only ``eca_notebook`` and ``distributed`` never
+imported :mod:`eca_notebook.batch`, so nothing would have registered; and why not an import: the client must not
+depend on the batch package (nor make ``import eca_notebook.client`` pull in Dask's machinery). The table is the one
+place the client names a layer above it, and ``tests/test_layers.py`` checks that every entry points up to a part
+allowed to import the client. A ``concurrent.futures`` pool is refused with the exact thing to pass instead, rather
+than a bare "wrong type".
 """
 
 from __future__ import annotations
 
 import concurrent.futures
+import importlib
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from ._result import PromptResult
@@ -18,7 +27,13 @@ from ._result import PromptResult
 if TYPE_CHECKING:
     from ._async import EcaClient
 
-__all__ = ["BatchExecutor", "Job", "batch_executor"]
+__all__ = ["ADAPTERS", "BatchExecutor", "Job", "batch_executor"]
+
+#: Executors of other libraries, by the top-level module of their type: ``"module:callable"`` that wraps one into a
+#: :class:`BatchExecutor` (imported by name when first needed; see the module docstring).
+ADAPTERS: dict[str, str] = {
+    "distributed": "eca_notebook.batch:DaskExecutor",  # a dask.distributed.Client: its cluster runs the prompts
+}
 
 #: One prompt of a batch: its message and the keywords of :meth:`EcaClient.prompt` it sets (``model``,
 #: ``behavior``, ``contexts``, ``approval``, ``timeout``), defaults applied.
@@ -42,12 +57,17 @@ def batch_executor(executor: Any) -> BatchExecutor:
     if isinstance(executor, BatchExecutor):
         return executor
     kind = type(executor)
-    if kind.__module__.split(".")[0] == "distributed" and hasattr(executor, "submit"):
-        raise TypeError(
-            "EcaClient.batch(executor=...) takes a batch executor, not a dask.distributed.Client: pass "
-            "executor=eca_notebook.batch.DaskExecutor(dask_client) (its keywords store=, retries=, rate_limit=, "
-            "budget=, progress= set the rest), or call eca_notebook.batch.batch(prompts, executor=dask_client, "
-            "workspace=..., config=...), which takes the Dask client itself")
+    adapter = ADAPTERS.get(kind.__module__.split(".")[0])
+    if adapter is not None and hasattr(executor, "submit"):
+        module, _, name = adapter.partition(":")
+        try:
+            wrap = getattr(importlib.import_module(module), name)
+        except ImportError as exc:  # e.g. the batch extra's pieces are missing
+            raise TypeError(f"EcaClient.batch(executor={kind.__name__}) needs {module} ({exc}); install "
+                            "eca-notebook[batch]") from exc
+        wrapped = wrap(executor)
+        if isinstance(wrapped, BatchExecutor):
+            return wrapped
     if isinstance(executor, concurrent.futures.Executor):
         raise TypeError(
             f"EcaClient.batch(executor=...) takes a batch executor, not a {kind.__name__}: for prompts in this "
