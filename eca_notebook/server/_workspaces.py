@@ -59,13 +59,15 @@ class Workspace:
     _start: asyncio.Task[None] | None = field(default=None, repr=False)
 
     def busy(self) -> bool:
-        """Anything that must outlive a release: a client attached, a start under way, a chat running or waiting."""
+        """Anything that must outlive a release: a client attached, a start under way, a chat running or waiting, a
+        background job running (a training run must not die because its tab was closed)."""
         engine = self.engine
         if engine is None:
             return False
         if self.connections > 0 or (self._start is not None and not self._start.done()):
             return True
-        return any(chat.running for chat in engine.chats.values()) or bool(engine.pending_approvals)
+        return (any(chat.running for chat in engine.chats.values()) or bool(engine.pending_approvals)
+                or engine.jobs.running_count() > 0)
 
     @property
     def path(self) -> str:

@@ -117,6 +117,9 @@ async def test_an_engine_in_use_is_not_released(root, eca_env):
     engine.pending_approvals[("c", "t")] = object()  # a tool call waits for an answer
     assert await manager.release_idle() == [] and workspace.engine is engine
     engine.pending_approvals.clear()
+    job = await engine.jobs.start("sleep 300", cwd=str(root), env={}, chat_id="c")  # a background job runs
+    assert await manager.release_idle() == [] and workspace.engine is engine
+    await engine.jobs.kill(job.id)
     manager.engine_for(workspace)  # a call (REST, a new socket) restarts the clock
     assert await manager.release_idle() == [] and workspace.engine is engine
     workspace.last_used -= 2000
