@@ -75,9 +75,15 @@ EXPECTED: dict[str, tuple[str, str]] = {
     "rewrite/prompt": (C2S, "request"),
     "rewrite/contentReceived": (S2C, "notification"),
     "rewrite/stop": (C2S, "notification"),
+    "chat/promptSteer": (C2S, "notification"),
+    "chat/promptSteerRemove": (C2S, "notification"),
+    "jobs/list": (C2S, "request"),
+    "jobs/kill": (C2S, "request"),
+    "jobs/readOutput": (C2S, "request"),
+    "jobs/updated": (S2C, "notification"),
 }
 
-NO_PARAMS = ["initialized", "shutdown", "exit"]
+NO_PARAMS = ["initialized", "shutdown", "exit", "jobs/list"]
 
 # One valid wire payload per method that takes params (camelCase, as a peer sends it).
 SAMPLES: dict[str, dict[str, Any]] = {
@@ -130,6 +136,13 @@ SAMPLES: dict[str, dict[str, Any]] = {
                        "range": {"start": {"line": 1, "character": 1}, "end": {"line": 1, "character": 4}}},
     "rewrite/contentReceived": {"rewriteId": "r1", "content": {"type": "text", "text": "x = 1"}},
     "rewrite/stop": {"id": "r1"},
+    "chat/promptSteer": {"chatId": "c", "message": "use pandas, not csv"},
+    "chat/promptSteerRemove": {"chatId": "c"},
+    "jobs/kill": {"jobId": "job-1"},
+    "jobs/readOutput": {"jobId": "job-1"},
+    "jobs/updated": {"jobs": [{"id": "job-1", "type": "shell", "status": "completed", "label": "python train.py",
+                               "summary": "training", "startedAt": "2026-01-01T00:00:00+00:00", "elapsed": "5m2s",
+                               "exitCode": 0, "chatId": "c", "chatLabel": "Train"}]},
 }
 
 
