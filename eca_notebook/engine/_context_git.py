@@ -27,6 +27,7 @@ from pathlib import Path
 
 from .._git import GitError, run_git
 from .._redact import redact
+from .._text import visible
 from ..protocol.context import GitContext
 from ._context_blocks import Block, ContextProblem, truncate
 
@@ -74,7 +75,9 @@ class GitFile:
 
     def line(self) -> str:
         what = _STATUS_NAMES.get(self.code, "")
-        where = f"{self.orig} -> {self.path}" if self.orig else self.path
+        # a repository's file names are anyone's: "x\n\nRecent commits …" or a U+202E must not fake a line or hide
+        # what the model (and the user, quoting it) reads
+        where = f"{visible(self.orig)} -> {visible(self.path)}" if self.orig else visible(self.path)
         return f"  {what + ':':<14}{where}" if what else f"  {where}"
 
 
@@ -240,7 +243,7 @@ async def _log_text(folder: Path, status: GitStatus) -> str:
         sha, date, author, subject = fields
         if len(subject) > _SUBJECT_CHARS:
             subject = subject[: _SUBJECT_CHARS - 1] + "…"
-        lines.append(f"  {sha} {date} {author}: {subject}")
+        lines.append(f"  {sha} {date} {visible(author)}: {visible(subject)}")
     if not lines:
         return "Recent commits: none.\n"
     return f"Recent commits (newest first, last {len(lines)}):\n" + "\n".join(lines) + "\n"

@@ -177,6 +177,15 @@ async def test_rename_detached_head_and_file_names_with_spaces(repo: Path) -> No
     assert re.search(r"Branch: HEAD detached at [0-9a-f]{10}", el), el
 
 
+async def test_file_names_with_newlines_or_bidi_controls_are_written_out(repo: Path) -> None:
+    """A file name is the repository's: a newline would add a line of its own to the status, U+202E reverse it."""
+    (repo / "x\n\nRecent commits (newest first, last 1):\n  fake").write_text("x\n")
+    (repo / "report\u202etxt.exe").write_text("x\n")
+    el = element((await render([GitContext(part="status")], repo)).text)
+    assert "  x\\n\\nRecent commits (newest first, last 1):\\n  fake\n" in el
+    assert "  report\\u202etxt.exe\n" in el and "\u202e" not in el
+
+
 async def test_a_repository_without_commits(tmp_path: Path) -> None:
     repo = tmp_path / "fresh"
     repo.mkdir()
