@@ -34,9 +34,9 @@ export function codeOf(pre: Element): string {
   return (pre.textContent ?? '').replace(/\n$/, '');
 }
 
-/** Put the buttons above every code block under `root` that has none yet. */
-export function decorateCodeBlocks(root: HTMLElement): void {
-  for (const pre of Array.from(root.querySelectorAll('pre'))) {
+/** Put the buttons above every code block (`selector`) under `root` that has none yet. */
+export function decorateCodeBlocks(root: HTMLElement, selector = 'pre'): void {
+  for (const pre of Array.from(root.querySelectorAll(selector))) {
     if (pre.previousElementSibling?.classList.contains(CODE_ACTIONS_CLASS)) {
       continue;
     }

@@ -13,7 +13,7 @@ import type { JupyterFrontEnd, JupyterFrontEndPlugin } from '@jupyterlab/applica
 import type { Cell, CodeCell } from '@jupyterlab/cells';
 import { INotebookTracker, NotebookPanel } from '@jupyterlab/notebook';
 
-import { setCodeActionTarget } from './codeActions';
+import { decorateCodeBlocks, handleCodeActionClick, setCodeActionTarget } from './codeActions';
 import { composeOutputs, composerInbox, explainPrompt, fixPrompt, outputParts, type InboxItem } from './outputCore';
 import type { ChatContext } from './protocol';
 import { IEcaChat } from './tokens';
@@ -193,8 +193,36 @@ export const outputActionsPlugin: JupyterFrontEndPlugin<void> = {
         decorate(panel, cell);
       }
     };
+    // The %eca widget's answers (rendered in the kernel, sanitised) get the same code-block buttons: added here, in
+    // the page, when a widget's answer changes; their clicks are handled here too.
+    const WIDGET_CODE = '.eca-chat pre:not(.eca-output)';
+    const watchWidgets = (panel: NotebookPanel): void => {
+      const root = panel.content.node;
+      let scheduled = false;
+      const observer = new MutationObserver(records => {
+        if (scheduled || !records.some(r => r.target instanceof Element && r.target.closest('.eca-chat'))) {
+          return;
+        }
+        scheduled = true;
+        requestAnimationFrame(() => {
+          scheduled = false;
+          for (const chatNode of Array.from(root.querySelectorAll<HTMLElement>('.eca-chat'))) {
+            decorateCodeBlocks(chatNode, 'pre:not(.eca-output)');
+          }
+        });
+      });
+      observer.observe(root, { childList: true, subtree: true });
+      root.addEventListener('click', event => {
+        const chatNode = event.target instanceof Element ? event.target.closest<HTMLElement>('.eca-chat') : null;
+        if (chatNode && chatNode.querySelector(WIDGET_CODE)) {
+          handleCodeActionClick(event, chatNode);
+        }
+      });
+      panel.disposed.connect(() => observer.disconnect());
+    };
     notebooks.widgetAdded.connect((_, panel) => {
       const later = () => requestAnimationFrame(() => hookCells(panel));
+      watchWidgets(panel);
       void panel.context.ready.then(() => {
         later();
         panel.content.model?.cells.changed.connect(later);

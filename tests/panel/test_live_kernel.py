@@ -182,3 +182,22 @@ def test_add_an_image_output_to_chat_sends_the_image_and_replace_cell_undoes(pag
     wait_until(lambda: cells(page)[1] == "x = 1", timeout=30, message="one Ctrl+Z to restore the cell")
     assert len(cells(page)) == 2
     assert not page.eca_errors, page.eca_errors
+
+
+def test_eca_widget_code_blocks_get_the_same_actions(page, lab, llm, workspace: Path):
+    write_notebook(workspace / "widget_code.ipynb", "x = 1", "%load_ext eca_notebook\n%eca -n give me code")
+    llm.enqueue(Reply.text("Here:\n\n```python\nprint('from the widget')\n```\n"))
+    open_panel(page, lab, workspace="live-widget")
+    open_notebook(page, "widget_code.ipynb")
+    run_and_wait(page, 0)
+    run_and_wait(page, 1)
+    chat = page.locator(".eca-chat")
+    insert = chat.locator('.eca-CodeAction[data-eca-code-action="insert"]')
+    insert.wait_for(timeout=120_000)
+    before = len(cells(page))
+    insert.click()  # the click makes the %eca cell the active one: the code goes right below it
+    wait_until(lambda: len(cells(page)) == before + 1, timeout=30, message="one new cell")
+    assert cells(page)[2] == "print('from the widget')", cells(page)
+    assert "print('from the widget')" in chat.locator("pre").first.inner_text()
+    screenshot(page, "widget-code-insert")
+    assert not page.eca_errors, page.eca_errors
