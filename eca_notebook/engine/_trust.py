@@ -668,11 +668,11 @@ class WorkspaceTrust:
             if not result.cancelled and (result.answer or "").strip() == TRUST_ANSWER:
                 await self.trust()
                 self.engine.emit_content(chat, "system", _text(
-                    "Workspace trusted: its MCP servers, hooks and approvals apply."))
+                    "Workspace trusted: its MCP servers, hooks, providers, secrets and approvals apply."))
             else:
                 self.engine.emit_content(chat, "system", _text(
-                    "Workspace not trusted: its MCP servers, hooks and looser approvals stay held. Send /trust "
-                    "to trust it."))
+                    "Workspace not trusted: its MCP servers, hooks, providers, secrets and looser approvals stay held. "
+                    "Send /trust to trust it."))
 
     def _own_note(self) -> str:
         """Where the user's own MCP servers and hooks run until the workspace is trusted, when they have any."""

@@ -9,6 +9,26 @@
 
 import type { CellAttachment } from './completion';
 
+// Controls (newline included), DEL, C1, and the invisible characters that reorder or hide text: bidi embeddings,
+// overrides and isolates, the marks, zero-width characters, line/paragraph separators, the BOM — as the engine
+// writes them out in approval summaries (`visible` in eca_notebook/_text.py, same escapes).
+// eslint-disable-next-line no-control-regex -- matching control characters is the point
+const INVISIBLE = /[\u0000-\u001f\u007f-\u009f\u061c\u180e\u200b-\u200f\u2028-\u202e\u2060-\u2069\ufeff]/g;
+const NAMED: Record<string, string> = { '\n': '\\n', '\r': '\\r', '\t': '\\t' };
+
+/**
+ * `text` with invisible and control characters written out (`\u202e`, `\n`): a file named
+ * `report\u202etxt.exe` in a repository someone else made shows as `reportexe.txt` in a row of the `@` list
+ * otherwise, and a newline in a name would fake a second row.
+ */
+export function visible(text: string): string {
+  return text.replace(INVISIBLE, ch => {
+    const code = ch.charCodeAt(0);
+    const hex = code < 0x100 ? '\\x' + code.toString(16).padStart(2, '0') : '\\u' + code.toString(16).padStart(4, '0');
+    return NAMED[ch] ?? hex;
+  });
+}
+
 /** `text` cut to at most `max` characters (code points) by an ellipsis in its middle. */
 export function middleEllipsis(text: string, max: number): string {
   const chars = [...text];

@@ -1,7 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 
-import { cellRow, firstLine, middleEllipsis, modelLabel, relativePath } from '../src/labels';
+import { cellRow, firstLine, middleEllipsis, modelLabel, relativePath, visible } from '../src/labels';
 
 test('long names are cut in the middle, keeping what tells them apart', () => {
   assert.equal(middleEllipsis('smollm2-135m', 22), 'smollm2-135m');
@@ -40,4 +40,11 @@ test('@ rows of one notebook differ by cell number and first line', () => {
   );
   assert.equal(rows[0].detail, 'notebooks/05-data-analysis.ipynb');
   assert.equal(firstLine('\n\n  x = 1\ny'), 'x = 1');
+});
+
+test('invisible and control characters in names are written out', () => {
+  assert.equal(visible('report\u202etxt.exe'), 'report\\u202etxt.exe');
+  assert.equal(visible('a\nfile.txt'), 'a\\nfile.txt');
+  assert.equal(visible('x\u2066y\u200bz\u001b[31m\u0085'), 'x\\u2066y\\u200bz\\x1b[31m\\x85');
+  assert.equal(visible('café · cell 3 — ok'), 'café · cell 3 — ok');
 });

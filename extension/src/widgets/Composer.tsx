@@ -24,7 +24,7 @@ import {
 } from '../completion';
 import { focusCellBlock } from '../cellFocus';
 import type { ActiveContext, EditorContextSource } from '../editorContext';
-import { cellRow } from '../labels';
+import { cellRow, visible } from '../labels';
 import { OutputAttachment, composeOutputs, composerInbox } from '../outputCore';
 import type { ChatContext } from '../protocol';
 import { KindIcon } from './icons';
@@ -302,8 +302,8 @@ export function Composer(props: ComposerProps): JSX.Element {
               title={s.title}
             >
               <KindIcon kind={s.icon} />
-              <span className="eca-Completion-label">{s.label}</span>
-              <span className="eca-Completion-detail">{s.detail}</span>
+              <span className="eca-Completion-label">{visible(s.label)}</span>
+              <span className="eca-Completion-detail">{visible(s.detail)}</span>
             </li>
           ))}
         </ul>
@@ -347,7 +347,7 @@ export function Composer(props: ComposerProps): JSX.Element {
           return (
             <span className="eca-Chip" key={index} title={label.detail}>
               <KindIcon kind={label.icon} />
-              {label.label}
+              {visible(label.label)}
               <button
                 className="eca-Chip-remove"
                 aria-label={`Remove ${label.label}`}
