@@ -8,6 +8,8 @@ diff from the two texts, so we rebuild them without touching the file (which may
 * ``edit_file``: the replaced and replacement snippets (``original_content`` / ``new_content``), the same shape
   other ACP agents send for their edit tools.
 * ``notebook_edit_cell``: the cell's whole old and new source (``path`` is the notebook), rebuilt the same way.
+* ``delete_file``: the file's whole text as the old text and an empty new text (its diff removes every line, to
+  ``/dev/null``); a binary or empty file, whose diff has no hunk, is an empty old text.
 * anything else with a diff: the hunks' old and new sides.
 """
 
@@ -99,6 +101,8 @@ def diff_contents(tool: str, arguments: dict[str, Any], details: dict[str, Any] 
     diff = str(details.get("diff") or "")
     if not path:
         return []
+    if tool == "delete_file":
+        return [_diff(path, reverse_apply("", diff) or "", "")]
     if tool == "write_file" and isinstance(arguments.get("content"), str):
         new = arguments["content"]
         if _is_creation(diff):

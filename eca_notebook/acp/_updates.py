@@ -48,6 +48,7 @@ _NATIVE_KINDS = {
     "write_file": "edit",
     "edit_file": "edit",
     "move_file": "move",
+    "delete_file": "delete",
     "shell_command": "execute",
     "editor_diagnostics": "read",
     "editor_definition": "search",

@@ -90,7 +90,7 @@ class ApprovalRules:
 
 #: Native and notebook tools that change files, the notebook or run code.
 CHANGING_TOOLS = frozenset({
-    "write_file", "edit_file", "move_file", "shell_command",
+    "write_file", "edit_file", "move_file", "delete_file", "shell_command",
     "run_python", "insert_cell", "replace_cell",
 })
 #: Read-only tools. The engine only asks approval for these when they touch a path outside the workspace.
@@ -100,7 +100,7 @@ READING_TOOLS = frozenset({"read_file", "directory_tree", "grep"})
 class UnattendedPolicy:
     """The default policy of the Python client, safe for unattended runs.
 
-    Rejects every call that changes files or runs code: ``write_file``, ``edit_file``, ``move_file``,
+    Rejects every call that changes files or runs code: ``write_file``, ``edit_file``, ``move_file``, ``delete_file``,
     ``shell_command``, the notebook's ``run_python``/``insert_cell``/``replace_cell``, any call carrying a
     ``fileChange`` diff, and any MCP tool (its effects are unknown). With the default engine config the read-only
     tools (``read_file``, ``directory_tree``, ``grep``) only ask when they reach outside the workspace — those are

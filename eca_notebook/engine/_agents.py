@@ -65,7 +65,7 @@ Output expectations:
 - Show the evidence supporting each finding.
 - Summarize the result clearly and briefly."""
 
-_EDIT_TOOLS = ["edit_file", "write_file", "move_file", "notebook_edit_cell", "notebook_insert_cell",
+_EDIT_TOOLS = ["edit_file", "write_file", "move_file", "delete_file", "notebook_edit_cell", "notebook_insert_cell",
                "notebook_delete_cell", "notebook_move_cell", "notebook_run_cells"]
 
 # The built-ins' own settings, under whatever the config layers say about the same ids (plan's disabled tools and

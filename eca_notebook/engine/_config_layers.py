@@ -54,7 +54,7 @@ DEFAULTS: dict[str, Any] = {
     "behavior": {
         "code": {},
         "plan": {
-            "disabledTools": ["edit_file", "write_file", "move_file"],
+            "disabledTools": ["edit_file", "write_file", "move_file", "delete_file"],
             "toolCall": {
                 "approval": {"deny": {"eca__shell_command": {"argsMatchers": {"command": _PLAN_DENIED_SHELL}}}}
             },

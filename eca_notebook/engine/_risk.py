@@ -16,7 +16,9 @@ Where the level comes from, most specific first:
    workspace — the content goes to the model), creating a new file in the workspace is low (nothing is lost),
    editing or overwriting a file, moving, deleting a notebook cell and running code are medium, and any change
    outside the workspace is high — so is a write under ``.git/`` (a hook or the config runs as code on the next git
-   command, whoever runs it);
+   command, whoever runs it). Deleting a file git tracks is medium (the repository can give it back, and the call is
+   undoable); deleting an untracked file is high (undo is then the only way back, and only while this server
+   runs), as is any deletion outside the workspace or under ``.git/``;
 4. anything else: low when the tool declares itself harmless (``mutates`` False and ``default_approval`` allow),
    else medium.
 
@@ -157,6 +159,21 @@ def _move(prepared: Prepared, context: ToolContext) -> ToolCallRisk:
     return ToolCallRisk(level="medium", reason=f"moves {_shown(src, context)} to {_shown(dst, context)}")
 
 
+def _delete(prepared: Prepared, context: ToolContext) -> ToolCallRisk:
+    """delete_file: medium for a file git tracks, high for anything git cannot give back (see the module docstring)."""
+    outside = _outside(prepared, context)
+    if outside is not None:
+        return ToolCallRisk(level="high", reason=f"deletes a file outside the workspace: {outside}")
+    path = prepared.paths[0]
+    shown = _shown(path, context)
+    if _in_git_dir(path):
+        return ToolCallRisk(level="high", reason=f"deletes git's internals: {shown}")
+    state = prepared.state if isinstance(prepared.state, dict) else {}
+    if state.get("tracked"):
+        return ToolCallRisk(level="medium", reason=f"deletes {shown} (tracked by git: the repository has it)")
+    return ToolCallRisk(level="high", reason=f"deletes {shown}, which git does not track (only undo brings it back)")
+
+
 def _notebook(level: str, what: str) -> Callable[[Prepared, ToolContext], ToolCallRisk]:
     """A notebook tool: `what` it does at `level`, high whatever it is when the notebook is outside the workspace."""
     def assess(prepared: Prepared, context: ToolContext) -> ToolCallRisk:
@@ -181,6 +198,7 @@ _NATIVE_TOOLS: dict[str, Callable[[Prepared, ToolContext], ToolCallRisk]] = {
     "write_file": _write,
     "edit_file": _write,
     "move_file": _move,
+    "delete_file": _delete,
     "notebook_insert_cell": _notebook("low", "adds a cell"),
     "notebook_move_cell": _notebook("low", "moves a cell"),
     "notebook_edit_cell": _notebook("medium", "edits a cell"),

@@ -9,7 +9,10 @@ Mapping (the contract's):
 * ``toolCallRun`` → ``tool.execute`` started; with a file change, ``patch.proposed`` (``patch_`` + call id); when
   the call waits for the user, ``tool.request_approval`` (``req_`` + call id) or, for a shell command run by the
   client, ``command.request_approval`` (``cmd_`` + call id) — those are :class:`Ask`\\ s for the session;
-* ``toolCalled`` → ``tool.execute`` completed / failed (and ``agent.retrieve.status`` after a search tool);
+* ``toolCalled`` → ``tool.execute`` completed / failed (and ``agent.retrieve.status`` after a search tool); a
+  ``delete_file`` call (approved as ``tool.request_approval`` ``delete_file``, its ``patch.proposed`` a deletion diff
+  to ``/dev/null``) reports the deletion in its result as ``file_changes``, in the spec's ``client.file_changes``
+  shape (``{"type": "deleted", "file_path", "timestamp"}``);
   ``toolCallRejected`` → failed;
 * ``plan`` → ``assistant.thinking`` planning, then ``agent.plan``;
 * a system ``Error: …`` text → the turn failed (``MODEL_ERROR``).
@@ -20,6 +23,7 @@ from __future__ import annotations
 import os
 import re
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
 
@@ -278,6 +282,9 @@ class SessionBook:
             result["truncated"] = True
         if failed:
             result["error"] = text[:2000]
+        if call.name == "delete_file" and call.file_path and not failed:
+            result["file_changes"] = [{"type": "deleted", "file_path": call.file_path,
+                                       "timestamp": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")}]
         out: list[ServerMessage] = [ToolExecute(tool_name=call.name, args=call.args,
                                                 status="failed" if failed else "completed", result=result)]
         changed = False

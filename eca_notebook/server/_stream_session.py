@@ -459,8 +459,9 @@ class StreamSession:
                                                     "working_directory": working_directory(call, self.folders),
                                                     "reason": ask.reason},
                                               risk_level=ask.risk))
-        elif ask.kind == "file":
-            self.emit(ToolRequestApproval(request_id=ask.request_id, tool_name="write_file",
+        elif ask.kind == "file":  # (the spec's tool names: a deletion is delete_file, any other change write_file)
+            self.emit(ToolRequestApproval(request_id=ask.request_id,
+                                          tool_name="delete_file" if call.name == "delete_file" else "write_file",
                                           args={"file_path": call.file_path, "reason": ask.reason,
                                                 "patch_id": call.patch_id},
                                           risk_level=ask.risk))

@@ -13,7 +13,7 @@ from .base import Approval, Prepared, Tool, ToolContext, ToolResult
 
 if TYPE_CHECKING:  # imported on first use (module __getattr__): see _LAZY
     from .editor import EditorDiagnosticsTool
-    from .fs import EditFileTool, MoveFileTool, ReadFileTool, WriteFileTool
+    from .fs import DeleteFileTool, EditFileTool, MoveFileTool, ReadFileTool, WriteFileTool
     from .navigation import EditorDefinitionTool, EditorReferencesTool
     from .notebook import NotebookAccess
     from .plan import UpdatePlanTool
@@ -26,6 +26,7 @@ if TYPE_CHECKING:  # imported on first use (module __getattr__): see _LAZY
 # themselves (pathspec, the shell parser's tree-sitter grammar) are needed only once an engine lists them.
 _LAZY: dict[str, str] = {
     "AskUserTool": ".question",
+    "DeleteFileTool": ".fs",
     "EditorDefinitionTool": ".navigation",
     "EditorDiagnosticsTool": ".editor",
     "EditorReferencesTool": ".navigation",
@@ -60,6 +61,7 @@ def __dir__() -> list[str]:
 __all__ = [
     "Approval",
     "AskUserTool",
+    "DeleteFileTool",
     "DirectoryTreeTool",
     "EditFileTool",
     "EditorDefinitionTool",
@@ -89,7 +91,7 @@ def native_tools() -> list[Tool]:
     client did not advertise ``editor.diagnostics``. The ``notebook_*`` tools work on any ``.ipynb`` (through the
     front end that has it open, else on the file)."""
     from .editor import EditorDiagnosticsTool
-    from .fs import EditFileTool, MoveFileTool, ReadFileTool, WriteFileTool
+    from .fs import DeleteFileTool, EditFileTool, MoveFileTool, ReadFileTool, WriteFileTool
     from .jobs import BgJobTool
     from .navigation import navigation_tools
     from .notebook import notebook_tools
@@ -104,6 +106,7 @@ def native_tools() -> list[Tool]:
         WriteFileTool(),
         EditFileTool(),
         MoveFileTool(),
+        DeleteFileTool(),
         GrepTool(),
         DirectoryTreeTool(),
         *retrieval_tools(),

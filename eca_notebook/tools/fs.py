@@ -1,4 +1,4 @@
-"""File tools: read_file, write_file, edit_file, move_file.
+"""File tools: read_file, write_file, edit_file, move_file, delete_file.
 
 The three writers compute their unified diff in ``prepare`` (so the user approves exactly what will be written),
 keep a fingerprint of what they read, and refuse in ``run`` when the file changed in between — the approved diff
@@ -26,12 +26,14 @@ from typing import Any, ClassVar
 from pydantic import Field
 
 from .._fileio import SNIFF_BYTES, looks_binary
+from .._git import GitError, run_git
 from .._images import ImageError, image_from_file, is_image_path
 from .._text import human_size
 from ._args import ChangeArgs, ToolArgs, change_args, parse_args, with_reasons
-from ._diff import diff_label, file_change_details, hunk_details
+from ._diff import diff_label, file_change_details, hunk_details, unified_diff
 from ._files import (
     ANY,
+    MAX_EDIT_BYTES,
     FileChanged,
     TargetMoved,
     check_text,
@@ -45,10 +47,12 @@ from ._files import (
 )
 from ._hunks import apply_hunks, describe, diff_hunks
 from ._paths import display, is_inside, resolve
-from ._tool import NativeTool, ToolError
+from ._tool import AsyncNativeTool, NativeTool, ToolError
 from .base import Approval, Prepared, ToolContext, ToolResult
 
 __all__ = [
+    "DeleteFileArgs",
+    "DeleteFileTool",
     "EditFileArgs",
     "EditFileTool",
     "MoveFileArgs",
@@ -334,7 +338,8 @@ async def _check_unchanged_now(tool: NativeTool[Any], path: Path, state: dict[st
         raise tool.fail(f"{display(path, ctx)}: file changed since the diff was shown; re-read it and try again")
 
 
-def _refusal(tool: NativeTool[Any], path: Path, exc: TargetMoved, ctx: ToolContext, what: str) -> ToolError:
+def _refusal(tool: NativeTool[Any] | AsyncNativeTool[Any], path: Path, exc: TargetMoved, ctx: ToolContext,
+             what: str) -> ToolError:
     where = f" to {exc.target}" if exc.target is not None else ""
     scope = ", outside the workspace" if exc.outside else ""
     return tool.fail(
@@ -696,3 +701,133 @@ def _via_fd(dir_fd: int, path: Path) -> str:
     plain path elsewhere."""
     proc = f"/proc/self/fd/{dir_fd}"
     return f"{proc}/{path.name}" if os.path.isdir(proc) else str(path)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# delete_file
+
+
+class DeleteFileArgs(ChangeArgs):
+    path: str = Field(min_length=1, description="Path of the file to delete (absolute or workspace-relative).")
+
+
+_GIT_TRACKED_TIMEOUT = 5.0  # seconds to ask git whether the file is tracked (a slow repository reads as untracked)
+
+
+async def _tracked(path: Path) -> bool:
+    """Whether git tracks *path* (its repository can give it back). Asked through :func:`run_git`, which runs none of
+    the repository's programs; no repository, no git or a slow one: untracked (the riskier answer)."""
+    try:
+        out, _ = await asyncio.wait_for(run_git(path.parent, "ls-files", "-z", "--", path.name),
+                                        _GIT_TRACKED_TIMEOUT)
+    except (TimeoutError, GitError, OSError):
+        return False
+    return bool(out.strip("\0"))
+
+
+class DeleteFileTool(AsyncNativeTool[DeleteFileArgs]):
+    """Deletes one regular file: the user approves a deletion diff (every line removed, ``+++ /dev/null``), the
+    delete happens only if the file is still exactly what was shown, through directory handles reached without
+    following symlinks (README "Outside the workspace"), and it is undoable — the bytes (and mode) are kept, and
+    undo puts the file back unless something else has taken its place. Symlinks and directories are refused: a
+    link's target or a tree is not what one approved diff can show."""
+
+    name = "delete_file"
+    description = (
+        "Delete a file.\n\n"
+        "- `path`: absolute, or relative to the workspace root; one regular file (not a directory or a symlink).\n"
+        "- The user sees the deletion as a diff and may reject it; a deletion can be undone.\n"
+        "- Only delete what the task requires (generated leftovers, files you replaced); never to \"clean up\" "
+        "unasked."
+    )
+    Args = DeleteFileArgs
+    path_args = ("path",)
+    mutates = True
+    default_approval: ClassVar[Approval] = "ask"
+    generic_summary = "Deleting file"
+
+    async def _prepare(self, args: DeleteFileArgs, ctx: ToolContext) -> Prepared:
+        raw = Path(os.path.expanduser(args.path))
+        raw = raw if raw.is_absolute() else ctx.root / raw
+        if raw.is_symlink():
+            raise self.fail(f"{display(raw, ctx)} is a symbolic link: delete_file deletes regular files only")
+        path = resolve(args.path, ctx)
+        shown = display(path, ctx)
+        if path.is_dir():
+            raise self.fail(f"{shown} is a directory: delete_file deletes one file at a time")
+        if not path.exists():
+            raise self.fail(f"file not found: {shown}")
+        if not path.is_file():
+            raise self.fail(f"{shown} is not a regular file")
+        size = path.stat().st_size
+        if size > MAX_EDIT_BYTES:
+            raise self.fail(f"{shown} is {human_size(size)}: larger than delete_file keeps for undo "
+                            f"({human_size(MAX_EDIT_BYTES)}); ask the user to delete it")
+        data = await asyncio.to_thread(path.read_bytes)
+        try:
+            old = data.decode("utf-8")
+            binary = looks_binary(data[:SNIFF_BYTES])
+        except UnicodeDecodeError:
+            old, binary = "", True
+        label = diff_label(path, ctx, "a/")
+        if binary:
+            diff, removed = f"--- {label}\n+++ /dev/null\nBinary file {shown} deleted ({human_size(size)})\n", 0
+        else:
+            diff, _, removed = unified_diff(old, "", label, "/dev/null")
+            diff = diff or f"--- {label}\n+++ /dev/null\n"  # an empty file: no hunk, still a deletion
+        details = with_reasons({"type": "fileChange", "path": str(path), "diff": diff, "linesAdded": 0,
+                                "linesRemoved": removed, "deleted": True}, args)
+        inside = is_inside(path, ctx.workspace_folders)
+        tracked = inside and await _tracked(path)  # (no git run outside the workspace before the user approved)
+        return Prepared(
+            args=change_args(args),
+            summary=f'Deleting file "{shown}"',
+            details=details,
+            paths=[path],
+            outside_workspace=not inside,
+            state={"fingerprint": fingerprint(path), "data": data, "mode": path.stat().st_mode & 0o7777,
+                   "tracked": tracked},
+        )
+
+    async def _run(self, prepared: Prepared, ctx: ToolContext) -> ToolResult:
+        path = prepared.paths[0]
+        try:
+            with open_directory(path.parent, ctx.workspace_folders) as dir_fd:
+                if fingerprint_at(dir_fd, path.name) != prepared.state["fingerprint"]:
+                    raise self.fail(f"{display(path, ctx)}: file changed since the deletion was shown; re-read it "
+                                    "and try again")
+                os.unlink(path.name, dir_fd=dir_fd)
+        except FileNotFoundError:
+            raise self.fail(f"file not found: {display(path, ctx)}") from None
+        except TargetMoved as exc:
+            raise _refusal(self, path, exc, ctx, "delete") from None
+        details = dict(prepared.details or {}, undoable=True)
+        return ToolResult(output=f"Deleted {display(path, ctx)}", details=details,
+                          undo=_deletion_undoer(path, prepared.state, ctx))
+
+
+def _deletion_undoer(path: Path, state: dict[str, Any], ctx: ToolContext) -> Callable[[], Awaitable[str]]:
+    """Put a deleted file back, byte for byte with its mode — only while nothing else has been put in its place."""
+    data: bytes = state["data"]
+    mode: int = state.get("mode") or 0o644
+    shown = display(path, ctx)
+
+    def restore() -> None:
+        with open_directory(path.parent, ctx.workspace_folders, create=True) as dir_fd:
+            fd = os.open(path.name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0),
+                         mode, dir_fd=dir_fd)
+            with os.fdopen(fd, "wb") as f:
+                os.fchmod(f.fileno(), mode)  # (os.open's mode is cut by the umask)
+                f.write(data)
+
+    async def undo() -> str:
+        try:
+            await asyncio.to_thread(restore)
+        except FileExistsError:
+            raise ValueError(f"{shown} exists again (created after this deletion); nothing was restored") from None
+        except TargetMoved:
+            raise ValueError(f"{shown} now leads somewhere else through a symbolic link; nothing was restored"
+                             ) from None
+        return f"Undone: {shown} has been restored."
+
+    return undo

@@ -92,3 +92,14 @@ async def test_a_notebook_cell_edit_gets_the_whole_cell_sources(tmp_path):
     prepared = await NotebookEditCellTool().prepare(args, ToolContext(workspace_folders=[tmp_path]))
     got = diff_contents("notebook_edit_cell", args, prepared.details)
     assert got == [{"type": "diff", "path": str(tmp_path / "report.ipynb"), "oldText": old, "newText": new}]
+
+
+def test_a_deletion_is_the_whole_old_text_and_an_empty_new_text():
+    old = "first\nsecond\n" + "".join(f"line {i}\n" for i in range(30)) + "no newline at the end"
+    diff = unified_diff(old, "", "a/f.txt", "/dev/null")[0]
+    details = {"type": "fileChange", "path": PATH, "diff": diff, "linesAdded": 0, "linesRemoved": 33}
+    assert diff_contents("delete_file", {"path": "f.txt"}, details) == [
+        {"type": "diff", "path": PATH, "oldText": old, "newText": ""}]
+    binary = {**details, "diff": "--- a/f.bin\n+++ /dev/null\nBinary file f.bin deleted (2 KB)\n"}
+    assert diff_contents("delete_file", {"path": "f.bin"}, binary) == [
+        {"type": "diff", "path": PATH, "oldText": "", "newText": ""}]

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from eca_notebook.testing.llm_server import Reply
+from eca_notebook.testing.llm_server import Reply, ToolCall
 
 from ._stream_client import Stream, connect
 
@@ -205,3 +205,47 @@ async def test_known_fields_with_wrong_types_are_still_refused(open_stream, llm,
     locs = {tuple(d["loc"]) for d in error["error"]["details"]}
     assert {("context", "active_editor", "selection", "start", "line"), ("context", "command")} <= locs, locs
     assert not llm.requests
+
+
+async def test_delete_file_asked_approved_and_undone(open_stream, llm, auth_project, state):
+    """The spec's ``delete_file`` approval: ``patch.proposed`` with the deletion diff, ``tool.request_approval``
+    ``delete_file`` with its risk, approved with the spec's ``client.approval_response``; the file is gone and the
+    result says so in the ``client.file_changes`` shape; undo puts it back."""
+    target = auth_project / "src" / "auth" / "session.ts"
+    stream = await open_stream()
+    await stream.send(SPEC_HELLO)
+    hello = await stream.wait_for("server.hello")
+    assert "delete_file" in hello["capabilities"]
+    llm.enqueue(Reply([ToolCall("call_d1", "eca__delete_file",
+                                json.dumps({"path": "src/auth/session.ts", "rationale": "merged into login.ts"}))]),
+                Reply.text("Removed session.ts."))
+    start = stream.mark
+    await stream.send({"type": "client.user_message", "message": "Delete the unused session module"})
+    ask = await stream.wait_for("tool.request_approval", start=start)
+    assert ask["tool_name"] == "delete_file" and ask["request_id"] == "req_call_d1"
+    assert ask["args"]["file_path"] == "src/auth/session.ts" and ask["risk_level"] == "high"  # untracked
+    patch = stream.of("patch.proposed", start)[-1]
+    assert patch["file_path"] == "src/auth/session.ts" and "+++ /dev/null" in patch["diff"]
+    assert "-export const session = {};" in patch["diff"] and patch["rationale"] == "merged into login.ts"
+    assert target.exists()  # nothing deleted before the answer
+    await stream.send({
+        "type": "client.approval_response",
+        "request_id": "req_call_d1",
+        "approved": True,
+        "scope": "file",
+        "file_path": "src/auth/session.ts"
+    })
+    final = await stream.final(start)
+    assert final["metadata"]["success"] is True and final["metadata"]["files_modified"] == 1
+    assert not target.exists()
+    done = [m for m in stream.of("tool.execute", start) if m["status"] == "completed"]
+    assert done and "file_changes" in done[-1]["result"], stream.of("tool.execute", start)
+    (change,) = done[-1]["result"]["file_changes"]
+    assert change["type"] == "deleted" and change["file_path"] == "src/auth/session.ts" and change["timestamp"]
+    state_message = stream.of("session.state", start)[-1]["state"]
+    assert "patch_call_d1" in state_message["applied_patches"]
+
+    engine = state.manager.engine_for(state.manager.default)
+    undone = await engine.undo_tool_call(hello["session_id"], "call_d1")
+    assert undone.undone is True, undone
+    assert target.read_text() == "export const session = {};\n"

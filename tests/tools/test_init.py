@@ -10,7 +10,7 @@ import pytest
 from eca_notebook.tools import get_native_tool, native_tools
 from eca_notebook.tools.base import ToolContext
 
-NAMES = ["read_file", "write_file", "edit_file", "move_file", "grep", "directory_tree", "search_symbols",
+NAMES = ["read_file", "write_file", "edit_file", "move_file", "delete_file", "grep", "directory_tree", "search_symbols",
          "search_text", "vector_search", "shell_command", "bg_job",
          "editor_diagnostics", "editor_definition", "editor_references", "update_plan", "ask_user", "notebook_read",
          "notebook_edit_cell", "notebook_insert_cell",
@@ -21,9 +21,10 @@ NOTEBOOK_CHANGES = {"notebook_edit_cell", "notebook_insert_cell", "notebook_dele
 def test_registry_names_and_flags() -> None:
     tools = {t.name: t for t in native_tools()}
     assert sorted(tools) == sorted(NAMES)
-    assert {n for n, t in tools.items() if t.mutates} == {"write_file", "edit_file", "move_file", *NOTEBOOK_CHANGES}
+    assert {n for n, t in tools.items() if t.mutates} == {"write_file", "edit_file", "move_file", "delete_file",
+                                                          *NOTEBOOK_CHANGES}
     assert {n for n, t in tools.items() if t.default_approval == "ask"} == {
-        "write_file", "edit_file", "move_file", "shell_command", "notebook_run_cells", *NOTEBOOK_CHANGES,
+        "write_file", "edit_file", "move_file", "delete_file", "shell_command", "notebook_run_cells", *NOTEBOOK_CHANGES,
     }  # fmt: skip
 
 
