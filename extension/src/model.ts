@@ -76,7 +76,16 @@ export interface UrlItem extends ItemBase {
   url: string;
 }
 
-export type Item = TextItem | ReasoningItem | ToolItem | UrlItem;
+/** An `image` chat content: a prompt's attached image (role user) or an MCP tool's picture (assistant). Drawn only
+ * from a raster `data:` URL (`images.ts` `imageDataUrl`). */
+export interface ImageItem extends ItemBase {
+  kind: 'image';
+  role: Role;
+  mediaType: string;
+  base64: string;
+}
+
+export type Item = TextItem | ReasoningItem | ToolItem | UrlItem | ImageItem;
 
 export type ChatStatus = 'idle' | 'running' | 'stopping';
 
@@ -214,6 +223,16 @@ export function applyContent(chat: ChatView, role: Role, content: ChatContent): 
     }
     case 'url':
       chat.items.push({ kind: 'url', key: nextKey(chat, 'u'), version: 0, title: content.title, url: content.url });
+      break;
+    case 'image':
+      chat.items.push({
+        kind: 'image',
+        key: nextKey(chat, 'i'),
+        version: 0,
+        role,
+        mediaType: content.mediaType,
+        base64: content.base64
+      });
       break;
     case 'progress':
       chat.progress = content.state === 'running' ? content.text || 'Working' : undefined;

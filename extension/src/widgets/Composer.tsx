@@ -23,6 +23,7 @@ import {
   sameContext
 } from '../completion';
 import { focusCellBlock } from '../cellFocus';
+import { MAX_PROMPT_IMAGE_CHARS, attachImageFile, base64Bytes, humanBytes, imageDataUrl, imageFiles } from '../images';
 import type { ActiveContext, EditorContextSource } from '../editorContext';
 import { cellRow, visible } from '../labels';
 import { OutputAttachment, composeOutputs, composerInbox } from '../outputCore';
@@ -207,9 +208,46 @@ export function Composer(props: ComposerProps): JSX.Element {
     return items.slice(0, 50);
   };
 
+  // a pasted screenshot or a dropped image file: an `image` context chip (downscaled first when it is large)
+  const attachImages = (files: File[]) => {
+    for (const file of files) {
+      attachImageFile(file)
+        .then(image => setAttachments(list => [...list, { kind: 'context', context: image.context }]))
+        .catch(props.onError);
+    }
+  };
+  const onPaste = (event: React.ClipboardEvent<HTMLTextAreaElement>) => {
+    const files = imageFiles(event.clipboardData);
+    if (files.length > 0) {
+      if (!event.clipboardData.getData('text/plain')) {
+        event.preventDefault(); // a screenshot: nothing to paste as text
+      }
+      attachImages(files);
+    }
+  };
+  const onDragOver = (event: React.DragEvent<HTMLDivElement>) => {
+    if (Array.from(event.dataTransfer.types).includes('Files')) {
+      event.preventDefault();
+      event.dataTransfer.dropEffect = 'copy';
+    }
+  };
+  const onDrop = (event: React.DragEvent<HTMLDivElement>) => {
+    const files = imageFiles(event.dataTransfer);
+    if (files.length > 0) {
+      event.preventDefault();
+      event.stopPropagation();
+      attachImages(files);
+    }
+  };
+
   const send = async () => {
     const typed = text.trim();
     if (!typed || !props.connected) {
+      return;
+    }
+    const imageChars = contexts.reduce((sum, c) => sum + (c.type === 'image' ? c.base64.length : 0), 0);
+    if (imageChars > MAX_PROMPT_IMAGE_CHARS) {
+      props.onError(new Error('The attached images are too large for one message: remove some and send again.'));
       return;
     }
     const cells = attachments.flatMap(a => (a.kind === 'cell' ? [a.cell] : []));
@@ -285,7 +323,7 @@ export function Composer(props: ComposerProps): JSX.Element {
   };
 
   return (
-    <div className="eca-Composer">
+    <div className="eca-Composer" onDragOver={onDragOver} onDrop={onDrop}>
       {trigger && suggestions.length > 0 && (
         <ul className="eca-Completions" role="listbox">
           {suggestions.map((s, index) => (
@@ -338,6 +376,25 @@ export function Composer(props: ComposerProps): JSX.Element {
           </button>
         )}
         {attachments.map((a, index) => {
+          if (a.kind === 'context' && a.context.type === 'image') {
+            const name = a.context.name || 'image';
+            const src = imageDataUrl(a.context.mediaType, a.context.base64);
+            const size = humanBytes(base64Bytes(a.context.base64));
+            return (
+              <span className="eca-Chip eca-mod-image" key={index} title={`${name} · ${a.context.mediaType} · ${size}`}>
+                {src && <img className="eca-Chip-thumb" src={src} alt="" />}
+                <span className="eca-Chip-name">{visible(name)}</span>
+                <span className="eca-Chip-size">{size}</span>
+                <button
+                  className="eca-Chip-remove"
+                  aria-label={`Remove ${name}`}
+                  onClick={() => setAttachments(list => list.filter((_, i) => i !== index))}
+                >
+                  ×
+                </button>
+              </span>
+            );
+          }
           const label =
             a.kind === 'cell'
               ? { label: cellLabel(a.cell), icon: 'cell' as IconKind, detail: a.cell.path }
@@ -376,6 +433,7 @@ export function Composer(props: ComposerProps): JSX.Element {
           updateTrigger(event.target.value, event.target.selectionStart ?? event.target.value.length);
         }}
         onKeyDown={onKeyDown}
+        onPaste={onPaste}
         onBlur={() =>
           setTimeout(() => {
             // Close only if the focus really left (a blur-and-back must not cancel the running query).

@@ -9,6 +9,7 @@ import type { IRenderMimeRegistry } from '@jupyterlab/rendermime';
 
 import type { ChatView, Item } from '../model';
 import { renderStats } from '../stats';
+import { ChatImage } from './ChatImage';
 import { Markdown } from './Markdown';
 import { ToolCard, type ApproveHandler } from './ToolCard';
 import { UserMessage } from './UserMessage';
@@ -79,6 +80,8 @@ function ItemViewImpl(props: ItemProps): JSX.Element {
           onUndo={props.onUndo}
         />
       );
+    case 'image':
+      return <ChatImage item={item} />;
     case 'url':
       return (
         <div className="eca-Message eca-mod-url">
