@@ -151,6 +151,21 @@ async def test_code_commands_prompt_about_the_attached_selection(spawn, llm, wor
     assert "# line 5" in sent and "# line 7" in sent and "# line 9" not in sent
 
 
+async def test_a_newer_clients_extra_fields_are_ignored(spawn, llm, workspace):
+    """The tolerant reader of the ECA door: unknown fields in a request and in its nested objects are ignored."""
+    (workspace / "calc.py").write_text("x = 1\n")
+    llm.enqueue(Reply.text("Fixed."))
+    eca = await spawn()
+    await eca.initialize(workspace)
+    context = {"type": "file", "path": str(workspace / "calc.py"), "linesRange": {"start": 1, "end": 1, "col": 3},
+               "encoding": "utf-8"}
+    chat_id, contents = await run(eca, "/fix", model="openai/gpt-4.1", contexts=[context], clientTrace="t-1")
+    await eca.wait_idle(chat_id)
+    assert "Fixed." in "".join(c.get("text", "") for role, c in eca.contents(chat_id) if role == "assistant")
+    sent = sent_texts("openai-responses", completion_requests(llm)[0].body)[0][1]
+    assert sent.startswith("Fix the bug in the attached code.") and "x = 1" in sent
+
+
 async def test_unknown_command_is_explained(spawn, llm, workspace):
     eca = await spawn()
     await eca.initialize(workspace)
