@@ -14,6 +14,7 @@ Mapping (the contract's):
   to ``/dev/null``) reports the deletion in its result as ``file_changes``, in the spec's ``client.file_changes``
   shape (``{"type": "deleted", "file_path", "timestamp"}``);
   ``toolCallRejected`` → failed;
+* assistant ``image`` (an MCP tool's picture) → ``assistant.image`` (``media_type``, ``data``: an extension);
 * ``plan`` → ``assistant.thinking`` planning, then ``agent.plan``;
 * a system ``Error: …`` text → the turn failed (``MODEL_ERROR``).
 """
@@ -30,6 +31,7 @@ from typing import Any, Literal
 from ._stream_schema import (
     AgentPlan,
     AgentRetrieveStatus,
+    AssistantImage,
     AssistantThinking,
     AssistantToken,
     Hunk,
@@ -177,6 +179,11 @@ class SessionBook:
                     turn.error = text[len("Error:"):].strip()
                 else:
                     turn.system_text += text
+            return [], None, False
+        if kind == "image":  # the user's own images are on the client's screen already
+            media_type, data = content.get("mediaType"), content.get("base64")
+            if role == "assistant" and isinstance(media_type, str) and isinstance(data, str) and data:
+                return [AssistantImage(media_type=media_type, data=data)], None, False
             return [], None, False
         if kind == "reasonStarted":
             return [AssistantThinking(phase="analyzing", message="Thinking…")], None, False

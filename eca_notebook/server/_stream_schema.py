@@ -26,6 +26,7 @@ __all__ = [
     "ActiveEditor",
     "AgentPlan",
     "AgentRetrieveStatus",
+    "AssistantImage",
     "AssistantMessageFinal",
     "AssistantThinking",
     "AssistantToken",
@@ -49,6 +50,7 @@ __all__ = [
     "GitCommit",
     "GitContext",
     "Hunk",
+    "ImageAttachment",
     "MessageError",
     "ModelInfo",
     "OpenEditor",
@@ -75,6 +77,7 @@ __all__ = [
 MAX_TEXT = 1_000_000  # a user message, a command's output: as the REST prompt limit
 MAX_ID = 512
 MAX_PATH = 4096
+MAX_IMAGE_CHARS = 28 * 1024 * 1024  # the base64 of a 20 MB image (the engine's limit; the socket's frame is smaller)
 
 #: ``server.error`` codes: the spec's three, and the contract's for the stream itself.
 ERROR_CODES = ("RETRIEVAL_FAILED", "MODEL_ERROR", "POLICY_VIOLATION", "INVALID_MESSAGE", "UNKNOWN_MESSAGE_TYPE",
@@ -202,10 +205,21 @@ class EditorContext(_In):
     command: str | None = Field(default=None, max_length=200, pattern=r"^/\S+$")
 
 
+class ImageAttachment(_In):
+    """An image sent with ``client.user_message`` (``images``: an extension — the contract has no place for one): a
+    pasted screenshot, a plot. ``data`` is base64 without a ``data:`` prefix; the engine checks it like any image
+    (size, media type sniffed, decompression bombs) and a model that cannot see gets its description."""
+
+    media_type: str = Field(min_length=1, max_length=100)
+    data: str = Field(min_length=1, max_length=MAX_IMAGE_CHARS)
+    name: str | None = Field(default=None, max_length=500)
+
+
 class ClientUserMessage(_In):
     type: Literal["client.user_message"]
     message: str = Field(max_length=MAX_TEXT)
     context: EditorContext | None = None
+    images: list[ImageAttachment] | None = Field(default=None, max_length=20)
 
 
 class ClientContextUpdate(_In):
@@ -420,6 +434,15 @@ class AssistantToken(_Out):
     cumulative_text: str
 
 
+class AssistantImage(_Out):
+    """An image in the answer — an MCP tool's picture, a provider's generated image (the engine's ``image`` chat
+    content): an extension of the contract, which other clients ignore as an unknown message type."""
+
+    type: Literal["assistant.image"] = "assistant.image"
+    media_type: str
+    data: str
+
+
 class FinalMetadata(_Out):
     tokens_used: int
     files_modified: int
@@ -460,8 +483,8 @@ class SessionState(_Out):
 
 
 ServerMessage = (ServerHello | AssistantThinking | AgentPlan | AgentRetrieveStatus | ToolExecute | PatchProposed
-                 | ToolRequestApproval | CommandRequestApproval | AssistantToken | AssistantMessageFinal | ServerError
-                 | SessionState)
+                 | ToolRequestApproval | CommandRequestApproval | AssistantToken | AssistantImage
+                 | AssistantMessageFinal | ServerError | SessionState)
 
 
 def wire(message: ServerMessage) -> dict[str, Any]:

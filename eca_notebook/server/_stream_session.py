@@ -370,6 +370,9 @@ class StreamSession:
         token = texts.put(rendered.text) if rendered.text else None
         if token is not None:
             contexts.append(texts.context(token, "eca-editor://context", "Editor context"))
+        for index, image in enumerate(message.images or [], 1):  # checked by the engine like any image coming in
+            contexts.append({"type": "image", "mediaType": image.media_type, "base64": image.data,
+                             "name": image.name or f"image {index}"})
         text = message.message
         if command and not text.lstrip().startswith("/"):
             text = f"{command} {text}".strip()

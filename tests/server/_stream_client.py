@@ -23,6 +23,7 @@ _SERVER_MODELS = {
     "tool.request_approval": schema.ToolRequestApproval, "command.request_approval": schema.CommandRequestApproval,
     "assistant.token": schema.AssistantToken, "assistant.message_final": schema.AssistantMessageFinal,
     "server.error": schema.ServerError, "session.state": schema.SessionState,
+    "assistant.image": schema.AssistantImage,  # (an extension: an image in the answer)
 }
 
 

@@ -371,3 +371,32 @@ async def test_an_approval_given_in_the_panel_clears_the_streams_request(session
     mark = stream.mark
     await stream.approve("req_call_x", "file")  # too late: nothing waits any more
     await stream.error("NOT_FOUND", mark)
+
+
+async def test_an_image_attachment_reaches_the_model_and_image_contents_go_out(session, llm):
+    import base64
+    import io
+
+    from PIL import Image
+
+    from eca_notebook.server._stream_events import SessionBook
+
+    out = io.BytesIO()
+    Image.new("RGB", (30, 20), "red").save(out, "PNG")
+    data = base64.b64encode(out.getvalue()).decode()
+    stream, _, _ = await session()
+    llm.enqueue(Reply([Text("A red box."), Usage(10, 3)]))
+    start = stream.mark
+    await stream.send({"type": "client.user_message", "message": "what is this?",
+                       "images": [{"media_type": "image/png", "data": data, "name": "shot.png"}]})
+    final = await stream.final(start)
+    assert final["message"] == "A red box."
+    parts = [p for item in llm.requests[0].body["input"] if isinstance(item.get("content"), list)
+             for p in item["content"]]
+    assert [p["image_url"] for p in parts if p["type"] == "input_image"] == [f"data:image/png;base64,{data}"]
+    assert stream.of("assistant.image", start) == []  # the user's own image is on the client's screen already
+
+    book = SessionBook([])
+    [message], _, _ = book.translate("assistant", {"type": "image", "mediaType": "image/png", "base64": data})
+    assert message.type == "assistant.image" and message.media_type == "image/png" and message.data == data
+    assert book.translate("user", {"type": "image", "mediaType": "image/png", "base64": data})[0] == []
