@@ -201,3 +201,22 @@ def test_eca_widget_code_blocks_get_the_same_actions(page, lab, llm, workspace: 
     assert "print('from the widget')" in chat.locator("pre").first.inner_text()
     screenshot(page, "widget-code-insert")
     assert not page.eca_errors, page.eca_errors
+
+
+def test_explain_an_output_from_its_context_menu(page, lab, llm, workspace: Path):
+    write_notebook(workspace / "explain.ipynb", "print('\\x1b[31mtotal: 17 rows dropped\\x1b[0m')")
+    llm.enqueue(Reply.text("17 rows had missing values."))
+    open_panel(page, lab, workspace="live-explain")
+    open_notebook(page, "explain.ipynb")
+    run_and_wait(page, 0)
+    output = page.locator(".jp-NotebookPanel:not(.lm-mod-hidden) .jp-Cell").nth(0).locator(".jp-OutputArea-child")
+    output.first.wait_for()
+    output.first.click(button="right")
+    page.locator(".lm-Menu-item", has_text="Explain with ECA").wait_for()
+    assert page.locator(".lm-Menu-item:visible", has_text="Fix with ECA").count() == 0, "Fix is for errors only"
+    page.locator(".lm-Menu-item", has_text="Explain with ECA").click()
+    page.get_by_text("17 rows had missing values.").wait_for()
+    body = completion_bodies(llm)[-1]
+    assert "Explain this output of cell 1 of explain.ipynb" in body and "total: 17 rows dropped" in body
+    assert "\\u001b" not in body, "colours removed"
+    assert not page.eca_errors, page.eca_errors
