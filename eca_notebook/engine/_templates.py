@@ -20,7 +20,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from jinja2 import TemplateError
+from jinja2 import TemplateError, nodes
 from jinja2.sandbox import SandboxedEnvironment
 
 __all__ = ["is_template", "render_prompt_template", "template_variables"]
@@ -28,6 +28,52 @@ __all__ = ["is_template", "render_prompt_template", "template_variables"]
 log = logging.getLogger(__name__)
 
 _env = SandboxedEnvironment(keep_trailing_newline=True, autoescape=False)
+_MAX_RANGE = 1000
+_env.globals["range"] = lambda *args: range(*args)[:_MAX_RANGE]
+
+# Bounded work: the sandbox keeps a repository's rule away from Python internals, not from the CPU or the memory —
+# two nested loops over range(100000) ran for hours, "x" * 10**10 took 20 GB, a macro calling itself twice doubles per
+# level, at every prompt. So a template may use what the reference's prompts use (if/elif/else, {{ var }}, one
+# level of for, and/or/not/comparisons, a few filters that cannot grow text) and what it renders is capped.
+_MAX_OUTPUT = 256 * 1024  # characters (a rule is read up to 64 KB)
+_SAFE_FILTERS = frozenset({"capitalize", "default", "d", "e", "escape", "first", "last", "length", "count", "lower",
+                           "upper", "title", "trim", "string", "int", "float", "join", "list", "sort", "unique",
+                           "reverse", "striptags", "safe"})
+_UNBOUNDED = (nodes.Macro, nodes.CallBlock, nodes.Mul, nodes.Pow, nodes.Mod, nodes.FloorDiv, nodes.Div,
+              nodes.Include, nodes.Import, nodes.FromImport, nodes.Extends, nodes.Block, nodes.FilterBlock,
+              nodes.With, nodes.Scope, nodes.ScopedEvalContextModifier, nodes.ExprStmt)
+
+
+class _Unbounded(Exception):
+    """A template using what could make rendering it take unbounded time or memory (see above)."""
+
+
+def _check_bounded(tree: nodes.Template) -> None:
+    for node in tree.find_all(_UNBOUNDED):
+        raise _Unbounded(f"{type(node).__name__.lower()} is not allowed in a prompt template")
+    for loop in tree.find_all(nodes.For):
+        if loop.recursive or any(True for _ in loop.find_all(nodes.For)):
+            raise _Unbounded("nested or recursive loops are not allowed in a prompt template")
+        if any(True for part in loop.body for _ in part.find_all(nodes.Call)):
+            raise _Unbounded("calls inside a loop are not allowed in a prompt template")
+    for node in tree.find_all(nodes.Filter):
+        if node.name not in _SAFE_FILTERS:
+            raise _Unbounded(f"filter {node.name!r} is not allowed in a prompt template")
+    for call in tree.find_all(nodes.Call):
+        if not (isinstance(call.node, nodes.Name) and call.node.name == "range"):
+            raise _Unbounded("only range() may be called in a prompt template")
+
+
+def _render_bounded(text: str, variables: Mapping[str, Any]) -> str:
+    _check_bounded(_env.parse(text))
+    out: list[str] = []
+    size = 0
+    for chunk in _env.from_string(text).generate(dict(variables)):
+        size += len(chunk)
+        if size > _MAX_OUTPUT:
+            raise _Unbounded(f"renders more than {_MAX_OUTPUT} characters")
+        out.append(chunk)
+    return "".join(out)
 
 
 def is_template(text: str) -> bool:
@@ -68,7 +114,9 @@ def render_prompt_template(text: str, variables: Mapping[str, Any], label: str,
     if not is_template(text):
         return text
     try:
-        return _env.from_string(text).render(dict(variables))
+        return _render_bounded(text, variables)
+    except _Unbounded as exc:
+        message = f"{label}: template not rendered ({exc}); its text is used as written"
     except TemplateError as exc:
         message = f"{label}: template error ({type(exc).__name__}: {exc}); its text is used as written"
     except Exception as exc:  # a sandbox violation or a filter failing on a value: same treatment

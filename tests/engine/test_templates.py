@@ -64,3 +64,25 @@ async def test_engine_prompts_render_agents_and_rules(tmp_path: Path, env: dict[
         assert "SUB-MODE" in child and "{% if isSubagent" not in child and "MAIN-MODE" not in child
     finally:
         await engine.aclose()
+
+
+def test_a_rule_cannot_make_rendering_take_unbounded_time_or_memory() -> None:
+    """A repository's AGENTS.md is rendered at every prompt: two nested loops over range(100000) ran for hours,
+    "ab" * 10**10 asked for 20 GB and a macro calling itself twice doubles per level. Such a template is used as
+    written, with a problem naming why; what the reference's prompts use still renders."""
+    bombs = ["{% for a in range(100000) %}{% for b in range(100000) %}{% endfor %}{% endfor %}",
+             '{{ "ab" * 10**10 }}', '{{ "%0999999999d" % 1 }}', '{{ "x"|center(1000000000) }}',
+             "{% macro f(n) %}{% if n %}{{ f(n - 1) }}{{ f(n - 1) }}{% endif %}{% endmacro %}{{ f(40) }}",
+             "{% for i in range(100000) %}{{ range(100000)|join|length }}{% endfor %}",
+             "{% for x in y recursive %}{{ loop(x) }}{% endfor %}",
+             "{% for i in range(100000) %}" + "x" * 1000 + "{% endfor %}"]
+    for bomb in bombs:
+        problems: list[str] = []
+        assert render_prompt_template(bomb, {}, "rule AGENTS.md", problems) == bomb
+        assert len(problems) == 1 and problems[0].startswith("rule AGENTS.md: template not rendered ("), problems
+    fine = ("{% if isSubagent %}short{% elif x == 1 %}one{% else %}long{% endif %} {{ workspaceRoots|upper }}"
+            "{% for r in roots %} {{ loop.index }}:{{ r|trim }}{% endfor %}{{ range(3)|join(',') }}")
+    problems = []
+    assert render_prompt_template(fine, {"isSubagent": False, "workspaceRoots": "/a", "roots": [" p ", "q"]},
+                                  "p", problems) == "long /A 1:p 2:q0,1,2"
+    assert problems == []
