@@ -5,6 +5,8 @@
 
 import * as React from 'react';
 
+import { diffKind } from '../diffKind';
+
 export interface DiffViewProps {
   diff: string;
   path?: string;
@@ -31,11 +33,13 @@ export function lineClass(line: string): string {
 
 export function DiffView(props: DiffViewProps): JSX.Element {
   const lines = props.diff.replace(/\n$/, '').split('\n');
+  const kind = diffKind(props.diff);
   return (
     <div className="eca-Diff">
       {props.path !== undefined && (
         <div className="eca-Diff-title">
           <span className="eca-Diff-path">{props.path}</span>
+          {kind !== 'changed' && <span className={`eca-Diff-kind eca-Diff-kind-${kind}`}>{kind}</span>}
           {props.linesAdded !== undefined && <span className="eca-Diff-stat-added">+{props.linesAdded}</span>}
           {props.linesRemoved !== undefined && <span className="eca-Diff-stat-removed">-{props.linesRemoved}</span>}
         </div>
