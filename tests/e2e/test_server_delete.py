@@ -54,3 +54,20 @@ async def test_deleting_a_tracked_file_is_medium_risk(spawn, llm, workspace):
     await eca.notify("chat/toolCallReject", {"chatId": chat_id, "toolCallId": "del2"})
     await eca.wait_idle(chat_id)
     assert (workspace / "tracked.py").exists()
+
+
+async def test_rollback_of_the_turn_restores_the_deleted_file(spawn, llm, workspace):
+    from .test_server_rewind import turn
+
+    target = workspace / "notes.md"
+    target.write_text("# keep me\n")
+    llm.enqueue(Reply.text("ANSWER-ONE"), Reply([call("delete_file", {"path": "notes.md"}, "del3")]),
+                Reply.text("Deleted."))
+    eca = await spawn()
+    await eca.initialize(workspace)
+    chat_id, _ = await turn(eca, "QUESTION-ONE")
+    _, second = await turn(eca, "delete notes.md", chat_id, approve=("del3",))
+    assert not target.exists()
+    assert await eca.request("chat/rollback", {"chatId": chat_id, "contentId": second, "include": ["messages", "tools"]}
+                             ) == {}
+    assert target.read_text() == "# keep me\n"
