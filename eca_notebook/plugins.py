@@ -45,6 +45,11 @@ class Command:
     path: Path | None = None  # custom-prompt: where it was loaded from
     server: str | None = None  # mcp-prompt: the MCP server offering it
 
+    def __post_init__(self) -> None:
+        # the reference server's spellings (``mcpPrompt``, ``customPrompt``), as a newer plug-in or client may send
+        # them back, mean the engine's own
+        self.type = {"mcpPrompt": "mcp-prompt", "customPrompt": "custom-prompt"}.get(self.type, self.type)
+
 
 class PluginHost(Protocol):
     """What a plug-in sees of the engine it is attached to."""

@@ -37,6 +37,7 @@ __all__ = [
     "query_commands",
     "render_template",
     "to_wire",
+    "wire_type",
 ]
 
 log = logging.getLogger(__name__)
@@ -407,4 +408,15 @@ def to_wire(command: Command) -> dict[str, Any]:
             entry["description"] = arg.description
         entry["required"] = arg.required
         arguments.append(entry)
-    return {"name": command.name, "description": command.description, "type": command.type, "arguments": arguments}
+    return {"name": command.name, "description": command.description, "type": wire_type(command.type),
+            "arguments": arguments}
+
+
+#: The reference server's names for command types (``chat/queryCommands``). The engine and plug-ins say
+#: ``mcp-prompt`` / ``custom-prompt``; a :class:`Command` made with either spelling is read as the engine's.
+_WIRE_TYPES = {"mcp-prompt": "mcpPrompt", "custom-prompt": "customPrompt"}
+
+
+def wire_type(command_type: str) -> str:
+    """The type a client sees: ``mcpPrompt`` / ``customPrompt`` (reference ``docs/protocol.md``), others unchanged."""
+    return _WIRE_TYPES.get(command_type, command_type)

@@ -169,7 +169,8 @@ class ChatCommand(EcaModel):
 
     name: str
     description: str
-    #: ``"mcp-prompt"``, ``"native"`` or ``"custom-prompt"``; a plain ``str`` so newer kinds don't break a client.
+    #: ``"mcpPrompt"``, ``"native"``, ``"customPrompt"`` or ``"skill"`` (reference names; older servers sent
+    #: ``"mcp-prompt"`` / ``"custom-prompt"``); a plain ``str`` so newer kinds don't break a client.
     type: str
     arguments: Annotated[list[ChatCommandArgument], NoneAsEmptyList] = Field(default_factory=list)
 

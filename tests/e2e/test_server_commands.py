@@ -123,7 +123,7 @@ async def test_custom_command_with_placeholders(spawn, llm, workspace):
     eca = await spawn()
     await eca.initialize(workspace)
     listed = (await eca.request("chat/queryCommands", {"query": "rev"}))["commands"]
-    assert listed[0]["name"] == "review" and listed[0]["type"] != "native"
+    assert listed[0]["name"] == "review" and listed[0]["type"] == "customPrompt"  # reference name (chat/queryCommands)
     everything = {c["name"] for c in (await eca.request("chat/queryCommands", {"query": ""}))["commands"]}
     assert {"doctor", "costs", "prompt-show", "repo-map-show", "compact", "resume", "review"} <= everything
     chat_id, contents = await run(eca, "/review app.py", model="openai/gpt-4.1")

@@ -232,7 +232,7 @@ def test_to_wire_validates_as_chat_command() -> None:
                      [CommandArgument("file", "The file", True), CommandArgument("why")],
                      template="Fix $1", path=Path("/x/fix.md"))
     wire = to_wire(custom)
-    assert wire == {"name": "fix", "description": "Fix it", "type": "custom-prompt",
+    assert wire == {"name": "fix", "description": "Fix it", "type": "customPrompt",
                     "arguments": [{"name": "file", "description": "The file", "required": True},
                                   {"name": "why", "required": False}]}
     model = ChatCommand.model_validate(wire)
@@ -250,3 +250,13 @@ def test_a_command_symlinked_out_of_its_folder_is_not_loaded(tmp_path: Path) -> 
     (ws / ".eca" / "commands" / "environ.md").symlink_to("/proc/self/environ")
     (ws / ".eca" / "commands" / "review.md").symlink_to(ws / "docs" / "review.md")  # inside: followed
     assert [c.name for c in load_custom_commands([ws], glob)] == ["review"]
+
+
+def test_a_command_made_with_the_reference_spelling_is_the_engines_type() -> None:
+    """A newer plug-in or client naming the type as ``chat/queryCommands`` does (``mcpPrompt``) means the same
+    command as the older ``mcp-prompt``; both go out with the reference name."""
+    for spelling in ("mcp-prompt", "mcpPrompt"):
+        command = Command("review", "x", spelling, server="demo")
+        assert command.type == "mcp-prompt" and to_wire(command)["type"] == "mcpPrompt"
+    assert to_wire(Command("fix", "x", "customPrompt"))["type"] == "customPrompt"
+    assert to_wire(Command("doctor", "x", "native"))["type"] == "native"

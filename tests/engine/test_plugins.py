@@ -102,7 +102,7 @@ async def test_plugin_commands_and_contexts(connected: Harness, llm):  # noqa: F
     engine = connected.engine
     engine.add_plugin(DemoPlugin())
     commands = (await connected.client.request("chat/queryCommands", {"query": "sho"}))["commands"]
-    assert commands[0]["name"] == "shout" and commands[0]["type"] == "mcp-prompt"
+    assert commands[0]["name"] == "shout" and commands[0]["type"] == "mcpPrompt"
     contexts = (await connected.client.request("chat/queryContext", {"query": "not", "contexts": []}))["contexts"]
     assert {"type": "mcpResource", "uri": "demo://notes", "name": "notes", "description": "Demo notes",
             "mimeType": "text/plain", "server": "demo"} in contexts

@@ -131,7 +131,7 @@ async def test_prompt_as_a_command(eca, llm):
     h = await eca({"demo": stdio()})
     listed = await h.client.request("chat/queryCommands", {"query": "rev"})
     review = next(c for c in listed["commands"] if c["name"] == "review")
-    assert review["type"] == "mcp-prompt"
+    assert review["type"] == "mcpPrompt"  # the reference name (was "mcp-prompt")
     assert review["description"] == "Ask for a review of some code."
     assert review["arguments"] == [{"name": "code", "required": True}, {"name": "language", "required": False}]
 
