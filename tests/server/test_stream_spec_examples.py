@@ -249,3 +249,38 @@ async def test_delete_file_asked_approved_and_undone(open_stream, llm, auth_proj
     undone = await engine.undo_tool_call(hello["session_id"], "call_d1")
     assert undone.undone is True, undone
     assert target.read_text() == "export const session = {};\n"
+
+
+async def test_the_other_spec_examples_get_the_answers_the_contract_gives(open_stream, llm, auth_project):
+    """The spec's remaining client examples as written (a union like ``"all" | "file" | "hunk"`` takes its first
+    value): ids this session never issued are ``NOT_FOUND`` (the socket stays open); a cancel with nothing running
+    and the file-watcher event are taken silently."""
+    stream = await open_stream()
+    await stream.send(SPEC_HELLO)
+    await stream.wait_for("server.hello")
+    for example, detail in [
+        ({"type": "client.approval_response", "request_id": "req_abc123", "approved": True, "scope": "all",
+          "file_path": "src/auth/login.ts"}, "request_id"),
+        ({"type": "client.patch_apply_result", "patch_id": "patch_abc123", "file_path": "src/auth/login.ts",
+          "success": True, "error": None, "applied_hash": "sha256:def456..."}, "patch_id"),
+        ({"type": "client.command_result", "command_id": "cmd_abc123", "command": "npm test", "exit_code": 0,
+          "stdout": "...", "stderr": "...", "duration_ms": 2340}, "command_id"),
+    ]:
+        mark = stream.mark
+        await stream.send(example)
+        error = await stream.error("NOT_FOUND", mark)
+        assert detail in error["error"]["details"], error
+    (auth_project / "src" / "utils" / "new_helper.ts").write_text("export const x = 1;\n")
+    mark = stream.mark
+    await stream.send({"type": "client.cancel", "reason": "user_cancelled"})
+    await stream.send({"type": "client.file_changes", "changes": [{
+        "type": "created", "file_path": "src/utils/new_helper.ts", "content_hash": "sha256:abc123...",
+        "timestamp": "2025-12-30T10:35:12Z"}]})
+    await stream.send({"type": "client.context_update", "updates": {"diagnostics": [], "terminal_output": {
+        "command": "npm test", "exit_code": 0, "stdout": "PASS", "stderr": ""}}})
+    llm.enqueue(Reply.text("Still here."))
+    start = stream.mark
+    await stream.send({"type": "client.user_message", "message": "ping"})
+    assert (await stream.final(start))["message"] == "Still here."
+    assert not stream.of("server.error", mark)
+    assert "PASS" in json.dumps(llm.requests[0].body)  # the context update reached the next turn
