@@ -27,6 +27,7 @@ from ._config_layers import _PLAN_DENIED_SHELL
 from ._config_schema import BehaviorConfig, Config, ToolCallConfig
 from ._config_syntax import DynamicSource, expand, trusted_by_user, workspace_of
 from ._front_matter import FrontMatterError, parse_front_matter
+from ._rules import outside_root
 
 __all__ = [
     "BUILTIN_AGENTS",
@@ -297,14 +298,35 @@ def agent_dirs(workspace_folders: Iterable[Path], global_config_dir: Path) -> li
 
 
 def agent_files(workspace_folders: Iterable[Path], global_config_dir: Path) -> list[Path]:
-    """The markdown agent files, lowest precedence first (sorted by name within a folder)."""
+    """The markdown agent files, lowest precedence first (sorted by name within a folder) — but not a workspace's
+    file linking out of its workspace (:func:`linked_out_agent_files`)."""
+    folders = list(workspace_folders)
+    out = {path for path, _ in linked_out_agent_files(folders)}
     files: list[Path] = []
-    for folder in agent_dirs(workspace_folders, global_config_dir):
+    for folder in agent_dirs(folders, global_config_dir):
         try:
-            files += sorted(p for p in folder.glob("*.md") if p.is_file())
+            files += sorted(p for p in folder.glob("*.md") if p.is_file() and p not in out)
         except OSError:
             continue
     return files
+
+
+def linked_out_agent_files(workspace_folders: Iterable[Path]) -> list[tuple[Path, str]]:
+    """A workspace's ``.eca/agents/*.md`` that resolve outside its folder, with why: a repository's ``code.md`` →
+    ``~/notes.txt`` made that file the default agent's system prompt (sent to the model at every prompt), read as
+    the user's own file — as a rule or a command linking out, it is not loaded."""
+    found: list[tuple[Path, str]] = []
+    for folder in workspace_folders:
+        agents = Path(folder) / ".eca" / "agents"
+        try:
+            paths = sorted(agents.glob("*.md"))
+        except OSError:
+            continue
+        for path in paths:
+            why = outside_root(path, Path(folder), "the workspace")
+            if why is not None:
+                found.append((path, why))
+    return found
 
 
 def files_signature(workspace_folders: Iterable[Path], global_config_dir: Path) -> tuple[Any, ...]:
@@ -348,6 +370,7 @@ def build_agents(config: Config, workspace_folders: Sequence[Path], global_confi
     layers: dict[str, dict[str, Any]] = {k: dict(v) for k, v in _BUILTIN.items()}
     sources: dict[str, str] = dict.fromkeys(_BUILTIN, "built-in")
     if not config.pure_config:
+        problems += [f"agent file {path} skipped: {why}" for path, why in linked_out_agent_files(workspace_folders)]
         for path in agent_files(workspace_folders, global_config_dir):
             workspace = workspace_of(path, workspace_folders)
             dynamic = DynamicSource(label=f"agent file {path}", env=env, base_dir=path.parent, workspace=workspace,

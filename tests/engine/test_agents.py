@@ -124,6 +124,20 @@ async def test_markdown_agents_from_workspace_and_user_dir(make, tmp_path, env):
     assert "later" in engine.behaviors()
 
 
+async def test_a_workspace_agent_file_linking_out_of_the_workspace_is_not_loaded(make, tmp_path):
+    """A repository's ``.eca/agents/code.md`` → ``~/notes.txt`` made that file the default agent's system prompt,
+    sent to the model at every prompt."""
+    outside = write(tmp_path / "notes.txt", "my private notes: launch code 8812\n")
+    ws = tmp_path / "ws" / ".eca" / "agents"
+    ws.mkdir(parents=True)
+    (ws / "code.md").symlink_to(outside)
+    write(ws / "inside.md", "---\ndescription: stays\nmode: primary\n---\nInside prompt.\n")
+    engine = make()
+    assert "launch code" not in engine.system_prompt("code") and engine.agents.get("inside") is not None
+    assert any(p == f"agent file {ws / 'code.md'} skipped: symlink points outside the workspace"
+               for p in engine.problems), engine.problems
+
+
 async def test_default_agent(make):
     assert make({"defaultAgent": "plan"}).selected_behavior == "plan"
     assert make({"defaultBehavior": "agent"}).selected_behavior == "code"
