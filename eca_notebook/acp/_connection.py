@@ -38,6 +38,7 @@ from ..protocol import ChatPromptParams
 from ..protocol.errors import INVALID_PARAMS, INVALID_REQUEST, RpcError
 from ..rpc import Endpoint
 from ._files import CURRENT_SESSION, ClientFiles
+from ._limits import UpdateOutbox, limits_from_config
 from ._permissions import ask_permission
 from ._prompt import prompt_input
 from ._schema import (
@@ -101,8 +102,27 @@ class AcpConnection:
     # -- to the client -------------------------------------------------------------------------------------------
 
     def notify_update(self, session_id: str, update: dict[str, Any]) -> None:
-        """Queue one ``session/update`` behind whatever was queued before it."""
+        """Queue one ``session/update`` behind whatever was queued before it (through the session's outbox, which
+        keeps it under the spec's per-session rate)."""
+        session = self.sessions.get(session_id)
+        if session is not None and session.outbox is not None:
+            session.outbox.put(update)
+        else:
+            self._send_update(session_id, update)
+
+    def _send_update(self, session_id: str, update: dict[str, Any]) -> None:
         self.endpoint.notify_nowait("session/update", {"sessionId": session_id, "update": update})
+
+    def _open(self, session: Session) -> Session:
+        """Register *session* with its rate limits (the workspace config's ``acp`` key) and update outbox."""
+        session.limits = limits_from_config((session.engine.config.model_extra or {}).get("acp"))
+        session.outbox = UpdateOutbox(session.limits.of("session/update"),
+                                      lambda update: self._send_update(session.id, update))
+        old = self.sessions.get(session.id)
+        if old is not None and old.outbox is not None:
+            self._tasks.spawn(old.outbox.aclose(), "acp-outbox-close")
+        self.sessions[session.id] = session
+        return session
 
     def _deliver(self, workspace: Workspace, method: str, params: dict[str, Any], replay: Session | None) -> None:
         """One engine notification (live, or a replay's for the session *replay*) as ``session/update``\\ s."""
@@ -131,7 +151,12 @@ class AcpConnection:
         for update in updates:
             self.notify_update(session.id, update)
         if ask is not None:  # its request is queued behind the tool call it asks about
-            self._tasks.spawn(ask_permission(session, ask, self.client_request), f"acp-permission-{ask.call_id}")
+            self._tasks.spawn(self._ask_after_updates(session, ask), f"acp-permission-{ask.call_id}")
+
+    async def _ask_after_updates(self, session: Session, ask: Any) -> None:
+        if session.outbox is not None:
+            await session.outbox.drain()  # the tool call it asks about may be held by the rate limit
+        await ask_permission(session, ask, self.client_request)
 
     async def client_request(self, method: str, params: dict[str, Any], timeout: float | None = None) -> Any:
         """A request to the client that is never cancelled on the wire (ACP has no ``$/cancelRequest``): on
@@ -150,7 +175,15 @@ class AcpConnection:
         can_write = bool(getattr(fs, "write_text_file", False))
         if not (can_read or can_write):
             return None
-        return ClientFiles(self.client_request, can_read=can_read, can_write=can_write)
+        return ClientFiles(self._paced_request, can_read=can_read, can_write=can_write)
+
+    async def _paced_request(self, method: str, params: dict[str, Any], timeout: float | None = None) -> Any:
+        """An ``fs/*`` request under its session's rate limit: the agent waits for the window rather than send
+        one the client may refuse (the spec's limits bind the sender of agent → client calls)."""
+        session = self.sessions.get(str(params.get("sessionId")))
+        if session is not None:
+            await session.limits.of(method).take()
+        return await self.client_request(method, params, timeout)
 
     # -- lifecycle -----------------------------------------------------------------------------------------------
 
@@ -233,7 +266,7 @@ class AcpConnection:
         engine = workspace.engine
         session = Session(id=str(uuid.uuid4()), workspace=workspace, updates=SessionUpdates(workspace.cwd),
                           mode=engine.selected_behavior, model=None)
-        self.sessions[session.id] = session
+        self._open(session)
         self._announce_commands(session)
         return {"sessionId": session.id, **session.state()}
 
@@ -254,11 +287,13 @@ class AcpConnection:
         model = chat.model if chat.model in engine.registry.models() else None
         session = Session(id=chat.id, workspace=workspace, updates=SessionUpdates(workspace.cwd), mode=mode,
                           model=model)
-        self.sessions[session.id] = session
+        self._open(session)
         engine.replay(chat.id, _Replay(self, workspace, session))  # its updates are queued before our answer
         for update in session.updates.unfinished():
             self.notify_update(session.id, update)
         self._announce_commands(session)
+        if session.outbox is not None:
+            await session.outbox.drain()  # the answer follows the replay
         return session.state()
 
     async def list_sessions(self, params: ListSessionsParams | None) -> dict[str, Any]:
@@ -299,6 +334,7 @@ class AcpConnection:
         if session.turn is not None:
             raise RpcError(SESSION_LOCKED, "Session locked: a prompt is already running in this session",
                            {"sessionId": session.id})
+        session.limits.admit("session/prompt", session.id)
         turn = session.turn = Turn()
         engine = session.engine
         session.updates.round_cap_hit = False
@@ -334,7 +370,8 @@ class AcpConnection:
             # the turn is on disk before the client hears it ended: a client that stops the agent right after (ACP
             # clients give it a couple of seconds, then kill it) loses nothing on session/load
             await asyncio.to_thread(engine.store.wait_saved, session.id, SAVE_WAIT)
-        # (the turn's updates were queued as the engine sent them: this answer follows them)
+        if session.outbox is not None:
+            await session.outbox.drain()  # the turn's updates (some held by the rate limit) precede this answer
         return {"stopReason": session.stop_reason(turn)}
 
     async def _wait_for_turn(self, session: Session, task: asyncio.Task[Any]) -> None:

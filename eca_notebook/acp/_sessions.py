@@ -14,6 +14,7 @@ from typing import Any
 
 from ..engine.engine import Engine
 from ..protocol.errors import INVALID_PARAMS, RpcError
+from ._limits import SessionLimits, UpdateOutbox
 from ._updates import SessionUpdates
 from ._workspaces import Workspace
 
@@ -49,6 +50,10 @@ class Session:
     model: str | None
     turn: Turn | None = None
     rejected_always: set[tuple[str, str]] = field(default_factory=set)
+    #: acp-messages.md's per-session rate limits (from the workspace config's ``acp`` key)
+    limits: SessionLimits = field(default_factory=SessionLimits)
+    #: this session's ``session/update``\\ s, kept under their limit (set by the connection)
+    outbox: UpdateOutbox | None = None
 
     @property
     def engine(self) -> Engine:
