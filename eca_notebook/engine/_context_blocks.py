@@ -124,4 +124,6 @@ def describe(ctx: Any) -> str:
         return f"MCP resource {ctx.uri}"
     if isinstance(ctx, GitContext):
         return f"git {ctx.part}" if ctx.part else "git"
+    if getattr(ctx, "type", None) == "text":
+        return f"text {getattr(ctx, 'label', '')}".rstrip()
     return str(getattr(ctx, "type", "context"))

@@ -38,6 +38,7 @@ from ..protocol.context import (
     GitContext,
     McpResourceContext,
     RepoMapContext,
+    TextContext,
     UnknownContext,
     WebContext,
 )
@@ -202,6 +203,8 @@ async def _render_one(ctx: Any, folders: list[Path], http: httpx.AsyncClient, in
         return Block("resource", {"uri": ctx.uri, "name": ctx.name, "server": ctx.server}, content)
     if isinstance(ctx, GitContext):
         return await render_git(ctx.part, folders[0] if folders else None, cap)
+    if isinstance(ctx, TextContext):  # the reference's ``<text label="…">``; capped and redacted like the rest
+        return Block("text", {"label": ctx.label}, ctx.content)
     if isinstance(ctx, UnknownContext):
         log.debug("ignoring context of unknown type %r", ctx.type)
     return None

@@ -120,6 +120,7 @@ from .context import (
     Position,
     Range,
     RepoMapContext,
+    TextContext,
     UnknownContext,
     WebContext,
 )
@@ -385,6 +386,7 @@ __all__ = [
     "SubagentDetails",
     "TextChunk",
     "TextContent",
+    "TextContext",
     "ToolCallDetails",
     "ToolCallOrigin",
     "ToolCallOutput",

@@ -26,6 +26,7 @@ __all__ = [
     "Position",
     "Range",
     "RepoMapContext",
+    "TextContext",
     "UnknownContext",
     "WebContext",
 ]
@@ -132,6 +133,17 @@ class ImageContext(EcaModel):
     name: str | None = None
 
 
+class TextContext(EcaModel):
+    """Inline text the client attaches (the reference's ``TextContext``): a buffer with no file the server can read
+    — compile or terminal output, an untitled document, pasted text. It joins the user message (as
+    ``<text label="…">``), not the system prompt, so a client sends it fresh with each prompt."""
+
+    type: Literal["text"] = "text"
+    #: A display name (a buffer's or terminal's name).
+    label: str
+    content: str
+
+
 class UnknownContext(EcaModel):
     """Any context whose ``type`` is not one of :data:`CONTEXT_TYPES`; its other keys are kept as extras."""
 
@@ -140,7 +152,7 @@ class UnknownContext(EcaModel):
 
 #: The context tags this revision of the protocol defines.
 CONTEXT_TYPES: frozenset[str] = frozenset({"file", "directory", "web", "repoMap", "cursor", "mcpResource", "git",
-                                          "image"})
+                                          "image", "text"})
 
 
 def _context_tag(value: Any) -> str | None:
@@ -163,6 +175,7 @@ ChatContext = Annotated[
     | Annotated[McpResourceContext, Tag("mcpResource")]
     | Annotated[GitContext, Tag("git")]
     | Annotated[ImageContext, Tag("image")]
+    | Annotated[TextContext, Tag("text")]
     | Annotated[UnknownContext, Tag("unknown")],
     Discriminator(_context_tag),
 ]

@@ -42,7 +42,8 @@ export type ChatContext =
   | CursorContext
   | McpResourceContext
   | GitContext
-  | ImageContext;
+  | ImageContext
+  | TextContext;
 
 export type ToolServerUpdatedParams =
   | NativeServerUpdatedParams
@@ -967,6 +968,13 @@ export interface TextContent {
   type: "text";
   text: string;
   contentId?: string;
+}
+
+/** Inline text the client attaches (the reference's ``TextContext``): a buffer with no file the server can read — compile or terminal output, an untitled document, pasted text. It joins the user message (as ``<text label="…">``), not the system prompt, so a client sends it fresh with each prompt. */
+export interface TextContext {
+  type: "text";
+  label: string;
+  content: string;
 }
 
 /** One output of a finished call. The newer revision names the payload ``text``, the early one ``content``; whichever is missing is filled from the other so both are always sent. */

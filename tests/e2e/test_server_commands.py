@@ -199,3 +199,21 @@ async def test_query_context_and_file_context_with_lines_range(spawn, llm, works
     await eca.wait_idle(chat_id)
     sent = sent_texts("openai-responses", completion_requests(llm)[0].body)[0][1]
     assert "line 3" in sent and "line 5" in sent and "line 6" not in sent and "line 2\n" not in sent
+
+
+async def test_a_text_context_reaches_the_model_in_the_user_message(spawn, llm, workspace):
+    """The reference's ``TextContext`` (``{type: "text", label, content}``: a buffer with no file, e.g. compile
+    output) goes with the user message as ``<text label="…">``, redacted like any attached text."""
+    llm.enqueue(Reply.text("It is a missing import."))
+    eca = await spawn()
+    await eca.initialize(workspace)
+    context = {"type": "text", "label": "*compilation*",
+               "content": f"error: name 'np' is not defined\nOPENAI_API_KEY={SECRET_OPENAI}\n"}
+    chat_id, contents = await run(eca, "why does it fail?", model="openai/gpt-4.1", contexts=[context])
+    await eca.wait_idle(chat_id)
+    assert not system_texts(contents)  # no problem reported
+    sent = sent_texts("openai-responses", completion_requests(llm)[0].body)[0][1]
+    assert sent.startswith("why does it fail?")
+    assert '<text label="*compilation*">' in sent and "name 'np' is not defined" in sent and "</text>" in sent
+    assert SECRET_OPENAI not in sent
+    assert "name 'np'" not in completion_requests(llm)[0].body.get("instructions", "")
