@@ -61,8 +61,12 @@ async def query_context(
     limit: int = 50,
     extra: Sequence[ChatContext | dict[str, Any]] = (),
     code_index: _SymbolSource | None = None,
+    files_only: bool = False,
 ) -> list[dict[str, Any]]:
     """Contexts the user may attach for `query`, as wire dicts, best first, at most `limit`.
+
+    `files_only` (``chat/queryFiles``, the reference's file picker): only the ``file`` contexts of the same search
+    — no repo map, git, directories, symbols or `extra`.
 
     ``{"type": "repoMap"}`` comes first for a blank query or one that looks like "repo"; then the git contexts
     (see :func:`~._context_git.git_offers`, each with a one-line ``description``); then files and directories
@@ -84,6 +88,19 @@ async def query_context(
                 attached.add(key)
             out.append(ctx.dump() if hasattr(ctx, "dump") else dict(ctx))
 
+    if files_only:
+        outside = _outside_path_query(q, index.folders)
+        if outside is not None:
+            for path, is_dir in _list_matching(*outside, limit):
+                if not is_dir:
+                    offer(FileContext(path=str(path)))
+        else:
+            for entry in index.query(q, 4 * limit):  # directories are skipped: ask for more
+                if len(out) >= limit:
+                    break
+                if not entry.is_dir:
+                    offer(FileContext(path=str(entry.path)))
+        return out[:limit]
     if _wants_repo_map(q):
         offer(RepoMapContext())
     for git in await git_offers(q, index.folders):

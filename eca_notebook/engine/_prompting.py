@@ -416,6 +416,13 @@ class PromptPipeline:
         return await query_context(query, index=engine.index, already=already, extra=extra,
                                    code_index=engine.code_index)
 
+    async def query_files(self, query: str) -> list[dict[str, Any]]:
+        """``chat/queryFiles``: the workspace files matching ``query`` (the file part of ``chat/queryContext``)."""
+        engine = self.engine
+        if engine.index is None:
+            return []
+        return await query_context(query, index=engine.index, already=[], files_only=True)
+
     async def read_plugin_context(self, context: Any) -> str:
         """The text of an MCP resource context, from the plug-in that provides it."""
         for plugin in self.engine.plugins:

@@ -485,6 +485,10 @@ class Engine:
         """``chat/queryContext``: the contexts matching ``query``."""
         return await self.pipeline.query_context(query, already)
 
+    async def query_files(self, query: str) -> list[dict[str, Any]]:
+        """``chat/queryFiles``: the workspace files matching ``query``."""
+        return await self.pipeline.query_files(query)
+
     # -- inline completion and rewrite (_inline.py, _rewrite.py) -------------------------------------------------
 
     async def complete_inline(self, params: CompletionInlineParams,

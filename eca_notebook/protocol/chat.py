@@ -39,6 +39,8 @@ __all__ = [
     "ChatQueryCommandsResult",
     "ChatQueryContextParams",
     "ChatQueryContextResult",
+    "ChatQueryFilesParams",
+    "ChatQueryFilesResult",
     "ChatRollbackParams",
     "ChatRollbackResult",
     "ChatSelectedAgentChangedParams",
@@ -147,6 +149,21 @@ class ChatQueryContextResult(EcaModel):
 
     chat_id: ChatId | None = None
     contexts: list[ChatContext]
+
+
+class ChatQueryFilesParams(EcaModel):
+    """``chat/queryFiles`` (reference server): the workspace files matching ``query`` (blank: all), for a client's
+    file picker — the file part of ``chat/queryContext``."""
+
+    chat_id: ChatId | None = None
+    query: str = ""
+
+
+class ChatQueryFilesResult(EcaModel):
+    """The answer to ``chat/queryFiles``: ``file`` contexts, best first."""
+
+    chat_id: ChatId | None = None
+    files: list[ChatContext]
 
 
 class ChatQueryCommandsParams(EcaModel):

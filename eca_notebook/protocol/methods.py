@@ -72,6 +72,7 @@ _SPECS = [
     _note("chat/toolCallReject", chat.ChatToolCallRejectParams, _C2S),
     _req("chat/queryContext", chat.ChatQueryContextParams, chat.ChatQueryContextResult),
     _req("chat/queryCommands", chat.ChatQueryCommandsParams, chat.ChatQueryCommandsResult),
+    _req("chat/queryFiles", chat.ChatQueryFilesParams, chat.ChatQueryFilesResult),
     _note("chat/promptStop", chat.ChatPromptStopParams, _C2S),
     _note("chat/promptSteer", chat.ChatPromptSteerParams, _C2S),
     _note("chat/promptSteerRemove", chat.ChatPromptSteerRemoveParams, _C2S),

@@ -46,6 +46,7 @@ from ..protocol import (
     ChatPromptStopParams,
     ChatQueryCommandsParams,
     ChatQueryContextParams,
+    ChatQueryFilesParams,
     ChatRollbackParams,
     ChatRollbackResult,
     ChatSelectedAgentChangedParams,
@@ -242,6 +243,7 @@ class ServerConnection:
         r("chat/selectedModelChanged", self.selected_model_changed)
         r("chat/queryContext", self.query_context)
         r("chat/queryCommands", self.query_commands)
+        r("chat/queryFiles", self.query_files)
         r("chat/toolCallApprove", self.tool_call_approve)
         r("chat/toolCallReject", self.tool_call_reject)
         r("chat/toolCallUndo", self.tool_call_undo)
@@ -392,6 +394,11 @@ class ServerConnection:
         contexts = await self._engine().query_context(params.query, list(params.contexts))
         chat_id = self.aliases.external(params.chat_id)
         return {"chatId": chat_id, "contexts": contexts} if params.chat_id else {"contexts": contexts}
+
+    async def query_files(self, params: ChatQueryFilesParams) -> dict[str, Any]:
+        files = await self._engine().query_files(params.query)
+        chat_id = self.aliases.external(params.chat_id)
+        return {"chatId": chat_id, "files": files} if params.chat_id else {"files": files}
 
     def query_commands(self, params: ChatQueryCommandsParams) -> dict[str, Any]:
         commands = self._engine().query_commands(params.query)

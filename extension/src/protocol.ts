@@ -225,6 +225,18 @@ export interface ChatQueryContextResult {
   contexts: Array<ChatContext>;
 }
 
+/** ``chat/queryFiles`` (reference server): the workspace files matching ``query`` (blank: all), for a client's file picker — the file part of ``chat/queryContext``. */
+export interface ChatQueryFilesParams {
+  chatId?: string;
+  query: string;
+}
+
+/** The answer to ``chat/queryFiles``: ``file`` contexts, best first. */
+export interface ChatQueryFilesResult {
+  chatId?: string;
+  files: Array<ChatContext>;
+}
+
 /** ``chat/rollback``: drop the user message with ``contentId`` (see :attr:`TextContent.content_id`) and everything after it. The server then sends ``chat/cleared {messages: true}`` and the kept contents again. A chat running a prompt is refused (stop it first); an unknown chat or ``contentId`` is a JSON-RPC error. */
 export interface ChatRollbackParams {
   chatId: string;
@@ -1121,6 +1133,7 @@ export interface ClientRequests {
   "chat/prompt": { params: ChatPromptParams; result: ChatPromptResult };
   "chat/queryContext": { params: ChatQueryContextParams; result: ChatQueryContextResult };
   "chat/queryCommands": { params: ChatQueryCommandsParams; result: ChatQueryCommandsResult };
+  "chat/queryFiles": { params: ChatQueryFilesParams; result: ChatQueryFilesResult };
   "chat/delete": { params: ChatDeleteParams; result: ChatDeleteResult };
   "chat/update": { params: ChatUpdateParams; result: ChatUpdateResult };
   "chat/list": { params: ChatListParams; result: ChatListResult };
@@ -1193,6 +1206,7 @@ export const METHODS = {
   "chat/toolCallReject": { direction: "client->server", kind: "notification" },
   "chat/queryContext": { direction: "client->server", kind: "request" },
   "chat/queryCommands": { direction: "client->server", kind: "request" },
+  "chat/queryFiles": { direction: "client->server", kind: "request" },
   "chat/promptStop": { direction: "client->server", kind: "notification" },
   "chat/promptSteer": { direction: "client->server", kind: "notification" },
   "chat/promptSteerRemove": { direction: "client->server", kind: "notification" },
