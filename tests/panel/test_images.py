@@ -33,6 +33,18 @@ PASTE_JS = """([b64, name, type]) => {
 }"""
 
 
+#: Drop one image File on the composer, as the browser does for a file dragged from the desktop.
+DROP_JS = """([b64, name, type]) => {
+    const bytes = Uint8Array.from(atob(b64), c => c.charCodeAt(0));
+    const transfer = new DataTransfer();
+    transfer.items.add(new File([bytes], name, {type}));
+    const target = document.querySelector('.eca-Composer');
+    for (const kind of ['dragenter', 'dragover', 'drop']) {
+        target.dispatchEvent(new DragEvent(kind, {dataTransfer: transfer, bubbles: true, cancelable: true}));
+    }
+}"""
+
+
 def png(width: int, height: int, noisy: bool = False) -> bytes:
     from PIL import Image
 
@@ -118,6 +130,13 @@ def test_a_pasted_screenshot_is_a_chip_then_an_image_part_and_shows_in_the_chat(
     send(page, "and this one?")
     page.get_by_text("Noise.").wait_for()
     assert len(wait_until(lambda: sent_images(llm) or None, message="the downscaled image at the server")) == 2
+
+    # a dropped image file is a chip too; an SVG is not taken (it is no raster image)
+    page.evaluate(DROP_JS, [base64.b64encode(b"<svg xmlns='http://www.w3.org/2000/svg'/>").decode(), "x.svg",
+                            "image/svg+xml"])
+    page.evaluate(DROP_JS, [base64.b64encode(shot).decode(), "dropped.png", "image/png"])
+    chip.wait_for()
+    assert chip.count() == 1 and "dropped.png" in chip.inner_text()
     assert not page.eca_errors, page.eca_errors
 
 
