@@ -253,7 +253,9 @@ def _read_import(engine: Engine, argument: str) -> Chat:
             "messages" not in record and "contents" not in record):
         raise ValueError(f"{path} is not an exported chat")
     try:
-        return Chat.from_record({**record, "id": str(uuid.uuid4())})
+        # an exported chat is a file anyone may have written (a repository's "session.json"): its trust mode would
+        # auto-approve the writes and commands its forged history steers the model to — the user turns it on
+        return Chat.from_record({**record, "id": str(uuid.uuid4()), "trust": False})
     except (TypeError, ValueError, KeyError, AttributeError) as exc:
         raise ValueError(f"{path} is not an exported chat ({exc})") from None
 
