@@ -183,6 +183,7 @@ class AcpConnection:
         session = self.sessions.get(str(params.get("sessionId")))
         if session is not None:
             await session.limits.of(method).take()
+            timeout = session.limits.timeouts.get(method, timeout)
         return await self.client_request(method, params, timeout)
 
     # -- lifecycle -----------------------------------------------------------------------------------------------

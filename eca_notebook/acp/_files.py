@@ -18,16 +18,18 @@ from typing import Any
 
 from ..protocol.errors import RpcError
 
-__all__ = ["CURRENT_SESSION", "READ_TIMEOUT", "WRITE_TIMEOUT", "ClientFiles"]
+__all__ = ["CURRENT_SESSION", "FS_RETRIES", "READ_TIMEOUT", "WRITE_TIMEOUT", "ClientFiles"]
 
 log = logging.getLogger(__name__)
 
 #: The ACP session whose turn is running in this task (set by the door around ``engine.prompt``).
 CURRENT_SESSION: contextvars.ContextVar[str | None] = contextvars.ContextVar("acp_session", default=None)
 
-# acp-messages.md "Timeout Specifications"
+# acp-messages.md "Timeout Specifications": both are retried ("Retry: Yes") — once, after a timeout only (an answer,
+# even a refusal, is the client's word). A write is idempotent (the whole content), so a late first answer is harmless.
 READ_TIMEOUT = 30.0
 WRITE_TIMEOUT = 60.0
+FS_RETRIES = 1
 
 Request = Callable[[str, dict[str, Any], float], Awaitable[Any]]
 
@@ -46,13 +48,23 @@ class ClientFiles:
         #: The client refused a raw ``.ipynb`` write (Jupyter AI does): the file tools stop offering to write one.
         self.refuses_notebooks = False
 
+    async def _retrying(self, method: str, params: dict[str, Any], timeout: float) -> Any:
+        for attempt in range(FS_RETRIES + 1):
+            try:
+                return await self._request(method, params, timeout)
+            except TimeoutError:
+                if attempt == FS_RETRIES:
+                    raise
+                log.info("%s %s: no answer in time; retrying", method, params.get("path"))
+        raise AssertionError("unreachable")
+
     async def read_text(self, path: Path) -> str | None:
         session = CURRENT_SESSION.get()
         if not self.can_read or session is None:
             return None
         try:
-            result = await self._request("fs/read_text_file", {"sessionId": session, "path": str(path)},
-                                         READ_TIMEOUT)
+            result = await self._retrying("fs/read_text_file", {"sessionId": session, "path": str(path)},
+                                          READ_TIMEOUT)
         except (RpcError, TimeoutError, ConnectionError) as exc:
             log.info("fs/read_text_file %s: %s; using the disk", path,
                      exc.describe() if isinstance(exc, RpcError) else exc)
@@ -68,12 +80,12 @@ class ClientFiles:
         if not self.can_write or session is None:
             return False
         try:
-            await self._request("fs/write_text_file", {"sessionId": session, "path": str(path), "content": content},
-                                WRITE_TIMEOUT)
+            await self._retrying("fs/write_text_file",
+                                 {"sessionId": session, "path": str(path), "content": content}, WRITE_TIMEOUT)
         except RpcError as exc:  # the client's reason (error.data) is what lets the model correct course
             if path.suffix == ".ipynb":
                 self.refuses_notebooks = True  # later turns leave notebooks to notebook tools (Toolbox)
             raise OSError(f"the client refused the write: {exc.describe()}") from None
         except TimeoutError:
-            raise OSError(f"no answer within {WRITE_TIMEOUT:.0f} s") from None
+            raise OSError(f"the client did not answer fs/write_text_file ({FS_RETRIES + 1} tries)") from None
         return True

@@ -82,6 +82,8 @@ class SessionLimits:
     limits: dict[str, int] = field(default_factory=lambda: dict(DEFAULT_RATE_LIMITS))
     window: float = DEFAULT_WINDOW
     windows: dict[str, RateWindow] = field(default_factory=dict)
+    #: seconds per agent → client method, overriding the spec's (``acp.timeoutSeconds``)
+    timeouts: dict[str, float] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self.windows = {method: RateWindow(limit, self.window) for method, limit in self.limits.items()}
@@ -117,7 +119,12 @@ def limits_from_config(acp: Any) -> SessionLimits:
         seconds = acp.get("rateWindowSeconds")
         if isinstance(seconds, (int, float)) and not isinstance(seconds, bool) and seconds > 0:
             window = float(seconds)
-    return SessionLimits(limits, window)
+    timeouts: dict[str, float] = {}
+    given_timeouts = acp.get("timeoutSeconds") if isinstance(acp, Mapping) else None
+    if isinstance(given_timeouts, Mapping):
+        timeouts = {str(k): float(v) for k, v in given_timeouts.items()
+                    if isinstance(v, (int, float)) and not isinstance(v, bool) and v > 0}
+    return SessionLimits(limits, window, timeouts=timeouts)
 
 
 def _merge(into: dict[str, Any], update: dict[str, Any]) -> bool:

@@ -133,3 +133,30 @@ async def test_fs_reads_are_paced_by_the_agent_not_sent_over_the_limit(spawn_age
     assert answer.stop_reason == "end_turn"
     assert not client.refused
     assert set(paths) <= set(client.reads)
+
+
+@pytest.mark.e2e
+async def test_fs_write_is_retried_after_a_timeout(spawn_agent, llm, home, workspace, strict):
+    """acp-messages.md "Timeout Specifications": fs/write_text_file, Retry: Yes. The editor's first write never
+    answers; the agent sends it again after its timeout (shortened here) and the change lands."""
+    target = str(workspace / "a.txt")
+    llm.enqueue(Reply([call("write_file", {"path": "a.txt", "content": "hello\n"})]), Reply.text("Written."))
+
+    class Stuck(Client):
+        async def write_text_file(self, session_id: str, path: str, content: str, **kwargs: Any) -> Any:
+            if not self.writes:
+                self.writes.append(("stuck", path))
+                await asyncio.Event().wait()  # the first request is never answered
+            return await super().write_text_file(session_id, path, content, **kwargs)
+
+    client = Stuck(files={})
+    env = acp_env(home, llm)
+    config = json.loads(env["ECA_CONFIG"])
+    config["acp"] = {"timeoutSeconds": {"fs/write_text_file": 2}}
+    env["ECA_CONFIG"] = json.dumps(config)
+    async with spawn_agent(client, env=env) as (conn, _):
+        session_id = await start(conn, client, workspace)
+        answer = await conn.prompt(session_id=session_id, prompt=[text_block("write a")])
+    assert answer.stop_reason == "end_turn"
+    assert client.writes == [("stuck", target), (target, "hello\n")]
+    assert client.files == {target: "hello\n"}
