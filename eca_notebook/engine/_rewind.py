@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Any
 from ..protocol import ChatClearedParams, ChatOpenedParams, MetadataContent, TextContent
 from ..protocol.errors import INVALID_PARAMS, INVALID_REQUEST, RpcError
 from ..providers.base import AssistantMessage, Message, ToolResultMessage, UserMessage
-from ._chat import Chat
+from ._chat import Chat, Usage
 
 if TYPE_CHECKING:
     from .engine import Engine
@@ -208,6 +208,33 @@ def _mark_undone(chat: Chat, call_id: str, message: str) -> None:
         details = content.get("details")
         if content.get("type") == "toolCalled" and content.get("id") == call_id and isinstance(details, dict):
             details["undoable"] = False
+
+
+# -- clear ---------------------------------------------------------------------------------------------------------
+
+
+def clear(engine: Engine, chat_id: str, messages: bool) -> bool:
+    """``chat/clear`` (reference server): with *messages*, the chat's messages, tool calls, usage and task go — the
+    next prompt starts a fresh conversation — while the chat itself stays (id, title, model, agent, trust). Every
+    client is told with ``chat/cleared``. False for an unknown chat (the reference ignores it); a chat running a
+    prompt is refused, as rollback is (a turn appending to a history being emptied would corrupt it)."""
+    chat = engine.get_chat(chat_id)
+    if chat is None:
+        return False
+    if chat.running:
+        raise RpcError(INVALID_REQUEST, f"chat '{chat.id}' is running a prompt: stop it (chat/promptStop) before "
+                                        "clearing it")
+    if messages:
+        chat.messages = []
+        chat.contents = []
+        chat.subagent_contents = {}
+        chat.usage = Usage()
+        chat.job_notes = []
+        chat.last_stop_reason = None
+        chat.context_window = None
+        engine.chat_book.save(chat)
+    engine.broadcast("chat/cleared", ChatClearedParams(chat_id=chat.id, messages=messages).dump())
+    return True
 
 
 # -- fork ----------------------------------------------------------------------------------------------------------

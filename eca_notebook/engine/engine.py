@@ -611,6 +611,11 @@ class Engine:
         RpcError for an unknown chat or message, or a chat running a prompt."""
         await _rewind.rollback(self, chat_id, content_id, include)
 
+    def clear(self, chat_id: str, messages: bool) -> bool:
+        """``chat/clear``: empty the chat's messages, keeping the chat (``_rewind.py``); False for an unknown chat,
+        RpcError for one running a prompt."""
+        return _rewind.clear(self, chat_id, messages)
+
     def fork(self, chat_id: str, content_id: str) -> str:
         """``chat/fork``: copy the chat up to a message (or tool call) into a new chat; returns its id."""
         return _rewind.fork(self, chat_id, content_id).id

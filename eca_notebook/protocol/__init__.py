@@ -12,6 +12,8 @@ from ._base import (
 )
 from .chat import (
     ChatClearedParams,
+    ChatClearParams,
+    ChatClearResult,
     ChatCommand,
     ChatCommandArgument,
     ChatContentReceivedParams,
@@ -248,6 +250,8 @@ __all__ = [
     "ChatAskQuestionParams",
     "ChatAskQuestionResult",
     "ChatCapabilities",
+    "ChatClearParams",
+    "ChatClearResult",
     "ChatClearedParams",
     "ChatCommand",
     "ChatCommandArgument",

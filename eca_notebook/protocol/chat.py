@@ -16,6 +16,8 @@ from .content import ChatContent
 from .context import ChatContext
 
 __all__ = [
+    "ChatClearParams",
+    "ChatClearResult",
     "ChatClearedParams",
     "ChatCommand",
     "ChatCommandArgument",
@@ -149,6 +151,18 @@ class ChatQueryContextResult(EcaModel):
 
     chat_id: ChatId | None = None
     contexts: list[ChatContext]
+
+
+class ChatClearParams(EcaModel):
+    """``chat/clear`` (reference server): clear parts of a chat while keeping the chat itself — with ``messages``,
+    its messages and tool calls. Answered ``{}`` after ``chat/cleared`` went to every client."""
+
+    chat_id: ChatId
+    messages: bool = False
+
+
+class ChatClearResult(EcaModel):
+    """The (empty) answer to ``chat/clear``."""
 
 
 class ChatQueryFilesParams(EcaModel):

@@ -84,6 +84,7 @@ _SPECS = [
     _req("chat/list", chat.ChatListParams, chat.ChatListResult),
     _req("chat/open", chat.ChatOpenParams, chat.ChatOpenResult),
     _req("chat/rollback", chat.ChatRollbackParams, chat.ChatRollbackResult),
+    _req("chat/clear", chat.ChatClearParams, chat.ChatClearResult),
     _req("chat/fork", chat.ChatForkParams, chat.ChatForkResult),
     _req("chat/toolCallUndo", notebook.ChatToolCallUndoParams, notebook.ChatToolCallUndoResult),
     # Chat, server → client.

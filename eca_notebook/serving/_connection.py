@@ -35,6 +35,8 @@ from .._tasks import BackgroundTasks
 from ..engine import Engine, EngineOptions
 from ..protocol import (
     METHODS,
+    ChatClearParams,
+    ChatClearResult,
     ChatDeleteParams,
     ChatForkParams,
     ChatForkResult,
@@ -237,6 +239,7 @@ class ServerConnection:
         r("chat/list", self.chat_list)
         r("chat/open", self.chat_open)
         r("chat/rollback", self.chat_rollback)
+        r("chat/clear", self.chat_clear)
         r("chat/fork", self.chat_fork)
         r("chat/selectedBehaviorChanged", self.selected_behavior_changed)
         r("chat/selectedAgentChanged", self.selected_agent_changed)
@@ -363,6 +366,11 @@ class ServerConnection:
         # chat/cleared and the replay were queued before this answer; refusals are RpcErrors (the chat is unchanged)
         await self._engine().rollback(params.chat_id, params.content_id, params.include)
         return ChatRollbackResult().dump()
+
+    def chat_clear(self, params: ChatClearParams) -> dict[str, Any]:
+        # chat/cleared was queued before this answer; an unknown chat is ignored, as the reference does
+        self._engine().clear(params.chat_id, params.messages)
+        return ChatClearResult().dump()
 
     def chat_fork(self, params: ChatForkParams) -> dict[str, Any]:
         new_id = self._engine().fork(params.chat_id, params.content_id)

@@ -81,6 +81,16 @@ export interface ChatCapabilities {
   askQuestion?: boolean;
 }
 
+/** ``chat/clear`` (reference server): clear parts of a chat while keeping the chat itself — with ``messages``, its messages and tool calls. Answered ``{}`` after ``chat/cleared`` went to every client. */
+export interface ChatClearParams {
+  chatId: string;
+  messages: boolean;
+}
+
+/** The (empty) answer to ``chat/clear``. */
+export interface ChatClearResult {
+}
+
 /** ``chat/cleared``: the server cleared a chat's history (and maybe its rendered messages). */
 export interface ChatClearedParams {
   chatId: string;
@@ -1139,6 +1149,7 @@ export interface ClientRequests {
   "chat/list": { params: ChatListParams; result: ChatListResult };
   "chat/open": { params: ChatOpenParams; result: ChatOpenResult };
   "chat/rollback": { params: ChatRollbackParams; result: ChatRollbackResult };
+  "chat/clear": { params: ChatClearParams; result: ChatClearResult };
   "chat/fork": { params: ChatForkParams; result: ChatForkResult };
   "chat/toolCallUndo": { params: ChatToolCallUndoParams; result: ChatToolCallUndoResult };
   "completion/inline": { params: CompletionInlineParams; result: CompletionInlineResult };
@@ -1218,6 +1229,7 @@ export const METHODS = {
   "chat/list": { direction: "client->server", kind: "request" },
   "chat/open": { direction: "client->server", kind: "request" },
   "chat/rollback": { direction: "client->server", kind: "request" },
+  "chat/clear": { direction: "client->server", kind: "request" },
   "chat/fork": { direction: "client->server", kind: "request" },
   "chat/toolCallUndo": { direction: "client->server", kind: "request" },
   "chat/contentReceived": { direction: "server->client", kind: "notification" },

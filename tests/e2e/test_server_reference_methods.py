@@ -7,6 +7,9 @@ import asyncio
 
 import pytest
 
+from eca_notebook.testing.llm_server import Reply
+
+from .test_server_chat import completion_requests, sent_texts
 from .test_server_commands import run
 
 pytestmark = pytest.mark.e2e
@@ -42,3 +45,34 @@ async def test_query_files_answers_only_files(spawn, workspace):
     # chat/queryContext still offers the folder and the repo map
     contexts = (await eca.request("chat/queryContext", {"query": "compo", "contexts": []}))["contexts"]
     assert any(c["type"] == "directory" for c in contexts)
+
+
+async def test_clear_empties_the_messages_and_keeps_the_chat(spawn, llm, workspace):
+    """eca-emacs' ``eca-chat-clear``: ``chat/clear`` ``{chatId, messages: true}`` → ``{}``, every client told
+    ``chat/cleared {chatId, messages: true}``; the chat keeps its id, title and trust, the next prompt starts a fresh
+    conversation (the model sees nothing of before), and reopening it replays nothing."""
+    llm.enqueue(Reply.text("The answer is 42."))
+    llm.enqueue(Reply.text("Fresh start."))
+    eca = await spawn()
+    await eca.initialize(workspace)
+    chat_id, _ = await run(eca, "what is the answer?", model="openai/gpt-4.1")
+    await eca.wait_idle(chat_id)
+    assert await eca.request("chat/update", {"chatId": chat_id, "title": "Answers", "trust": True}) == {}
+    mark = len(eca.messages)
+    assert await eca.request("chat/clear", {"chatId": chat_id, "messages": True}) == {}
+    cleared = [m.params for m in eca.messages[mark:] if m.method == "chat/cleared"]
+    assert cleared == [{"chatId": chat_id, "messages": True}]
+    listed = {c["id"]: c for c in (await eca.request("chat/list", {}))["chats"]}
+    assert listed[chat_id]["title"] == "Answers"
+
+    mark = len(eca.messages)
+    opened = await eca.request("chat/open", {"chatId": chat_id})
+    assert opened["found"] is True
+    assert not [m for m in eca.messages[mark:] if m.method == "chat/contentReceived"]
+
+    await run(eca, "start over", chat_id, model="openai/gpt-4.1")
+    await eca.wait_idle(chat_id)
+    conversation = sent_texts("openai-responses", completion_requests(llm)[1].body)
+    assert [text for _, text in conversation] == ["start over"]
+    # an unknown chat is ignored, as the reference does
+    assert await eca.request("chat/clear", {"chatId": "no-such-chat", "messages": True}) == {}
