@@ -14,7 +14,9 @@ Two pages may show one kernel (two browser tabs): each answers the comm's openin
 requests name it (``page``) so no edit is applied twice.
 
 Comm messages from the page reach the kernel between cells (or during an async cell), like the widget's approval
-clicks: a ``%eca --wait`` cell keeps them queued, so runs are refused while a cell waits rather than deadlocking.
+clicks. A run of the kernel's *own* notebook's cells while a ``%eca --wait`` cell waits is refused rather than
+deadlocking (the page would queue them behind that cell); another notebook's cells run in their own kernel, so they
+go ahead where the page can answer during a waiting cell (ipykernel 7 and later).
 """
 
 from __future__ import annotations
@@ -40,6 +42,7 @@ from ..protocol import (
     NotebookRunCellsResult,
 )
 from ..tools.notebook import run_in_order
+from ._display import ipykernel_major
 from ._kernel_tools import run_in_namespace
 
 __all__ = ["COMM_TARGET", "CommNotebookAccess", "KernelCellRunner", "notebook_path"]
@@ -69,8 +72,10 @@ class CommNotebookAccess:
     """:class:`~eca_notebook.tools.notebook.NotebookAccess` through a comm to the page showing the notebook."""
 
     def __init__(self, *, waiting: Callable[[], bool] = lambda: False, enabled: Callable[[], bool] = lambda: True,
-                 create_comm: Callable[..., Any] | None = None) -> None:
+                 create_comm: Callable[..., Any] | None = None,
+                 own_notebook: Callable[[], Path | None] = lambda: None) -> None:
         self.waiting = waiting
+        self.own_notebook = own_notebook  # the kernel's own notebook (None: unknown)
         self.enabled = enabled  # False in headless runs (nbclient): no page, don't wait for one
         self._create_comm = create_comm
         self._comm: Any = None
@@ -194,7 +199,7 @@ class CommNotebookAccess:
     async def run_cells(self, path: Path, cell_ids: list[str], timeout: float) -> NotebookRunCellsResult:
         if not await self._connect():
             return NotebookRunCellsResult(open=False)
-        if self.waiting():
+        if self.waiting() and self._blocked_by_the_waiting_cell(path):
             return NotebookRunCellsResult(open=True, error="a %eca cell is waiting for this prompt, so the kernel "
                                                            "cannot run other cells now; run %eca without --wait")
         params = NotebookRunCellsParams(path=str(path), cell_ids=cell_ids, timeout_ms=int(timeout * 1000))
@@ -205,6 +210,15 @@ class CommNotebookAccess:
         except Exception as exc:
             raise OSError(f"the notebook's page could not run the cells: {exc}") from None
         return NotebookRunCellsResult.model_validate(raw or {})
+
+
+    def _blocked_by_the_waiting_cell(self, path: Path) -> bool:
+        """Would running `path`'s cells wait for the ``%eca --wait`` cell that waits for this very run? Yes for the
+        kernel's own notebook (or an unknown one): the page sends them to this kernel, behind that cell. Another
+        notebook's cells run in another kernel (the page's, or one of their own when it is not open); the page's
+        answer reaches a waiting cell from ipykernel 7 on (on older ones comm messages wait for the cell too)."""
+        own = self.own_notebook()
+        return own is None or own.resolve() == path.resolve() or ipykernel_major() < 7
 
 
 class KernelCellRunner:

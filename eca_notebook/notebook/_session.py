@@ -138,7 +138,8 @@ class NotebookSession:
         # the notebook tools: this kernel's notebook by default, changed through its page when one answers
         engine.default_notebook = notebook_path(self.shell)
         engine.notebook_access = CommNotebookAccess(waiting=lambda: self._waiting > 0,
-                                                    enabled=lambda: self.mode() == "widget")
+                                                    enabled=lambda: self.mode() == "widget",
+                                                    own_notebook=lambda: notebook_path(self.shell))
         engine.cell_runner = KernelCellRunner(self.shell, lambda: notebook_path(self.shell), engine.cell_runner)
         self.plugin.cell_writers = engine.default_notebook is None
         engine.tools_changed()  # the kernel's tools join the native list clients were sent
@@ -340,7 +341,8 @@ class NotebookSession:
         view = plan.view
         lock = self._locks.setdefault(plan.chat_id, asyncio.Lock())
         try:
-            async with lock:
+            await self._acquire(lock, plan.chat_id)
+            try:
                 self.views.setdefault(plan.chat_id, []).append(view)
                 try:
                     client = await self.ensure_client()
@@ -354,6 +356,8 @@ class NotebookSession:
                     views = self.views.get(plan.chat_id, [])
                     if view in views:
                         views.remove(view)
+            finally:
+                lock.release()
         except asyncio.CancelledError:
             view.note("Stopped.")
             raise
@@ -369,6 +373,27 @@ class NotebookSession:
             if code:
                 self.shell.set_next_input(code, replace=False)
         return plan.result
+
+    async def _acquire(self, lock: asyncio.Lock, chat_id: str) -> None:
+        """Wait for the chat's earlier prompt — but never for a tool call of it that waits for a click: a diff left
+        unanswered never blocks the chat (README), so a new ``%eca`` in the chat rejects it, as the Reject button
+        would (the model is told, the earlier answer ends), and runs next. Under Run All the card of a prompt
+        without ``-y`` would otherwise hold every later prompt of the chat, and a ``-w`` cell the whole notebook."""
+        acquiring = asyncio.ensure_future(lock.acquire())
+        try:
+            while not acquiring.done():
+                await asyncio.wait({acquiring}, timeout=0.2)  # (a call may start waiting while this one queues)
+                engine = getattr(self.client, "engine", None)
+                if acquiring.done() or engine is None or self.client is None:
+                    continue
+                for waiting_chat, call_id in list(engine.pending_approvals):
+                    if waiting_chat == chat_id:
+                        await self.client.reject(chat_id, call_id)
+        except BaseException:
+            if acquiring.done() and not acquiring.cancelled():
+                lock.release()
+            acquiring.cancel()
+            raise
 
     # -- the views' controller -----------------------------------------------------------------------------------
 

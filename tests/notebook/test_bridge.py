@@ -121,10 +121,32 @@ async def test_headless_runs_never_open_a_comm() -> None:
     assert page.comm is None
 
 
-async def test_runs_are_refused_while_a_cell_waits_for_the_prompt() -> None:
+async def test_runs_of_the_kernels_own_notebook_are_refused_while_a_cell_waits_for_the_prompt() -> None:
     page = Page()
-    access = CommNotebookAccess(create_comm=page.create_comm, waiting=lambda: True)
-    result = await access.run_cells(Path("/w/a.ipynb"), ["a"], 5)
+    for own in (Path("/w/a.ipynb"), None):  # its own notebook, or one it cannot name: the page would queue them
+        access = CommNotebookAccess(create_comm=page.create_comm, waiting=lambda: True, own_notebook=lambda: own)
+        result = await access.run_cells(Path("/w/a.ipynb"), ["a"], 5)
+        assert result.open and "without --wait" in (result.error or "")
+    assert not [data for _, data in page.handled if data["method"] == "notebook/runCells"]
+
+
+async def test_another_notebooks_cells_run_while_a_cell_waits_for_the_prompt(monkeypatch) -> None:
+    """`%eca -y -w Make analysis.ipynb run top to bottom` (notebooks/07 under Run All in JupyterLab): the other
+    notebook runs in a kernel of its own, and the page answers a waiting cell from ipykernel 7 on."""
+    monkeypatch.setattr("eca_notebook.notebook._bridge.ipykernel_major", lambda: 7)
+    page = Page()
+    access = CommNotebookAccess(create_comm=page.create_comm, waiting=lambda: True,
+                                own_notebook=lambda: Path("/w/tutorial.ipynb"))
+    task = asyncio.create_task(access.run_cells(Path("/w/analysis.ipynb"), ["a"], 60))
+    while not page.handled and not task.done():
+        await asyncio.sleep(0.01)
+    assert page.handled, f"refused: {task.result()}"
+    assert page.handled[0][1]["method"] == "notebook/runCells"
+    assert page.handled[0][1]["params"]["path"] == "/w/analysis.ipynb"
+    task.cancel()
+    await asyncio.gather(task, return_exceptions=True)
+    monkeypatch.setattr("eca_notebook.notebook._bridge.ipykernel_major", lambda: 6)  # its answer would wait too
+    result = await access.run_cells(Path("/w/analysis.ipynb"), ["a"], 5)
     assert result.open and "without --wait" in (result.error or "")
 
 

@@ -315,6 +315,25 @@ async def test_two_prompts_at_once_queue_in_the_same_chat(shell, closing, llm):
     assert history == ["one", "two"]
 
 
+async def test_a_new_prompt_rejects_the_call_an_earlier_one_waits_on_then_runs(shell, closing, llm):
+    """A diff left unanswered never blocks the chat: under Run All in JupyterLab a `%eca` without -y leaves its card
+    waiting, and the chat's next `%eca -w` (notebooks/03) would wait behind it forever."""
+    session = closing
+    session.display_mode = "widget"
+    shell.run_cell("x = 1\n")
+    llm.enqueue(Reply([ToolCall("p3", "eca__run_python", json.dumps({"code": "x = 99"}))]), Reply.text("left it"),
+                Reply.text("second"))
+    await run_cell(shell, "%eca set x")
+    first = session.plans[-1]
+    card = await until(lambda: first.view.cards.get("p3") if first.view.cards.get("p3")
+                       and first.view.cards["p3"].status == "pending" else None)
+    await asyncio.wait_for(run_cell(shell, "%eca -w something else"), 60)
+    second = session.plans[-1]
+    assert second.view.text == "second" and first.view.text == "left it"
+    assert card.status == "rejected" and first.result.tool_calls[0].status == "rejected"
+    assert shell.user_ns["x"] == 1
+
+
 async def test_continue_from_the_input_box(shell, closing, llm):
     session = closing
     session.display_mode = "widget"

@@ -115,22 +115,22 @@ def check_tools_and_approvals(nb) -> None:
              if c.source == 'print(open("greet.py").read())']
     assert files == ['def greet(name):\n    return "Hello, " + name\n\n',
                      'def greet(name):\n    return f"Hello, {name}!"\n\n']
-    approved = cell_text(nb, "%eca -y Make greet()")
+    approved = cell_text(nb, "%eca -y -w Make greet()")
     assert "*done*" in approved and "Replaced 1 occurrence" in approved
-    computed = cell_text(nb, "%eca -y What is the average")
+    computed = cell_text(nb, "%eca -y -w What is the average")
     assert "scores: dict (len=3" in computed and "Out: 91.33" in computed
     assert "91.33333" in cell_text(nb, "average  #")
 
 
 def check_data_analysis(nb) -> None:
-    assert "**north** sells the most" in cell_text(nb, "%eca Which region")
+    assert "**north** sells the most" in cell_text(nb, "%eca -w Which region")
     received = cell_text(nb, "if DEMO:\n    print(llm.requests[-1].body[\"messages\"][-1][\"content\"])")
     assert "shape: (8, 3) (rows, columns)" in received and "sales      int64" in received and "head(5):" in received
-    computed = cell_text(nb, "%eca -y How did each region")
+    computed = cell_text(nb, "%eca -y -w How did each region")
     assert "**Tool `inspect_variable`** — Inspecting df · *done*" in computed
     assert "north    120  140      20" in computed
     assert "change" in cell_text(nb, "growth")
-    assert "The column is called **`sales`**" in cell_text(nb, "%eca fix")
+    assert "The column is called **`sales`**" in cell_text(nb, "%eca -w fix")
     sent = cell_text(nb, "if DEMO:\n    print(llm.requests[-1].body[\"messages\"][-1][\"content\"][:600])")
     assert "raised the exception below" in sent and 'df.groupby("region")["sale"].sum()' in sent
 
@@ -139,12 +139,12 @@ def check_configuring_a_provider(nb) -> None:
     config = cell_text(nb, "%eca config")
     assert "/.eca/config.json`: applied" in config and "- model: `llamacpp/qwen3`" in config
     assert "`run_python`" in config
-    assert "I am **qwen3**" in cell_text(nb, "%eca Hello!")
+    assert "I am **qwen3**" in cell_text(nb, "%eca -w Hello!")
     assert "/v1/chat/completions model: qwen3" in cell_text(nb, "request = llamacpp")
     models = cell_text(nb, "%eca model", exact=True)
     assert "- **llamacpp/qwen3** (selected)" in models and "- hosted/big-model" in models
     assert "Model: hosted/big-model" in cell_text(nb, "%eca model hosted/big-model")
-    assert "Answered by **big-model**" in cell_text(nb, "%eca -n Who answers now?")
+    assert "Answered by **big-model**" in cell_text(nb, "%eca -n -w Who answers now?")
     assert "the key was sent: True" in cell_text(nb, "auth = ")
     doctor = cell_text(nb, "%eca /doctor")
     assert "key sk-…cdef from config" in doctor and "sk-demo-0123456789abcdef" not in outputs_text(nb)
@@ -153,7 +153,7 @@ def check_configuring_a_provider(nb) -> None:
 def check_fix_a_notebook(nb) -> None:
     """Notebook 07: %eca in one notebook reads, runs, fixes and re-runs another notebook on disk; it stays valid;
     %eca undo restores it."""
-    fixed = cell_text(nb, "%eca -y Make analysis.ipynb")
+    fixed = cell_text(nb, "%eca -y -w Make analysis.ipynb")
     assert "**Tool `notebook_read`** — Reading notebook \"analysis.ipynb\" · *done*" in fixed
     assert "**Tool `notebook_run_cells`** — Running cells 0, 1, 2 of \"analysis.ipynb\" · *failed*" in fixed
     assert "[error] KeyError: 'west'" in fixed
