@@ -485,8 +485,7 @@ class ChatView:
         elif block.kind == "image":
             if not item.value:  # the transcript let only raster types and base64 characters through
                 item.value = (f'<img class="eca-image" src="data:{html.escape(block.id or "")};base64,{block.text}" '
-                              'alt="image" style="max-width: 100%; max-height: 480px; cursor: zoom-in" '
-                              'title="An image in the chat (open it in a new tab to enlarge)">')
+                              'alt="image" style="max-width: 100%; max-height: 480px">')
         else:
             cls = "eca-note eca-error" if block.error else "eca-note"
             item.value = f'<div class="{cls}" style="white-space: pre-wrap">{html.escape(block.text)}</div>'
