@@ -192,6 +192,21 @@ async def test_a_core_worktree_pointing_elsewhere_is_not_described(repo: Path, t
     assert "core.worktree" in text and str(outside) in text
 
 
+async def test_a_git_file_naming_a_repository_above_is_not_described(repo: Path) -> None:
+    """A cloned folder whose ``.git`` is a file saying ``gitdir: ../../.git`` (a dotfiles repository in the home
+    directory, say): its commits, and every file it tracks as a deleted file in the diff, went to the model."""
+    (repo / "dotfile.txt").write_text("machine x password DOTFILE-SECRET\n")
+    git(repo, "add", "dotfile.txt")
+    git(repo, "commit", "-q", "-m", "private dotfiles message")
+    clone = repo / "code" / "clone"
+    clone.mkdir(parents=True)
+    (clone / ".git").write_text("gitdir: ../../.git\n")
+    (clone / "README.md").write_text("hi\n")
+    text = await every_git_use(clone)
+    assert "DOTFILE-SECRET" not in text and "private dotfiles message" not in text
+    assert "whose own work tree is another folder" in text
+
+
 async def test_linked_worktrees_and_submodules_are_still_described(repo: Path, tmp_path: Path) -> None:
     linked = tmp_path / "linked"
     git(repo, "worktree", "add", "-q", "-b", "side", str(linked))

@@ -123,11 +123,33 @@ async def git_status(folder: Path) -> GitStatus:
     if not _own_work_tree(Path(root), Path(git_dir)):
         raise GitError(f"the repository's config (core.worktree) points git at {root}, not at the folder holding its "
                        ".git: its files are not described")
+    if (Path(root) / ".git").is_file() and not await _git_dir_names(Path(root), Path(git_dir)):
+        raise GitError(f"the .git file of {root} names the repository {git_dir}, whose own work tree is another "
+                       "folder: its files and history are not described")
     out, cut = await run_git(folder, "status", "--porcelain=v2", "--branch", "-z",
                              "--ignore-submodules=dirty", limit=GIT_STATUS_BYTES)
     status = _parse_status(out, cut)
     status.root = root.strip()
     return status
+
+
+async def _git_dir_names(root: Path, git_dir: Path) -> bool:
+    """Whether the git dir a ``.git`` file leads to names `root` as its own work tree: a linked worktree's admin
+    folder by its ``gitdir`` file, a submodule's by its ``core.worktree``, a plain ``.git`` folder by being in it.
+    A repository's ``.git`` file saying ``gitdir: ../../.git`` otherwise made ``@git`` describe the repository of a
+    folder above it (a dotfiles repository in the home directory): its commits, and every file it tracks as a
+    deleted file in the diff, whole."""
+    try:
+        link = git_dir / "gitdir"
+        if link.is_file():
+            target = Path(link.read_text(encoding="utf-8", errors="replace").strip())
+            return (git_dir / target).resolve() == (root / ".git").resolve()
+        value, _ = await run_git(root, "config", "--file", str(git_dir / "config"), "--default", "",
+                                 "--get", "core.worktree")
+        tree = (git_dir / value.strip()) if value.strip() else git_dir.parent if git_dir.name == ".git" else None
+        return tree is not None and tree.resolve() == root.resolve()
+    except (OSError, GitError):
+        return False
 
 
 def _own_work_tree(root: Path, git_dir: Path) -> bool:
