@@ -24,6 +24,7 @@ __all__ = [
     "FILE_NOT_FOUND",
     "FILE_TOO_LARGE",
     "PARAMS",
+    "PERMISSION_DENIED",
     "PROMPT_TIMEOUT",
     "PROTOCOL_VERSION",
     "SESSION_LOCKED",
@@ -51,8 +52,11 @@ PROTOCOL_VERSION = 1
 TIMEOUT = -32001
 SESSION_NOT_FOUND = -31900
 SESSION_LOCKED = -31902
-FILE_NOT_FOUND = -31700
-FILE_TOO_LARGE = -31702
+FILE_NOT_FOUND = -31700  # a session's cwd that does not exist
+PERMISSION_DENIED = -31701  # a session's cwd the agent may not open
+FILE_TOO_LARGE = -31702  # a session/prompt over its size limit because of what it attaches (resources, images)
+#: the prompt blocks that attach files: a prompt too large with one of these is "File too large"
+_ATTACHMENTS = {"resource", "image", "audio"}
 
 #: How long a ``session/prompt`` may run (acp-messages.md "Timeout Specifications": 300 s), not counting the time a
 #: tool call waits for the user's permission. Past it the turn is stopped and the request answers ``TIMEOUT``.
@@ -301,6 +305,11 @@ def _size(params: Any) -> int:
     return len(json.dumps(params, ensure_ascii=False, separators=(",", ":")).encode("utf-8"))
 
 
+def _attaches(params: Any) -> bool:
+    blocks = params.get("prompt") if isinstance(params, dict) else None
+    return isinstance(blocks, list) and any(isinstance(b, dict) and b.get("type") in _ATTACHMENTS for b in blocks)
+
+
 def parse(method: str, params: Any) -> Any:
     """Size check, then validation: the ``params_parser`` of the ACP endpoint. Unknown methods pass through (the
     endpoint answers ``-32601`` for requests and ignores notifications)."""
@@ -309,6 +318,10 @@ def parse(method: str, params: Any) -> Any:
         return params
     limit = SIZE_LIMITS.get(method, DEFAULT_LIMIT)
     size = _size(params)
+    if size > limit and method == "session/prompt" and _attaches(params):
+        raise RpcError(FILE_TOO_LARGE, f"File too large: the prompt with its attachments is {size} bytes (the limit "
+                                       f"is {limit} bytes); attach less, or link the file (resource_link) instead",
+                       {"method": method, "size": size, "limit": limit})
     if size > limit:
         raise RpcError(INVALID_PARAMS, f"{method} params are too large: {size} bytes (the limit is {limit} bytes)",
                        {"method": method, "size": size, "limit": limit})

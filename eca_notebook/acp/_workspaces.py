@@ -25,7 +25,7 @@ from ..engine.engine import Engine, EngineOptions
 from ..protocol.errors import INVALID_PARAMS, RpcError
 from ._files import ClientFiles
 from ._prompt import EmbeddedResources
-from ._schema import McpServer
+from ._schema import FILE_NOT_FOUND, PERMISSION_DENIED, McpServer
 
 __all__ = [
     "MCP_SETTLED",
@@ -160,8 +160,13 @@ class Workspaces:
     async def get(self, cwd: str) -> Workspace:
         """The workspace (engine) of a directory, created and started on first use."""
         path = Path(os.path.normpath(cwd))
+        if not path.exists():
+            raise RpcError(FILE_NOT_FOUND, f"File not found: the cwd {path} does not exist", {"cwd": str(path)})
         if not path.is_dir():
             raise RpcError(INVALID_PARAMS, f"cwd is not a directory: {path}", {"cwd": str(path)})
+        if not os.access(path, os.R_OK | os.X_OK):
+            raise RpcError(PERMISSION_DENIED, f"Permission denied: the agent may not open the cwd {path}",
+                           {"cwd": str(path)})
         async with self._lock:  # held only to create: never while an engine starts
             workspace = self._by_path.get(path)
             created = workspace is None

@@ -1,0 +1,42 @@
+"""acp-messages.md "ACP-Specific Errors" where their conditions arise, through ``eca-notebook acp`` and the
+``agent-client-protocol`` client: a cwd that does not exist is "File not found" (-31700), a prompt too large because
+of what it attaches is "File too large" (-31702); a prompt that is merely long text stays "Invalid params"."""
+
+from __future__ import annotations
+
+import pytest
+from acp import RequestError, text_block
+from acp.schema import EmbeddedResourceContentBlock, TextResourceContents
+
+from eca_notebook.acp._schema import FILE_NOT_FOUND, FILE_TOO_LARGE
+
+from .test_connection import Client, start
+
+pytestmark = pytest.mark.e2e
+
+
+async def test_cwd_and_attachment_errors_use_the_spec_codes(spawn_agent, workspace, strict):
+    client = Client()
+    (workspace / "plain.txt").write_text("x")
+    async with spawn_agent(client) as (conn, _):
+        session_id = await start(conn, client, workspace)
+        with pytest.raises(RequestError) as missing:
+            await conn.new_session(cwd=str(workspace / "no" / "such" / "dir"), mcp_servers=[])
+        assert missing.value.code == FILE_NOT_FOUND and "does not exist" in str(missing.value)
+        with pytest.raises(RequestError) as not_dir:
+            await conn.new_session(cwd=str(workspace / "plain.txt"), mcp_servers=[])
+        assert not_dir.value.code == -32602
+        with pytest.raises(RequestError) as missing_load:
+            await conn.load_session(session_id="4b1e5a0e-0000-4000-8000-000000000001",
+                                    cwd=str(workspace / "gone"), mcp_servers=[])
+        assert missing_load.value.code == FILE_NOT_FOUND
+
+        big = EmbeddedResourceContentBlock(type="resource", resource=TextResourceContents(
+            uri=f"file://{workspace}/big.csv", mime_type="text/csv", text="1,2\n" * 300_000))
+        with pytest.raises(RequestError) as too_large:
+            await conn.prompt(session_id=session_id, prompt=[text_block("look"), big])
+        assert too_large.value.code == FILE_TOO_LARGE and "attachments" in str(too_large.value)
+        assert too_large.value.data["limit"] == 1024 * 1024
+        with pytest.raises(RequestError) as long_text:
+            await conn.prompt(session_id=session_id, prompt=[text_block("x" * (1024 * 1024 + 10))])
+        assert long_text.value.code == -32602
