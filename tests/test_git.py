@@ -192,9 +192,10 @@ async def test_a_core_worktree_pointing_elsewhere_is_not_described(repo: Path, t
     assert "core.worktree" in text and str(outside) in text
 
 
-async def test_a_git_file_naming_a_repository_above_is_not_described(repo: Path) -> None:
+async def test_a_git_file_or_commondir_naming_a_repository_above_is_not_described(repo: Path) -> None:
     """A cloned folder whose ``.git`` is a file saying ``gitdir: ../../.git`` (a dotfiles repository in the home
-    directory, say): its commits, and every file it tracks as a deleted file in the diff, went to the model."""
+    directory, say), or a ``.git`` folder whose ``commondir`` names it: its commits, and every file it tracks as a
+    deleted file in the diff, went to the model."""
     (repo / "dotfile.txt").write_text("machine x password DOTFILE-SECRET\n")
     git(repo, "add", "dotfile.txt")
     git(repo, "commit", "-q", "-m", "private dotfiles message")
@@ -205,6 +206,22 @@ async def test_a_git_file_naming_a_repository_above_is_not_described(repo: Path)
     text = await every_git_use(clone)
     assert "DOTFILE-SECRET" not in text and "private dotfiles message" not in text
     assert "whose own work tree is another folder" in text
+    # a .git folder of its own whose commondir names the repository above: its history and index are that one's
+    shared = repo / "code" / "shared"
+    (shared / ".git").mkdir(parents=True)
+    (shared / ".git" / "HEAD").write_text("ref: refs/heads/main\n")
+    (shared / ".git" / "commondir").write_text("../../../.git\n")
+    # and a .git file naming an admin folder of its own that names it back but takes the history from above
+    admin = repo / "code" / "crafted" / ".eca" / "adm"
+    admin.mkdir(parents=True)
+    (admin.parents[1] / ".git").write_text("gitdir: .eca/adm\n")
+    (admin / "gitdir").write_text(str(admin.parents[1] / ".git") + "\n")
+    (admin / "HEAD").write_text("ref: refs/heads/main\n")
+    (admin / "commondir").write_text("../../../../.git\n")
+    for folder in (shared, admin.parents[1]):
+        text = await every_git_use(folder)
+        assert "DOTFILE-SECRET" not in text and "private dotfiles message" not in text
+        assert "another repository" in text or "another folder" in text, text
 
 
 async def test_linked_worktrees_and_submodules_are_still_described(repo: Path, tmp_path: Path) -> None:

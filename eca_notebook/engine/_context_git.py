@@ -118,8 +118,15 @@ class GitStatus:
 
 async def git_status(folder: Path) -> GitStatus:
     """The branch and changed files of the repository `folder` is in (raises :class:`GitError` when it is not)."""
-    where, _ = await run_git(folder, "rev-parse", "--show-toplevel", "--absolute-git-dir")
-    root, _, git_dir = where.strip().partition("\n")
+    where, _ = await run_git(folder, "rev-parse", "--show-toplevel", "--absolute-git-dir", "--git-common-dir")
+    root, git_dir, common = [*where.strip().split("\n"), "", ""][:3]
+    common_dir = (folder / common).resolve() if common else Path(git_dir).resolve()
+    # the objects, refs and history live in the common dir: a plain repository's own git dir, or for a linked
+    # worktree the main repository whose worktrees/ holds its git dir. A .git folder with a commondir file naming a
+    # repository above (../../../.git) made @git show that repository's history and tracked files whole
+    if common_dir != Path(git_dir).resolve() and Path(git_dir).resolve().parent != common_dir / "worktrees":
+        raise GitError(f"the repository at {root} takes its history from {common_dir} (commondir), another "
+                       "repository: its files and history are not described")
     if not _own_work_tree(Path(root), Path(git_dir)):
         raise GitError(f"the repository's config (core.worktree) points git at {root}, not at the folder holding its "
                        ".git: its files are not described")
