@@ -232,7 +232,7 @@ class AcpConnection:
             "agentCapabilities": {
                 "loadSession": True,
                 "promptCapabilities": {"image": True, "audio": False, "embeddedContext": True},
-                "mcpCapabilities": {"http": mcp_available(), "sse": False},
+                "mcpCapabilities": {"http": mcp_available(), "sse": mcp_available()},
                 "sessionCapabilities": {"list": {}},
             },
             "agentInfo": {"name": "eca-notebook", "title": "eca-notebook", "version": __version__},

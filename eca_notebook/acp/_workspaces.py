@@ -72,6 +72,9 @@ def _mcp_config(server: McpServer) -> McpServerConfig | None:
                                    env={e.name: e.value for e in server.env})
         if server.type in ("http", "remote") and server.url:
             return McpServerConfig(url=server.url, headers={h.name: h.value for h in server.headers})
+        if server.type == "sse" and server.url:  # the SDK's SSE client (config: "transport": "sse")
+            return McpServerConfig.model_validate({"url": server.url, "transport": "sse",
+                                                   "headers": {h.name: h.value for h in server.headers}})
     except ValueError:
         return None
     return None

@@ -462,6 +462,8 @@ class McpConnection:
             )
             return stdio_client(params, errlog=stderr.writer)
         assert self.config.url is not None  # a server is stdio or remote (checked when the config is read)
+        if (getattr(self.config, "model_extra", None) or {}).get("transport") == "sse":
+            return _sse_transport(self.config.url, dict(self.config.headers))
         return _http_transport(self.config.url, dict(self.config.headers), on_broken=self._response_broke)
 
     def _response_broke(self, exc: BaseException) -> None:
@@ -600,6 +602,16 @@ async def _unless_ended(call: Awaitable[Any], ended: asyncio.Event) -> Any:
     if task.cancelled():
         raise _Ended
     return task.result()
+
+
+@contextlib.asynccontextmanager
+async def _sse_transport(url: str, headers: Mapping[str, str]) -> AsyncIterator[tuple[Any, Any]]:
+    """The older HTTP+SSE transport (``"transport": "sse"``; ACP's ``type: "sse"`` servers): the SDK's
+    ``sse_client``, which the 1.x and 2.x SDKs both have with this signature."""
+    from mcp.client.sse import sse_client
+
+    async with sse_client(url, headers=dict(headers)) as streams:
+        yield streams[0], streams[1]
 
 
 @contextlib.asynccontextmanager

@@ -1,7 +1,8 @@
 """A small MCP server for the tests, written with the SDK's own server side.
 
-Run as ``python demo_server.py`` (stdio) or ``python demo_server.py --http`` (streamable HTTP on 127.0.0.1, an
-ephemeral port, or ``--port N``, printed as ``PORT <n>`` on stdout). It offers tools that behave well and badly
+Run as ``python demo_server.py`` (stdio), ``python demo_server.py --http`` (streamable HTTP) or ``--sse`` (the SDK's
+older HTTP+SSE transport, at ``/sse``) on 127.0.0.1, an ephemeral port, or ``--port N``, printed as ``PORT <n>`` on
+stdout). It offers tools that behave well and badly
 (fail, crash, hang, malformed), a prompt with arguments, a resource, and a tool that adds another tool and says so
 (``notifications/tools/list_changed``).
 """
@@ -152,7 +153,7 @@ def main() -> None:
     if os.environ.get("DEMO_PID_FILE"):
         with open(os.environ["DEMO_PID_FILE"], "w") as f:
             f.write(f"{os.getpid()}\n")
-    if "--http" not in sys.argv:
+    if "--http" not in sys.argv and "--sse" not in sys.argv:
         server.run()
         return
     import uvicorn
@@ -163,7 +164,8 @@ def main() -> None:
     sock.bind(("127.0.0.1", port))
     sock.listen(64)
     print(f"PORT {sock.getsockname()[1]}", flush=True)
-    config = uvicorn.Config(server.streamable_http_app(), log_level="warning", lifespan="on")
+    app = server.sse_app() if "--sse" in sys.argv else server.streamable_http_app()  # --sse: the older transport
+    config = uvicorn.Config(app, log_level="warning", lifespan="on")
     asyncio.run(uvicorn.Server(config).serve(sockets=[sock]))
 
 
