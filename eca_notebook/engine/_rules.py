@@ -28,11 +28,15 @@ from pathlib import Path
 
 from .._redact import redact
 
-__all__ = ["MAX_RULE_BYTES", "Rule", "load_rules", "outside_root", "render_rules"]
+__all__ = ["MAX_RULE_BYTES", "MAX_WORKSPACE_RULES_BYTES", "Rule", "load_rules", "outside_root", "render_rules"]
 
 log = logging.getLogger(__name__)
 
 MAX_RULE_BYTES = 64 * 1024
+#: All of a workspace folder's rules together (AGENTS.md and .eca/rules/*.md): a repository with a thousand 64 KB rule
+#: files put 64 MB into every request's system prompt (paid for at every prompt, or refused by the provider). The
+#: rules past it become notes; the user's own rules are never pushed out by a workspace's.
+MAX_WORKSPACE_RULES_BYTES = 256 * 1024
 
 
 @dataclass
@@ -143,6 +147,7 @@ def load_rules(workspace_folders: Sequence[Path], global_config_dir: Path) -> li
 
     rules: list[Rule] = []
     seen: set[Path] = set()
+    used: dict[Path, int] = {}  # bytes of rules read per workspace folder
     for path, root, where in candidates:
         try:
             key = path.resolve()
@@ -152,6 +157,13 @@ def load_rules(workspace_folders: Sequence[Path], global_config_dir: Path) -> li
             continue
         seen.add(key)
         rule = _read_rule(path, root, where)
+        if rule is not None and not rule.skipped and root != config_dir:
+            size = len(rule.content.encode("utf-8"))
+            if used.get(root, 0) + size > MAX_WORKSPACE_RULES_BYTES:
+                rule = _refused(path, root, f"the workspace's rules already take "
+                                            f"{MAX_WORKSPACE_RULES_BYTES // 1024} KB")
+            else:
+                used[root] = used.get(root, 0) + size
         if rule is not None:
             rules.append(rule)
     return rules

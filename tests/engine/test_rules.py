@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from eca_notebook.engine._rules import MAX_RULE_BYTES, Rule, load_rules, render_rules
+from eca_notebook.engine._rules import MAX_RULE_BYTES, MAX_WORKSPACE_RULES_BYTES, Rule, load_rules, render_rules
 
 
 def write(path: Path, text: str | bytes) -> Path:
@@ -169,3 +169,19 @@ def test_secrets_in_a_rule_are_redacted(layout: tuple[Path, Path, Path]) -> None
     (rule,) = load_rules([ws1], glob)
     assert FAKE_KEY not in rule.content and "abcDEF123456xyz" not in rule.content
     assert "DEPLOY_TOKEN=***" in rule.content
+
+
+def test_a_workspaces_rules_together_are_capped_and_never_push_out_the_users(layout: tuple[Path, Path, Path]) -> None:
+    """A repository with a thousand 64 KB rule files put 64 MB into every request."""
+    ws1, _, glob = layout
+    for i in range(12):
+        write(ws1 / ".eca" / "rules" / f"r{i:02}.md", "x" * (MAX_RULE_BYTES - 10))
+    write(glob / "rules" / "mine.md", "Never push to main.")
+    rules = load_rules([ws1], glob)
+    read = [r for r in rules if not r.skipped]
+    assert sum(len(r.content) for r in read if r.name != "mine.md") <= MAX_WORKSPACE_RULES_BYTES
+    assert [r.name for r in read][-1] == "mine.md" and read[-1].content == "Never push to main."
+    skipped = [r.skipped for r in rules if r.skipped]
+    assert len(skipped) == 12 - (len(read) - 1) > 0
+    assert all(s.endswith(f"the workspace's rules already take {MAX_WORKSPACE_RULES_BYTES // 1024} KB")
+               for s in skipped), skipped
