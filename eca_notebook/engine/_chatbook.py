@@ -10,10 +10,12 @@ from __future__ import annotations
 import asyncio
 import logging
 import uuid
+from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
 from .._redact import redact_json
 from ..protocol import ChatListParams
+from . import _history
 from ._chat import Chat, now_ms
 from ._turn import Turn
 from ._vision import redact_content
@@ -23,6 +25,9 @@ if TYPE_CHECKING:
     from .engine import Engine, Listener
 
 log = logging.getLogger(__name__)
+
+_CURSOR_EXPIRED = {"code": "cursor_expired",
+                   "message": "Cursor no longer points to an existing message; refetch the latest page"}
 
 
 class ChatBook:
@@ -159,33 +164,63 @@ class ChatBook:
             chats = chats[: params.limit]
         return [{k: v for k, v in s.items() if v is not None} for s in chats]
 
-    def replay(self, chat_id: str, listener: Listener) -> dict[str, Any]:
-        """``chat/open``: send one client the chat as it was shown, then answer whether it was found."""
+    def replay(self, chat_id: str, listener: Listener, limit: int | None = None, before: str | None = None,
+               after: str | None = None, windowed: bool = False) -> dict[str, Any]:
+        """``chat/open``: send one client the chat as it was shown, then answer whether it was found. *windowed*
+        (the reference's ``limit``/``before``/``after`` were given): ``chat/cleared`` first, only that page of the
+        contents (``_history.py``), and ``meta`` in the answer for paging older with ``chat/history``."""
         chat = self.get(chat_id)
         if chat is None:
             return {"found": False}
+        records = chat.contents
+        window = None
+        if windowed:
+            window = _history.page(records, limit, before, after)
+            if window is None:
+                return {"found": True, "chatId": chat.id, "error": _CURSOR_EXPIRED}
+            records = records[window.start:window.end]
+            listener.send("chat/cleared", {"chatId": chat.id, "messages": True})
         opened = {"chatId": chat.id}
         if chat.title:
             opened["title"] = chat.title
         listener.send("chat/opened", opened)
-        children = dict(chat.subagent_contents)
-        for child_id in self.engine.subagents.children.get(chat.id, ()):  # still in memory: as they are now
-            child = self.engine.chats.get(child_id)
-            if child is not None:
-                children[child_id] = child.contents
-        for item in chat.contents:  # redacted again: a chat saved by an older version may hold a secret
-            listener.send("chat/contentReceived", {**redact_json({"chatId": chat.id, "role": item["role"]}),
-                                                   "content": redact_content(item["content"])})
-            details = item["content"].get("details") if isinstance(item.get("content"), dict) else None
-            named = details.get("subagentChatId") if isinstance(details, dict) else None
-            # a subagent's contents right after its spawn_agent call first names it (once), as the clients nest them
-            for child_item in children.pop(named, ()) if isinstance(named, str) else ():
-                listener.send("chat/contentReceived", {**redact_json({
-                    "chatId": named, "parentChatId": chat.id, "role": child_item["role"]}),
-                    "content": redact_content(child_item["content"])})
+        for item in self._wire_items(chat, records):
+            listener.send("chat/contentReceived", item)
         # the reopened chat's trust mode, so the client's indicator matches what the server will auto-approve
         listener.send("config/updated", {"chatId": chat.id, "chat": {"selectTrust": chat.trust}})
         result: dict[str, Any] = {"found": True}
         if chat.title:
             result["title"] = chat.title
+        if window is not None:
+            result["chatId"] = chat.id
+            result["meta"] = window.meta(chat.contents)
         return result
+
+    def history(self, chat_id: str, limit: int | None, before: str | None, after: str | None) -> dict[str, Any]:
+        """``chat/history`` (reference server): one page of the chat's contents as ``chat/contentReceived`` params,
+        with the cursors to page on, in one answer; ``error`` for an unknown chat or an expired cursor."""
+        chat = self.get(chat_id)
+        if chat is None or chat.parent_chat_id is not None:
+            return {"error": {"code": "chat_not_found", "message": f"Chat {chat_id} not found"}}
+        window = _history.page(chat.contents, limit, before, after)
+        if window is None:
+            return {"error": _CURSOR_EXPIRED}
+        records = chat.contents[window.start:window.end]
+        return {"contents": list(self._wire_items(chat, records)), "meta": window.meta(chat.contents)}
+
+    def _wire_items(self, chat: Chat, records: Sequence[dict[str, Any]]) -> Iterator[dict[str, Any]]:
+        """``chat/contentReceived`` params for *records*, each subagent's contents right after the call that
+        spawned it."""
+        children = dict(chat.subagent_contents)
+        for child_id in self.engine.subagents.children.get(chat.id, ()):  # still in memory: as they are now
+            child = self.engine.chats.get(child_id)
+            if child is not None:
+                children[child_id] = child.contents
+        for item in records:  # redacted again: a chat saved by an older version may hold a secret
+            yield {**redact_json({"chatId": chat.id, "role": item["role"]}), "content": redact_content(item["content"])}
+            details = item["content"].get("details") if isinstance(item.get("content"), dict) else None
+            named = details.get("subagentChatId") if isinstance(details, dict) else None
+            # a subagent's contents right after its spawn_agent call first names it (once), as the clients nest them
+            for child_item in children.pop(named, ()) if isinstance(named, str) else ():
+                yield {**redact_json({"chatId": named, "parentChatId": chat.id, "role": child_item["role"]}),
+                       "content": redact_content(child_item["content"])}

@@ -602,9 +602,16 @@ class Engine:
         """``chat/list``: the chats, newest first."""
         return self.chat_book.list(params)
 
-    def replay(self, chat_id: str, listener: Listener) -> dict[str, Any]:
-        """``chat/open``: send one client the chat as it was shown, then answer whether it was found."""
-        return self.chat_book.replay(chat_id, listener)
+    def replay(self, chat_id: str, listener: Listener, limit: int | None = None, before: str | None = None,
+               after: str | None = None, windowed: bool = False) -> dict[str, Any]:
+        """``chat/open``: send one client the chat as it was shown (only a page of it when *windowed*), then answer
+        whether it was found."""
+        return self.chat_book.replay(chat_id, listener, limit, before, after, windowed)
+
+    def history(self, chat_id: str, limit: int | None = None, before: str | None = None,
+                after: str | None = None) -> dict[str, Any]:
+        """``chat/history``: a page of the chat's contents and the cursors around it (``_history.py``)."""
+        return self.chat_book.history(chat_id, limit, before, after)
 
     async def rollback(self, chat_id: str, content_id: str, include: Iterable[str] | None = None) -> None:
         """``chat/rollback``: remove a user message and all after it, reverting their file changes (``_rewind.py``);

@@ -27,6 +27,10 @@ __all__ = [
     "ChatDeletedParams",
     "ChatForkParams",
     "ChatForkResult",
+    "ChatHistoryError",
+    "ChatHistoryMeta",
+    "ChatHistoryParams",
+    "ChatHistoryResult",
     "ChatListParams",
     "ChatListResult",
     "ChatOpenParams",
@@ -311,16 +315,62 @@ class ChatListResult(EcaModel):
 
 
 class ChatOpenParams(EcaModel):
-    """``chat/open``: replay a saved chat to this client."""
+    """``chat/open``: replay a saved chat to this client — all of it, or (any of ``limit``, ``before``, ``after``
+    given, the reference's window, same cursors as ``chat/history``) only that page, preceded by ``chat/cleared``,
+    with ``meta`` in the answer to page older through ``chat/history``."""
 
     chat_id: ChatId
+    limit: int | None = None
+    before: str | None = None
+    after: str | None = None
+
+
+class ChatHistoryMeta(EcaModel):
+    """Where a page of history lies: ``total`` contents, ``returned`` in the page, the opaque cursors to page older
+    (``beforeCursor``) and newer (``afterCursor``), null at the ends, and the last compaction's (null: never)."""
+
+    total: int
+    returned: int
+    before_cursor: str | None = None
+    after_cursor: str | None = None
+    compaction_cursor: str | None = None
+
+
+class ChatHistoryError(EcaModel):
+    """Why no page: ``chat_not_found`` or ``cursor_expired`` (the cursor's content is gone: refetch the newest)."""
+
+    code: str
+    message: str
 
 
 class ChatOpenResult(EcaModel):
     """The chat itself is replayed as ``chat/opened`` + ``chat/contentReceived`` notifications before this answer."""
 
     found: bool
+    chat_id: ChatId | None = None
     title: str | None = None
+    #: With window params only.
+    meta: ChatHistoryMeta | None = None
+    #: Instead of the replay, when a cursor is expired.
+    error: ChatHistoryError | None = None
+
+
+class ChatHistoryParams(EcaModel):
+    """``chat/history`` (reference server): a page of a saved chat's contents in one answer — the newest ``limit``
+    of the window, ``before`` / ``after`` opaque cursors (or ``"lastCompaction"``) bounding it."""
+
+    chat_id: ChatId
+    limit: int | None = None
+    before: str | None = None
+    after: str | None = None
+
+
+class ChatHistoryResult(EcaModel):
+    """A page (``contents``: ``chat/contentReceived`` params, oldest first) and its ``meta``, or ``error``."""
+
+    contents: list[ChatContentReceivedParams] | None = None
+    meta: ChatHistoryMeta | None = None
+    error: ChatHistoryError | None = None
 
 
 class ChatOpenedParams(EcaModel):

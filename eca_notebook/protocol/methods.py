@@ -83,6 +83,7 @@ _SPECS = [
     _note("chat/selectedModelChanged", chat.ChatSelectedModelChangedParams, _C2S),
     _req("chat/list", chat.ChatListParams, chat.ChatListResult),
     _req("chat/open", chat.ChatOpenParams, chat.ChatOpenResult),
+    _req("chat/history", chat.ChatHistoryParams, chat.ChatHistoryResult),
     _req("chat/rollback", chat.ChatRollbackParams, chat.ChatRollbackResult),
     _req("chat/clear", chat.ChatClearParams, chat.ChatClearResult),
     _req("chat/fork", chat.ChatForkParams, chat.ChatForkResult),

@@ -40,6 +40,7 @@ from ..protocol import (
     ChatDeleteParams,
     ChatForkParams,
     ChatForkResult,
+    ChatHistoryParams,
     ChatListParams,
     ChatOpenParams,
     ChatPromptParams,
@@ -238,6 +239,7 @@ class ServerConnection:
         r("chat/update", self.chat_update)
         r("chat/list", self.chat_list)
         r("chat/open", self.chat_open)
+        r("chat/history", self.chat_history)
         r("chat/rollback", self.chat_rollback)
         r("chat/clear", self.chat_clear)
         r("chat/fork", self.chat_fork)
@@ -360,7 +362,18 @@ class ServerConnection:
         return {"chats": [{**c, "id": self.aliases.external(c["id"])} for c in chats]}
 
     def chat_open(self, params: ChatOpenParams) -> dict[str, Any]:
-        return self._engine().replay(params.chat_id, self)  # the replayed contents were queued before this answer
+        windowed = bool({"limit", "before", "after"} & params.model_fields_set)  # (the reference: any given)
+        # the replayed contents were queued before this answer
+        result = self._engine().replay(params.chat_id, self, params.limit, params.before, params.after, windowed)
+        if "chatId" in result:
+            result["chatId"] = self.aliases.external(result["chatId"])
+        return result
+
+    def chat_history(self, params: ChatHistoryParams) -> dict[str, Any]:
+        answer = self._engine().history(params.chat_id, params.limit, params.before, params.after)
+        if "contents" in answer:
+            answer["contents"] = [self.aliases.outgoing(item) for item in answer["contents"]]
+        return answer
 
     async def chat_rollback(self, params: ChatRollbackParams) -> dict[str, Any]:
         # chat/cleared and the replay were queued before this answer; refusals are RpcErrors (the chat is unchanged)

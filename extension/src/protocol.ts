@@ -145,6 +145,36 @@ export interface ChatForkResult {
   chatId?: string;
 }
 
+/** Why no page: ``chat_not_found`` or ``cursor_expired`` (the cursor's content is gone: refetch the newest). */
+export interface ChatHistoryError {
+  code: string;
+  message: string;
+}
+
+/** Where a page of history lies: ``total`` contents, ``returned`` in the page, the opaque cursors to page older (``beforeCursor``) and newer (``afterCursor``), null at the ends, and the last compaction's (null: never). */
+export interface ChatHistoryMeta {
+  total: number;
+  returned: number;
+  beforeCursor?: string;
+  afterCursor?: string;
+  compactionCursor?: string;
+}
+
+/** ``chat/history`` (reference server): a page of a saved chat's contents in one answer — the newest ``limit`` of the window, ``before`` / ``after`` opaque cursors (or ``"lastCompaction"``) bounding it. */
+export interface ChatHistoryParams {
+  chatId: string;
+  limit?: number;
+  before?: string;
+  after?: string;
+}
+
+/** A page (``contents``: ``chat/contentReceived`` params, oldest first) and its ``meta``, or ``error``. */
+export interface ChatHistoryResult {
+  contents?: Array<ChatContentReceivedParams>;
+  meta?: ChatHistoryMeta;
+  error?: ChatHistoryError;
+}
+
 /** ``chat/list``: the chats of the workspace, newest first, optionally limited. */
 export interface ChatListParams {
   limit?: number;
@@ -156,15 +186,21 @@ export interface ChatListResult {
   chats: Array<ChatSummary>;
 }
 
-/** ``chat/open``: replay a saved chat to this client. */
+/** ``chat/open``: replay a saved chat to this client — all of it, or (any of ``limit``, ``before``, ``after`` given, the reference's window, same cursors as ``chat/history``) only that page, preceded by ``chat/cleared``, with ``meta`` in the answer to page older through ``chat/history``. */
 export interface ChatOpenParams {
   chatId: string;
+  limit?: number;
+  before?: string;
+  after?: string;
 }
 
 /** The chat itself is replayed as ``chat/opened`` + ``chat/contentReceived`` notifications before this answer. */
 export interface ChatOpenResult {
   found: boolean;
+  chatId?: string;
   title?: string;
+  meta?: ChatHistoryMeta;
+  error?: ChatHistoryError;
 }
 
 /** ``chat/opened``: a chat was created or opened; a replay of its contents may follow. */
@@ -1148,6 +1184,7 @@ export interface ClientRequests {
   "chat/update": { params: ChatUpdateParams; result: ChatUpdateResult };
   "chat/list": { params: ChatListParams; result: ChatListResult };
   "chat/open": { params: ChatOpenParams; result: ChatOpenResult };
+  "chat/history": { params: ChatHistoryParams; result: ChatHistoryResult };
   "chat/rollback": { params: ChatRollbackParams; result: ChatRollbackResult };
   "chat/clear": { params: ChatClearParams; result: ChatClearResult };
   "chat/fork": { params: ChatForkParams; result: ChatForkResult };
@@ -1228,6 +1265,7 @@ export const METHODS = {
   "chat/selectedModelChanged": { direction: "client->server", kind: "notification" },
   "chat/list": { direction: "client->server", kind: "request" },
   "chat/open": { direction: "client->server", kind: "request" },
+  "chat/history": { direction: "client->server", kind: "request" },
   "chat/rollback": { direction: "client->server", kind: "request" },
   "chat/clear": { direction: "client->server", kind: "request" },
   "chat/fork": { direction: "client->server", kind: "request" },

@@ -76,3 +76,81 @@ async def test_clear_empties_the_messages_and_keeps_the_chat(spawn, llm, workspa
     assert [text for _, text in conversation] == ["start over"]
     # an unknown chat is ignored, as the reference does
     assert await eca.request("chat/clear", {"chatId": "no-such-chat", "messages": True}) == {}
+
+
+async def _three_turns(eca, llm) -> str:
+    chat_id = None
+    for n in range(3):
+        llm.enqueue(Reply.text(f"Answer {n}."))
+        chat_id, _ = await run(eca, f"Question {n}?", chat_id, model="openai/gpt-4.1")
+        await eca.wait_idle(chat_id)
+    assert chat_id is not None
+    return chat_id
+
+
+async def test_open_a_window_then_page_older_with_history(spawn, llm, workspace):
+    """eca-emacs' paginated resume: ``chat/open {chatId, limit}`` replays only the newest page (after
+    ``chat/cleared``) and answers ``meta``; ``chat/history {chatId, before, limit}`` pages older in one answer until
+    ``beforeCursor`` is null — the pages together are the whole chat, as ``chat/contentReceived`` showed it."""
+    eca = await spawn()
+    await eca.initialize(workspace)
+    chat_id = await _three_turns(eca, llm)
+    everything = await eca.request("chat/history", {"chatId": chat_id})
+    full = everything["contents"]
+    total = everything["meta"]["total"]
+    assert total == len(full) and total >= 6
+    assert everything["meta"] == {"total": total, "returned": total, "beforeCursor": None, "afterCursor": None,
+                                  "compactionCursor": None}
+    assert [c["content"]["text"] for c in full if c["role"] == "user"] == ["Question 0?\n", "Question 1?\n",
+                                                                          "Question 2?\n"]
+    assert all(c["chatId"] == chat_id for c in full)
+
+    mark = len(eca.messages)
+    opened = await eca.request("chat/open", {"chatId": chat_id, "limit": 2})
+    assert opened["found"] is True and opened["chatId"] == chat_id
+    assert opened["meta"]["total"] == total and opened["meta"]["returned"] == 2
+    assert opened["meta"]["afterCursor"] is None and opened["meta"]["beforeCursor"]
+    sent = [m for m in eca.messages[mark:] if m.method in ("chat/cleared", "chat/opened", "chat/contentReceived")]
+    assert [m.method for m in sent] == ["chat/cleared", "chat/opened", "chat/contentReceived",
+                                        "chat/contentReceived"]
+    assert [m.params for m in sent[2:]] == full[-2:]
+
+    pages = [full[-2:]]
+    cursor = opened["meta"]["beforeCursor"]
+    while cursor:
+        older = await eca.request("chat/history", {"chatId": chat_id, "before": cursor, "limit": 2})
+        assert older["meta"]["returned"] == len(older["contents"]) <= 2
+        pages.insert(0, older["contents"])
+        cursor = older["meta"]["beforeCursor"]
+        assert len(pages) <= total  # (a guard against a cursor that never ends)
+    assert [item for page in pages for item in page] == full
+
+    # an opaque after cursor alone pages forward: the oldest page after it
+    first = await eca.request("chat/history", {"chatId": chat_id, "limit": 2})
+    one = await eca.request("chat/history", {"chatId": chat_id, "before": first["meta"]["beforeCursor"], "limit": 1})
+    assert one["contents"] == [full[-3]]
+    newer = await eca.request("chat/history", {"chatId": chat_id, "after": one["meta"]["afterCursor"], "limit": 1})
+    assert newer["contents"] == [full[-2]] and newer["meta"]["afterCursor"]
+
+
+async def test_history_errors_as_the_reference_answers_them(spawn, llm, workspace):
+    """An unknown chat: ``chat_not_found``; a cursor whose content a ``chat/clear`` removed: ``cursor_expired``
+    (in ``chat/history`` and in a windowed ``chat/open``, which then replays nothing)."""
+    eca = await spawn()
+    await eca.initialize(workspace)
+    chat_id = await _three_turns(eca, llm)
+    missing = await eca.request("chat/history", {"chatId": "no-such-chat", "limit": 5})
+    assert missing["error"]["code"] == "chat_not_found" and "contents" not in missing
+    page = await eca.request("chat/history", {"chatId": chat_id, "limit": 2})
+    cursor = page["meta"]["beforeCursor"]
+    assert (await eca.request("chat/history", {"chatId": chat_id, "before": "lastCompaction"}))["meta"]["total"] \
+        == page["meta"]["total"]  # never compacted: the sentinel bounds nothing
+    await eca.request("chat/clear", {"chatId": chat_id, "messages": True})
+    expired = await eca.request("chat/history", {"chatId": chat_id, "before": cursor, "limit": 2})
+    assert expired == {"error": {"code": "cursor_expired",
+                                 "message": "Cursor no longer points to an existing message; refetch the latest page"}}
+    mark = len(eca.messages)
+    opened = await eca.request("chat/open", {"chatId": chat_id, "before": cursor})
+    assert opened["found"] is True and opened["error"]["code"] == "cursor_expired"
+    assert not [m for m in eca.messages[mark:] if m.method == "chat/contentReceived"]
+    assert (await eca.request("chat/history", {"chatId": chat_id}))["meta"]["total"] == 0
