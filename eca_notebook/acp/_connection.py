@@ -37,6 +37,7 @@ from .._version import __version__
 from ..protocol import ChatPromptParams
 from ..protocol.errors import INVALID_PARAMS, INVALID_REQUEST, RpcError
 from ..rpc import Endpoint
+from ..tools.base import ChatDelegate
 from ._files import CURRENT_SESSION, ClientFiles
 from ._limits import UpdateOutbox, limits_from_config
 from ._permissions import ask_permission
@@ -59,6 +60,7 @@ from ._schema import (
     parse,
 )
 from ._sessions import Session, Turn, available_commands, session_page
+from ._terminal import TerminalRunner
 from ._updates import SessionUpdates
 from ._workspaces import EngineFactory, Workspace, Workspaces, default_engine_factory, mcp_available
 
@@ -122,7 +124,19 @@ class AcpConnection:
         if old is not None and old.outbox is not None:
             self._tasks.spawn(old.outbox.aclose(), "acp-outbox-close")
         self.sessions[session.id] = session
+        if getattr(self.client_capabilities, "terminal", False):  # shell_command runs in the client's terminal
+            runner = TerminalRunner(session.id, self.client_request, lambda call, terminal: self._show_terminal(
+                session, call, terminal))
+            session.engine.set_chat_delegate(session.id, ChatDelegate(run_command=runner))
         return session
+
+    def _show_terminal(self, session: Session, call_id: str | None, terminal_id: str) -> None:
+        """The tool call shows the client's terminal its command runs in (live, as the client renders it)."""
+        acp_id = session.updates.acp_id(call_id) if call_id else None
+        if acp_id is not None:
+            self.notify_update(session.id, {"sessionUpdate": "tool_call_update", "toolCallId": acp_id,
+                                            "status": "in_progress",
+                                            "content": [{"type": "terminal", "terminalId": terminal_id}]})
 
     def _deliver(self, workspace: Workspace, method: str, params: dict[str, Any], replay: Session | None) -> None:
         """One engine notification (live, or a replay's for the session *replay*) as ``session/update``\\ s."""

@@ -68,6 +68,11 @@ AGENT_MESSAGES: dict[str, type] = {
     "session/request_permission": S.RequestPermissionRequest,
     "fs/read_text_file": S.ReadTextFileRequest,
     "fs/write_text_file": S.WriteTextFileRequest,
+    "terminal/create": S.CreateTerminalRequest,
+    "terminal/output": S.TerminalOutputRequest,
+    "terminal/wait_for_exit": S.WaitForTerminalExitRequest,
+    "terminal/kill": S.KillTerminalRequest,
+    "terminal/release": S.ReleaseTerminalRequest,
 }
 # Keys the schema version in the package does not model but ACP clients read: the legacy model selector
 # (``models``, answered by ``session/set_model``), which acp-messages.md and acpx still use.
