@@ -16,7 +16,7 @@ import asyncio
 import logging
 import os
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
@@ -306,6 +306,35 @@ class Engine:
                 log.info("pruned %d saved chat(s) older than %s days", removed, self.config.chat_retention_days)
         if self.selected_model is None or self.selected_model not in self.registry.models():
             self.selected_model = self.registry.default_model()
+
+    async def change_workspace_folders(self, added: Sequence[Path], removed: Sequence[Path]) -> bool:
+        """``workspace/didChangeWorkspaceFolders``: the workspace roots become the current ones minus *removed* plus
+        *added*. The config is read again with the new folders' layers — a new folder's own servers, hooks,
+        providers and secrets are held until the user trusts it (``_trust.py``; the next prompt asks), its rules and
+        commands apply — and the file index is rebuilt over the new roots. The list is changed in place: the parts
+        holding it (tools' path checks, the trust, MCP servers' folders) see the new roots. False when nothing
+        changed."""
+        gone = {Path(p) for p in removed}
+        folders = [f for f in self.workspace_folders if f not in gone]
+        folders += [p for p in dict.fromkeys(Path(a) for a in added) if p not in folders]
+        if folders == self.workspace_folders:
+            return False
+        self.workspace_folders[:] = folders
+        log.info("workspace folders are now: %s", ", ".join(map(str, folders)) or "(none)")
+        await self.reload_config()
+        if self._index_task is not None:
+            self._index_task.cancel()
+            await asyncio.gather(self._index_task, return_exceptions=True)
+            self._index_task = None
+        if self.index is not None:
+            await self.index.stop()
+        self.index = WorkspaceIndex(self.workspace_folders) if self.workspace_folders else None
+        if self.code_index is not None:
+            await self.code_index.close()
+        self.code_index = self._make_code_index()
+        if self.index is not None and self._started:
+            self._index_task = asyncio.create_task(self._build_index(), name="eca-index")
+        return True
 
     async def _build_index(self) -> None:
         assert self.index is not None

@@ -171,10 +171,12 @@ from .lifecycle import (
     ClientCapabilities,
     ClientInfo,
     CodeAssistantCapabilities,
+    DidChangeWorkspaceFoldersParams,
     EditorCapabilities,
     InitializeParams,
     InitializeResult,
     WorkspaceFolder,
+    WorkspaceFoldersChangeEvent,
 )
 from .methods import (
     METHODS,
@@ -313,6 +315,7 @@ __all__ = [
     "ContextBreakdown",
     "ContextCategory",
     "CursorContext",
+    "DidChangeWorkspaceFoldersParams",
     "Direction",
     "DirectoryContext",
     "EcaModel",
@@ -423,6 +426,7 @@ __all__ = [
     "WebContext",
     "WireContent",
     "WorkspaceFolder",
+    "WorkspaceFoldersChangeEvent",
     "client_to_server",
     "invalid_params",
     "parse_params",

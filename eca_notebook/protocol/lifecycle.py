@@ -17,10 +17,12 @@ __all__ = [
     "ClientCapabilities",
     "ClientInfo",
     "CodeAssistantCapabilities",
+    "DidChangeWorkspaceFoldersParams",
     "EditorCapabilities",
     "InitializeParams",
     "InitializeResult",
     "WorkspaceFolder",
+    "WorkspaceFoldersChangeEvent",
 ]
 
 
@@ -98,3 +100,17 @@ class InitializeResult(EcaModel):
     chat_behaviors: list[str] | None = None
     chat_default_behavior: str | None = None
     chat_welcome_message: str | None = None
+
+
+class WorkspaceFoldersChangeEvent(EcaModel):
+    """The folders a client added to and removed from its workspace (LSP's shape)."""
+
+    added: Annotated[list[WorkspaceFolder], NoneAsEmptyList] = Field(default_factory=list)
+    removed: Annotated[list[WorkspaceFolder], NoneAsEmptyList] = Field(default_factory=list)
+
+
+class DidChangeWorkspaceFoldersParams(EcaModel):
+    """``workspace/didChangeWorkspaceFolders`` (reference server, e.g. a git worktree opened): the workspace roots
+    change; a newly added folder's own config is held until the user trusts it, as at start."""
+
+    event: WorkspaceFoldersChangeEvent

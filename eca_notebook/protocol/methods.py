@@ -66,6 +66,7 @@ _SPECS = [
     _note("initialized", None, _C2S),
     _req("shutdown", None, None),
     _note("exit", None, _C2S),
+    _note("workspace/didChangeWorkspaceFolders", lifecycle.DidChangeWorkspaceFoldersParams, _C2S),
     # Chat, client → server.
     _req("chat/prompt", chat.ChatPromptParams, chat.ChatPromptResult),
     _note("chat/toolCallApprove", chat.ChatToolCallApproveParams, _C2S),

@@ -60,6 +60,7 @@ from ..protocol import (
     ChatToolCallUndoParams,
     ChatUpdateParams,
     CompletionInlineParams,
+    DidChangeWorkspaceFoldersParams,
     InitializeParams,
     InitializeResult,
     JobsKillParams,
@@ -96,12 +97,13 @@ def workspace_paths(params: InitializeParams) -> list[Path]:
     uris = [folder.uri for folder in params.workspace_folders]
     if not uris and params.root_uri:
         uris = [params.root_uri]
-    paths = []
-    for uri in uris:
-        parsed = urlparse(uri)
-        path = unquote(parsed.path) if parsed.scheme == "file" else uri
-        paths.append(Path(path))
-    return paths
+    return [_folder_path(uri) for uri in uris]
+
+
+def _folder_path(uri: str) -> Path:
+    """A workspace folder's local path: a ``file://`` URI decoded, a bare path as it is."""
+    parsed = urlparse(uri)
+    return Path(unquote(parsed.path) if parsed.scheme == "file" else uri)
 
 
 def default_engine_factory(config_file: Path | None = None) -> EngineFactory:
@@ -228,6 +230,7 @@ class ServerConnection:
         r("initialized", self.on_initialized)
         r("shutdown", self.shutdown)
         r("exit", self.on_exit)
+        r("workspace/didChangeWorkspaceFolders", self.workspace_folders_changed)
         r("chat/prompt", self.chat_prompt)
         r("chat/promptStop", self.chat_prompt_stop)
         r("chat/promptSteer", self.chat_prompt_steer)
@@ -316,6 +319,11 @@ class ServerConnection:
 
     def on_exit(self, params: Any) -> None:
         self._exit.set()
+
+    def workspace_folders_changed(self, params: DidChangeWorkspaceFoldersParams) -> None:
+        added = [_folder_path(f.uri) for f in params.event.added]
+        removed = [_folder_path(f.uri) for f in params.event.removed]
+        self._spawn(self._engine().change_workspace_folders(added, removed), "eca-workspace-folders")
 
     def _engine(self) -> Engine:
         assert self.engine is not None  # the guard refuses calls before initialize

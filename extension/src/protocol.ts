@@ -462,6 +462,11 @@ export interface CursorContext {
   position: Range;
 }
 
+/** ``workspace/didChangeWorkspaceFolders`` (reference server, e.g. a git worktree opened): the workspace roots change; a newly added folder's own config is held until the user trusts it, as at start. */
+export interface DidChangeWorkspaceFoldersParams {
+  event: WorkspaceFoldersChangeEvent;
+}
+
 /** A folder attached to a prompt. */
 export interface DirectoryContext {
   type: "directory";
@@ -1172,6 +1177,12 @@ export interface WorkspaceFolder {
   name: string;
 }
 
+/** The folders a client added to and removed from its workspace (LSP's shape). */
+export interface WorkspaceFoldersChangeEvent {
+  added?: Array<WorkspaceFolder>;
+  removed?: Array<WorkspaceFolder>;
+}
+
 // ---- method table (eca_notebook/protocol/methods.py) ----------------------------------------------------------
 export interface ClientRequests {
   "initialize": { params: InitializeParams; result: InitializeResult };
@@ -1202,6 +1213,7 @@ export interface ClientRequests {
 export interface ClientNotifications {
   "initialized": void;
   "exit": void;
+  "workspace/didChangeWorkspaceFolders": DidChangeWorkspaceFoldersParams;
   "chat/toolCallApprove": ChatToolCallApproveParams;
   "chat/toolCallReject": ChatToolCallRejectParams;
   "chat/promptStop": ChatPromptStopParams;
@@ -1249,6 +1261,7 @@ export const METHODS = {
   "initialized": { direction: "client->server", kind: "notification" },
   "shutdown": { direction: "client->server", kind: "request" },
   "exit": { direction: "client->server", kind: "notification" },
+  "workspace/didChangeWorkspaceFolders": { direction: "client->server", kind: "notification" },
   "chat/prompt": { direction: "client->server", kind: "request" },
   "chat/toolCallApprove": { direction: "client->server", kind: "notification" },
   "chat/toolCallReject": { direction: "client->server", kind: "notification" },
