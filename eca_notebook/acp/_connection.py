@@ -43,11 +43,15 @@ from ._limits import UpdateOutbox, limits_from_config
 from ._permissions import ask_permission
 from ._prompt import prompt_input
 from ._schema import (
+    MCP_SERVER_UNAVAILABLE,
     PROMPT_TIMEOUT,
     PROTOCOL_VERSION,
     SESSION_LOCKED,
     SESSION_NOT_FOUND,
+    SPEC_MESSAGES,
     TIMEOUT,
+    TOOL_DISABLED,
+    TOOL_NOT_FOUND,
     CancelParams,
     InitializeParams,
     ListSessionsParams,
@@ -84,6 +88,27 @@ class _Replay:
 
     def send(self, method: str, params: dict[str, Any]) -> None:
         self.connection._deliver(self.workspace, method, params, self.session)
+
+
+def _tool_error_code(session: Session, content: dict[str, Any]) -> int | None:
+    """The spec's code for why a tool call failed, when the reason is one it names and the engine's state shows
+    it (not the tool's output, which a tool or server may word as it likes): a tool no one offers, one disabled in
+    this session's mode, an MCP server that is not running."""
+    if not content.get("error"):
+        return None
+    server = str(content.get("server") or "eca")
+    full = f"{server}__{content.get('name')}"
+    engine = session.engine
+    mcp = engine.mcp
+    if server != "eca" and mcp is not None:
+        with contextlib.suppress(Exception):
+            if mcp.status(server).get("status") != "running":
+                return MCP_SERVER_UNAVAILABLE
+    if full not in engine.all_tools():
+        return TOOL_NOT_FOUND
+    if full not in engine.offered_tools(session.mode):
+        return TOOL_DISABLED
+    return None
 
 
 class AcpConnection:
@@ -162,6 +187,11 @@ class AcpConnection:
         except Exception:
             log.exception("could not translate a %s of session %s", method, session.id)
             return
+        if replay is None and parent is None and (params.get("content") or {}).get("type") == "toolCalled":
+            code = _tool_error_code(session, params["content"])
+            for update in updates:
+                if code is not None and update.get("status") == "failed":
+                    update["rawOutput"] = {"error": {"code": code, "message": SPEC_MESSAGES[code]}}
         for update in updates:
             self.notify_update(session.id, update)
         if ask is not None:  # its request is queued behind the tool call it asks about

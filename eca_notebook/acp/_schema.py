@@ -23,6 +23,7 @@ from ..protocol.methods import invalid_params
 __all__ = [
     "FILE_NOT_FOUND",
     "FILE_TOO_LARGE",
+    "MCP_SERVER_UNAVAILABLE",
     "PARAMS",
     "PERMISSION_DENIED",
     "PROMPT_TIMEOUT",
@@ -30,7 +31,10 @@ __all__ = [
     "SESSION_LOCKED",
     "SESSION_NOT_FOUND",
     "SIZE_LIMITS",
+    "SPEC_MESSAGES",
     "TIMEOUT",
+    "TOOL_DISABLED",
+    "TOOL_NOT_FOUND",
     "UPDATE_LIMIT",
     "AcpModel",
     "CancelParams",
@@ -55,6 +59,11 @@ SESSION_LOCKED = -31902
 FILE_NOT_FOUND = -31700  # a session's cwd that does not exist
 PERMISSION_DENIED = -31701  # a session's cwd the agent may not open
 FILE_TOO_LARGE = -31702  # a session/prompt over its size limit because of what it attaches (resources, images)
+TOOL_NOT_FOUND = -31800  # the model called a tool no one offers (in a failed tool call's rawOutput.error)
+TOOL_DISABLED = -31801  # a tool that exists but is disabled here (disabledTools, a deny rule, not in the mode)
+MCP_SERVER_UNAVAILABLE = -31601  # an MCP server's tool called while the server is not running
+SPEC_MESSAGES = {TOOL_NOT_FOUND: "Tool not found", TOOL_DISABLED: "Tool disabled",
+                 MCP_SERVER_UNAVAILABLE: "MCP server unavailable"}
 #: the prompt blocks that attach files: a prompt too large with one of these is "File too large"
 _ATTACHMENTS = {"resource", "image", "audio"}
 

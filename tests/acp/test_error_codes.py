@@ -4,13 +4,17 @@ of what it attaches is "File too large" (-31702); a prompt that is merely long t
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from acp import RequestError, text_block
 from acp.schema import EmbeddedResourceContentBlock, TextResourceContents
 
-from eca_notebook.acp._schema import FILE_NOT_FOUND, FILE_TOO_LARGE
+from eca_notebook.acp._schema import FILE_NOT_FOUND, FILE_TOO_LARGE, TOOL_DISABLED, TOOL_NOT_FOUND
+from eca_notebook.testing.llm_server import Reply
 
-from .test_connection import Client, start
+from .conftest import acp_env
+from .test_connection import Client, call, start
 
 pytestmark = pytest.mark.e2e
 
@@ -40,3 +44,23 @@ async def test_cwd_and_attachment_errors_use_the_spec_codes(spawn_agent, workspa
         with pytest.raises(RequestError) as long_text:
             await conn.prompt(session_id=session_id, prompt=[text_block("x" * (1024 * 1024 + 10))])
         assert long_text.value.code == -32602
+
+
+async def test_failed_tool_calls_carry_the_spec_tool_codes(spawn_agent, llm, home, workspace, strict):
+    """The model calls a tool no one offers (-31800, Tool not found) and one disabled by the config (-31801, Tool
+    disabled): each failed tool call's ``rawOutput.error`` says which, with the spec's message."""
+    env = acp_env(home, llm)
+    config = json.loads(env["ECA_CONFIG"])
+    config["disabledTools"] = ["shell_command"]
+    env["ECA_CONFIG"] = json.dumps(config)
+    llm.enqueue(Reply([call("no_such_tool", {}, "call_1"), call("shell_command", {"command": "true"}, "call_2")]),
+                Reply.text("Both failed."))
+    client = Client()
+    async with spawn_agent(client, env=env) as (conn, _):
+        session_id = await start(conn, client, workspace)
+        answer = await conn.prompt(session_id=session_id, prompt=[text_block("try them")])
+    assert answer.stop_reason == "end_turn"
+    failed = [u for u in client.of("tool_call_update") if u.get("status") == "failed"]
+    errors = sorted(u["rawOutput"]["error"]["code"] for u in failed)
+    assert errors == sorted([TOOL_NOT_FOUND, TOOL_DISABLED])
+    assert {u["rawOutput"]["error"]["message"] for u in failed} == {"Tool not found", "Tool disabled"}
