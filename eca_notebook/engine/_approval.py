@@ -269,6 +269,19 @@ class SessionApprovals:
         prefix = _shell_prefix(command)
         return prefix is not None and prefix in self.shell_prefixes
 
+    def describe_shell(self, request: ApprovalRequest, details: dict[str, Any]) -> None:
+        """Fill a shell call's ``ShellCommandDetails`` with what "approve & remember" would remember: the
+        ``approvalKey`` ("program subcommand") of a line that is one plain command of a subcommand-style program
+        (see the class doc) and whether it is ``remembered``. Any other line is remembered only exactly, so its
+        commands carry no key."""
+        command = request.args.get("command")
+        prefix = _shell_prefix(command.strip()) if isinstance(command, str) else None
+        commands = details.get("commands") or []
+        if prefix is None or len(commands) != 1:
+            return
+        commands[0]["approvalKey"] = " ".join(prefix)
+        commands[0]["remembered"] = prefix in self.shell_prefixes
+
     def clear(self) -> None:
         self.tools.clear()
         self.shell_commands.clear()

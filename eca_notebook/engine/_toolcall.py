@@ -33,6 +33,7 @@ from ..protocol import (
     FileChangeDetails,
     ImageContent,
     RetrievalDetails,
+    ShellCommandDetails,
     SubagentDetails,
     TextContent,
     ToolCallDetails,
@@ -148,10 +149,11 @@ class ToolCallContents:
                                                         summary=summary, details=_details(details), risk=risk))
 
 
-_DETAILS: TypeAdapter[FileChangeDetails | RetrievalDetails | SubagentDetails] = TypeAdapter(ToolCallDetails)
+_DETAILS: TypeAdapter[FileChangeDetails | RetrievalDetails | SubagentDetails | ShellCommandDetails] = \
+    TypeAdapter(ToolCallDetails)
 
 
-def _details(details: Any) -> FileChangeDetails | RetrievalDetails | SubagentDetails | None:
+def _details(details: Any) -> FileChangeDetails | RetrievalDetails | SubagentDetails | ShellCommandDetails | None:
     """A tool's details as the protocol model (tools build them as wire dicts or models)."""
     if details is None or isinstance(details, (FileChangeDetails, RetrievalDetails, SubagentDetails)):
         return details
@@ -272,6 +274,8 @@ class ToolCallRunner:
         request = ApprovalRequest(tool=tool.name, server=tool_server(tool), args=prepared.args,
                                   outside_workspace=prepared.outside_workspace,
                                   must_ask=getattr(prepared, "must_ask", None), risk=risk)
+        if isinstance(prepared.details, dict) and prepared.details.get("type") == "shellCommand":
+            self.session.describe_shell(request, prepared.details)  # approvalKey / remembered, per command
         verdict = decide(request, self.approval_config, self.session)
         if verdict.decision == "deny":
             out.run(shown_args, manual=False, **run_fields)

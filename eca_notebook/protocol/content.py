@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal, NotRequired, TypedDict
 
-from pydantic import BaseModel, Discriminator, Tag, model_validator
+from pydantic import BaseModel, Discriminator, Field, Tag, model_validator
 
 from ._base import EcaModel, NoneAsEmptyList
 
@@ -41,6 +41,8 @@ __all__ = [
     "ReasonTextChunk",
     "ReasonTextContent",
     "RetrievalDetails",
+    "ShellCommandBreakdown",
+    "ShellCommandDetails",
     "SubagentDetails",
     "TextChunk",
     "TextContent",
@@ -246,17 +248,39 @@ class SubagentDetails(EcaModel):
     step: int = 0
 
 
+class ShellCommandBreakdown(EcaModel):
+    """One command of a shell call (the reference's ``ShellCommandBreakdown``): ``git`` with ``["status", "-s"]``."""
+
+    command: str
+    args: list[str] = Field(default_factory=list)
+    #: What "approve & remember" would remember for it (``git status``); absent when it can never be remembered
+    #: but exactly (chained, redirected, wrapped, dynamic, or not a subcommand-style program).
+    approval_key: str | None = None
+    #: Whether ``approvalKey`` is remembered this session; only with ``approvalKey``.
+    remembered: bool | None = None
+
+
+class ShellCommandDetails(EcaModel):
+    """Attached to ``shell_command`` calls (the reference's ``ShellCommandDetails``): the commands the line runs —
+    chains and pipes split — so a client can show what approving would remember."""
+
+    type: Literal["shellCommand"] = "shellCommand"
+    commands: list[ShellCommandBreakdown] = Field(default_factory=list)
+    background: bool | None = None
+
+
 def _details_type(value: Any) -> str:
     kind = value.get("type") if isinstance(value, dict) else getattr(value, "type", None)
-    if kind in ("retrieval", "subagent"):
+    if kind in ("retrieval", "subagent", "shellCommand"):
         return str(kind)
     return "fileChange"  # details without a type are the original kind
 
 
-#: What a tool call's ``details`` may be: a file change (the diff to approve), a code search's outcome or a subagent.
+#: What a tool call's ``details`` may be: a file change (the diff to approve), a code search's outcome, a subagent or
+#: a shell command's breakdown.
 ToolCallDetails = Annotated[
     Annotated[FileChangeDetails, Tag("fileChange")] | Annotated[RetrievalDetails, Tag("retrieval")]
-    | Annotated[SubagentDetails, Tag("subagent")],
+    | Annotated[SubagentDetails, Tag("subagent")] | Annotated[ShellCommandDetails, Tag("shellCommand")],
     Discriminator(_details_type),
 ]
 

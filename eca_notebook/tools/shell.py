@@ -19,7 +19,7 @@ import os
 import re
 import signal
 import time
-from typing import Annotated
+from typing import Annotated, Any
 
 from pydantic import BeforeValidator, Field
 
@@ -125,7 +125,8 @@ class ShellCommandTool(NativeTool[ShellCommandArgs]):
             one_line = one_line[: _SUMMARY_CHARS - 3] + "..."
         from ._shell_parse import analyse_paths, parse  # lazy: tree-sitter loads on the first shell command
 
-        report = analyse_paths(parse(args.command), cwd, folders, self._env())
+        parsed = parse(args.command)
+        report = analyse_paths(parsed, cwd, folders, self._env())
         must_ask = "; ".join(report.unknown[:3]) if report.unknown else None
         if report.needs_asking:
             log.debug("shell command must be approved: %s", "; ".join(report.reasons()[:5]))
@@ -138,6 +139,7 @@ class ShellCommandTool(NativeTool[ShellCommandArgs]):
             paths=[cwd, *report.outside, *report.cd_outside],
             outside_workspace=bool(report.outside or report.cd_outside),
             must_ask=must_ask,
+            details=_breakdown(parsed, background="background" in normalised),
         )
 
     #: What the tool sets in the command's environment (on top of the server's, or of the client's terminal's).
@@ -385,3 +387,19 @@ def files_named(command: str) -> list[str]:
             bases = list(dict.fromkeys([*bases, *(f"{b}/{found[1]}" if b else found[1] for b in bases)]))[:8]
     names += [r.target.static for r in parsed.redirects if r.target is not None and r.target.static]
     return list(dict.fromkeys(names))
+
+
+def _breakdown(parsed: Any, *, background: bool) -> dict[str, Any]:
+    """The reference's ``ShellCommandDetails``: each command the line runs (chains and pipes split; not those run
+    from a string by ``sh -c`` or ``eval``), words unquoted where they are plain text. The engine adds what
+    approving would remember (``approvalKey``, ``remembered``)."""
+    def word(w: Any) -> str:
+        parts = getattr(w, "parts", ())
+        return "".join(p.value for p in parts) if parts and all(p.kind == "literal" for p in parts) else w.text
+
+    commands = [{"command": visible(word(c.name)), "args": [visible(word(a)) for a in c.args]}
+                for c in parsed.commands if c.name is not None and c.via is None]
+    details: dict[str, Any] = {"type": "shellCommand", "commands": commands}
+    if background:
+        details["background"] = True
+    return details

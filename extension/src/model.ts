@@ -17,6 +17,7 @@ import type {
   FileChangeDetails,
   PlanStep,
   RetrievalDetails,
+  ShellCommandDetails,
   SubagentDetails,
   ToolCallOutput,
   ToolCallRisk,
@@ -56,7 +57,7 @@ export interface ToolItem extends ItemBase {
   argumentsText: string;
   arguments?: Record<string, unknown>;
   summary?: string;
-  details?: FileChangeDetails | RetrievalDetails | SubagentDetails;
+  details?: FileChangeDetails | RetrievalDetails | ShellCommandDetails | SubagentDetails;
   /** A `spawn_agent` call (`details.type === 'subagent'`): the subagent's chat, shown nested in this card. */
   subagent?: ChatView;
   /** The engine's risk level and reason (`low` / `medium` / `high`), on every content of the call after prepare. */

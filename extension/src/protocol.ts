@@ -1009,6 +1009,21 @@ export interface ServerTool {
   disabled?: boolean;
 }
 
+/** One command of a shell call (the reference's ``ShellCommandBreakdown``): ``git`` with ``["status", "-s"]``. */
+export interface ShellCommandBreakdown {
+  command: string;
+  args?: Array<string>;
+  approvalKey?: string;
+  remembered?: boolean;
+}
+
+/** Attached to ``shell_command`` calls (the reference's ``ShellCommandDetails``): the commands the line runs — chains and pipes split — so a client can show what approving would remember. */
+export interface ShellCommandDetails {
+  type: "shellCommand";
+  commands?: Array<ShellCommandBreakdown>;
+  background?: boolean;
+}
+
 /** ``$/showMessage``: a message the client shows to the user (info, warning or error). */
 export interface ShowMessageParams {
   type: "error" | "warning" | "info";
@@ -1056,7 +1071,7 @@ export interface ToolCallPrepareContent {
   server: string;
   argumentsText: string;
   summary?: string;
-  details?: FileChangeDetails | RetrievalDetails | SubagentDetails;
+  details?: FileChangeDetails | RetrievalDetails | SubagentDetails | ShellCommandDetails;
   manualApproval?: boolean;
 }
 
@@ -1070,7 +1085,7 @@ export interface ToolCallRejectedContent {
   arguments: { [key: string]: unknown };
   reason: string;
   summary?: string;
-  details?: FileChangeDetails | RetrievalDetails | SubagentDetails;
+  details?: FileChangeDetails | RetrievalDetails | SubagentDetails | ShellCommandDetails;
   risk?: ToolCallRisk;
 }
 
@@ -1090,7 +1105,7 @@ export interface ToolCallRunContent {
   arguments: { [key: string]: unknown };
   manualApproval: boolean;
   summary?: string;
-  details?: FileChangeDetails | RetrievalDetails | SubagentDetails;
+  details?: FileChangeDetails | RetrievalDetails | SubagentDetails | ShellCommandDetails;
   risk?: ToolCallRisk;
 }
 
@@ -1103,7 +1118,7 @@ export interface ToolCallRunningContent {
   server: string;
   arguments: { [key: string]: unknown };
   summary?: string;
-  details?: FileChangeDetails | RetrievalDetails | SubagentDetails;
+  details?: FileChangeDetails | RetrievalDetails | SubagentDetails | ShellCommandDetails;
   risk?: ToolCallRisk;
 }
 
@@ -1119,7 +1134,7 @@ export interface ToolCalledContent {
   outputs: Array<ToolCallOutput>;
   totalTimeMs: number;
   summary?: string;
-  details?: FileChangeDetails | RetrievalDetails | SubagentDetails;
+  details?: FileChangeDetails | RetrievalDetails | SubagentDetails | ShellCommandDetails;
   risk?: ToolCallRisk;
 }
 

@@ -351,3 +351,36 @@ async def test_custom_behavior_has_its_own_prompt_and_tool_rules(spawn, llm, wor
     assert body["instructions"].startswith("You review code and never change it.")
     offered = {t["name"] for t in body["tools"]}
     assert "eca__read_file" in offered and not offered & {"eca__write_file", "eca__shell_command"}
+
+
+async def test_shell_calls_carry_the_references_command_breakdown(spawn, llm, workspace):
+    """``toolCallRun`` of a shell call has the reference's ``details``: ``{type: "shellCommand", commands: [{command,
+    args, approvalKey?, remembered?}], background?}`` — chains split, the key "approve & remember" would remember
+    only for a line it would remember by prefix, ``remembered`` once it is."""
+    llm.enqueue(
+        Reply([call("shell_command", {"command": "git status --short"}, "c1")]),
+        Reply([call("shell_command", {"command": "git status -s"}, "c2")]),
+        Reply([call("shell_command", {"command": "ls -la 'my dir' && grep -rn TODO . | head -5"}, "c3")]),
+        Reply.text("done"),
+    )
+    eca = await spawn()
+    await eca.initialize(workspace)
+    (workspace / "my dir").mkdir()
+    chat_id = await prompt(eca, "run things", model="openai/gpt-4.1")
+    first = await wait_tool_run(eca, "c1")
+    assert first["details"] == {"type": "shellCommand", "commands": [
+        {"command": "git", "args": ["status", "--short"], "approvalKey": "git status", "remembered": False}]}
+    await eca.notify("chat/toolCallApprove", {"chatId": chat_id, "toolCallId": "c1", "save": "session"})
+    second = await wait_tool_run(eca, "c2")
+    assert second["manualApproval"] is False
+    assert second["details"]["commands"] == [
+        {"command": "git", "args": ["status", "-s"], "approvalKey": "git status", "remembered": True}]
+    third = await wait_tool_run(eca, "c3")
+    assert third["details"] == {"type": "shellCommand", "commands": [
+        {"command": "ls", "args": ["-la", "my dir"]},
+        {"command": "grep", "args": ["-rn", "TODO", "."]},
+        {"command": "head", "args": ["-5"]}]}  # chained: remembered only exactly, so no key
+    await eca.notify("chat/toolCallApprove", {"chatId": chat_id, "toolCallId": "c3"})
+    await eca.wait_idle(chat_id)
+    called = of_type(eca.contents(chat_id), "toolCalled")
+    assert [c["details"]["type"] for c in called] == ["shellCommand"] * 3
