@@ -52,6 +52,7 @@ from ._schema import (
     TIMEOUT,
     TOOL_DISABLED,
     TOOL_NOT_FOUND,
+    TOOL_TIMEOUT,
     CancelParams,
     InitializeParams,
     ListSessionsParams,
@@ -96,6 +97,8 @@ def _tool_error_code(session: Session, content: dict[str, Any]) -> int | None:
     this session's mode, an MCP server that is not running."""
     if not content.get("error"):
         return None
+    if session.terminal is not None and str(content.get("id")) in session.terminal.timed_out:
+        return TOOL_TIMEOUT
     server = str(content.get("server") or "eca")
     full = f"{server}__{content.get('name')}"
     engine = session.engine
@@ -152,6 +155,7 @@ class AcpConnection:
         if getattr(self.client_capabilities, "terminal", False):  # shell_command runs in the client's terminal
             runner = TerminalRunner(session.id, self.client_request, lambda call, terminal: self._show_terminal(
                 session, call, terminal))
+            session.terminal = runner
             session.engine.set_chat_delegate(session.id, ChatDelegate(run_command=runner))
         return session
 

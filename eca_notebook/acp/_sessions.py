@@ -15,6 +15,7 @@ from typing import Any
 from ..engine.engine import Engine
 from ..protocol.errors import INVALID_PARAMS, RpcError
 from ._limits import SessionLimits, UpdateOutbox
+from ._terminal import TerminalRunner
 from ._updates import SessionUpdates
 from ._workspaces import Workspace
 
@@ -54,6 +55,8 @@ class Session:
     limits: SessionLimits = field(default_factory=SessionLimits)
     #: this session's ``session/update``\\ s, kept under their limit (set by the connection)
     outbox: UpdateOutbox | None = None
+    #: runs shell_command in the client's terminal, when the client offers ``terminal`` (set by the connection)
+    terminal: TerminalRunner | None = None
 
     @property
     def engine(self) -> Engine:

@@ -34,6 +34,8 @@ class TerminalRunner:
         self.session_id = session_id
         self._request = request
         self._show = show  # (tool call id, terminal id): the tool call shows the terminal live
+        #: engine tool call ids whose command ran past its timeout (their failure is the spec's "Tool timeout")
+        self.timed_out: set[str] = set()
 
     async def __call__(self, command: CommandRequest) -> CommandOutcome:
         params: dict[str, Any] = {"sessionId": self.session_id, "command": "/bin/sh", "args": ["-c", command.command],
@@ -49,8 +51,10 @@ class TerminalRunner:
         try:
             try:
                 status = await self._request("terminal/wait_for_exit", ids, command.timeout)
-            except BaseException:  # past the timeout, or the turn was stopped: nothing may outlive the call
+            except BaseException as exc:  # past the timeout, or the turn was stopped: nothing may outlive the call
                 killed = True
+                if isinstance(exc, TimeoutError) and command.tool_call_id:
+                    self.timed_out.add(command.tool_call_id)
                 with contextlib.suppress(Exception):
                     await asyncio.shield(self._request("terminal/kill", ids, REQUEST_TIMEOUT))
                 raise

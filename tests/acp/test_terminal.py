@@ -5,6 +5,8 @@ before, and the tool call shows the terminal. The test client runs the command f
 from __future__ import annotations
 
 import asyncio
+import os
+import signal
 import uuid
 from typing import Any
 
@@ -21,6 +23,7 @@ from acp.schema import (
     WaitForTerminalExitResponse,
 )
 
+from eca_notebook.acp._schema import TOOL_TIMEOUT
 from eca_notebook.testing.llm_server import Reply
 
 from .conftest import completion_bodies, sent_tool_results
@@ -46,7 +49,7 @@ class TerminalClient(Client):
                               **kwargs: Any) -> Any:
         self.calls.append("create")
         proc = await asyncio.create_subprocess_exec(command, *(args or []), cwd=cwd, stdout=asyncio.subprocess.PIPE,
-                                                    stderr=asyncio.subprocess.STDOUT)
+                                                    stderr=asyncio.subprocess.STDOUT, start_new_session=True)
         terminal_id = str(uuid.uuid4())
         self.terminals[terminal_id] = {"proc": proc, "command": [command, *(args or [])], "cwd": cwd,
                                        "output": asyncio.ensure_future(proc.stdout.read() if proc.stdout else
@@ -67,11 +70,14 @@ class TerminalClient(Client):
 
     async def kill_terminal(self, session_id: str, terminal_id: str, **kwargs: Any) -> Any:
         self.calls.append("kill")
-        self.terminals[terminal_id]["proc"].kill()
+        os.killpg(self.terminals[terminal_id]["proc"].pid, signal.SIGKILL)  # the command and what it started
         return KillTerminalResponse()
 
     async def release_terminal(self, session_id: str, terminal_id: str, **kwargs: Any) -> Any:
         self.calls.append("release")
+        term = self.terminals[terminal_id]
+        await term["proc"].wait()  # (a killed process reaped, its output read: nothing left behind)
+        await term["output"]
         return ReleaseTerminalResponse()
 
 
@@ -93,3 +99,20 @@ async def test_shell_command_runs_in_the_clients_terminal(spawn_agent, llm, work
     assert shown and shown[0]["content"][0]["terminalId"] in client.terminals
     [result] = sent_tool_results(completion_bodies(llm)[1])
     assert result.startswith("Exit code: 3") and "from-the-editor-terminal" in result and str(workspace) in result
+
+
+async def test_a_command_past_its_timeout_is_killed_in_the_terminal_and_is_a_tool_timeout(spawn_agent, llm, workspace,
+                                                                                            strict):
+    llm.enqueue(Reply([call("shell_command", {"command": "sleep 120", "timeout": 1000})]), Reply.text("Too slow."))
+    client = TerminalClient(answer="allow_once")
+    async with spawn_agent(client) as (conn, _):
+        session_id = await start(conn, client, workspace)
+        answer = await conn.prompt(session_id=session_id, prompt=[text_block("wait")])
+    assert answer.stop_reason == "end_turn"
+    assert client.calls == ["create", "wait_for_exit", "kill", "release"]
+    [term] = client.terminals.values()
+    assert term["proc"].returncode is not None  # the client's process was killed
+    [failed] = [u for u in client.of("tool_call_update") if u.get("status") == "failed"]
+    assert failed["rawOutput"]["error"] == {"code": TOOL_TIMEOUT, "message": "Tool timeout"}
+    [result] = sent_tool_results(completion_bodies(llm)[1])
+    assert "timed out" in result
