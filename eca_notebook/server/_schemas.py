@@ -2,8 +2,10 @@
 
 Requests are read tolerantly, like every inbound message of every door: a field this server does not know is ignored
 (a newer client must work with an older server) while every known field is validated (a wrong type is a 400 with the
-problems one by one). The one exception is the approval policy, which stays strict: a misspelt ``deny`` ignored would
-leave a tool the user meant to forbid allowed, so an unknown key there is a 400. Responses are what the handlers
+problems one by one). The exceptions are the bodies written into the user's config file — the approval policy and a
+provider — which stay strict: a misspelt ``deny`` ignored would leave a tool the user meant to forbid allowed, a
+misspelt provider setting would save a config other than the one asked for, so an unknown key there is a 400.
+Responses are what the handlers
 send, validated in the tests. Keys are snake_case like the API this follows (``workspace_id``), except inside the
 two kinds of embedded ECA data, which keep their own camelCase wire form: the approval policy (it *is* the
 ``toolCall.approval`` config object) and a session's ``history`` (``chat/contentReceived`` params as replayed by
@@ -60,7 +62,8 @@ class _Request(BaseModel):
 
 
 class _StrictRequest(BaseModel):
-    """The approval policy: an unknown key is refused (a typo must not silently loosen what is allowed)."""
+    """What is written into the user's config (the approval policy, a provider): an unknown key is refused (a typo
+    must not silently loosen what is allowed, nor save another config than the one asked for)."""
 
     model_config = ConfigDict(extra="forbid", populate_by_name=True)
 
@@ -313,7 +316,7 @@ class SetCurrentModel(_Request):
 ProviderKind = Literal["openai", "anthropic", "openai-compatible", "ollama"]
 
 
-class ProviderInput(_Request):
+class ProviderInput(_StrictRequest):
     """A provider as the "Connect a model" form sends it. ``key`` is written to the user's config file and never
     sent back; ``key_env`` names an environment variable instead (written as ``${env:NAME}``); neither keeps the
     key already saved."""
