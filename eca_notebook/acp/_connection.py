@@ -27,6 +27,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import time
 import uuid
 from pathlib import Path
 from typing import Any
@@ -46,6 +47,7 @@ from ._schema import (
     MCP_SERVER_UNAVAILABLE,
     PROMPT_TIMEOUT,
     PROTOCOL_VERSION,
+    SESSION_EXPIRED,
     SESSION_LOCKED,
     SESSION_NOT_FOUND,
     SPEC_MESSAGES,
@@ -331,6 +333,11 @@ class AcpConnection:
         if chat is None:
             raise RpcError(SESSION_NOT_FOUND, f"Session not found: {params.session_id}",
                            {"sessionId": params.session_id, "cwd": str(workspace.cwd)})
+        days = engine.config.chat_retention_days
+        if days and chat.updated_at < time.time() * 1000 - days * 86_400_000:
+            raise RpcError(SESSION_EXPIRED, f"Session expired: not updated for more than {days:g} days "
+                                            "(chatRetentionDays); start a new session",
+                           {"sessionId": params.session_id, "retentionDays": days})
         mode = engine.agents.canonical(chat.behavior)  # (a chat saved with the deprecated ``agent`` is ``code``)
         mode = mode if mode in engine.behaviors() else engine.selected_behavior
         model = chat.model if chat.model in engine.registry.models() else None

@@ -28,6 +28,7 @@ __all__ = [
     "PERMISSION_DENIED",
     "PROMPT_TIMEOUT",
     "PROTOCOL_VERSION",
+    "SESSION_EXPIRED",
     "SESSION_LOCKED",
     "SESSION_NOT_FOUND",
     "SIZE_LIMITS",
@@ -56,6 +57,7 @@ PROTOCOL_VERSION = 1
 # wire means "Unknown error" (eca_notebook.protocol.errors): the two protocols' codes are kept apart.
 TIMEOUT = -32001
 SESSION_NOT_FOUND = -31900
+SESSION_EXPIRED = -31901  # session/load of a chat past chatRetentionDays (the next start would prune it)
 SESSION_LOCKED = -31902
 FILE_NOT_FOUND = -31700  # a session's cwd that does not exist
 PERMISSION_DENIED = -31701  # a session's cwd the agent may not open

@@ -4,13 +4,14 @@ of what it attaches is "File too large" (-31702); a prompt that is merely long t
 
 from __future__ import annotations
 
+import asyncio
 import json
 
 import pytest
 from acp import RequestError, text_block
 from acp.schema import EmbeddedResourceContentBlock, TextResourceContents
 
-from eca_notebook.acp._schema import FILE_NOT_FOUND, FILE_TOO_LARGE, TOOL_DISABLED, TOOL_NOT_FOUND
+from eca_notebook.acp._schema import FILE_NOT_FOUND, FILE_TOO_LARGE, SESSION_EXPIRED, TOOL_DISABLED, TOOL_NOT_FOUND
 from eca_notebook.testing.llm_server import Reply
 
 from .conftest import acp_env
@@ -64,3 +65,20 @@ async def test_failed_tool_calls_carry_the_spec_tool_codes(spawn_agent, llm, hom
     errors = sorted(u["rawOutput"]["error"]["code"] for u in failed)
     assert errors == sorted([TOOL_NOT_FOUND, TOOL_DISABLED])
     assert {u["rawOutput"]["error"]["message"] for u in failed} == {"Tool not found", "Tool disabled"}
+
+
+async def test_loading_a_chat_past_its_retention_is_session_expired(spawn_agent, llm, home, workspace, strict):
+    """-31901 (Session expired): a chat not updated for ``chatRetentionDays`` (which the next start would prune)."""
+    env = acp_env(home, llm)
+    config = json.loads(env["ECA_CONFIG"])
+    config["chatRetentionDays"] = 2 / 86_400  # two seconds
+    env["ECA_CONFIG"] = json.dumps(config)
+    llm.enqueue(Reply.text("Hello."))
+    client = Client()
+    async with spawn_agent(client, env=env) as (conn, _):
+        session_id = await start(conn, client, workspace)
+        await conn.prompt(session_id=session_id, prompt=[text_block("hi")])
+        await asyncio.sleep(3)  # the chat ages past its retention
+        with pytest.raises(RequestError) as expired:
+            await conn.load_session(session_id=session_id, cwd=str(workspace), mcp_servers=[])
+    assert expired.value.code == SESSION_EXPIRED and "chatRetentionDays" in str(expired.value)
