@@ -24,8 +24,10 @@ import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import aclosing, nullcontext
 from typing import Any, cast
+from urllib.parse import urlsplit
 
 from .._merge import deep_merge
+from .._text import visible
 from ..protocol import (
     ProgressContent,
     ReasonFinishedContent,
@@ -33,6 +35,7 @@ from ..protocol import (
     ReasonTextChunk,
     TextChunk,
     TextContent,
+    UrlContent,
     UsageContent,
     UsageLimit,
     WireContent,
@@ -56,6 +59,7 @@ from ..providers.base import (
     ToolCallStarted,
     ToolResultMessage,
     ToolSpec,
+    UrlCitation,
     Usage,
     UserMessage,
 )
@@ -229,6 +233,14 @@ class Turn:
 
     def _assistant_content(self, content: WireContent) -> None:
         self.emit(self.chat, "assistant", content)
+
+    def _cite(self, citation: UrlCitation) -> None:
+        """A page the model cites, as the reference's ``url`` content — an http(s) link only (the model's output may
+        be an attacker's: no ``javascript:`` or ``file:`` link reaches a client), its title shown as written out."""
+        url = citation.url.strip()
+        if urlsplit(url).scheme.lower() not in ("http", "https") or len(url) > 2048:
+            return
+        self._assistant_content(UrlContent(title=visible(citation.title)[:300] or url, url=url))
 
     def progress(self, state: str, text: str) -> None:
         """Say what the chat is doing (``running``), or that the prompt is over (``finished``)."""
@@ -475,6 +487,8 @@ class Turn:
                         if guard is not None and guard.feed(event.text):
                             self._cut_repetition(guard)
                             break
+                elif isinstance(event, UrlCitation):
+                    self._cite(event)
                 elif isinstance(event, ReasoningStarted):
                     reasoning_started[event.id] = time.monotonic()
                     reasoning_text[event.id] = []

@@ -40,6 +40,7 @@ __all__ = [
     "ToolCallStarted",
     "ToolResultMessage",
     "ToolSpec",
+    "UrlCitation",
     "Usage",
     "UserMessage",
 ]
@@ -150,6 +151,15 @@ class ProviderRequest:
 @dataclass
 class TextDelta:
     text: str
+
+
+@dataclass
+class UrlCitation:
+    """A web page the answer cites (OpenAI's ``url_citation`` annotation, Anthropic's web search citation): the
+    engine shows it as a ``url`` content, as the reference server does."""
+
+    title: str
+    url: str
     type: Literal["text"] = "text"
 
 
@@ -236,6 +246,7 @@ class Finished:
 
 StreamEvent = (
     TextDelta
+    | UrlCitation
     | ReasoningStarted
     | ReasoningDelta
     | ReasoningFinished

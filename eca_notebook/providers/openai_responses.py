@@ -29,6 +29,7 @@ from .base import (
     ToolCallFinished,
     ToolCallStarted,
     ToolResultMessage,
+    UrlCitation,
     Usage,
     UserMessage,
 )
@@ -142,6 +143,11 @@ class OpenAIResponsesProvider(HttpProvider):
             if kind == "response.output_text.delta" or kind == "response.refusal.delta":
                 if ev.get("delta"):
                     yield TextDelta(ev["delta"])
+            elif kind == "response.output_text.annotation.added":
+                annotation = ev.get("annotation")
+                if isinstance(annotation, dict) and annotation.get("type") == "url_citation" \
+                        and isinstance(annotation.get("url"), str):
+                    yield UrlCitation(str(annotation.get("title") or annotation["url"]), annotation["url"])
             elif kind in ("response.reasoning_summary_text.delta", "response.reasoning_text.delta"):
                 item_id = ev.get("item_id") or ""
                 if item_id not in open_reasoning:

@@ -22,6 +22,15 @@ class Text:
 
 
 @dataclass
+class Citation:
+    """A web page the answer cites (OpenAI Responses' ``url_citation`` annotation on the text so far)."""
+
+    title: str
+    url: str
+    type: ClassVar[str] = "citation"
+
+
+@dataclass
 class Reasoning:
     """One reasoning chunk; consecutive ones form one block (Anthropic signature ``sig-<n>``, n counted from 1)."""
 
@@ -101,9 +110,9 @@ class Delay:
     type: ClassVar[str] = "delay"
 
 
-Step = Text | Reasoning | ToolCall | Usage | Error | StreamError | Cut | Stall | Delay
+Step = Text | Citation | Reasoning | ToolCall | Usage | Error | StreamError | Cut | Stall | Delay
 STEP_TYPES: dict[str, type] = {
-    cls.type: cls for cls in (Text, Reasoning, ToolCall, Usage, Error, StreamError, Cut, Stall, Delay)
+    cls.type: cls for cls in (Text, Citation, Reasoning, ToolCall, Usage, Error, StreamError, Cut, Stall, Delay)
 }
 
 

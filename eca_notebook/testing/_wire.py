@@ -14,7 +14,7 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
-from ._script import Reasoning, Reply, Step, StreamError, Text, ToolCall, Usage, split_text
+from ._script import Citation, Reasoning, Reply, Step, StreamError, Text, ToolCall, Usage, split_text
 
 _dumps = json.dumps
 
@@ -208,7 +208,14 @@ class ResponsesRenderer(Renderer):
         self.block_kind = ""
 
     def step(self, out: Out, step: Step) -> None:
-        if isinstance(step, (Text, Reasoning)):
+        if isinstance(step, Citation):  # an annotation on the open text (one opened when there is none)
+            self.open(out, "text")
+            assert self.block is not None
+            self.ev(out, "response.output_text.annotation.added", {
+                "item_id": self.block["item"]["id"], "output_index": self.block["index"], "content_index": 0,
+                "annotation_index": 0, "annotation": {"type": "url_citation", "title": step.title, "url": step.url,
+                                                      "start_index": 0, "end_index": 0}})
+        elif isinstance(step, (Text, Reasoning)):
             self.open(out, "text" if isinstance(step, Text) else "reasoning")
             assert self.block is not None
             self.block["parts"].append(step.text)

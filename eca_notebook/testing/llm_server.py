@@ -42,6 +42,7 @@ from urllib.parse import urlsplit
 from ._cache import PromptCache
 from ._script import (
     STEP_TYPES,
+    Citation,
     Cut,
     Delay,
     Error,
@@ -61,6 +62,7 @@ from ._script import (
 from ._wire import ROUTES, Out, Renderer
 
 __all__ = [
+    "Citation",
     "Cut",
     "Delay",
     "Error",
@@ -259,7 +261,7 @@ class _Handler(BaseHTTPRequestHandler):
         out = Out(self._write_chunk)
         renderer.start(out)
         for step in reply.steps:
-            if isinstance(step, (Text, Reasoning, ToolCall)):
+            if isinstance(step, (Text, Citation, Reasoning, ToolCall)):
                 renderer.step(out, step)
             elif isinstance(step, (Delay, Stall)):
                 out.flush()

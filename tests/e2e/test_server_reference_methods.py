@@ -7,7 +7,7 @@ import asyncio
 
 import pytest
 
-from eca_notebook.testing.llm_server import Reply
+from eca_notebook.testing.llm_server import Citation, Reply, Text
 
 from .test_server_chat import completion_requests, sent_texts
 from .test_server_commands import run
@@ -154,3 +154,25 @@ async def test_history_errors_as_the_reference_answers_them(spawn, llm, workspac
     assert opened["found"] is True and opened["error"]["code"] == "cursor_expired"
     assert not [m for m in eca.messages[mark:] if m.method == "chat/contentReceived"]
     assert (await eca.request("chat/history", {"chatId": chat_id}))["meta"]["total"] == 0
+
+
+async def test_a_cited_page_is_a_url_content(spawn, llm, workspace):
+    """The reference emits ``{type: "url", title, url}`` for a page the model cites (OpenAI's ``url_citation``
+    annotation): shown after the text so far, replayed with the chat; a link that is not http(s) is dropped."""
+    llm.enqueue(Reply([Text("Python 3.13 is out. "),
+                       Citation("What's New In Python 3.13", "https://docs.python.org/3/whatsnew/3.13.html"),
+                       Citation("click me", "javascript:alert(1)"),
+                       Text("It has a new REPL.")]))
+    eca = await spawn()
+    await eca.initialize(workspace)
+    chat_id, _ = await run(eca, "what is new in python?", model="openai/gpt-4.1")
+    await eca.wait_idle(chat_id)
+    shown = [(role, c) for role, c in eca.contents(chat_id) if c["type"] in ("text", "url")]
+    assert shown[1:] == [
+        ("assistant", {"type": "text", "text": "Python 3.13 is out. "}),
+        ("assistant", {"type": "url", "title": "What's New In Python 3.13",
+                       "url": "https://docs.python.org/3/whatsnew/3.13.html"}),
+        ("assistant", {"type": "text", "text": "It has a new REPL."}),
+    ]
+    history = (await eca.request("chat/history", {"chatId": chat_id}))["contents"]
+    assert [c["content"] for c in history if c["content"]["type"] == "url"] == [shown[2][1]]
