@@ -35,6 +35,7 @@ from .base import (
     ToolCallFinished,
     ToolCallStarted,
     ToolResultMessage,
+    UrlCitation,
     Usage,
     UserMessage,
 )
@@ -231,6 +232,11 @@ class AnthropicProvider(HttpProvider):
                 if dtype == "text_delta":
                     if delta.get("text"):
                         yield TextDelta(delta["text"])
+                elif dtype == "citations_delta":  # web search's sources: the reference shows them as url contents
+                    citation = delta.get("citation")
+                    if isinstance(citation, dict) and citation.get("type") == "web_search_result_location" \
+                            and isinstance(citation.get("url"), str):
+                        yield UrlCitation(str(citation.get("title") or citation["url"]), citation["url"])
                 elif block is None:
                     continue
                 elif dtype == "thinking_delta":

@@ -18,6 +18,7 @@ from eca_notebook.providers import (
     Usage,
     UserMessage,
 )
+from eca_notebook.providers.base import UrlCitation
 from eca_notebook.testing import Reply, StreamError, Text
 
 from ._helpers import FixedServer, collect, collect_until_error, completions, make, request, sse
@@ -184,3 +185,26 @@ async def test_http_overloaded_529_is_retried(llm, client):
     events = await collect(make(API, llm, client))
     assert events[0] == TextDelta("fine")
     assert len(completions(llm, API)) == 2
+
+
+async def test_a_web_search_citation_is_a_url_citation(client):
+    """``citations_delta`` of a web search result (the reference shows it as a ``url`` content)."""
+    body = sse(
+        ("message_start", {"type": "message_start", "message": {"id": "msg_3", "usage": {"input_tokens": 1}}}),
+        ("content_block_start", {"type": "content_block_start", "index": 0,
+                                 "content_block": {"type": "text", "text": "", "citations": []}}),
+        ("content_block_delta", {"type": "content_block_delta", "index": 0, "delta": {
+            "type": "citations_delta", "citation": {
+                "type": "web_search_result_location", "url": "https://docs.python.org/3/whatsnew/3.13.html",
+                "title": "What's New In Python 3.13", "encrypted_index": "Eo8B", "cited_text": "Python 3.13"}}}),
+        ("content_block_delta", {"type": "content_block_delta", "index": 0,
+                                 "delta": {"type": "text_delta", "text": "It is out."}}),
+        ("content_block_stop", {"type": "content_block_stop", "index": 0}),
+        ("message_delta", {"type": "message_delta", "delta": {"stop_reason": "end_turn"},
+                           "usage": {"output_tokens": 3}}),
+        ("message_stop", {"type": "message_stop"}),
+    )
+    with FixedServer(body) as server:
+        events = await collect(make(API, server.url, client))
+    assert events[:2] == [UrlCitation("What's New In Python 3.13", "https://docs.python.org/3/whatsnew/3.13.html"),
+                          TextDelta("It is out.")]
