@@ -44,7 +44,6 @@ from ._limits import UpdateOutbox, limits_from_config
 from ._permissions import ask_permission
 from ._prompt import prompt_input
 from ._schema import (
-    MCP_SERVER_UNAVAILABLE,
     PROMPT_TIMEOUT,
     PROTOCOL_VERSION,
     SESSION_EXPIRED,
@@ -96,7 +95,7 @@ class _Replay:
 def _tool_error_code(session: Session, content: dict[str, Any]) -> int | None:
     """The spec's code for why a tool call failed, when the reason is one it names and the engine's state shows
     it (not the tool's output, which a tool or server may word as it likes): a tool no one offers, one disabled in
-    this session's mode, an MCP server that is not running."""
+    this session's mode, a command killed in the client's terminal past its timeout."""
     if not content.get("error"):
         return None
     if session.terminal is not None and str(content.get("id")) in session.terminal.timed_out:
@@ -104,11 +103,6 @@ def _tool_error_code(session: Session, content: dict[str, Any]) -> int | None:
     server = str(content.get("server") or "eca")
     full = f"{server}__{content.get('name')}"
     engine = session.engine
-    mcp = engine.mcp
-    if server != "eca" and mcp is not None:
-        with contextlib.suppress(Exception):
-            if mcp.status(server).get("status") != "running":
-                return MCP_SERVER_UNAVAILABLE
     if full not in engine.all_tools():
         return TOOL_NOT_FOUND
     if full not in engine.offered_tools(session.mode):

@@ -23,7 +23,6 @@ from ..protocol.methods import invalid_params
 __all__ = [
     "FILE_NOT_FOUND",
     "FILE_TOO_LARGE",
-    "MCP_SERVER_UNAVAILABLE",
     "PARAMS",
     "PERMISSION_DENIED",
     "PROMPT_TIMEOUT",
@@ -65,9 +64,7 @@ FILE_TOO_LARGE = -31702  # a session/prompt over its size limit because of what 
 TOOL_NOT_FOUND = -31800  # the model called a tool no one offers (in a failed tool call's rawOutput.error)
 TOOL_TIMEOUT = -31802  # a command in the client's terminal that ran past the tool's timeout (killed)
 TOOL_DISABLED = -31801  # a tool that exists but is disabled here (disabledTools, a deny rule, not in the mode)
-MCP_SERVER_UNAVAILABLE = -31601  # an MCP server's tool called while the server is not running
-SPEC_MESSAGES = {TOOL_NOT_FOUND: "Tool not found", TOOL_DISABLED: "Tool disabled", TOOL_TIMEOUT: "Tool timeout",
-                 MCP_SERVER_UNAVAILABLE: "MCP server unavailable"}
+SPEC_MESSAGES = {TOOL_NOT_FOUND: "Tool not found", TOOL_DISABLED: "Tool disabled", TOOL_TIMEOUT: "Tool timeout"}
 #: the prompt blocks that attach files: a prompt too large with one of these is "File too large"
 _ATTACHMENTS = {"resource", "image", "audio"}
 

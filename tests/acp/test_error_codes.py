@@ -11,7 +11,13 @@ import pytest
 from acp import RequestError, text_block
 from acp.schema import EmbeddedResourceContentBlock, TextResourceContents
 
-from eca_notebook.acp._schema import FILE_NOT_FOUND, FILE_TOO_LARGE, SESSION_EXPIRED, TOOL_DISABLED, TOOL_NOT_FOUND
+from eca_notebook.acp._schema import (
+    FILE_NOT_FOUND,
+    FILE_TOO_LARGE,
+    SESSION_EXPIRED,
+    TOOL_DISABLED,
+    TOOL_NOT_FOUND,
+)
 from eca_notebook.testing.llm_server import Reply
 
 from .conftest import acp_env
@@ -82,3 +88,5 @@ async def test_loading_a_chat_past_its_retention_is_session_expired(spawn_agent,
         with pytest.raises(RequestError) as expired:
             await conn.load_session(session_id=session_id, cwd=str(workspace), mcp_servers=[])
     assert expired.value.code == SESSION_EXPIRED and "chatRetentionDays" in str(expired.value)
+
+
