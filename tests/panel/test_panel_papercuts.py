@@ -81,6 +81,18 @@ def test_model_picker_shows_readable_names_with_the_full_id_in_the_tooltip(page,
     assert picker.locator('optgroup[label="local"]').count() == 1
     picker.select_option(MODEL_ID)
     wait_until(lambda: picker.get_attribute("title") == f"Model: {MODEL_ID}", message="the full id in the tooltip")
+    # the closed picker is wide enough for the chosen name and JupyterLab's arrow: nothing is cut off
+    room = page.evaluate("""() => {
+        const select = document.querySelector('.eca-ModelPicker');
+        const style = getComputedStyle(select);
+        const context = document.createElement('canvas').getContext('2d');
+        context.font = `${style.fontWeight} ${style.fontSize} ${style.fontFamily}`;
+        const text = context.measureText(select.options[select.selectedIndex].text).width;
+        return select.clientWidth - parseFloat(style.paddingLeft) - parseFloat(style.paddingRight) - text;
+    }""")
+    assert room >= 0, f"the chosen model's name is cut by {-room:.0f}px"
+    picker.select_option(DEFAULT_MODEL)  # the selection is the session's: later tests ask the scripted server
+    wait_until(lambda: picker.get_attribute("title") == f"Model: {DEFAULT_MODEL}", message="the default model back")
     assert page.eca_errors == []
 
 
