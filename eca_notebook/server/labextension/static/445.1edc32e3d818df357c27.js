@@ -1,0 +1,1 @@
+(self.webpackChunkeca_notebook=self.webpackChunkeca_notebook||[]).push([[445],{9746(){},9977(){},197(){},1866(){},2739(){}}]);
