@@ -46,7 +46,18 @@ export function errorOutputText(outputs: readonly any[], budget = ERROR_BUDGET):
   return text;
 }
 
-/** The block after the user's message: the cell (numbered as JupyterLab numbers it, from 1) and its error. */
+/**
+ * The cell as a `text` context (the reference's TextContext): it travels beside the user's words, not inside them, so
+ * what the assistant does follows what the user typed — appended to the message, its file name and "cell" made the
+ * embedded model's tool choice read "fix … 05-data-analysis.ipynb" as a request to read and edit the notebook, and it
+ * called notebook_read three times instead of answering from the traceback in front of it (issue #30's walk).
+ */
+export function focusCellContext(cell: FocusCell): { type: 'text'; label: string; content: string } {
+  const label = `cell ${cell.index + 1} of ${cell.path}` + (cell.error ? ' (its last run raised an error)' : '');
+  return { type: 'text', label, content: focusCellBlock(cell).trim() };
+}
+
+/** The cell (numbered as JupyterLab numbers it, from 1) and its error, as the text of {@link focusCellContext}. */
 export function focusCellBlock(cell: FocusCell): string {
   const fence = cell.source.includes('```') ? '~~~~' : '```';
   const lang = cell.cellType === 'markdown' ? 'markdown' : cell.language;

@@ -1,7 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 
-import { errorOutputText, focusCellBlock, stripAnsi } from '../src/cellFocus';
+import { errorOutputText, focusCellBlock, focusCellContext, stripAnsi } from '../src/cellFocus';
 
 const TRACEBACK = [
   '\u001b[0;31m---------------------------------------------------------------------------\u001b[0m',
@@ -49,4 +49,14 @@ test('the cell goes after the message numbered from 1, with its error output', (
   assert.ok(block.endsWith('Its error output:\n```\nIndexError: list index out of range\n```'));
   const quiet = focusCellBlock({ path: 'a.ipynb', index: 0, cellType: 'code', language: 'python', source: 'x = 1' });
   assert.ok(!quiet.includes('error'), quiet);
+});
+
+test('the cell travels as a text context beside the message, labelled with its number from 1', () => {
+  const ctx = focusCellContext({
+    path: 'nb.ipynb', index: 2, cellType: 'code', language: 'python', source: 'items[-1]', error: 'IndexError: x'
+  });
+  assert.equal(ctx.type, 'text');
+  assert.equal(ctx.label, 'cell 3 of nb.ipynb (its last run raised an error)');
+  assert.ok(ctx.content.startsWith('The cell I last ran or edited: cell 3 (code) of nb.ipynb'), ctx.content);
+  assert.ok(ctx.content.includes('IndexError: x'));
 });

@@ -22,7 +22,7 @@ import {
   replaceTrigger,
   sameContext
 } from '../completion';
-import { focusCellBlock } from '../cellFocus';
+import { focusCellContext } from '../cellFocus';
 import { MAX_PROMPT_IMAGE_CHARS, attachImageFile, base64Bytes, humanBytes, imageDataUrl, imageFiles } from '../images';
 import type { ActiveContext, EditorContextSource } from '../editorContext';
 import { cellRow, visible } from '../labels';
@@ -257,12 +257,12 @@ export function Composer(props: ComposerProps): JSX.Element {
     if (auto && current && !all.some(c => sameContext(c, current.context))) {
       all.push(current.context);
     }
-    // with it, the notebook's cell last run or edited and its error output (unless that cell is attached with @)
-    const focus =
-      auto && current?.cell && !cells.some(c => c.path === current.cell?.path && c.index === current.cell?.index)
-        ? focusCellBlock(current.cell)
-        : '';
-    const message = typed + focus;
+    // with it, the notebook's cell last run or edited and its error output (unless that cell is attached with @),
+    // first: the most relevant context, which a small model's budget keeps whole
+    if (auto && current?.cell && !cells.some(c => c.path === current.cell?.path && c.index === current.cell?.index)) {
+      all.unshift(focusCellContext(current.cell));
+    }
+    const message = typed;
     setText('');
     setAttachments([]);
     close();
