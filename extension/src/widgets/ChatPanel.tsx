@@ -61,7 +61,7 @@ export function ChatApp(props: ChatAppProps): JSX.Element {
   const running = Boolean(chat && chat.status !== 'idle');
   React.useEffect(() => {
     if (running && connectView?.isOpen) {
-      connectView.close(); // a question was sent from the composer: show its answer
+      connectView.close(); // a turn started (from any door): show its answer
     }
   }, [running, connectView]);
   const question = chat ? client.questions.get(chat.id) : undefined;
@@ -192,6 +192,7 @@ export function ChatApp(props: ChatAppProps): JSX.Element {
         connected={connected}
         onStop={() => guard(client.stop())}
         onError={props.onError}
+        onSent={() => connectView?.close()}
         toolbar={
           <>
             <Pickers

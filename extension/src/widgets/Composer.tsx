@@ -52,6 +52,8 @@ export interface ComposerProps {
   connected: boolean;
   onStop: () => void;
   onError: (error: unknown) => void;
+  /** A prompt was sent (or queued): e.g. the Connect-a-model view closes so its answer shows. */
+  onSent?: () => void;
   /** Pickers and usage, shown left of the Send / Stop button. */
   toolbar?: React.ReactNode;
 }
@@ -266,6 +268,7 @@ export function Composer(props: ComposerProps): JSX.Element {
     setText('');
     setAttachments([]);
     close();
+    props.onSent?.();
     try {
       const composed = composeOutputs(composeMessage(message, cells), outputs);
       if (props.running) {
