@@ -127,3 +127,44 @@ async def test_replace_cell_diff_against_history(ip):
     assert writer.applied == [("insert", "y = 2\n")] and "inserted as a new cell" in result.output
     prepared, _ = await call(tools["replace_cell"], {"cell": 999, "source": "z"})
     assert "there is no cell In[999]" in prepared.error
+
+
+#: The schemas the model saw when these tools hand-wrote them (before they moved onto the pydantic ``ToolBase``).
+OLD_SCHEMAS = {
+    "list_variables": {"type": "object", "properties": {
+        "filter": {"type": "string", "description": "Only names containing this text (optional)."}}},
+    "inspect_variable": {"type": "object", "properties": {
+        "name": {"type": "string", "description": "Variable name, dotted path, or In[n]/Out[n]."},
+        "max_chars": {"type": "integer", "description": "Longest description to return (default 4000)."}},
+        "required": ["name"]},
+    "run_python": {"type": "object", "properties": {
+        "code": {"type": "string", "description": "The Python code to run."}}, "required": ["code"]},
+    "insert_cell": {"type": "object", "properties": {
+        "source": {"type": "string", "description": "The cell's full content."},
+        "cell_type": {"type": "string", "enum": ["code", "markdown"], "description": "Default: code."}},
+        "required": ["source"]},
+    "replace_cell": {"type": "object", "properties": {
+        "cell": {"type": "integer", "description": "The execution count n of the cell In[n]."},
+        "source": {"type": "string", "description": "The cell's new full content."}},
+        "required": ["cell", "source"]},
+}
+#: What the schemas may say beyond the old ones: constraints the old code enforced without telling the model.
+ADDED = {("inspect_variable", "max_chars"): {"minimum": 100}}
+
+
+def meaning(schema: dict) -> dict:
+    """What the model reads in a schema: the arguments with their type, description and choices; the required."""
+    return {"type": schema["type"], "required": sorted(schema.get("required", [])),
+            "properties": {name: {k: v for k, v in prop.items() if k in ("type", "description", "enum")}
+                           for name, prop in schema["properties"].items()}}
+
+
+def test_the_schemas_mean_what_the_hand_written_ones_meant():
+    from IPython.core.interactiveshell import InteractiveShell
+
+    tools, _ = tools_of(InteractiveShell.instance())
+    for name, tool in tools.items():
+        assert meaning(tool.parameters) == meaning(OLD_SCHEMAS[name]), name
+        for arg, prop in tool.parameters["properties"].items():
+            extra = {k: v for k, v in prop.items() if k not in ("type", "description", "enum")}
+            assert extra.items() <= ADDED.get((name, arg), {}).items(), (name, arg)

@@ -93,3 +93,34 @@ def test_run_python_captures_output_and_the_last_value():
     assert ns["x"] == 2
     failed = run(tool.run(tool.prepare({"code": "1 / 0"}, ctx), ctx))
     assert failed.error and "ZeroDivisionError" in failed.output
+
+
+#: The schemas the model saw when these tools hand-wrote them (before they moved onto the pydantic ``ToolBase``),
+#: and what the new ones may add: constraints the old code enforced without telling the model.
+OLD_SCHEMAS = {
+    "list_variables": {"type": "object", "properties": {
+        "filter": {"type": "string", "description": "Only names containing this text (optional)."}}},
+    "inspect_variable": {"type": "object", "properties": {
+        "name": {"type": "string", "description": "Variable name, dotted path, or In[n]/Out[n]."},
+        "max_chars": {"type": "integer", "description": "Longest description to return (default 4000)."}},
+        "required": ["name"]},
+    "run_python": {"type": "object", "properties": {
+        "code": {"type": "string", "description": "The Python code to run."},
+        "timeout_seconds": {"type": "integer", "description": "Stop (interrupt) the run after this long (120)."}},
+        "required": ["code"]},
+}
+ADDED = {("inspect_variable", "max_chars"): {"minimum": 100}, ("run_python", "timeout_seconds"): {"minimum": 1}}
+KEYS = ("type", "description", "enum")
+
+
+def test_the_schemas_mean_what_the_hand_written_ones_meant():
+    tools = {t.name: t for t in LiveKernelPlugin(NamespaceKernels({})).tools()}
+    assert sorted(tools) == sorted(OLD_SCHEMAS)
+    for name, tool in tools.items():
+        new, old = tool.parameters, OLD_SCHEMAS[name]
+        assert (new["type"], sorted(new.get("required", []))) == (old["type"], sorted(old.get("required", [])))
+        assert {a: {k: v for k, v in p.items() if k in KEYS} for a, p in new["properties"].items()} == \
+            old["properties"], name
+        for arg, prop in new["properties"].items():
+            extra = {k: v for k, v in prop.items() if k not in KEYS}
+            assert extra.items() <= ADDED.get((name, arg), {}).items(), (name, arg)
