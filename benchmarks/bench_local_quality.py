@@ -36,7 +36,7 @@ from pathlib import Path
 
 import httpx
 
-from eca_notebook.engine._repetition import RepetitionGuard
+from eca_notebook.engine.turn._repetition import RepetitionGuard
 from eca_notebook.providers.local import REQUEST_HEADERS, LocalOptions, get_local_runtime, local_model_status
 
 

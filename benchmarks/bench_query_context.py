@@ -33,8 +33,8 @@ import time
 import tracemalloc
 from pathlib import Path
 
-from eca_notebook.engine._index import WorkspaceIndex, _Query
 from eca_notebook.engine.contexts import query_context
+from eca_notebook.engine.index._index import WorkspaceIndex, _Query
 
 WORDS = """
 account action adapter admin alert analytics api app arena asset audit auth avatar badge banner base batch billing

@@ -212,8 +212,8 @@ async def run(args: argparse.Namespace) -> None:
 async def typing_at(root: Path, index: CodeIndex, names: list[str]) -> None:
     """The ``@`` completion while a user types a symbol's name a key at a time (``ge``, ``get``, ``getU``…):
     ``chat/queryContext`` with files only (the baseline, measured here) and with the open code index's symbols."""
-    from eca_notebook.engine._index import WorkspaceIndex
     from eca_notebook.engine.contexts import query_context
+    from eca_notebook.engine.index._index import WorkspaceIndex
 
     files = WorkspaceIndex([root])
     await files.build()

@@ -26,7 +26,7 @@ import time
 from pathlib import Path
 
 from eca_notebook.engine import Engine, EngineOptions
-from eca_notebook.engine._chat import Chat
+from eca_notebook.engine.chats._chat import Chat
 from eca_notebook.providers.base import AssistantMessage, UserMessage
 from eca_notebook.rpc import Endpoint
 from eca_notebook.serving import ServerConnection

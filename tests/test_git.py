@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 
 from eca_notebook._git import GitError, run_git
-from eca_notebook.engine._context_git import render_git
-from eca_notebook.engine._index import WorkspaceIndex
 from eca_notebook.engine.contexts import query_context
+from eca_notebook.engine.contexts._git import render_git
+from eca_notebook.engine.index._index import WorkspaceIndex
 
 from .engine.test_context_git import git, make_repo
 

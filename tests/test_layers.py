@@ -8,7 +8,9 @@ The layers (the README's architecture section draws them)::
     2  transports → rpc                  framing and streams; the JSON-RPC endpoint over a stream
     3  providers, tools → plugins → mcp  model back-ends; native tools; the plug-in contract; MCP as a plug-in
        retrieval                         the content index (symbols, full text, vectors) beside the tools
-    4  engine                            chats, turns, config, the toolbox
+    4  engine                            chats, turns, config, the toolbox — in sub-packages ("rooms"), lowest
+                                         first: config, models, index, contexts, chats, workspace, turn,
+                                         completion; the façade (engine.py) and its wiring above them
     5  serving                           one ECA connection over any stream (stdio, WebSocket, in-process)
     6  client                            the Python client (in-process or over a stream)
     7  notebook, server, acp, cli, batch the doors (batch: prompts at scale, each worker with a client of its own)
@@ -142,6 +144,88 @@ def test_imports_only_go_down(path: Path) -> None:
 @pytest.mark.parametrize("path", sources(), ids=lambda p: str(p.relative_to(PACKAGE)))
 def test_no_private_imports_across_packages(path: Path) -> None:
     assert not (wrong := private_imports(path, module_name(path))), "\n".join(wrong)
+
+
+#: The engine's sub-packages, lowest first: each imports only the ones before it (the README draws them). The
+#: modules directly under ``engine/`` (the façade ``engine.py`` and its wiring) sit above them all.
+ENGINE_ORDER = ["config", "models", "index", "contexts", "chats", "workspace", "turn", "completion"]
+#: Modules of the engine that still take the whole ``Engine`` (a typing import) instead of the narrow part they use.
+#: Issue #32 empties this list; the test below keeps it true both ways, so it can only shrink.
+STILL_TAKE_ENGINE = {
+    "eca_notebook.engine._chatbook",
+    "eca_notebook.engine._config_watch",
+    "eca_notebook.engine._mcp_admin",
+    "eca_notebook.engine.chats._commands",
+    "eca_notebook.engine.chats._rewind",
+    "eca_notebook.engine.completion._inline",
+    "eca_notebook.engine.completion._rewrite",
+    "eca_notebook.engine.provider_setup",
+    "eca_notebook.engine.turn._builtins",
+    "eca_notebook.engine.turn._introspect",
+    "eca_notebook.engine.turn._prompting",
+    "eca_notebook.engine.turn._subagents",
+    "eca_notebook.engine.turn._toolbox",
+    "eca_notebook.engine.workspace._hooks",
+    "eca_notebook.engine.workspace._skills",
+    "eca_notebook.engine.workspace._trust",
+}
+FACADE = "eca_notebook.engine.engine"
+
+
+def engine_room(module: str) -> str:
+    """The engine sub-package a module lives in; ``""`` for the modules directly under ``engine/``."""
+    parts = module.split(".")
+    return parts[2] if len(parts) > 2 and parts[2] in ENGINE_ORDER else ""
+
+
+def engine_upward_imports(path: Path, name: str) -> list[str]:
+    """Imports from a higher engine sub-package (or from the façade level) by a module of a sub-package."""
+    mine = engine_room(name)
+    if part(name) != "engine" or not mine:
+        return []
+    wrong = []
+    for line, target in imports(path, name):
+        if part(target) != "engine" or target == "eca_notebook.engine" or target == FACADE:
+            continue  # the façade import is checked on its own below
+        theirs = engine_room(target)
+        if not theirs or ENGINE_ORDER.index(theirs) > ENGINE_ORDER.index(mine):
+            wrong.append(f"line {line}: engine.{mine} imports {target} (above it)")
+    return wrong
+
+
+def engine_sources() -> list[Path]:
+    return [p for p in sources() if part(module_name(p)) == "engine"]
+
+
+def test_every_engine_module_is_in_a_room_or_the_facade_level() -> None:
+    rooms = {p.parent.name for p in engine_sources() if p.parent.name != "engine"}
+    assert rooms == set(ENGINE_ORDER), f"not in ENGINE_ORDER: {sorted(rooms ^ set(ENGINE_ORDER))}"
+
+
+@pytest.mark.parametrize("path", engine_sources(), ids=lambda p: str(p.relative_to(PACKAGE)))
+def test_engine_rooms_import_only_down(path: Path) -> None:
+    assert not (wrong := engine_upward_imports(path, module_name(path))), "\n".join(wrong)
+
+
+def test_only_the_facade_takes_the_engine() -> None:
+    """No part of the engine imports ``Engine`` (TYPE_CHECKING included) but the package's ``__init__``: a part
+    receives what it uses. The modules not yet narrowed are listed above; the list must stay exact."""
+    takers = {
+        module_name(p) for p in engine_sources()
+        if module_name(p) not in ("eca_notebook.engine", FACADE)
+        and any(t == FACADE for _, t in imports(p, module_name(p)))
+    }
+    assert takers <= STILL_TAKE_ENGINE, f"new modules taking the whole Engine: {sorted(takers - STILL_TAKE_ENGINE)}"
+    assert takers == STILL_TAKE_ENGINE, f"narrowed: remove from STILL_TAKE_ENGINE {sorted(STILL_TAKE_ENGINE - takers)}"
+
+
+def test_the_engine_checker_sees_an_upward_room_import(tmp_path: Path) -> None:
+    probe = tmp_path / "probe.py"
+    probe.write_text("from ..turn import Turn\nfrom ..config import Config\nfrom ..engine import Engine\n",
+                     encoding="utf-8")
+    assert engine_upward_imports(probe, "eca_notebook.engine.chats.probe") == [
+        "line 1: engine.chats imports eca_notebook.engine.turn (above it)"]
+    assert engine_upward_imports(probe, "eca_notebook.engine.completion.probe") == []
 
 
 def test_the_checker_sees_upward_and_private_imports(tmp_path: Path) -> None:

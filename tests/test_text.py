@@ -8,7 +8,7 @@ import pytest
 from eca_notebook._text import is_host_guidance, strip_controls, user_words, visible
 from eca_notebook.acp._prompt import EmbeddedResources, prompt_input
 from eca_notebook.acp._schema import TextBlock
-from eca_notebook.engine._chat import title_from
+from eca_notebook.engine.chats._chat import title_from
 
 #: Exactly what Jupyter AI 3.2.0 (jupyter-ai-acp-client 0.3.3, ``BaseAcpPersona.NOTEBOOK_EDITING_GUIDANCE``) puts
 #: before the first prompt of a session, joined to it with a blank line (tests/jupyter_ai checks it is still so).

@@ -7,13 +7,13 @@ from typing import TYPE_CHECKING, Any
 from .engine import Engine, EngineOptions, Listener
 
 if TYPE_CHECKING:
-    from ._preload import preload_default_model
+    from .models import preload_default_model
 
 
 def __getattr__(name: str) -> Any:
     # Lazy: preloading (the embedded model's runtime, an HTTP client) is for the Jupyter server's start only.
     if name == "preload_default_model":
-        from ._preload import preload_default_model
+        from .models import preload_default_model
 
         return preload_default_model
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

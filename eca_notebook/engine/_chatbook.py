@@ -15,11 +15,10 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from .._redact import redact_json
 from ..protocol import ChatListParams
-from . import _history
-from ._chat import Chat, now_ms
-from ._turn import Turn
-from ._vision import redact_content
-from .store import snapshot
+from .chats import Chat, history_page, now_ms
+from .chats.store import snapshot
+from .models import redact_content
+from .turn import Turn
 
 if TYPE_CHECKING:
     from .engine import Engine, Listener
@@ -175,7 +174,7 @@ class ChatBook:
         records = chat.contents
         window = None
         if windowed:
-            window = _history.page(records, limit, before, after)
+            window = history_page(records, limit, before, after)
             if window is None:
                 return {"found": True, "chatId": chat.id, "error": _CURSOR_EXPIRED}
             records = records[window.start:window.end]
@@ -202,7 +201,7 @@ class ChatBook:
         chat = self.get(chat_id)
         if chat is None or chat.parent_chat_id is not None:
             return {"error": {"code": "chat_not_found", "message": f"Chat {chat_id} not found"}}
-        window = _history.page(chat.contents, limit, before, after)
+        window = history_page(chat.contents, limit, before, after)
         if window is None:
             return {"error": _CURSOR_EXPIRED}
         records = chat.contents[window.start:window.end]

@@ -28,9 +28,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from .._redact import add_secrets
-from ._agents import agent_dirs, agent_files
-from ._models import ModelRegistry
 from .config import LoadedConfig, load_config
+from .models import ModelRegistry
+from .workspace import agent_dirs, agent_files
 
 if TYPE_CHECKING:
     from .engine import Engine

@@ -42,9 +42,7 @@ from ..protocol.tools import (
     McpUpdateServerParams,
     McpUpdateServerResult,
 )
-from ._config_layers import global_config_path, load_config
-from ._config_schema import McpServerConfig
-from ._config_syntax import interpolate_env, parse_jsonc
+from .config import McpServerConfig, global_config_path, interpolate_env, load_config, parse_jsonc
 
 if TYPE_CHECKING:
     from .engine import Engine

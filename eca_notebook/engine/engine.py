@@ -49,31 +49,38 @@ from ..retrieval import CodeIndex
 from ..tools.base import ChatDelegate, FileAccess, Tool, ToolContext, llm_name
 from ..tools.jobs import JobRegistry
 from ..tools.notebook_kernel import OwnKernelRunner
-from . import _builtins, _mcp_admin, _rewind
-from ._agents import Agents, build_agents, files_signature
-from ._approval import SessionApprovals
-from ._chat import Chat
+from . import _mcp_admin
 from ._chatbook import ChatBook
-from ._config_syntax import netrc_passwords
 from ._config_watch import ConfigWatcher, reload_config, watch_config
-from ._hooks import Hooks
-from ._index import WorkspaceIndex
-from ._inline import InlineCompleter
-from ._models import ModelRegistry
-from ._notebooks import UndoLog
-from ._prompting import PromptPipeline
-from ._rewrite import Rewriter
-from ._skills import SkillsPlugin, engine_skills
-from ._subagents import Subagents, SubagentsPlugin
-from ._toolbox import Toolbox
-from ._toolcall import Answer, PendingApproval
-from ._trust import WorkspaceTrust, update_chat
-from ._turn import CURRENT_TURN
-from ._variants import selectable
-from ._vision import redact_content
-from .commands import Command
-from .config import LoadedConfig, ModelInfo, global_config_path, load_config
-from .store import ChatStore, chats_dir_for
+from .chats import Chat, clear_chat, fork_chat, rollback
+from .chats.store import ChatStore, chats_dir_for
+from .completion import InlineCompleter, Rewriter
+from .config import LoadedConfig, ModelInfo, global_config_path, load_config, netrc_passwords, selectable
+from .index import WorkspaceIndex
+from .models import ModelRegistry, redact_content
+from .turn import (
+    CURRENT_TURN,
+    Answer,
+    PendingApproval,
+    PromptPipeline,
+    SessionApprovals,
+    Subagents,
+    SubagentsPlugin,
+    Toolbox,
+    UndoLog,
+    doctor,
+)
+from .workspace import (
+    Agents,
+    Hooks,
+    SkillsPlugin,
+    WorkspaceTrust,
+    build_agents,
+    engine_skills,
+    files_signature,
+    update_chat,
+)
+from .workspace.commands import Command
 
 if TYPE_CHECKING:
     from ..tools.notebook import CellRunner, NotebookAccess
@@ -82,7 +89,7 @@ __all__ = ["BUILTIN_BEHAVIORS", "DEFAULT_WELCOME", "Engine", "EngineOptions", "L
 
 log = logging.getLogger(__name__)
 
-BUILTIN_BEHAVIORS = ("code", "plan")  # the built-in primary agents (engine/_agents.py); ``agent`` is ``code``
+BUILTIN_BEHAVIORS = ("code", "plan")  # the built-in primary agents (engine/workspace/_agents.py); ``agent`` is ``code``
 DEFAULT_WELCOME = "Welcome to eca-notebook! Ask anything about your workspace."
 
 _CREDENTIAL_ENV = re.compile(r"(?i)(API_?KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL)")
@@ -368,7 +375,7 @@ class Engine:
 
     @property
     def agents(self) -> Agents:
-        """The resolved agents (engine/_agents.py): rebuilt when the config is reloaded or an agent file changes."""
+        """The resolved agents (workspace/_agents.py): rebuilt when the config is reloaded or an agent file changes."""
         folders = list(getattr(self, "workspace_folders", []))
         config_dir = getattr(self, "global_config_dir", None) or global_config_path(self.env).parent
         trust = getattr(self, "trust", None)  # an untrusted workspace's agent files read no secret (_trust.py)
@@ -645,16 +652,16 @@ class Engine:
     async def rollback(self, chat_id: str, content_id: str, include: Iterable[str] | None = None) -> None:
         """``chat/rollback``: remove a user message and all after it, reverting their file changes (``_rewind.py``);
         RpcError for an unknown chat or message, or a chat running a prompt."""
-        await _rewind.rollback(self, chat_id, content_id, include)
+        await rollback(self, chat_id, content_id, include)
 
     def clear(self, chat_id: str, messages: bool) -> bool:
         """``chat/clear``: empty the chat's messages, keeping the chat (``_rewind.py``); False for an unknown chat,
         RpcError for one running a prompt."""
-        return _rewind.clear(self, chat_id, messages)
+        return clear_chat(self, chat_id, messages)
 
     def fork(self, chat_id: str, content_id: str) -> str:
         """``chat/fork``: copy the chat up to a message (or tool call) into a new chat; returns its id."""
-        return _rewind.fork(self, chat_id, content_id).id
+        return fork_chat(self, chat_id, content_id).id
 
     def select_behavior(self, behavior: str, chat_id: str | None = None) -> None:
         """Select the agent of new prompts (and of the chat, when given); ValueError for an unknown one (the
@@ -701,7 +708,7 @@ class Engine:
 
     def doctor(self) -> str:
         """A plain report for ``/doctor`` and support requests: no secret is ever printed in full."""
-        return _builtins.doctor(self)
+        return doctor(self)
 
     # -- shutdown ------------------------------------------------------------------------------------------------
 

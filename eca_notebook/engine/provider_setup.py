@@ -41,10 +41,8 @@ import httpx
 
 from .._fileio import PRIVATE_MODE, atomic_write
 from .._redact import add_secrets, redact
-from ._catalog import BUILTIN_PROVIDERS, DEFAULT_MODELS
-from ._config_layers import global_config_path
 from ._mcp_admin import ConfigEditError, _read_for_edit
-from ._providers_config import mask_secret
+from .config import BUILTIN_PROVIDERS, DEFAULT_MODELS, global_config_path, mask_secret
 
 if TYPE_CHECKING:
     from .engine import Engine

@@ -70,10 +70,10 @@ class McpManager(BasePlugin):
         self._prompt_specs: dict[tuple[str, str], dict[str, Any]] = {}  # (server, command name) → MCP prompt
         self._progress: set[str] = set()
         self._closed = False
-        # name → why it does not start: a server from an untrusted workspace's config (engine/_trust.py)
+        # name → why it does not start: a server from an untrusted workspace's config (engine/workspace/_trust.py)
         self.held: dict[str, str] = {}
         # name, config → the directory a stdio server starts in, asked at each start (the engine's: the home
-        # directory while the workspace is untrusted, engine/_trust.py); None → the first workspace folder
+        # directory while the workspace is untrusted, engine/workspace/_trust.py); None → the first workspace folder
         self.cwd_for: Callable[[str, McpServerConfig], Path | None] | None = None
 
     @property

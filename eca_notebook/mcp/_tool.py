@@ -43,7 +43,7 @@ class McpTool:
                                  or f"Tool {self.name} of MCP server {server}")
         self.parameters: dict[str, Any] = _object_schema(spec.get("inputSchema"))
         # The server's hints (readOnlyHint, destructiveHint, openWorldHint…), None when it gave none: the engine's
-        # risk level of a call reads them (engine/_risk.py).
+        # risk level of a call reads them (engine/turn/_risk.py).
         annotations = spec.get("annotations")
         self.annotations: dict[str, Any] | None = annotations if isinstance(annotations, dict) else None
         self.spec = spec

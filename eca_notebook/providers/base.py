@@ -83,7 +83,7 @@ class UserMessage:
     content_id: str | None = field(default=None, compare=False)
     # Images the user attached (``image`` contexts, image files), after the text. Each provider sends them in its own
     # wire format; the engine has already checked them, fitted them to the provider and left them out (described in
-    # the text instead) for a model that cannot see (engine/_vision.py).
+    # the text instead) for a model that cannot see (engine/models/_vision.py).
     images: list[ImagePart] = field(default_factory=list)
 
 

@@ -140,7 +140,7 @@ class PolicyHandler(EcaApiHandler):
                 raise ApiHTTPError(409, str(exc)) from None
             persisted = True
             # The user's own policy is now in the workspace file: reload it at once and keep a trusted workspace
-            # trusted, or its allow rules would be held as the workspace's own (engine/_trust.py).
+            # trusted, or its allow rules would be held as the workspace's own (engine/workspace/_trust.py).
             await engine.reload_config()
             engine.trust.keep_trusted(trusted)
         engine.config.tool_call.approval = ApprovalConfig.model_validate(approval)

@@ -483,7 +483,7 @@ class ServerConnection:
             self.send("$/showMessage", {"type": "warning", "message": warning})
 
     async def completion_inline(self, params: CompletionInlineParams) -> dict[str, Any]:
-        # a newer request of this connection without a path supersedes this one (engine/_inline.py)
+        # a newer request of this connection without a path supersedes this one (engine/completion/_inline.py)
         return (await self._engine().complete_inline(params, origin=self)).dump()
 
     def rewrite_prompt(self, params: RewritePromptParams) -> dict[str, Any]:

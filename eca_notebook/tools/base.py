@@ -204,7 +204,7 @@ class ToolResult:
     contents: list[ContentModel] = field(default_factory=list)
     # Images for the model with ``output`` (a notebook's plots, an image file, an MCP tool's images), already checked
     # (eca_notebook._images). The engine fits them to the model's provider, or describes them to a model that cannot
-    # see (engine/_vision.py).
+    # see (engine/models/_vision.py).
     images: list[ImagePart] = field(default_factory=list)
 
 

@@ -214,7 +214,7 @@ class ReadFileTool(_ClientView, NativeTool[ReadFileArgs]):
 
     def _image(self, prepared: Prepared, ctx: ToolContext) -> ToolResult:
         """An image file, for the model to see (checked like any image: eca_notebook/_images.py); a model that
-        cannot see gets its description instead (engine/_vision.py)."""
+        cannot see gets its description instead (engine/models/_vision.py)."""
         shown = display(prepared.paths[0], ctx)
         try:
             image = image_from_file(prepared.paths[0], name=shown)

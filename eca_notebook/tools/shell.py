@@ -358,7 +358,7 @@ class ShellCommandTool(NativeTool[ShellCommandArgs]):
 def files_named(command: str) -> list[str]:
     """The words of a shell command line that may name a file it runs or reads — each command's program and
     arguments, redirection targets, and ``-m module`` also as ``module.py``, ``module/__main__.py`` and
-    ``module/__init__.py`` — as written (not resolved; options left out). For workspace trust (engine/_trust.py):
+    ``module/__init__.py`` — as written (not resolved; options left out). For workspace trust (workspace/_trust.py):
     the repository's files a hook's ``shell`` line names are part of what the user trusts. A line the parser cannot
     follow gives what it did find; no parser gives nothing."""
     try:

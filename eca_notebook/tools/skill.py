@@ -1,6 +1,6 @@
 """``skill``: the model loads a skill's instructions (its ``SKILL.md`` body) when a task matches its description.
 
-The skills themselves are found by the engine (``engine/_skills.py``: ``.eca/skills``, ``.agents/skills``,
+The skills themselves are found by the engine (``engine/workspace/_skills.py``: ``.eca/skills``, ``.agents/skills``,
 ``~/.config/eca/skills``); this tool only reads what it is given, so it needs no config of its own. It changes
 nothing, so it runs without asking — unless the user's approval rules say otherwise: its name and argument match the
 reference server's (``eca__skill`` with ``name``), so rules such as ``"eca__skill": {"argsMatchers": {"name":

@@ -15,7 +15,7 @@ pytestmark = pytest.mark.e2e
 
 
 async def test_tool_calls_carry_their_risk_and_the_config_acts_on_it(spawn, llm, workspace, home):
-    # the user trusts the workspace, so its own looser approvals apply (engine/_trust.py)
+    # the user trusts the workspace, so its own looser approvals apply (engine/workspace/_trust.py)
     (home / ".config" / "eca").mkdir(parents=True, exist_ok=True)
     (home / ".config" / "eca" / "config.json").write_text(json.dumps({"trustedWorkspaces": [str(workspace)]}))
     (workspace / "build").mkdir()

@@ -90,7 +90,7 @@ async def test_secrets_configured_everywhere_never_leave_the_process(spawn, llm,
     config_file = workspace / ".eca" / "config.json"  # a config layer the model can read with read_file
     config_file.parent.mkdir()
     config_file.write_text(json.dumps(_config(llm.url)))
-    # the user trusts the workspace, so its own looser approvals apply (engine/_trust.py)
+    # the user trusts the workspace, so its own looser approvals apply (engine/workspace/_trust.py)
     (home / ".config" / "eca").mkdir(parents=True, exist_ok=True)
     (home / ".config" / "eca" / "config.json").write_text(json.dumps({"trustedWorkspaces": [str(workspace)]}))
     env = server_env(home, llm, ECA_TEST_VALUE_A=S["provider key (${env:…})"])

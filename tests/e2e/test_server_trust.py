@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from eca_notebook.engine._trust import TRUST_ANSWER
+from eca_notebook.engine.workspace._trust import TRUST_ANSWER
 from eca_notebook.testing.llm_server import Reply, ScriptedLLMServer
 
 from .conftest import SECRET_OPENAI

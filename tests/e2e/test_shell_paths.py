@@ -26,7 +26,7 @@ SECRET = "top secret 4711"
 def allow_all(workspace: Path, home: Path, tmp_path: Path) -> Path:
     (workspace / ".eca").mkdir()
     (workspace / ".eca" / "config.json").write_text(json.dumps({"toolCall": {"approval": {"byDefault": "allow"}}}))
-    # the user trusts the workspace, so its own looser approvals apply (engine/_trust.py)
+    # the user trusts the workspace, so its own looser approvals apply (engine/workspace/_trust.py)
     (home / ".config" / "eca").mkdir(parents=True, exist_ok=True)
     (home / ".config" / "eca" / "config.json").write_text(json.dumps({"trustedWorkspaces": [str(workspace)]}))
     outside = tmp_path / "outside"

@@ -1,5 +1,5 @@
-"""Agents (engine/_agents.py) on a real engine: built-ins, config agents with ``inherit`` (and cycles), markdown agents
-from the workspace and the user config dir, the deprecated id ``agent``, ``defaultAgent``, ``spawnableBy``, and a
+"""Agents (workspace/_agents.py) on a real engine: built-ins, config agents with ``inherit`` (and cycles), markdown
+agents from the workspace and the user config dir, the deprecated id ``agent``, ``defaultAgent``, ``spawnableBy``, and a
 custom agent's ``disabledTools``/``toolCall`` changing what the model is offered."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from eca_notebook.engine import Engine, EngineOptions
-from eca_notebook.engine._agents import parse_agent_markdown
+from eca_notebook.engine.workspace._agents import parse_agent_markdown
 
 
 @pytest.fixture

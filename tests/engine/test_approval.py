@@ -6,14 +6,14 @@ from typing import Any
 
 import pytest
 
-from eca_notebook.engine._approval import (
+from eca_notebook.engine.config import DEFAULTS, ApprovalConfig, ArgsRule, Config
+from eca_notebook.engine.turn._approval import (
     ApprovalRequest,
     SessionApprovals,
     decide,
     hidden_tools,
     selector_matches,
 )
-from eca_notebook.engine.config import DEFAULTS, ApprovalConfig, ArgsRule, Config
 
 
 def approval(**data: Any) -> ApprovalConfig:

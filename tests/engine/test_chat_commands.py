@@ -1,4 +1,4 @@
-"""``/init``, ``/model``, ``/fork``, ``/export`` and ``/import`` (engine/_chat_commands.py) through a real connection
+"""``/init``, ``/model``, ``/fork``, ``/export`` and ``/import`` (engine/chats/_commands.py) through a real connection
 (EcaClient over the in-memory door) and the scripted LLM server."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from eca_notebook.client import EcaClient
-from eca_notebook.engine._chat_commands import EXPORT_FORMAT
+from eca_notebook.engine.chats._commands import EXPORT_FORMAT
 from eca_notebook.testing.llm_server import Reply, ScriptedLLMServer, ToolCall
 
 

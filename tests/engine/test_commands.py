@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from eca_notebook.engine.commands import (
+from eca_notebook.engine.workspace.commands import (
     BUILTINS,
     Command,
     CommandArgument,

@@ -1,4 +1,4 @@
-"""Dynamic strings (engine/_config_syntax.py): ``${file:}``, ``${cmd:}``, ``${netrc:}``, ``${classpath:}`` in config
+"""Dynamic strings (engine/config/_syntax.py): ``${file:}``, ``${cmd:}``, ``${netrc:}``, ``${classpath:}`` in config
 layers, markdown agents and skills — and what a workspace's own files may not do before the user trusts them."""
 
 from __future__ import annotations
@@ -12,9 +12,9 @@ import pytest
 
 from eca_notebook import _redact
 from eca_notebook.engine import Engine, EngineOptions
-from eca_notebook.engine._config_syntax import DynamicSource, resolve_dynamic
-from eca_notebook.engine._skills import discover_skills
 from eca_notebook.engine.config import load_config
+from eca_notebook.engine.config._syntax import DynamicSource, resolve_dynamic
+from eca_notebook.engine.workspace._skills import discover_skills
 
 
 def write(path: Path, text: str) -> Path:
@@ -58,7 +58,7 @@ def test_cmd_success_failure_timeout_and_once_per_load(tmp_path: Path, monkeypat
     assert resolve_dynamic("a${cmd:printf 'out%s' 7788; exit 3}b", source, problems) == "ab"
     assert len(problems) == 1 and "exited with status 3" in problems[0]
     assert "out7788" not in problems[0]  # output is never shown
-    monkeypatch.setattr("eca_notebook.engine._config_syntax.CMD_TIMEOUT_SECONDS", 0.5)
+    monkeypatch.setattr("eca_notebook.engine.config._syntax.CMD_TIMEOUT_SECONDS", 0.5)
     assert resolve_dynamic("${cmd:sleep 30}", source, problems) == ""
     assert "timed out" in problems[-1]
 

@@ -1,4 +1,4 @@
-"""What of a workspace's own config waits for trust beyond commands (engine/_config_hold.py, engine/_trust.py):
+"""What of a workspace's own config waits for trust beyond commands (config/_hold.py, workspace/_trust.py):
 provider URLs and keys, secrets read by ``${env:}``/``${netrc:}`` (config, markdown agents), the user's own hooks a
 workspace removes or replaces, scripts a workspace hook's shell line runs, and where the user's own hooks run.
 
@@ -15,8 +15,8 @@ from typing import Any
 import pytest
 
 from eca_notebook.client import EcaClient
-from eca_notebook.engine._skills import engine_skills
-from eca_notebook.engine._trust import TRUST_ANSWER, held_code, state_path
+from eca_notebook.engine.workspace._skills import engine_skills
+from eca_notebook.engine.workspace._trust import TRUST_ANSWER, held_code, state_path
 from eca_notebook.testing.llm_server import Reply, ScriptedLLMServer
 
 USER_KEY = "sk-user-own-key-000000000001"

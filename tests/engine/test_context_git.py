@@ -13,9 +13,9 @@ from pathlib import Path
 import httpx
 import pytest
 
-from eca_notebook.engine._context_git import GIT_LOG_COMMITS, GIT_MAX_FILES, render_git
-from eca_notebook.engine._index import WorkspaceIndex
 from eca_notebook.engine.contexts import RenderedContexts, query_context, render_contexts
+from eca_notebook.engine.contexts._git import GIT_LOG_COMMITS, GIT_MAX_FILES, render_git
+from eca_notebook.engine.index._index import WorkspaceIndex
 from eca_notebook.protocol.context import GitContext
 
 SECRET = "sk-proj-gitdiffSECRET0123456789abcdef"

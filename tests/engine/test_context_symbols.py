@@ -6,8 +6,8 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
-from eca_notebook.engine._index import WorkspaceIndex
 from eca_notebook.engine.contexts import query_context
+from eca_notebook.engine.index._index import WorkspaceIndex
 from eca_notebook.retrieval import CodeIndex
 
 from ..e2e.test_symbol_context import make_shapes

@@ -13,7 +13,8 @@ from typing import Any
 import pytest
 
 from eca_notebook.engine import Engine, EngineOptions
-from eca_notebook.engine._context_window import (
+from eca_notebook.engine.config import ModelInfo
+from eca_notebook.engine.turn._window import (
     COMPACT_PREFIX,
     ContextFull,
     ContextWindow,
@@ -27,7 +28,6 @@ from eca_notebook.engine._context_window import (
     tail_start,
     trim_tool_outputs,
 )
-from eca_notebook.engine.config import ModelInfo
 from eca_notebook.providers.base import (
     AssistantMessage,
     Message,
@@ -83,7 +83,7 @@ def test_the_window_is_the_context_minus_the_output_and_learns_from_usage():
 
 
 def test_the_calibration_stays_with_the_chat_for_its_model():
-    from eca_notebook.engine._chat import Chat
+    from eca_notebook.engine.chats._chat import Chat
 
     chat = Chat(id="c")
     model = ModelInfo("p/m", "p", "m", context_limit=10_000)
@@ -330,7 +330,7 @@ async def test_a_long_chat_with_a_small_model_leaves_old_turns_out_and_continues
     """A small model (``compact``: the embedded model's profile) with an 8k window is never compacted: each request
     keeps to SMALL_MODEL_PROMPT_TOKENS, the oldest turns left out (silently) and a prompt alone over the budget
     shortened, start and end kept."""
-    from eca_notebook.engine._context_window import SMALL_MODEL_PROMPT_TOKENS
+    from eca_notebook.engine.turn._window import SMALL_MODEL_PROMPT_TOKENS
 
     llm.enqueue(*[Reply.text(f"Answer {n}: noted.") for n in range(6)])
     async with session(tmp_path, llm, {"tiny": {"contextLimit": 8192, "outputLimit": 1024, "compact": True}}) as h:

@@ -16,7 +16,6 @@ import httpx
 import pytest
 from pydantic import TypeAdapter
 
-from eca_notebook.engine._index import WorkspaceIndex
 from eca_notebook.engine.contexts import (
     DIRECTORY_MAX_ENTRIES,
     WEB_MAX_BYTES,
@@ -25,6 +24,7 @@ from eca_notebook.engine.contexts import (
     query_context,
     render_contexts,
 )
+from eca_notebook.engine.index._index import WorkspaceIndex
 from eca_notebook.protocol.context import (
     ChatContext,
     CursorContext,

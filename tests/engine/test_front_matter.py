@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from eca_notebook.engine._front_matter import FrontMatterError, parse_front_matter, split_front_matter
+from eca_notebook.engine.workspace._front_matter import FrontMatterError, parse_front_matter, split_front_matter
 
 
 def test_yaml_lists_block_scalars_and_quotes():

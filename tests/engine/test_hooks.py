@@ -1,4 +1,4 @@
-"""Hooks (engine/_hooks.py): the runner on its own — stdin JSON, stdout JSON, exit 2, timeout, redaction — then the
+"""Hooks (workspace/_hooks.py): the runner on its own — stdin JSON, stdout JSON, exit 2, timeout, redaction — then the
 engine with the scripted LLM server: a ``preToolCall`` hook blocks a write and the model's next request carries its
 reason, ``postToolCall`` sees (and may replace) a result, ``preRequest`` rewrites or blocks a prompt."""
 
@@ -13,7 +13,7 @@ import pytest
 
 from eca_notebook._redact import add_secrets
 from eca_notebook.client import EcaClient
-from eca_notebook.engine._hooks import _matches, hooks_listing, run_action
+from eca_notebook.engine.workspace._hooks import _matches, hooks_listing, run_action
 from eca_notebook.testing.llm_server import Reply, ScriptedLLMServer, ToolCall
 
 SECRET = "hook-secret-value-9876"

@@ -1,6 +1,6 @@
-"""Hooks of the chat's life besides prompts and tools (engine/_chat_status.py, engine/_hooks.py): ``chatStatusChanged``
-sees each change of a chat's aggregate status once, in order; ``preCompact``/``postCompact`` run for the automatic
-compaction of a long chat too (``triggered: auto``), may veto it or add to the summary."""
+"""Hooks of the chat's life besides prompts and tools (workspace/_chat_status.py, workspace/_hooks.py):
+``chatStatusChanged`` sees each change of a chat's aggregate status once, in order; ``preCompact``/``postCompact``
+run for the automatic compaction of a long chat too (``triggered: auto``), may veto it or add to the summary."""
 
 from __future__ import annotations
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from eca_notebook.engine._index import Entry, WorkspaceIndex
+from eca_notebook.engine.index._index import Entry, WorkspaceIndex
 
 OLD = time.time() - 3600  # directory mtimes far from "now", so no directory counts as racy
 

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from eca_notebook.engine import Engine, EngineOptions
-from eca_notebook.engine._inline import completion_mode, completion_model
-from eca_notebook.engine._rewrite import rewrite_model
+from eca_notebook.engine.completion._inline import completion_mode, completion_model
+from eca_notebook.engine.completion._rewrite import rewrite_model
 from eca_notebook.protocol import CompletionInlineParams
 from eca_notebook.providers.local import local_model_status
 from eca_notebook.testing import Reply, ScriptedLLMServer

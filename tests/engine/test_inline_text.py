@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from eca_notebook.engine._inline_text import (
+from eca_notebook.engine.completion._text import (
     Trim,
     heal,
     locate,

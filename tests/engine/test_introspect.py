@@ -1,4 +1,4 @@
-"""``/rules``, ``/config`` and ``/context`` (engine/_introspect.py) through a real connection (EcaClient over the
+"""``/rules``, ``/config`` and ``/context`` (engine/turn/_introspect.py) through a real connection (EcaClient over the
 in-memory door) and the scripted LLM server: what they show, that secrets stay masked, that no model is called."""
 
 from __future__ import annotations
@@ -105,8 +105,8 @@ def test_context_counts_the_tools_a_small_model_is_really_sent(tmp_path: Path) -
     """A compact (small) model is offered only the tools its prompt asks for: /context says so instead of counting
     every tool definition against its small window."""
     from eca_notebook.engine import Engine, EngineOptions
-    from eca_notebook.engine._chat import Chat
-    from eca_notebook.engine._introspect import context_show
+    from eca_notebook.engine.chats._chat import Chat
+    from eca_notebook.engine.turn._introspect import context_show
 
     home = tmp_path / "home"
     (home / ".config").mkdir(parents=True)

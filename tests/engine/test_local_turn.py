@@ -5,9 +5,9 @@ from __future__ import annotations
 import httpx
 import pytest
 
-from eca_notebook.engine._chat import Chat
-from eca_notebook.engine._providers_config import ModelInfo
-from eca_notebook.engine._turn import Turn
+from eca_notebook.engine.chats._chat import Chat
+from eca_notebook.engine.config._providers import ModelInfo
+from eca_notebook.engine.turn._turn import Turn
 from eca_notebook.providers import local
 from eca_notebook.providers.base import AssistantMessage, UserMessage
 
@@ -54,7 +54,7 @@ async def test_a_large_notebook_attached_keeps_the_prompt_within_the_budget(work
     SMALL_MODEL_PROMPT_TOKENS as the model itself counts them (its usage), the history included — with notebook 05
     attached the first word took 22 s, and the fourth question ran a compaction first."""
     from eca_notebook.client import EcaClient
-    from eca_notebook.engine._context_window import SMALL_MODEL_PROMPT_TOKENS
+    from eca_notebook.engine.turn._window import SMALL_MODEL_PROMPT_TOKENS
 
     from .test_small_model import PANEL_PROMPTS, write_large_notebook
 
@@ -86,7 +86,7 @@ async def test_the_embedded_model_says_what_it_is_once_per_chat(workspace, env):
     """A newcomer is told, once per chat, that this is a small offline demo model, and how to connect a real one
     — a system text every door shows (the panel adds its "Connect a model" button to it)."""
     from eca_notebook.client import EcaClient
-    from eca_notebook.engine._small_model import DEMO_NOTICE, DEMO_NOTICE_MARK
+    from eca_notebook.engine.turn._small_model import DEMO_NOTICE, DEMO_NOTICE_MARK
 
     eca = await EcaClient.start(workspace=workspace, config=local_config(), env=env, approval=lambda content: False)
     try:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from eca_notebook.engine._notebook_focus import render_notebook_focus
+from eca_notebook.engine.contexts._notebook_focus import render_notebook_focus
 
 from .test_small_model import ERROR_CELL, write_large_notebook
 

@@ -342,7 +342,7 @@ async def test_a_forged_provenance_is_not_shown_as_the_assistants(door, llm, tmp
 
 
 def test_named_notebooks() -> None:
-    from eca_notebook.engine._notebooks import named_notebooks
+    from eca_notebook.engine.turn._notebooks import named_notebooks
 
     assert named_notebooks("fix data/analysis.ipynb, then B.IPYNB; not .ipynb alone") == ["data/analysis.ipynb",
                                                                                           "B.IPYNB"]

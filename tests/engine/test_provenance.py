@@ -1,4 +1,4 @@
-"""The engine's signing key for cell provenance (engine/_provenance.py): made once, owner-only, kept across engines;
+"""The engine's signing key for cell provenance (workspace/_provenance.py): made once, owner-only, kept across engines;
 a damaged or unreachable key file never breaks the tools."""
 
 from __future__ import annotations
@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from eca_notebook.engine._provenance import KEY_BYTES, provenance_key, provenance_key_path
+from eca_notebook.engine.workspace._provenance import KEY_BYTES, provenance_key, provenance_key_path
 
 
 def test_the_key_is_made_once_owner_only_and_read_back(tmp_path: Path) -> None:

@@ -6,7 +6,7 @@ import random
 
 import pytest
 
-from eca_notebook.engine._repetition import MIN_RUN, RepetitionGuard
+from eca_notebook.engine.turn._repetition import MIN_RUN, RepetitionGuard
 
 
 def feed(text: str, step: int = 3) -> RepetitionGuard | None:

@@ -1,4 +1,4 @@
-"""``chat/rollback`` and ``chat/fork`` (engine/_rewind.py) through a real connection (EcaClient over the in-memory
+"""``chat/rollback`` and ``chat/fork`` (engine/chats/_rewind.py) through a real connection (EcaClient over the in-memory
 door) and the scripted LLM server: what the model sees next, what clients are sent, the files, saved chats, errors."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from eca_notebook.client import EcaClient, PromptResult
-from eca_notebook.engine._rewind import fork_title
+from eca_notebook.engine.chats._rewind import fork_title
 from eca_notebook.protocol.errors import INVALID_PARAMS, INVALID_REQUEST, RpcError
 from eca_notebook.testing.llm_server import Reply, ScriptedLLMServer, Stall, ToolCall
 

@@ -1,4 +1,4 @@
-"""Risk levels of prepared tool calls (engine/_risk.py) and what ``toolCall.approval.risk`` does with them."""
+"""Risk levels of prepared tool calls (engine/turn/_risk.py) and what ``toolCall.approval.risk`` does with them."""
 
 from __future__ import annotations
 
@@ -7,9 +7,9 @@ from typing import Any
 
 import pytest
 
-from eca_notebook.engine._approval import ApprovalRequest, SessionApprovals, decide
-from eca_notebook.engine._risk import assess_risk
 from eca_notebook.engine.config import DEFAULTS, ApprovalConfig, Config
+from eca_notebook.engine.turn._approval import ApprovalRequest, SessionApprovals, decide
+from eca_notebook.engine.turn._risk import assess_risk
 from eca_notebook.mcp._tool import McpTool
 from eca_notebook.protocol import ToolCallRisk
 from eca_notebook.tools import EditFileTool, MoveFileTool, ReadFileTool, ShellCommandTool, WriteFileTool

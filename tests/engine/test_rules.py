@@ -7,7 +7,13 @@ from pathlib import Path
 
 import pytest
 
-from eca_notebook.engine._rules import MAX_RULE_BYTES, MAX_WORKSPACE_RULES_BYTES, Rule, load_rules, render_rules
+from eca_notebook.engine.workspace._rules import (
+    MAX_RULE_BYTES,
+    MAX_WORKSPACE_RULES_BYTES,
+    Rule,
+    load_rules,
+    render_rules,
+)
 
 
 def write(path: Path, text: str | bytes) -> Path:

@@ -1,4 +1,4 @@
-"""Skills (engine/_skills.py): discovery and its reported problems, the system prompt's catalogue, ``/skills``, and
+"""Skills (workspace/_skills.py): discovery and its reported problems, the system prompt's catalogue, ``/skills``, and
 a turn in which the model loads a skill (EcaClient over the in-memory door, the scripted LLM server)."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from eca_notebook.client import EcaClient
-from eca_notebook.engine._skills import discover_skills, list_skills, read_roots, render_skills
+from eca_notebook.engine.workspace._skills import discover_skills, list_skills, read_roots, render_skills
 from eca_notebook.testing.llm_server import Reply, ScriptedLLMServer, ToolCall
 
 
@@ -212,7 +212,7 @@ async def test_approval_rules_select_skills_by_name_and_disabled_tools_hide_them
 
 
 def test_a_skill_command_prompt_loads_the_skill_with_the_words(layout: tuple[Path, Path]) -> None:
-    from eca_notebook.engine._skills import skill_prompt
+    from eca_notebook.engine.workspace._skills import skill_prompt
 
     ws, glob = layout
     skill(ws / ".eca" / "skills" / "plain", "plain", "No placeholders", body="PLAIN-STEPS\n")

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from eca_notebook.engine._small_model import (
+from eca_notebook.engine.turn._small_model import (
     COMPACT_PROMPT,
     RULES_CHARS,
     compact_system_prompt,
@@ -313,7 +313,7 @@ async def test_a_long_chat_on_a_small_model_is_never_compacted(workspace: Path, 
     generation, and it ran on the newcomer's fourth question. The start of what is sent moves seldom (down to half
     the budget at a time), so llama.cpp's prompt cache reads only the new turn most of the time."""
     from eca_notebook.client import EcaClient
-    from eca_notebook.engine._context_window import (
+    from eca_notebook.engine.turn._window import (
         COMPACT_PROMPT,
         SMALL_MODEL_CHARS_PER_TOKEN,
         SMALL_MODEL_PROMPT_TOKENS,

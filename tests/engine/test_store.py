@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from eca_notebook.engine.store import ChatStore, chats_dir_for
+from eca_notebook.engine.chats.store import ChatStore, chats_dir_for
 
 SECRET = "sk-live-0123456789abcdefghij"
 DAY_MS = 86_400_000
@@ -383,7 +383,7 @@ def test_background_saves_scrub_secrets_and_stay_private(root: Path):
 def test_a_parents_subagent_contents_round_trip_with_secrets_scrubbed(root: Path) -> None:
     """A subagent's chat is saved inside its parent's record (so chat/open replays it after a restart): through the
     same atomic write and the same redaction as the parent's own contents."""
-    from eca_notebook.engine._chat import Chat
+    from eca_notebook.engine.chats._chat import Chat
 
     secret = "sk-live-subagent-0123456789"
     parent = Chat(id="p", title="t")

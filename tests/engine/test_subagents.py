@@ -1,4 +1,4 @@
-"""Subagents (engine/_subagents.py, tools/subagent.py): which agents offer ``spawn_agent`` and with which subagents,
+"""Subagents (turn/_subagents.py, tools/subagent.py): which agents offer ``spawn_agent`` and with which subagents,
 what a subagent may use, the per-turn limit, no nesting, and the subagent hooks — with the scripted LLM server."""
 
 from __future__ import annotations

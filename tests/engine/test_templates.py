@@ -1,12 +1,12 @@
-"""Templates in agent prompts and rules (engine/_templates.py), alone and in the system prompts an engine builds."""
+"""Templates in agent prompts and rules (workspace/_templates.py), alone and in the system prompts an engine builds."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 from eca_notebook.engine import Engine, EngineOptions
-from eca_notebook.engine._subagents import subagents_for
-from eca_notebook.engine._templates import render_prompt_template, template_variables
+from eca_notebook.engine.turn._subagents import subagents_for
+from eca_notebook.engine.workspace._templates import render_prompt_template, template_variables
 
 PROMPT = ("{% if isSubagent %}Be concise.{% else %}Explain trade-offs.{% endif %}"
           "{% if toolEnabled_eca__shell_command %} You can run shell commands.{% endif %}"

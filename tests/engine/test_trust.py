@@ -13,11 +13,11 @@ from typing import Any
 import pytest
 
 from eca_notebook.client import EcaClient
-from eca_notebook.engine._agents import build_agents
-from eca_notebook.engine._approval import NATIVE_SERVER, ApprovalRequest, SessionApprovals, decide, hidden_tools
-from eca_notebook.engine._config_layers import load_config
-from eca_notebook.engine._trust import TRUST_ANSWER, _digest, held_code, state_path, workspace_code
 from eca_notebook.engine.config import ApprovalConfig
+from eca_notebook.engine.config._layers import load_config
+from eca_notebook.engine.turn._approval import NATIVE_SERVER, ApprovalRequest, SessionApprovals, decide, hidden_tools
+from eca_notebook.engine.workspace._agents import build_agents
+from eca_notebook.engine.workspace._trust import TRUST_ANSWER, _digest, held_code, state_path, workspace_code
 from eca_notebook.testing.llm_server import Reply, ScriptedLLMServer, ToolCall
 
 

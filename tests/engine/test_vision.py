@@ -366,7 +366,7 @@ async def test_an_mcp_tools_image_reaches_the_model_and_the_chat(tool_engine: En
 async def test_a_saved_chat_keeps_its_images_in_side_files_and_reopens_with_them(workspace: Path, env: dict[str, str],
                                                                                   llm: ScriptedLLMServer):
     from eca_notebook.client import EcaClient
-    from eca_notebook.engine.store import chats_dir_for
+    from eca_notebook.engine.chats.store import chats_dir_for
 
     shots = [png(40 + i, 30, (i * 20, 50, 90)) for i in range(10)]  # ten screenshots
     config = {"localModel": False, "defaultModel": "anthropic/claude-sonnet-4-5",
@@ -406,7 +406,7 @@ async def test_a_saved_chat_keeps_its_images_in_side_files_and_reopens_with_them
 
 def test_the_largest_images_are_left_out_first_to_fit_the_request_budget():
     from eca_notebook._images import load_image
-    from eca_notebook.engine._vision import ImagePolicy, prepare_images
+    from eca_notebook.engine.models._vision import ImagePolicy, prepare_images
     from eca_notebook.providers.base import ToolResultMessage, UserMessage
 
     small = [load_image(png(10 + i, 10), name=f"small{i}") for i in range(3)]

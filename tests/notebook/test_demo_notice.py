@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from eca_notebook.engine._small_model import DEMO_NOTICE_MARK
+from eca_notebook.engine.turn._small_model import DEMO_NOTICE_MARK
 from eca_notebook.notebook import _magics
 from eca_notebook.notebook._session import NotebookSession
 from eca_notebook.providers import local

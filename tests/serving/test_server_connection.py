@@ -145,7 +145,7 @@ async def test_old_saved_chats_are_pruned_at_start(tmp_path: Path, llm):
     import os
     import time
 
-    from eca_notebook.engine.store import ChatStore, chats_dir_for
+    from eca_notebook.engine.chats.store import ChatStore, chats_dir_for
 
     env = {"HOME": str(tmp_path), "XDG_CACHE_HOME": str(tmp_path / "cache"), "XDG_CONFIG_HOME": str(tmp_path / "c"),
            "OLLAMA_API_URL": "http://127.0.0.1:9"}

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from eca_notebook.engine._risk import assess_risk
+from eca_notebook.engine.turn._risk import assess_risk
 from eca_notebook.tools.base import ToolContext
 from eca_notebook.tools.fs import DeleteFileTool
 

@@ -16,7 +16,7 @@ import { UserMessage } from './UserMessage';
 
 /**
  * Words of the engine's once-per-chat notice on the embedded model (`DEMO_NOTICE_MARK` in
- * eca_notebook/engine/_small_model.py): the system text that has them gets a "Connect a model" button.
+ * eca_notebook/engine/turn/_small_model.py): the system text that has them gets a "Connect a model" button.
  */
 export const DEMO_NOTICE_MARK = 'small offline demo model';
 

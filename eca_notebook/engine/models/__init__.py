@@ -1,0 +1,23 @@
+"""Models: which models exist, which one serves a chat, and what each can see.
+
+``_registry`` resolves the configured providers into a ``ModelRegistry`` (provider instances, the default model,
+Ollama's discovered models); ``_preload`` warms the embedded model when the Jupyter server starts; ``_vision`` fits a
+request's images to what the chosen model accepts (or explains why it cannot take them). Config comes from
+``engine.config``; nothing here knows about chats or turns.
+"""
+
+from __future__ import annotations
+
+from ._preload import preload_default_model
+from ._registry import ModelRegistry, UnknownModel
+from ._vision import ImagePolicy, has_images, prepare_images, redact_content
+
+__all__ = [
+    "ImagePolicy",
+    "ModelRegistry",
+    "UnknownModel",
+    "has_images",
+    "preload_default_model",
+    "prepare_images",
+    "redact_content",
+]

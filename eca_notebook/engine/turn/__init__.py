@@ -1,0 +1,37 @@
+"""One turn of a chat: building the request, streaming the model's answer, running its tool calls, and keeping
+the chat within its context window.
+
+``_prompting`` is the pipeline of a ``chat/prompt`` (slash commands, contexts, system prompt, then the turn);
+``_turn`` streams one model answer into contents; ``_toolcall`` runs a tool call through hooks, **approval**
+(``_approval``, with ``_risk`` rating a command's risk) and the tool itself; ``_toolbox`` decides which tools a chat is
+offered; ``_window`` measures the context and **compacts** a long chat; ``_subagents`` runs a spawned agent's chat;
+``_small_model`` keeps the embedded model in its lane; ``_builtins`` and ``_introspect`` answer the built-in
+commands; ``_notebooks`` tracks the notebooks a turn touches (per-cell undo). Below it: ``chats``, ``workspace``,
+``contexts``, ``models``, ``config``.
+"""
+
+from __future__ import annotations
+
+from ._approval import SessionApprovals
+from ._builtins import doctor
+from ._notebooks import UndoLog
+from ._prompting import PromptPipeline
+from ._subagents import Subagents, SubagentsPlugin
+from ._toolbox import Toolbox
+from ._toolcall import Answer, PendingApproval, ToolCallRunner
+from ._turn import CURRENT_TURN, Turn
+
+__all__ = [
+    "CURRENT_TURN",
+    "Answer",
+    "PendingApproval",
+    "PromptPipeline",
+    "SessionApprovals",
+    "Subagents",
+    "SubagentsPlugin",
+    "ToolCallRunner",
+    "Toolbox",
+    "Turn",
+    "UndoLog",
+    "doctor",
+]

@@ -1,0 +1,126 @@
+"""Built-in chat commands (``/doctor``, ``/costs``, …): what each one shows, computed from the engine's state.
+
+Commands arrive as ordinary ``chat/prompt`` messages (``/name args``), so every door gets them for free. Each
+function here returns the text to show; the engine wraps it in the usual user echo → system text → progress
+finished sequence. ``/compact`` is the exception — it needs the model — and lives in the engine.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from ..._redact import redact
+from ..._version import __version__
+from ..chats import Chat
+from ..config import mask_secret
+from . import _small_model
+from ._turn import format_cost
+
+if TYPE_CHECKING:
+    from ..engine import Engine
+
+
+def costs(engine: Engine, chat: Chat) -> str:
+    usage = chat.usage
+    lines = [
+        f"Chat: {chat.title or chat.id}",
+        f"Model: {chat.model or engine.selected_model or '(none)'}",
+    ]
+    if not usage.session_tokens:  # zeros would read as a measurement
+        return "\n".join([*lines, "Tokens: none reported by the provider yet"])
+    lines += [
+        f"Input tokens: {usage.input_tokens:,}",
+        f"Output tokens: {usage.output_tokens:,}",
+    ]
+    if usage.cache_read_tokens or usage.cache_write_tokens:
+        lines.append(f"Cache read / write tokens: {usage.cache_read_tokens:,} / {usage.cache_write_tokens:,}")
+    lines.append(f"Total tokens: {usage.session_tokens:,}")
+    cost = format_cost(usage.cost)
+    lines.append(f"Cost: ${cost}" if cost is not None else "Cost: unknown (no price for this model)")
+    return "\n".join(lines)
+
+
+def prompt_show(engine: Engine, chat: Chat) -> str:
+    behavior = chat.behavior or engine.selected_behavior
+    tools = ", ".join(sorted(engine.offered_tools(behavior))) or "(none)"
+    info = engine.registry.model_infos().get(chat.model or engine.selected_model or "")
+    if info is not None and info.compact:
+        mode = engine.config.local_model.tools
+        when = {
+            "auto": f"offered only when a prompt asks to read, change or run something in the workspace (a subset of "
+                    f"{tools}), adding to the prompt: {_small_model.COMPACT_TOOLS.strip()}",
+            "always": f"always offered: {tools}",
+            "never": "never offered",
+        }[mode]
+        return (f"System prompt (agent {behavior}, small model {info.id}):\n\n"
+                f"{engine.compact_system_prompt(behavior, tools=False, info=info)}\n\n"
+                f"Tools (localModel.tools = {mode}): {when}")
+    return f"System prompt (agent {behavior}):\n\n{engine.system_prompt(behavior)}\n\nTools offered: {tools}"
+
+
+def repo_map_show(engine: Engine) -> str:
+    if engine.index is None:
+        return "No workspace folder: there is no repository map."
+    if not engine.index.ready:
+        return "The workspace index is still being built; try again in a moment."
+    return engine.index.repo_map()
+
+
+def resume(engine: Engine, chat: Chat, argument: str) -> str:
+    """``/resume`` lists saved chats; ``/resume N`` (or an id) copies that chat's history into this one."""
+    others = [c for c in engine.list_chats() if c["id"] != chat.id]
+    if not others:
+        return "There are no saved chats to resume."
+    argument = argument.strip()
+    if not argument:
+        rows = [f"{i}. {c.get('title') or c['id']} ({c.get('messageCount', 0)} messages)" for i, c in
+                enumerate(others, 1)]
+        return "Saved chats — resume one with /resume <number>:\n" + "\n".join(rows)
+    chosen = None
+    if argument.isdigit() and 1 <= int(argument) <= len(others):
+        chosen = others[int(argument) - 1]
+    else:
+        chosen = next((c for c in others if c["id"] == argument), None)
+    if chosen is None:
+        return f"No saved chat '{argument}'. Use /resume to list them."
+    source = engine.get_chat(chosen["id"])
+    if source is None:
+        return f"Could not load chat '{argument}'."
+    chat.messages = list(source.messages)
+    chat.model = chat.model or source.model
+    return f"Resumed '{source.title or source.id}': its {len(source.messages)} messages are now this chat's history."
+
+
+def doctor(engine: Engine) -> str:
+    """A plain report for ``/doctor`` and support requests: no secret is ever printed in full."""
+    lines = [f"eca-notebook {__version__}", "", "Workspaces:"]
+    lines += [f"  {p}" for p in engine.workspace_folders] or ["  (none)"]
+    lines += ["", "Config sources:"]
+    for source in engine.loaded.sources:
+        state = "applied" if source.applied else "not applied"
+        where = f" ({source.path})" if source.path else ""
+        problem = f" — {source.problem}" if source.problem else (f" ({source.note})" if source.note else "")
+        lines.append(f"  {source.name}{where}: {state}{problem}")
+    agents = engine.agents
+    lines += ["", f"Agents (selected: {engine.selected_behavior}):"]
+    lines += [f"  {line}" for line in agents.describe()]
+    lines += [f"  problem: {p}" for p in engine.problems if p in agents.problems or p.startswith("defaultAgent")]
+    lines += ["", f"Default model: {engine.registry.default_model() or '(none)'}",
+              f"Selected model: {engine.selected_model or '(none)'}", "", "Providers:"]
+    for provider in engine.registry.providers.values():
+        auth = "usable" if engine.registry.usable(provider) else "not configured"
+        key = f", key {mask_secret(provider.key)} from {provider.key_source}" if provider.key else ""
+        lines.append(f"  {provider.id} ({provider.api}, {provider.url}): {auth}{key}")
+    if engine.mcp is not None:
+        lines += ["", "MCP servers:"]
+        for server in engine.mcp.statuses():
+            error = engine.mcp.error(server["name"])
+            lines.append(f"  {server['name']}: {server['status']}" + (f" — {error}" if error else ""))
+    status = engine.registry.local_status
+    embedded = status.message if status is not None else "disabled (localModel: false)"
+    lines += ["", "Embedded model:", f"  {embedded}"]
+    if engine.store is not None:
+        lines += ["", f"Saved chats: {engine.store.root}"]
+    else:
+        lines += ["", "Saved chats: disabled (pureConfig)"]
+    return redact("\n".join(lines))

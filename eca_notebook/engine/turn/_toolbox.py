@@ -1,0 +1,364 @@
+"""The engine's toolbox: which tools exist, which a behavior offers, the plug-ins that add more, the approvals the
+user answers, and the system prompts that tell the model about them.
+
+Split from the engine so a prompt's path reads in one place (``_prompting.py``) while "what may the model use, and
+what is it told" reads here. The toolbox holds no state of its own: tools, plug-ins and approvals stay on the
+:class:`~eca_notebook.engine.Engine` (doors and plug-ins read them there).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any
+
+from ...plugins import Plugin
+from ...protocol import (
+    ChatAskQuestionParams,
+    ChatAskQuestionResult,
+    ChatToolCallUndoResult,
+    EditorGetDefinitionParams,
+    EditorGetDefinitionResult,
+    EditorGetReferencesParams,
+    EditorGetReferencesResult,
+    NativeServerUpdatedParams,
+    ServerTool,
+    TextContent,
+)
+from ...protocol.errors import RpcError
+from ...providers.base import ToolResultMessage
+from ...tools.base import Tool, ToolContext, llm_name, tool_server
+from ...tools.skill import SkillTool
+from ..config import ModelInfo
+from ..workspace import (
+    Rule,
+    engine_skills,
+    load_rules,
+    provenance_key,
+    read_roots,
+    render_prompt_template,
+    render_rules,
+    render_skills,
+    template_variables,
+)
+from ..workspace.commands import BUILTINS
+from . import _small_model
+from ._approval import hidden_tools, selector_matches
+from ._notebooks import listener_notebooks
+from ._toolcall import NATIVE_SERVER, Answer
+
+if TYPE_CHECKING:
+    from ..engine import Engine
+
+log = logging.getLogger(__name__)
+
+BASE_SYSTEM_PROMPT = (
+    "You are eca-notebook, an AI code assistant working inside the user's workspace{where}. "
+    "Answer concisely; use Markdown, with fenced code blocks for code."
+)
+PLAN_SYSTEM_PROMPT = (
+    " You are in plan mode: analyse and propose a plan, but do not change any file."
+)
+TOOLS_SYSTEM_PROMPT = (
+    " Use the tools to read and change the workspace; paths are relative to the first workspace folder. Every change"
+    " you propose is shown to the user as a diff and may be rejected: if so, do not retry it unless asked."
+)
+NOTEBOOK_SYSTEM_PROMPT = (
+    " Work on Jupyter notebooks (.ipynb) with the notebook_* tools, cell by cell, using the cell ids notebook_read"
+    " shows; to check a fix, run the cells and read their outputs."
+)
+DIAGNOSTICS_TIMEOUT = 30.0
+#: Tools a host's MCP server offers to edit its open notebooks (Jupyter AI 3.2's "Jupyter MCP Server"): when present,
+#: the file tools leave .ipynb files to them (Toolbox.host_notebook_hint).
+HOST_NOTEBOOK_TOOLS = frozenset({"insert_cell", "edit_cell", "delete_cell", "add_cell", "create_notebook"})
+
+Diagnostics = Callable[[str | None], Awaitable[list[dict[str, Any]]]]
+Questions = Callable[[ChatAskQuestionParams], Awaitable[ChatAskQuestionResult]]
+Definitions = Callable[[EditorGetDefinitionParams], Awaitable[EditorGetDefinitionResult]]
+References = Callable[[EditorGetReferencesParams], Awaitable[EditorGetReferencesResult]]
+
+
+class Toolbox:
+    """Tools, plug-ins, approvals and system prompts of one engine."""
+
+    def __init__(self, engine: Engine) -> None:
+        self.engine = engine
+        self._signing_key: bytes | None = None  # see signing_key
+
+    # -- tools ---------------------------------------------------------------------------------------------------
+
+    def all_tools(self) -> dict[str, Tool]:
+        """Every tool the engine knows, keyed by the name the model sees (``eca__read_file``, ``github__search``)."""
+        tools = dict(self.engine.tools)
+        for plugin in self.engine.plugins:
+            for tool in plugin.tools():
+                tools.setdefault(llm_name(tool), tool)
+        return tools
+
+    def offered_tools(self, behavior: str) -> dict[str, Tool]:
+        """The tools the model may call in this behavior: minus disabledTools and tools hidden by a bare deny rule."""
+        tools = self.all_tools()
+        agents = self.engine.agents
+        approval = agents.tool_call_for(behavior).approval
+        identities = [(tool_server(t), t.name) for t in tools.values()]
+        hidden = set(hidden_tools(approval, identities))
+        hidden |= {(server, name) for server, name in identities
+                   for selector in agents.disabled_tools_for(behavior) if selector_matches(selector, server, name)}
+        spec = agents.get(behavior)
+        if spec is not None and spec.read_only:  # plan, explorer: nothing that changes files or notebooks
+            hidden |= {(tool_server(t), t.name) for t in tools.values() if getattr(t, "mutates", False)}
+        if self.diagnostics() is None:  # no connected client can answer editor/getDiagnostics
+            hidden.add((NATIVE_SERVER, "editor_diagnostics"))
+        code_index = self.engine.code_index
+        if code_index is None:  # no workspace folder, or index.content is off
+            hidden |= {(NATIVE_SERVER, "search_symbols"), (NATIVE_SERVER, "search_text")}
+        if code_index is None or not code_index.vectors_available:  # the vectors extra is not installed
+            hidden.add((NATIVE_SERVER, "vector_search"))
+        if code_index is None and self.definitions() is None:  # neither the editor nor the index can answer
+            hidden.add((NATIVE_SERVER, "editor_definition"))
+        if code_index is None and self.references() is None:
+            hidden.add((NATIVE_SERVER, "editor_references"))
+        offered = {key: t for key, t in tools.items() if (tool_server(t), t.name) not in hidden}
+        return self.engine.subagents.offered(behavior, offered)  # spawn_agent only where a subagent may be spawned
+
+    def native_tools(self) -> NativeServerUpdatedParams:
+        """``tool/serverUpdated`` for the built-in server: its tools, those the selected behavior hides disabled."""
+        offered = self.offered_tools(self.engine.selected_behavior)
+        tools = [
+            ServerTool(name=tool.name, description=tool.description, parameters=tool.parameters,
+                       disabled=None if key in offered else True)
+            for key, tool in self.all_tools().items() if tool_server(tool) == NATIVE_SERVER
+        ]
+        return NativeServerUpdatedParams(type="native", name="ECA", status="running", tools=tools)
+
+    def tools_for_turn(self, behavior: str, info: ModelInfo, request: str | None, has_contexts: bool
+                       ) -> dict[str, Tool]:
+        """The tools offered this turn: the behavior's; for a small model only those the prompt asks for."""
+        offered = self.offered_tools(behavior)
+        if not info.compact or not offered:
+            return offered
+        return _small_model.tools_for_prompt(
+            offered, {key: t.name for key, t in offered.items()}, request or "",
+            mode=self.engine.config.local_model.tools, has_contexts=has_contexts,
+            folders=self.engine.workspace_folders,
+        )
+
+    def tool_context(self) -> ToolContext:
+        """What a tool may use: the workspace folders, the client's diagnostics, the door's file access, the
+        notebooks' front end."""
+        engine = self.engine
+        return ToolContext(workspace_folders=list(engine.workspace_folders),
+                           request_diagnostics=self.diagnostics(), fs=engine.file_access,
+                           notebooks=engine.notebook_access or listener_notebooks(engine.listeners),
+                           default_notebook=engine.default_notebook, cell_runner=engine.cell_runner,
+                           code_index=engine.code_index, notebook_hint=self.host_notebook_hint(),
+                           ask_question=self.questions(),
+                           request_definition=self.definitions(), request_references=self.references(),
+                           read_roots=read_roots(engine_skills(engine), engine.workspace_folders),
+                           provenance_key=self.signing_key(), jobs=engine.jobs)
+
+    def signing_key(self) -> bytes:
+        """The key the notebook tools sign cell provenance with (``_provenance.py``): read or made once."""
+        if self._signing_key is None:
+            self._signing_key = provenance_key(self.engine.env)
+        return self._signing_key
+
+    def host_notebook_hint(self) -> str | None:
+        """When a host owns the notebooks — it offers notebook tools (Jupyter AI's "Jupyter MCP Server": insert_cell,
+        edit_cell…) or its file access refused a raw ``.ipynb`` write — what the model must use instead of writing
+        the JSON: the host's tools, and ours."""
+        tools = self.all_tools()
+        host = sorted(key for key, t in tools.items()
+                      if tool_server(t) != NATIVE_SERVER and t.name in HOST_NOTEBOOK_TOOLS)
+        if not host and not getattr(self.engine.file_access, "refuses_notebooks", False):
+            return None
+        ours = sorted(key for key, t in tools.items() if tool_server(t) == NATIVE_SERVER
+                      and t.name.startswith("notebook_") and t.name != "notebook_read")
+        choices = " or ".join(f"({', '.join(names)})" for names in (host, ours) if names)
+        who = "the host edits notebooks itself" if host else "the client refuses raw .ipynb writes"
+        return f"{who}: do not write the .ipynb JSON; change notebooks cell by cell with the notebook tools {choices}"
+
+    def diagnostics(self) -> Diagnostics | None:
+        """Ask the first listener that can answer ``editor/getDiagnostics``; None when none can."""
+        listener: Any = next((item for item in self.engine.listeners if getattr(item, "supports_diagnostics", False)),
+                             None)
+        if listener is None:
+            return None
+
+        async def request(uri: str | None) -> list[dict[str, Any]]:
+            params = {"uri": uri} if uri else {}
+            try:
+                result = await listener.request("editor/getDiagnostics", params, timeout=DIAGNOSTICS_TIMEOUT)
+            except RpcError as exc:  # the client's reason (error.data included) reaches the model
+                raise OSError(f"the editor refused editor/getDiagnostics: {exc.describe()}") from None
+            return list((result or {}).get("diagnostics") or [])
+
+        return request
+
+    def questions(self) -> Questions | None:
+        """Ask the first listener that can answer ``chat/askQuestion`` (``supports_questions``); None when none can.
+        No timeout here: the ``ask_user`` tool bounds the wait, and cancelling it (Stop) cancels the request."""
+        listener: Any = next((item for item in self.engine.listeners if getattr(item, "supports_questions", False)),
+                             None)
+        if listener is None:
+            return None
+
+        async def ask(params: ChatAskQuestionParams) -> ChatAskQuestionResult:
+            result = await listener.request("chat/askQuestion", params.dump(), timeout=None)
+            return ChatAskQuestionResult.model_validate(result or {"cancelled": True})
+
+        return ask
+
+    def definitions(self) -> Definitions | None:
+        """Ask the first listener that answers ``editor/getDefinition`` (``supports_definition``); None when none
+        can. No timeout here: the ``editor_definition`` tool bounds the wait (and retries a ``starting`` answer)."""
+        listener: Any = next((item for item in self.engine.listeners if getattr(item, "supports_definition", False)),
+                             None)
+        if listener is None:
+            return None
+
+        async def request(params: EditorGetDefinitionParams) -> EditorGetDefinitionResult:
+            result = await listener.request("editor/getDefinition", params.dump(), timeout=None)
+            return EditorGetDefinitionResult.model_validate(result or {"status": "error"})
+
+        return request
+
+    def references(self) -> References | None:
+        """Ask the first listener that answers ``editor/getReferences`` (``supports_references``); None when none
+        can. The ``editor_references`` tool bounds the wait."""
+        listener: Any = next((item for item in self.engine.listeners if getattr(item, "supports_references", False)),
+                             None)
+        if listener is None:
+            return None
+
+        async def request(params: EditorGetReferencesParams) -> EditorGetReferencesResult:
+            result = await listener.request("editor/getReferences", params.dump(), timeout=None)
+            return EditorGetReferencesResult.model_validate(result or {"status": "error"})
+
+        return request
+
+    # -- plug-ins ------------------------------------------------------------------------------------------------
+
+    def add_plugin(self, plugin: Plugin) -> None:
+        """Add tools/commands/contexts from outside the core (MCP servers, the notebook kernel)."""
+        engine = self.engine
+        plugin.attach(engine)
+        engine.plugins.append(plugin)
+        if engine.started:
+            engine.background.spawn(plugin.start(), f"eca-plugin-{plugin.name}")
+
+    def reserved_command_names(self) -> frozenset[str]:
+        """Lower-cased names of the built-in commands: a plug-in's command with one of them is renamed."""
+        return frozenset(c.name.lower() for c in BUILTINS)
+
+    def tools_changed(self) -> None:
+        """Plug-ins call this when their tool list changes; the next round offers the new set, and clients get the
+        native list again (plug-in tools with ``server = "eca"``, e.g. the kernel's, are listed there)."""
+        if self.engine.started:
+            self.engine.broadcast("tool/serverUpdated", self.native_tools().dump())
+
+    # -- approvals -----------------------------------------------------------------------------------------------
+
+    def answer_approval(self, chat_id: str, call_id: str, answer: Answer) -> bool:
+        """Resolve a waiting call; an unknown or already answered id is ignored (logged), never an error."""
+        pending = self.engine.pending_approvals.get((chat_id, call_id))
+        if pending is None or pending.future.done():
+            log.info("%s for unknown tool call %s in chat %s ignored", "approval" if answer.approved else "rejection",
+                     call_id, chat_id)
+            return False
+        pending.future.set_result(answer)
+        return True
+
+    async def undo_tool_call(self, chat_id: str, call_id: str) -> ChatToolCallUndoResult:
+        """Revert what a finished call changed. The model is told in the call's result, so its next turn does not
+        build on a change that is gone; a refusal (the cell changed since) keeps the undo for a retry."""
+        engine = self.engine
+        undo = engine.undo_log.pop(chat_id, call_id)
+        if undo is None:
+            return ChatToolCallUndoResult(undone=False, message="Nothing to undo for this tool call: it was undone "
+                                                                "already, or changed nothing that can be undone.")
+        try:
+            message = await undo()
+        except (ValueError, OSError) as exc:
+            engine.undo_log.put_back(chat_id, call_id, undo)
+            return ChatToolCallUndoResult(undone=False, message=f"Could not undo: {exc}")
+        chat = engine.chats.get(chat_id)
+        if chat is not None:
+            for item in chat.messages:
+                if isinstance(item, ToolResultMessage) and item.tool_call_id == call_id:
+                    item.output += f"\n[Afterwards the user undid this change. {message}]"
+            for record in chat.contents:  # a replayed chat shows the call as undone, with no Undo to offer
+                content = record.get("content") or {}
+                details = content.get("details")
+                if content.get("type") == "toolCalled" and content.get("id") == call_id and isinstance(details, dict):
+                    details["undoable"] = False
+            engine.emit_content(chat, "system", TextContent(text=message))
+            engine.chat_book.save(chat)
+        return ChatToolCallUndoResult(undone=True, message=message)
+
+    # -- system prompts ------------------------------------------------------------------------------------------
+
+    def _templated(self, behavior: str, *, subagent: bool,
+                   offered: dict[str, Tool] | None = None) -> tuple[str | None, list[Rule]]:
+        """The agent's own prompt and the rules, rendered as templates (engine/workspace/_templates.py: ``isSubagent``,
+        ``workspaceRoots``, ``toolEnabled_<name>``); a rule rendering to nothing is left out, as in the reference.
+        Template errors keep the raw text and become config problems."""
+        engine = self.engine
+        agent = engine.agents.get(behavior)
+        if offered is None:
+            offered = self.offered_tools(behavior)
+        variables = template_variables(subagent=subagent, workspace_folders=engine.workspace_folders,
+                                       tool_names=offered)
+        problems = engine.loaded.problems
+        custom = None
+        if agent is not None and agent.system_prompt:
+            custom = render_prompt_template(agent.system_prompt, variables, f"agent '{agent.id}' prompt", problems)
+        rules = []
+        for rule in load_rules(engine.workspace_folders, engine.global_config_dir):
+            if rule.skipped:  # refused (a symlink out of the workspace…): its one-line note goes to the model
+                rules.append(rule)
+                continue
+            content = render_prompt_template(rule.content, variables, f"rule {rule.path}", problems)
+            if content.strip():
+                rules.append(Rule(rule.name, rule.path, content))
+        return custom, rules
+
+    def system_prompt(self, behavior: str, *, subagent: bool = False) -> str:
+        """Base prompt (or the behavior's own), tool guidance, then the user's rules (AGENTS.md, .eca/rules).
+        *subagent*: the prompt of a subagent's chat (the templates' ``isSubagent``)."""
+        engine = self.engine
+        where = ""
+        if engine.workspace_folders:
+            where = " (" + ", ".join(str(p) for p in engine.workspace_folders) + ")"
+        prompt = BASE_SYSTEM_PROMPT.format(where=where)
+        agent = engine.agents.get(behavior)
+        if agent is not None and agent.is_or_inherits("plan"):
+            prompt += PLAN_SYSTEM_PROMPT
+        offered = self.offered_tools(behavior)
+        custom, rule_list = self._templated(behavior, subagent=subagent, offered=offered)
+        if custom:
+            prompt = custom
+        if offered:
+            prompt += TOOLS_SYSTEM_PROMPT
+        if any(t.name == "notebook_read" for t in offered.values()):
+            prompt += NOTEBOOK_SYSTEM_PROMPT
+        rules = render_rules(rule_list)
+        if rules:
+            prompt += "\n\n" + rules
+        skill_tool = next((key for key, t in offered.items() if isinstance(t, SkillTool)), None)
+        if skill_tool is not None:  # names and descriptions only: the model loads a body with the tool
+            prompt += "\n\n" + render_skills(engine_skills(engine), skill_tool)
+        return prompt
+
+    def compact_system_prompt(self, behavior: str, *, tools: bool, info: ModelInfo | None = None) -> str:
+        """The system prompt for a small model (``ModelInfo.compact``): see ``_small_model.py``."""
+        engine = self.engine
+        agent = engine.agents.get(behavior)
+        custom, rule_list = self._templated(behavior, subagent=False)
+        return _small_model.compact_system_prompt(
+            plan=agent is not None and agent.is_or_inherits("plan"),
+            tools=tools,
+            rules=render_rules(rule_list),
+            custom=custom or None,
+            base=info.system_prompt if info is not None else None,
+        )
