@@ -177,6 +177,7 @@ class ShellCommandTool(NativeTool[ShellCommandArgs]):
                 self.shell,
                 "-c",
                 prepared.args["command"],
+                *_positional(prepared),
                 cwd=cwd,
                 env=env,
                 stdin=asyncio.subprocess.DEVNULL,
@@ -387,6 +388,14 @@ def files_named(command: str) -> list[str]:
             bases = list(dict.fromkeys([*bases, *(f"{b}/{found[1]}" if b else found[1] for b in bases)]))[:8]
     names += [r.target.static for r in parsed.redirects if r.target is not None and r.target.static]
     return list(dict.fromkeys(names))
+
+
+def _positional(prepared: Prepared) -> list[str]:
+    """``$0`` and the positional parameters the script gets after ``-c`` (``state["argv"]``): a custom tool's
+    arguments (tools/custom.py), passed as the shell's arguments so they are never read as code; nothing for a model's
+    own command line."""
+    argv = prepared.state.get("argv") if isinstance(prepared.state, dict) else None
+    return [str(a) for a in argv] if isinstance(argv, list) else []
 
 
 def _breakdown(parsed: Any, *, background: bool) -> dict[str, Any]:
