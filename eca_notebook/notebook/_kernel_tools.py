@@ -7,7 +7,10 @@ its output captured (asks approval by default, like any tool the config does not
 
 They are plug-in tools with ``server = "eca"`` and ``origin = "native"``: the model calls them as
 ``eca__run_python``, approval rules select them like native tools, and they appear in the native
-``tool/serverUpdated`` list.
+``tool/serverUpdated`` list. They are written as every native tool is (``tools.NativeTool`` with a pydantic
+argument model: one schema, one validation, the model's mistakes told back in the same words), the first three
+with the arguments of the panel's live-kernel tools (``tools/live_kernel.py``), and describe values as ``@name``
+does (``eca_notebook/_kernel_values.py``).
 
 Why cell edits go through ``set_next_input``: a kernel cannot touch the notebook document; the only channel is the
 ``set_next_input`` payload of the *executing* cell's reply. When the approval arrives while the ``%eca`` cell is
@@ -20,17 +23,23 @@ overwriting a cell the user did not look at.
 from __future__ import annotations
 
 import ast
-import inspect
+import difflib
 import io
 import logging
 import traceback
 from collections.abc import Callable, Sequence
 from contextlib import redirect_stderr, redirect_stdout
-from typing import Any
+from typing import Annotated, Any, Literal, TypeVar
 
+from pydantic import BeforeValidator, Field
+from pydantic_core import PydanticCustomError
+
+from .._kernel_values import NOT_FOUND, cap, describe_mention, resolve, summary, type_name, user_variables
 from ..plugins import BasePlugin
+from ..protocol import FileChangeDetails
+from ..tools import NativeTool, ToolArgs
 from ..tools.base import Prepared, ToolContext, ToolResult
-from ._mentions import type_name
+from ..tools.live_kernel import CodeArgs, InspectVariableArgs, ListVariablesArgs, check_code
 
 __all__ = [
     "READ_ONLY_TOOLS",
@@ -49,7 +58,7 @@ log = logging.getLogger(__name__)
 READ_ONLY_TOOLS = ("list_variables", "inspect_variable")
 MAX_VARIABLES = 200
 MAX_RUN_OUTPUT = 20000
-_HIDDEN_NAMES = frozenset({"In", "Out", "exit", "quit", "get_ipython", "open"})
+A = TypeVar("A", bound=ToolArgs)
 
 
 def approval_config() -> dict[str, Any]:
@@ -57,178 +66,85 @@ def approval_config() -> dict[str, Any]:
     return {"toolCall": {"approval": {"allow": {f"eca__{name}": {} for name in READ_ONLY_TOOLS}}}}
 
 
-def _cap(text: str, limit: int = MAX_RUN_OUTPUT) -> str:
-    if len(text) <= limit:
-        return text
-    return text[:limit] + f"\n… [{len(text) - limit} more characters cut]"
-
-
-class _KernelTool:
+class _KernelTool(NativeTool[A]):
     server = "eca"
     origin = "native"
-    mutates = False
-    default_approval = "allow"
-    name = ""
-    description = ""
-    parameters: dict[str, Any] = {"type": "object", "properties": {}}
 
     def __init__(self, shell: Any) -> None:
+        super().__init__()
         self.shell = shell
-
-    def __repr__(self) -> str:
-        return f"<{type(self).__name__} {self.name}>"
 
     @property
     def namespace(self) -> dict[str, Any]:
         namespace: dict[str, Any] = self.shell.user_ns
         return namespace
 
-    def _fail(self, args: dict[str, Any], summary: str, message: str) -> Prepared:
-        return Prepared(args=dict(args) if isinstance(args, dict) else {}, summary=summary,
-                        error=f"{self.name}: {message}")
 
-    @staticmethod
-    def _string(args: dict[str, Any], key: str, *, required: bool = True) -> str | None:
-        value = args.get(key)
-        if value is None:
-            if required:
-                raise ValueError(f"missing required argument '{key}'")
-            return None
-        if not isinstance(value, str):
-            raise ValueError(f"argument '{key}' must be a string")
-        return value
-
-
-def user_variables(shell: Any) -> list[tuple[str, Any]]:
-    """The user's own variables: no private names, modules, IPython machinery or names IPython put there."""
-    hidden = getattr(shell, "user_ns_hidden", {})
-    out = []
-    for name, value in list(shell.user_ns.items()):
-        if name.startswith("_") or name in _HIDDEN_NAMES:
-            continue
-        if name in hidden and hidden[name] is value:
-            continue
-        if inspect.ismodule(value):
-            continue
-        out.append((name, value))
-    return out
-
-
-def short_summary(value: Any) -> str:
-    shape = getattr(value, "shape", None)
-    if shape is not None:
-        try:
-            return f"shape={tuple(shape)}"
-        except TypeError:
-            pass
-    if inspect.isroutine(value) or inspect.isclass(value):
-        try:
-            return f"signature={inspect.signature(value)}"
-        except (TypeError, ValueError):
-            return ""
-    if isinstance(value, (str, bytes, list, tuple, dict, set, frozenset)):
-        text = repr(value) if len(value) <= 8 or isinstance(value, str) and len(value) <= 60 else ""
-        if len(text) > 80:
-            text = text[:79] + "…"
-        return f"len={len(value)}" + (f" value={text}" if text else "")
-    if isinstance(value, (int, float, complex, bool)) or value is None:
-        return f"value={value!r}"
-    return ""
-
-
-class ListVariablesTool(_KernelTool):
+class ListVariablesTool(_KernelTool[ListVariablesArgs]):
     name = "list_variables"
     description = ("List the variables defined in the user's Jupyter kernel: name, type and a short summary "
                    "(shape of arrays and DataFrames, length of containers, value of scalars).")
-    parameters = {"type": "object", "properties": {
-        "filter": {"type": "string", "description": "Only names containing this text (optional)."}}}
+    Args = ListVariablesArgs
+    generic_summary = "Listing kernel variables"
 
-    def prepare(self, args: dict[str, Any], ctx: ToolContext) -> Prepared:
-        try:
-            pattern = self._string(args, "filter", required=False)
-        except ValueError as exc:
-            return self._fail(args, "Listing kernel variables", str(exc))
-        return Prepared(args={"filter": pattern} if pattern else {}, summary="Listing kernel variables")
+    def _prepare(self, args: ListVariablesArgs, ctx: ToolContext) -> Prepared:
+        return Prepared(args={"filter": args.filter} if args.filter else {}, summary=self.generic_summary)
 
-    async def run(self, prepared: Prepared, ctx: ToolContext) -> ToolResult:
+    async def _run(self, prepared: Prepared, ctx: ToolContext) -> ToolResult:
         pattern = (prepared.args.get("filter") or "").lower()
-        rows = [(n, v) for n, v in user_variables(self.shell) if pattern in n.lower()]
+        hidden = getattr(self.shell, "user_ns_hidden", {})
+        rows = [(n, v) for n, v in user_variables(self.namespace, hidden) if pattern in n.lower()]
         if not rows:
             return ToolResult(output="No user variables are defined in the kernel" +
                               (f" matching '{pattern}'." if pattern else "."))
         lines = []
         for name, value in rows[:MAX_VARIABLES]:
-            summary = short_summary(value)
-            lines.append(f"{name}: {type_name(value)}" + (f" ({summary})" if summary else ""))
+            short = summary(value)
+            lines.append(f"{name}: {type_name(value)}" + (f" ({short})" if short else ""))
         if len(rows) > MAX_VARIABLES:
             lines.append(f"… and {len(rows) - MAX_VARIABLES} more (use 'filter')")
         return ToolResult(output="\n".join(lines))
 
 
-class InspectVariableTool(_KernelTool):
+class InspectVariableTool(_KernelTool[InspectVariableArgs]):
     name = "inspect_variable"
     description = ("Describe one variable of the user's Jupyter kernel: type, shape, dtypes and the first rows of a "
                    "DataFrame or array, or a size-capped repr. Accepts a name, a dotted attribute path "
                    "(results.best) or In[n]/Out[n].")
-    parameters = {"type": "object", "properties": {
-        "name": {"type": "string", "description": "Variable name, dotted path, or In[n]/Out[n]."},
-        "max_chars": {"type": "integer", "description": "Longest description to return (default 4000)."}},
-        "required": ["name"]}
+    Args = InspectVariableArgs
+    generic_summary = "Inspecting a kernel variable"
 
-    def prepare(self, args: dict[str, Any], ctx: ToolContext) -> Prepared:
-        try:
-            name = (self._string(args, "name") or "").strip()
-            max_chars = args.get("max_chars", 4000)
-            if isinstance(max_chars, str) and max_chars.isdigit():
-                max_chars = int(max_chars)
-            if not isinstance(max_chars, int) or max_chars < 100:
-                raise ValueError("argument 'max_chars' must be an integer >= 100")
-        except ValueError as exc:
-            return self._fail(args, "Inspecting a kernel variable", str(exc))
-        from ._mentions import find_mentions
+    def _prepare(self, args: InspectVariableArgs, ctx: ToolContext) -> Prepared:
+        name = args.name.strip()
+        value = resolve(name, self.namespace)
+        if value is NOT_FOUND:
+            return Prepared(args={"name": name}, summary=f"Inspecting {name}", error=f"{self.name}: no variable "
+                            f"'{name}' in the kernel (call list_variables to see what exists)")
+        return Prepared(args={"name": name, "max_chars": args.max_chars}, summary=f"Inspecting {name}")
 
-        if not find_mentions(f"@{name}", self.namespace):
-            return self._fail({"name": name}, f"Inspecting {name}",
-                              f"no variable '{name}' in the kernel (call list_variables to see what exists)")
-        return Prepared(args={"name": name, "max_chars": max_chars}, summary=f"Inspecting {name}")
-
-    async def run(self, prepared: Prepared, ctx: ToolContext) -> ToolResult:
-        from ._mentions import _describe_mention
-
+    async def _run(self, prepared: Prepared, ctx: ToolContext) -> ToolResult:
         name = prepared.args["name"]
-        text = _describe_mention(name, self.namespace)
-        return ToolResult(output=_cap(text, int(prepared.args.get("max_chars") or 4000)))
+        value = resolve(name, self.namespace)
+        return ToolResult(output=describe_mention(name, value, int(prepared.args.get("max_chars") or 4000)))
 
 
-class RunPythonTool(_KernelTool):
+class RunPythonTool(_KernelTool[CodeArgs]):
     name = "run_python"
     description = ("Run Python code in the user's Jupyter kernel, in the user's namespace (variables persist, the "
                    "user's data is available). Returns what it printed and the value of the last expression. "
                    "The user approves each call.")
-    parameters = {"type": "object", "properties": {
-        "code": {"type": "string", "description": "The Python code to run."}}, "required": ["code"]}
+    Args = CodeArgs
+    generic_summary = "Running Python in the kernel"
     mutates = True
     default_approval = "ask"
 
-    def prepare(self, args: dict[str, Any], ctx: ToolContext) -> Prepared:
-        try:
-            code = self._string(args, "code") or ""
-        except ValueError as exc:
-            return self._fail(args, "Running Python in the kernel", str(exc))
-        if not code.strip():
-            return self._fail(args, "Running Python in the kernel", "argument 'code' must not be empty")
-        try:
-            tree = ast.parse(code, "<run_python>", "exec")
-        except SyntaxError as exc:
-            return self._fail({"code": code}, "Running Python in the kernel",
-                              f"syntax error at line {exc.lineno}: {exc.msg}")
-        first = code.strip().splitlines()[0]
-        summary = f"Running Python: {first[:60]}" + ("…" if len(first) > 60 or "\n" in code.strip() else "")
-        return Prepared(args={"code": code}, summary=summary, state=tree)
+    def _prepare(self, args: CodeArgs, ctx: ToolContext) -> Prepared:
+        tree, summary = check_code(args.code)
+        return Prepared(args={"code": args.code}, summary=summary, state=tree)
 
-    async def run(self, prepared: Prepared, ctx: ToolContext) -> ToolResult:
+    async def _run(self, prepared: Prepared, ctx: ToolContext) -> ToolResult:
         output, error = run_in_namespace(self.shell, prepared.args["code"], prepared.state)
-        return ToolResult(output=_cap(output), error=error)
+        return ToolResult(output=cap(output, MAX_RUN_OUTPUT), error=error)
 
 
 def run_in_namespace(shell: Any, code: str, tree: ast.Module | None = None) -> tuple[str, bool]:
@@ -343,9 +259,7 @@ class CellWriter:
                 "cell instead" + ("." if self.executing() else ", below the next cell the user runs."))
 
 
-def _cell_diff(old: str, new: str, label: str) -> dict[str, Any]:
-    import difflib
-
+def _cell_diff(old: str, new: str, label: str) -> FileChangeDetails:
     old_lines = old.splitlines(keepends=True)
     new_lines = new.splitlines(keepends=True)
     if old_lines and not old_lines[-1].endswith("\n"):
@@ -355,17 +269,35 @@ def _cell_diff(old: str, new: str, label: str) -> dict[str, Any]:
     diff = "".join(difflib.unified_diff(old_lines, new_lines, f"a/{label}", f"b/{label}"))
     added = sum(1 for line in diff.splitlines()[2:] if line.startswith("+"))
     removed = sum(1 for line in diff.splitlines()[2:] if line.startswith("-"))
-    return {"type": "fileChange", "path": label, "diff": diff, "linesAdded": added, "linesRemoved": removed}
+    return FileChangeDetails(path=label, diff=diff, lines_added=added, lines_removed=removed)
 
 
-class InsertCellTool(_KernelTool):
+class InsertCellArgs(ToolArgs):
+    source: str = Field(description="The cell's full content.")
+    cell_type: Literal["code", "markdown"] | None = Field(None, description="Default: code.")
+
+
+def _cell_number(value: Any) -> Any:
+    """``3``, ``"3"`` and ``"In[3]"`` name cell In[3] (models write all three); ``true`` names none."""
+    if isinstance(value, bool):
+        raise PydanticCustomError("int_type", "the integer n of In[n]")
+    if isinstance(value, str) and value.strip().lstrip("In[").rstrip("]").isdigit():
+        return int(value.strip().lstrip("In[").rstrip("]"))
+    return value
+
+
+class ReplaceCellArgs(ToolArgs):
+    cell: Annotated[int, BeforeValidator(_cell_number)] = Field(
+        description="The execution count n of the cell In[n].")
+    source: str = Field(description="The cell's new full content.")
+
+
+class InsertCellTool(_KernelTool[InsertCellArgs]):
     name = "insert_cell"
     description = ("Propose a new notebook cell (code or markdown) below the current one. The user sees it as a "
                    "diff and it is added only if they approve.")
-    parameters = {"type": "object", "properties": {
-        "source": {"type": "string", "description": "The cell's full content."},
-        "cell_type": {"type": "string", "enum": ["code", "markdown"], "description": "Default: code."}},
-        "required": ["source"]}
+    Args = InsertCellArgs
+    generic_summary = "Inserting a cell"
     mutates = True
     default_approval = "ask"
 
@@ -373,19 +305,14 @@ class InsertCellTool(_KernelTool):
         super().__init__(shell)
         self.writer = writer
 
-    def prepare(self, args: dict[str, Any], ctx: ToolContext) -> Prepared:
-        try:
-            source = self._string(args, "source") or ""
-            cell_type = self._string(args, "cell_type", required=False) or "code"
-        except ValueError as exc:
-            return self._fail(args, "Inserting a cell", str(exc))
-        if cell_type not in ("code", "markdown"):
-            return self._fail(args, "Inserting a cell", "argument 'cell_type' must be 'code' or 'markdown'")
-        text = source if cell_type == "code" else _as_markdown_cell(source)
-        return Prepared(args={"source": source, "cell_type": cell_type}, summary=f"Inserting a new {cell_type} cell",
-                        details=_cell_diff("", text, "notebook/new-cell"), state=text)
+    def _prepare(self, args: InsertCellArgs, ctx: ToolContext) -> Prepared:
+        cell_type = args.cell_type or "code"
+        text = args.source if cell_type == "code" else _as_markdown_cell(args.source)
+        return Prepared(args={"source": args.source, "cell_type": cell_type},
+                        summary=f"Inserting a new {cell_type} cell",
+                        details=_cell_diff("", text, "notebook/new-cell").dump(), state=text)
 
-    async def run(self, prepared: Prepared, ctx: ToolContext) -> ToolResult:
+    async def _run(self, prepared: Prepared, ctx: ToolContext) -> ToolResult:
         return ToolResult(output=self.writer.insert(prepared.state), details=prepared.details)
 
 
@@ -394,14 +321,12 @@ def _as_markdown_cell(source: str) -> str:
     return source if source.lstrip().startswith("%%markdown") else "%%markdown\n" + source
 
 
-class ReplaceCellTool(_KernelTool):
+class ReplaceCellTool(_KernelTool[ReplaceCellArgs]):
     name = "replace_cell"
     description = ("Propose new content for a notebook cell, identified by its execution count n (the cell shown "
                    "as In[n]). The user sees the change as a diff and it is applied only if they approve.")
-    parameters = {"type": "object", "properties": {
-        "cell": {"type": "integer", "description": "The execution count n of the cell In[n]."},
-        "source": {"type": "string", "description": "The cell's new full content."}},
-        "required": ["cell", "source"]}
+    Args = ReplaceCellArgs
+    generic_summary = "Replacing a cell"
     mutates = True
     default_approval = "ask"
 
@@ -409,25 +334,18 @@ class ReplaceCellTool(_KernelTool):
         super().__init__(shell)
         self.writer = writer
 
-    def prepare(self, args: dict[str, Any], ctx: ToolContext) -> Prepared:
-        try:
-            source = self._string(args, "source") or ""
-        except ValueError as exc:
-            return self._fail(args, "Replacing a cell", str(exc))
-        cell = args.get("cell")
-        if isinstance(cell, str) and cell.strip().lstrip("In[").rstrip("]").isdigit():
-            cell = int(cell.strip().lstrip("In[").rstrip("]"))
-        if not isinstance(cell, int) or isinstance(cell, bool):
-            return self._fail(args, "Replacing a cell", "argument 'cell' must be the integer n of In[n]")
+    def _prepare(self, args: ReplaceCellArgs, ctx: ToolContext) -> Prepared:
+        cell, source = args.cell, args.source
         history = self.namespace.get("In") or []
         if not 0 < cell < len(history):
-            return self._fail(args, f"Replacing cell In[{cell}]",
-                              f"there is no cell In[{cell}] (cells run so far: 1..{len(history) - 1})")
-        old = history[cell]
+            return Prepared(args={"cell": cell, "source": source}, summary=f"Replacing cell In[{cell}]",
+                            error=f"{self.name}: there is no cell In[{cell}] (cells run so far: "
+                                  f"1..{len(history) - 1})")
         return Prepared(args={"cell": cell, "source": source}, summary=f"Replacing cell In[{cell}]",
-                        details=_cell_diff(old, source, f"notebook/In[{cell}]"), state=(cell, source))
+                        details=_cell_diff(history[cell], source, f"notebook/In[{cell}]").dump(),
+                        state=(cell, source))
 
-    async def run(self, prepared: Prepared, ctx: ToolContext) -> ToolResult:
+    async def _run(self, prepared: Prepared, ctx: ToolContext) -> ToolResult:
         cell, source = prepared.state
         return ToolResult(output=self.writer.replace(cell, source), details=prepared.details)
 

@@ -1,7 +1,9 @@
 """Native tools: the file, search, shell and editor tools the agent can call (as ``eca__<name>``).
 
 Each tool follows the two-step contract of :mod:`eca_notebook.tools.base`: ``prepare`` validates and computes the
-summary and diff shown for approval, ``run`` does the work.
+summary and diff shown for approval, ``run`` does the work. A tool is written one way, here and above this layer
+(the ``%eca`` kernel's tools): a :class:`NativeTool` whose arguments are a :class:`ToolArgs` pydantic model, which
+gives the JSON schema the model sees and validates its calls, its mistakes told back in one sentence.
 """
 
 from __future__ import annotations
@@ -12,6 +14,8 @@ from typing import TYPE_CHECKING, Any
 from .base import Approval, Prepared, Tool, ToolContext, ToolResult
 
 if TYPE_CHECKING:  # imported on first use (module __getattr__): see _LAZY
+    from ._args import ToolArgs
+    from ._tool import NativeTool
     from .editor import EditorDiagnosticsTool
     from .fs import DeleteFileTool, EditFileTool, MoveFileTool, ReadFileTool, WriteFileTool
     from .navigation import EditorDefinitionTool, EditorReferencesTool
@@ -34,6 +38,7 @@ _LAZY: dict[str, str] = {
     "MoveFileTool": ".fs",
     "ReadFileTool": ".fs",
     "WriteFileTool": ".fs",
+    "NativeTool": "._tool",
     "NotebookAccess": ".notebook",
     "UpdatePlanTool": ".plan",
     "SearchSymbolsTool": ".retrieval",
@@ -42,6 +47,7 @@ _LAZY: dict[str, str] = {
     "DirectoryTreeTool": ".search",
     "GrepTool": ".search",
     "ShellCommandTool": ".shell",
+    "ToolArgs": "._args",
 }
 
 
@@ -69,6 +75,7 @@ __all__ = [
     "EditorReferencesTool",
     "GrepTool",
     "MoveFileTool",
+    "NativeTool",
     "NotebookAccess",
     "Prepared",
     "ReadFileTool",
@@ -76,6 +83,7 @@ __all__ = [
     "SearchTextTool",
     "ShellCommandTool",
     "Tool",
+    "ToolArgs",
     "ToolContext",
     "ToolResult",
     "UpdatePlanTool",

@@ -22,21 +22,30 @@ import re
 from collections.abc import Sequence
 from functools import cache
 from pathlib import Path
-from typing import Any, ClassVar, Protocol
+from typing import Any, Protocol, TypeVar
 
-from .base import Approval, Prepared, ToolContext, ToolResult
+from pydantic import Field
+
+from ._args import ToolArgs
+from ._tool import NativeTool, ToolError
+from .base import Prepared, ToolContext, ToolResult
 
 __all__ = [
     "BUSY_MESSAGE",
     "KERNEL_SERVER",
+    "CodeArgs",
+    "InspectVariableArgs",
     "InspectVariableTool",
     "KernelBusy",
     "KernelError",
+    "ListVariablesArgs",
     "ListVariablesTool",
     "LiveKernelPlugin",
     "NoKernel",
     "NotebookKernels",
+    "RunPythonArgs",
     "RunPythonTool",
+    "check_code",
     "probe",
     "probe_expression",
 ]
@@ -50,6 +59,7 @@ RUN_TIMEOUT = 120.0  # run_python's default
 MAX_ANSWER_CHARS = 4_000_000  # the probe's answer, as the kernel's repr of a str
 MAX_VARIABLES = 200
 _NAME = re.compile(r"(In|Out)\[\d+\]|[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*")
+A = TypeVar("A", bound=ToolArgs)
 _NO_NOTEBOOK = ("no notebook is attached to this prompt: make the notebook the active tab in JupyterLab (its chip "
                 "on in the panel) and ask again")
 
@@ -85,16 +95,21 @@ class NotebookKernels(Protocol):
 
 
 @cache
-def _probe_source() -> str:
-    return Path(__file__).with_name("_kernel_probe.py").read_text(encoding="utf-8")
+def _probe_sources() -> tuple[str, str]:
+    """The probe's source and that of the helpers it shares with ``%eca`` (``eca_notebook/_kernel_values.py``)."""
+    here = Path(__file__).parent
+    return ((here.parent / "_kernel_values.py").read_text(encoding="utf-8"),
+            (here / "_kernel_probe.py").read_text(encoding="utf-8"))
 
 
 def probe_expression(args: dict[str, Any]) -> str:
     """The ``user_expressions`` entry that runs the probe with *args* (str/int values: their repr is a literal) in a
     dictionary of its own, handed the user's namespace, and evaluates to its JSON answer."""
-    return ("(lambda g: (exec(g['_eca_src'], g), g['_eca_main'](g['_eca_ns'], g['_eca_args']))[1])("
-            f"{{'__builtins__': __builtins__, '__name__': '_eca_probe', '_eca_src': {_probe_source()!r}, "
-            f"'_eca_ns': globals(), '_eca_args': {args!r}}})")
+    helpers, source = _probe_sources()
+    return ("(lambda g: (exec(g['_eca_lib'], g), exec(g['_eca_src'], g), "
+            "g['_eca_main'](g['_eca_ns'], g['_eca_args']))[2])("
+            f"{{'__builtins__': __builtins__, '__name__': '_eca_probe', '_eca_lib': {helpers!r}, "
+            f"'_eca_src': {source!r}, '_eca_ns': globals(), '_eca_args': {args!r}}})")
 
 
 async def probe(kernels: NotebookKernels, notebook: Path, args: dict[str, Any], *, timeout: float) -> dict[str, Any]:
@@ -122,24 +137,49 @@ def _failure(exc: BaseException, timeout: float) -> str:
     return str(exc) or type(exc).__name__
 
 
-class _LiveTool:
+class ListVariablesArgs(ToolArgs):
+    """``list_variables``' arguments (the ``%eca`` session's tool takes the same)."""
+
+    filter: str | None = Field(None, description="Only names containing this text (optional).")
+
+
+class InspectVariableArgs(ToolArgs):
+    """``inspect_variable``'s arguments (the ``%eca`` session's tool takes the same)."""
+
+    name: str = Field(description="Variable name, dotted path, or In[n]/Out[n].")
+    max_chars: int = Field(4000, ge=100, description="Longest description to return (default 4000).")
+
+
+class CodeArgs(ToolArgs):
+    """The code ``run_python`` runs (all the ``%eca`` session's tool takes: it runs on the kernel's own thread)."""
+
+    code: str = Field(description="The Python code to run.")
+
+
+class RunPythonArgs(CodeArgs):
+    timeout_seconds: int | None = Field(None, ge=1, description="Stop (interrupt) the run after this long (120).")
+
+
+def check_code(code: str) -> tuple[ast.Module, str]:
+    """``run_python``'s code, parsed, and the call's summary; :class:`ToolError` when it is empty or does not parse
+    (the model reads why, nothing runs)."""
+    if not code.strip():
+        raise ToolError("argument 'code' must not be empty")
+    try:
+        tree = ast.parse(code, "<run_python>", "exec")
+    except SyntaxError as exc:
+        raise ToolError(f"syntax error at line {exc.lineno}: {exc.msg}") from None
+    first = code.strip().splitlines()[0]
+    return tree, f"Running Python: {first[:60]}" + ("…" if len(first) > 60 or "\n" in code.strip() else "")
+
+
+class _LiveTool(NativeTool[A]):
     server = "eca"
     origin = "native"
-    mutates: ClassVar[bool] = False
-    default_approval: ClassVar[Approval] = "allow"
-    name = ""
-    description = ""
-    parameters: ClassVar[dict[str, Any]] = {"type": "object", "properties": {}}
 
     def __init__(self, kernels: NotebookKernels) -> None:
+        super().__init__()
         self.kernels = kernels
-
-    def __repr__(self) -> str:
-        return f"<{type(self).__name__} {self.name}>"
-
-    def _fail(self, args: Any, summary: str, message: str) -> Prepared:
-        return Prepared(args=dict(args) if isinstance(args, dict) else {}, summary=summary,
-                        error=f"{self.name}: {message}")
 
     async def _probe(self, ctx: ToolContext, args: dict[str, Any], timeout: float) -> dict[str, Any] | ToolResult:
         notebook = ctx.default_notebook
@@ -151,20 +191,17 @@ class _LiveTool:
             return ToolResult(output=f"{self.name}: {_failure(exc, timeout)}", error=True)
 
 
-class ListVariablesTool(_LiveTool):
+class ListVariablesTool(_LiveTool[ListVariablesArgs]):
     name = "list_variables"
     description = ("List the variables defined in the kernel of the user's notebook: name, type and a short summary "
                    "(shape of arrays and DataFrames, length of containers, value of scalars).")
-    parameters: ClassVar[dict[str, Any]] = {"type": "object", "properties": {
-        "filter": {"type": "string", "description": "Only names containing this text (optional)."}}}
+    Args = ListVariablesArgs
+    generic_summary = "Listing kernel variables"
 
-    def prepare(self, args: dict[str, Any], ctx: ToolContext) -> Prepared:
-        pattern = args.get("filter") if isinstance(args, dict) else None
-        if pattern is not None and not isinstance(pattern, str):
-            return self._fail(args, "Listing kernel variables", "argument 'filter' must be a string")
-        return Prepared(args={"filter": pattern} if pattern else {}, summary="Listing kernel variables")
+    def _prepare(self, args: ListVariablesArgs, ctx: ToolContext) -> Prepared:
+        return Prepared(args={"filter": args.filter} if args.filter else {}, summary=self.generic_summary)
 
-    async def run(self, prepared: Prepared, ctx: ToolContext) -> ToolResult:
+    async def _run(self, prepared: Prepared, ctx: ToolContext) -> ToolResult:
         pattern = prepared.args.get("filter") or ""
         answer = await self._probe(ctx, {"op": "list", "query": pattern, "limit": MAX_VARIABLES}, READ_TIMEOUT)
         if isinstance(answer, ToolResult):
@@ -180,30 +217,21 @@ class ListVariablesTool(_LiveTool):
         return ToolResult(output="\n".join(lines))
 
 
-class InspectVariableTool(_LiveTool):
+class InspectVariableTool(_LiveTool[InspectVariableArgs]):
     name = "inspect_variable"
     description = ("Describe one variable of the kernel of the user's notebook: type, shape, dtypes and the first rows "
                    "of a DataFrame or array, or a size-capped repr. Accepts a name, a dotted attribute path "
                    "(results.best) or In[n]/Out[n].")
-    parameters: ClassVar[dict[str, Any]] = {"type": "object", "properties": {
-        "name": {"type": "string", "description": "Variable name, dotted path, or In[n]/Out[n]."},
-        "max_chars": {"type": "integer", "description": "Longest description to return (default 4000)."}},
-        "required": ["name"]}
+    Args = InspectVariableArgs
+    generic_summary = "Inspecting a kernel variable"
 
-    def prepare(self, args: dict[str, Any], ctx: ToolContext) -> Prepared:
-        name = args.get("name") if isinstance(args, dict) else None
-        if not isinstance(name, str) or not _NAME.fullmatch(name.strip()):
-            return self._fail(args, "Inspecting a kernel variable",
-                              "argument 'name' must be a variable name, a dotted path or In[n]/Out[n]")
-        max_chars = args.get("max_chars", 4000)
-        if isinstance(max_chars, str) and max_chars.isdigit():
-            max_chars = int(max_chars)
-        if not isinstance(max_chars, int) or isinstance(max_chars, bool) or max_chars < 100:
-            return self._fail(args, "Inspecting a kernel variable", "argument 'max_chars' must be an integer >= 100")
-        name = name.strip()
-        return Prepared(args={"name": name, "max_chars": min(max_chars, 50_000)}, summary=f"Inspecting {name}")
+    def _prepare(self, args: InspectVariableArgs, ctx: ToolContext) -> Prepared:
+        name = args.name.strip()
+        if not _NAME.fullmatch(name):
+            raise self.fail("argument 'name' must be a variable name, a dotted path or In[n]/Out[n]")
+        return Prepared(args={"name": name, "max_chars": min(args.max_chars, 50_000)}, summary=f"Inspecting {name}")
 
-    async def run(self, prepared: Prepared, ctx: ToolContext) -> ToolResult:
+    async def _run(self, prepared: Prepared, ctx: ToolContext) -> ToolResult:
         name = prepared.args["name"]
         answer = await self._probe(ctx, {"op": "describe", "name": name, "max_chars": prepared.args["max_chars"]},
                                    READ_TIMEOUT)
@@ -215,35 +243,22 @@ class InspectVariableTool(_LiveTool):
         return ToolResult(output=str(answer.get("text") or ""))
 
 
-class RunPythonTool(_LiveTool):
+class RunPythonTool(_LiveTool[RunPythonArgs]):
     name = "run_python"
     description = ("Run Python code in the kernel of the user's notebook, in the user's namespace (variables persist, "
                    "the user's data is available). Returns what it printed and the value of the last expression. "
                    "The user approves each call.")
-    parameters: ClassVar[dict[str, Any]] = {"type": "object", "properties": {
-        "code": {"type": "string", "description": "The Python code to run."},
-        "timeout_seconds": {"type": "integer", "description": "Stop (interrupt) the run after this long (120)."}},
-        "required": ["code"]}
-    mutates: ClassVar[bool] = True
-    default_approval: ClassVar[Approval] = "ask"
+    Args = RunPythonArgs
+    generic_summary = "Running Python in the kernel"
+    mutates = True
+    default_approval = "ask"
 
-    def prepare(self, args: dict[str, Any], ctx: ToolContext) -> Prepared:
-        code = args.get("code") if isinstance(args, dict) else None
-        if not isinstance(code, str) or not code.strip():
-            return self._fail(args, "Running Python in the kernel", "argument 'code' must be non-empty Python code")
-        try:
-            ast.parse(code, "<run_python>", "exec")
-        except SyntaxError as exc:
-            return self._fail({"code": code}, "Running Python in the kernel",
-                              f"syntax error at line {exc.lineno}: {exc.msg}")
-        timeout = args.get("timeout_seconds", RUN_TIMEOUT)
-        if not isinstance(timeout, (int, float)) or isinstance(timeout, bool) or timeout <= 0:
-            timeout = RUN_TIMEOUT
-        first = code.strip().splitlines()[0]
-        summary = f"Running Python: {first[:60]}" + ("…" if len(first) > 60 or "\n" in code.strip() else "")
-        return Prepared(args={"code": code, "timeout_seconds": timeout}, summary=summary)
+    def _prepare(self, args: RunPythonArgs, ctx: ToolContext) -> Prepared:
+        _, summary = check_code(args.code)
+        timeout = args.timeout_seconds or RUN_TIMEOUT
+        return Prepared(args={"code": args.code, "timeout_seconds": timeout}, summary=summary)
 
-    async def run(self, prepared: Prepared, ctx: ToolContext) -> ToolResult:
+    async def _run(self, prepared: Prepared, ctx: ToolContext) -> ToolResult:
         notebook = ctx.default_notebook
         if notebook is None:
             return ToolResult(output=f"{self.name}: {_NO_NOTEBOOK}", error=True)

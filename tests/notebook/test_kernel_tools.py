@@ -168,3 +168,37 @@ def test_the_schemas_mean_what_the_hand_written_ones_meant():
         for arg, prop in tool.parameters["properties"].items():
             extra = {k: v for k, v in prop.items() if k not in ("type", "description", "enum")}
             assert extra.items() <= ADDED.get((name, arg), {}).items(), (name, arg)
+
+
+@pytest.mark.parametrize(("tool", "args"), [
+    ("run_python", {"code": 5}), ("run_python", {}), ("list_variables", {"filter": ["x"]}),
+    ("inspect_variable", {"name": "x", "max_chars": 50}), ("inspect_variable", {"name": "x", "max_chars": "many"}),
+    ("insert_cell", {"source": "x", "cell_type": "html"}), ("replace_cell", {"cell": True, "source": "x"}),
+    ("replace_cell", {"cell": 1}), ("run_python", "not json"),
+])
+def test_a_wrong_call_is_told_back_as_every_native_tool_tells_it(ip, tool, args):
+    from eca_notebook.tools._args import parse_args
+
+    ip.run_cell("x = 1\n")
+    kernel_tool = tools_of(ip)[0][tool]
+    prepared = kernel_tool.prepare(args, CTX)
+    expected = parse_args(tool, kernel_tool.Args, args)[1]
+    assert expected and prepared.error == expected
+
+
+async def test_replace_cell_takes_in_n_as_the_model_writes_it(ip):
+    ip.run_cell("y = 1\n", store_history=True)
+    count = ip.execution_count - 1
+    tools, _ = tools_of(ip)
+    for written in (count, str(count), f"In[{count}]"):
+        prepared, _ = await call(tools["replace_cell"], {"cell": written, "source": "y = 2\n"})
+        assert prepared.error is None and prepared.args["cell"] == count
+
+
+async def test_inspect_variable_returns_up_to_max_chars(ip):
+    ip.run_cell("long = 1  # " + "z" * 20000 + "\n", store_history=True)
+    cell = f"In[{ip.execution_count - 1}]"
+    tools, _ = tools_of(ip)
+    _, default = await call(tools["inspect_variable"], {"name": cell})
+    _, more = await call(tools["inspect_variable"], {"name": cell, "max_chars": 9000})
+    assert len(default.output) < 4100 < 9000 < len(more.output) < 9100
