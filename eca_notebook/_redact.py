@@ -114,6 +114,15 @@ _lock = threading.Lock()
 _secrets: frozenset[str] = frozenset()
 _ordered: tuple[str, ...] = ()  # the same values, longest first (a value containing another is replaced whole)
 
+# Memo of ``redact(text)`` for short texts (no *extra* values): the same strings pass again and again on the
+# streaming hot path — JSON keys, method names, roles, chat ids, each a full scan per message otherwise. It belongs
+# to one registry state: :func:`add_secrets` starts a new dict (a stale answer can never be given once a secret is
+# added), and a computation that began before the change stores into the dict it read, which nobody asks any more.
+# Bounded: emptied when full. Plain dict operations are atomic, so threads share it safely.
+_MEMO_MAX_TEXT = 128
+_MEMO_MAX_ENTRIES = 8192
+_memo: dict[str, str] = {}
+
 
 def credential_name(name: str) -> bool:
     """Whether an environment variable or parameter *name* says it holds a credential (``GITHUB_TOKEN``)."""
@@ -122,7 +131,7 @@ def credential_name(name: str) -> bool:
 
 def add_secrets(values: Iterable[str | None]) -> None:
     """Register secret values (and, for ``Bearer x`` / ``Basic x``, the token alone). Thread-safe; idempotent."""
-    global _secrets, _ordered
+    global _secrets, _ordered, _memo
     found: set[str] = set()
     for value in values:
         if not isinstance(value, str):
@@ -137,6 +146,7 @@ def add_secrets(values: Iterable[str | None]) -> None:
         merged = _secrets | found
         _ordered = tuple(sorted(merged, key=len, reverse=True))
         _secrets = frozenset(merged)
+        _memo = {}
 
 
 def secrets_of_url(url: str | None) -> list[str]:
@@ -180,7 +190,21 @@ def redact(text: str, extra: Iterable[str] = ()) -> str:
     """*text* with every known secret (plus *extra* values) and every secret-shaped fragment replaced by ``***``."""
     if not isinstance(text, str) or len(text) < MIN_SECRET_LENGTH:  # too short to hold anything we'd replace
         return text
-    for value in _ordered:  # substring search is C-speed; a regex alternation tries every value at every position
+    if not extra and len(text) <= _MEMO_MAX_TEXT:
+        # one registry state: add_secrets assigns _ordered before _memo, so a new memo is never read with old values
+        memo, ordered = _memo, _ordered
+        done = memo.get(text)
+        if done is None:
+            done = _redact(text, ordered, ())
+            if len(memo) >= _MEMO_MAX_ENTRIES:
+                memo.clear()
+            memo[text] = done
+        return done
+    return _redact(text, _ordered, extra)
+
+
+def _redact(text: str, ordered: tuple[str, ...], extra: Iterable[str]) -> str:
+    for value in ordered:  # substring search is C-speed; a regex alternation tries every value at every position
         if value in text:
             text = text.replace(value, MASK)
     for value in extra:
@@ -199,14 +223,21 @@ def redact_json(value: Any, extra: Iterable[str] = ()) -> Any:
     return _walk(value, tuple(extra))
 
 
+_SCALARS = frozenset({int, float, bool, type(None)})
+
+
 def _walk(value: Any, extra: tuple[str, ...]) -> Any:
+    # exact types first, strings inline: this runs on every message a door sends (see _memo)
     kind = type(value)
     if kind is str:
         return redact(value, extra)
-    if kind is dict or isinstance(value, Mapping):
-        return {(redact(k, extra) if type(k) is str else k): _walk(v, extra) for k, v in value.items()}
+    if kind is dict or (kind not in _SCALARS and isinstance(value, Mapping)):
+        return {(redact(k, extra) if type(k) is str else k): (redact(v, extra) if type(v) is str else _walk(v, extra))
+                for k, v in value.items()}
     if kind is list or kind is tuple:
         return [_walk(v, extra) for v in value]
+    if kind in _SCALARS:
+        return value
     if isinstance(value, str):
         return redact(value, extra)
     return value

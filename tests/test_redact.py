@@ -96,6 +96,29 @@ def test_json_values_are_redacted_keys_included_and_not_mutated():
     assert redact_json("extra-only-value-1", ["extra-only-value-1"]) == "***"
 
 
+def test_a_text_seen_before_its_secret_was_registered_is_redacted_after():
+    """Short texts are remembered once redacted (the streaming hot path sends the same ones again and again); a
+    secret registered later must still be caught in a text remembered before — as a whole, inside a JSON value, and
+    as a key."""
+    text = "chunk late-secret-7Q7Q-x9 here"
+    value = {"content": {"type": "text", "text": text}, "late-secret-7Q7Q-x9": 1}
+    assert redact(text) == text
+    assert redact_json(value) == value
+    assert redact("late-secret-7Q7Q-x9") == "late-secret-7Q7Q-x9"
+    add_secrets(["late-secret-7Q7Q-x9"])
+    assert redact(text) == "chunk *** here"
+    assert redact_json(value) == {"content": {"type": "text", "text": "chunk *** here"}, "***": 1}
+    assert redact("late-secret-7Q7Q-x9") == "***"
+
+
+def test_many_distinct_short_texts_keep_being_redacted():
+    """The memo of short texts is bounded: past its size it is emptied and every text is still redacted."""
+    add_secrets(["bulk-secret-3R3R-y8"])
+    for i in range(20_000):
+        assert redact(f"{i} bulk-secret-3R3R-y8") == f"{i} ***"
+        assert redact(f"plain text number {i}") == f"plain text number {i}"
+
+
 def test_what_config_places_count_as_secrets():
     assert set(secrets_of_url("http://alice:pw%2Fx@h/v1?api_key=q1&model=m&token=t2")) == {
         "alice:pw%2Fx", "alice", "pw%2Fx", "q1", "t2"}

@@ -18,7 +18,7 @@ import httpx
 from ._blocks import ReasoningBlocks, new_id
 from ._complete import completions_url, openai_completion_pieces, post_completion
 from ._http import HttpProvider, parse_json
-from ._sse import SSEDecoder
+from ._sse import sse_batches
 from ._think import ThinkTagSplitter
 from ._tool_images import lift_tool_images
 from .base import (
@@ -135,49 +135,50 @@ class OpenAIChatProvider(HttpProvider):
         finish_reason: str | None = None
         usage: dict[str, Any] | None = None
         done = False
-        decoder = SSEDecoder()
 
-        async for line in response.aiter_lines():
-            sse = decoder.feed(line)
-            if sse is None:
-                continue
-            if sse.data.strip() == "[DONE]":
-                done = True
-                break
-            chunk = parse_json(sse.data)
-            if not isinstance(chunk, dict):
-                continue
-            if chunk.get("error"):
-                raise self._chunk_error(chunk["error"])
-            if isinstance(chunk.get("usage"), dict):
-                usage = chunk["usage"]
-            for choice in chunk.get("choices") or ():
-                if not isinstance(choice, dict) or choice.get("index", 0) != 0:
+        async for batch in sse_batches(response.aiter_text()):
+            for sse in batch:
+                data = sse.data
+                if data == "[DONE]" or data.strip() == "[DONE]":
+                    done = True
+                    break
+                chunk = parse_json(data)
+                if not isinstance(chunk, dict):
                     continue
-                delta = choice.get("delta") or {}
-                thought = delta.get("reasoning_content") or delta.get("reasoning")
-                if isinstance(thought, str) and thought:
-                    for event in reasoning.delta(thought):
-                        yield event
-                content = delta.get("content")
-                if isinstance(content, str) and content:
-                    for kind, piece in splitter.feed(content):
-                        if kind == "reasoning":
-                            for event in reasoning.delta(piece):
-                                yield event
-                        else:
-                            for event in reasoning.close():
-                                yield event
-                            yield TextDelta(piece)
-                for position, tc in enumerate(delta.get("tool_calls") or ()):
-                    for event in reasoning.close():
-                        yield event
-                    for event in self._tool_delta(calls, position, tc):
-                        yield event
-                if choice.get("finish_reason"):
-                    finish_reason = choice["finish_reason"]
-                    for event in self._finish_calls(calls):
-                        yield event
+                if chunk.get("error"):
+                    raise self._chunk_error(chunk["error"])
+                if isinstance(chunk.get("usage"), dict):
+                    usage = chunk["usage"]
+                for choice in chunk.get("choices") or ():
+                    if not isinstance(choice, dict) or choice.get("index", 0) != 0:
+                        continue
+                    delta = choice.get("delta") or {}
+                    thought = delta.get("reasoning_content") or delta.get("reasoning")
+                    if isinstance(thought, str) and thought:
+                        for event in reasoning.delta(thought):
+                            yield event
+                    content = delta.get("content")
+                    if isinstance(content, str) and content:
+                        for kind, piece in splitter.feed(content):
+                            if kind == "reasoning":
+                                for event in reasoning.delta(piece):
+                                    yield event
+                            else:
+                                if reasoning.current is not None:
+                                    for event in reasoning.close():
+                                        yield event
+                                yield TextDelta(piece)
+                    for position, tc in enumerate(delta.get("tool_calls") or ()):
+                        for event in reasoning.close():
+                            yield event
+                        for event in self._tool_delta(calls, position, tc):
+                            yield event
+                    if choice.get("finish_reason"):
+                        finish_reason = choice["finish_reason"]
+                        for event in self._finish_calls(calls):
+                            yield event
+            if done:
+                break
 
         if not done and finish_reason is None:
             raise self.ended_unexpectedly()

@@ -19,9 +19,21 @@ MAX_ERROR_TEXT = 200
 Id = int | str | None
 
 
+_PLAIN = frozenset({str, int, float, bool, type(None)})
+
+
 def to_json(value: Any) -> Any:
     """What goes on the wire for a result or params value: pydantic models dumped by alias without ``None`` fields,
-    containers walked (a list of models works), everything else as is."""
+    containers walked (a list of models works), everything else as is.
+
+    Exact types are tried first and strings and numbers are not walked into: every streamed chunk passes here."""
+    kind = type(value)
+    if kind in _PLAIN:
+        return value
+    if kind is dict:
+        return {k: (v if type(v) in _PLAIN else to_json(v)) for k, v in value.items()}
+    if kind is list or kind is tuple:
+        return [v if type(v) in _PLAIN else to_json(v) for v in value]
     if isinstance(value, pydantic.BaseModel):
         return value.model_dump(by_alias=True, exclude_none=True, mode="json")
     if isinstance(value, dict):

@@ -26,6 +26,12 @@ must not stop us from reading that reader's ``chat/promptStop``.
 
 Senders that need to know (``notify``, our requests) await their message being handed to the stream; the engine's
 notifications and the responses do not.
+
+A byte stream that can encode messages itself (:class:`~eca_notebook.transports.FrameWriter`, the pipes) gets
+whatever is queued when the writer runs — what the loop's last tick produced, up to ``MAX_BATCH`` messages — in
+one write: a reply streamed as thousands of chunks costs a few system calls and wake-ups of the peer, not one per
+chunk. Each message is still encoded on its own, so one that cannot be serialized fails alone, as it would
+unbatched.
 """
 
 from __future__ import annotations
@@ -36,10 +42,11 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
-from ..transports import MessageStream
+from ..transports import FrameWriter, MessageStream
 from ._messages import replace_unserializable, short, to_json
 
-__all__ = ["DEFAULT_MAX_QUEUED", "DEFAULT_MAX_QUEUED_RESPONSES", "DEFAULT_MERGE_BACKLOG", "Merge", "Outbox"]
+__all__ = ["DEFAULT_MAX_QUEUED", "DEFAULT_MAX_QUEUED_RESPONSES", "DEFAULT_MERGE_BACKLOG", "MAX_BATCH", "Merge",
+           "Outbox"]
 
 log = logging.getLogger(__name__)
 
@@ -50,6 +57,7 @@ Merge = Callable[[str, Any, Any], Any]
 DEFAULT_MAX_QUEUED = 20_000  # messages; a peer this far behind is not reading at all
 DEFAULT_MERGE_BACKLOG = 256  # messages waiting before notifications merge
 DEFAULT_MAX_QUEUED_RESPONSES = 256  # answers waiting for the peer before we stop reading its requests
+MAX_BATCH = 1024  # messages handed to a FrameWriter in one write
 
 # kinds of queued messages
 _NOTE = 0  # a notification from (method, params): built, then rewritten by ``outgoing``, when written
@@ -93,6 +101,7 @@ class Outbox:
         self._writer: asyncio.Task[None] | None = None
         self._closed = False
         self.overflowed = False
+        self._frames = stream if isinstance(stream, FrameWriter) else None
 
     def __len__(self) -> int:
         return len(self._items)
@@ -178,6 +187,9 @@ class Outbox:
                 self._wakeup.clear()
                 await self._wakeup.wait()
                 continue
+            if self._frames is not None:
+                await self._write_batch(self._frames)
+                continue
             kind, method, payload, done = items.popleft()
             if kind == _RESPONSE:
                 self._responses -= 1
@@ -199,14 +211,72 @@ class Outbox:
             if done is not None and not done.done():
                 done.set_result(written)
 
+    async def _write_batch(self, stream: FrameWriter) -> None:
+        """Encode what is queued (up to MAX_BATCH) one by one and write it at once: see the module docstring."""
+        items = self._items
+        frames: list[bytes] = []
+        waiting: list[asyncio.Future[bool]] = []
+        while items and len(frames) < MAX_BATCH:
+            kind, method, payload, done = items.popleft()
+            if kind == _RESPONSE:
+                self._responses -= 1
+                if self._responses <= self.max_queued_responses:
+                    self._room.set()
+            try:
+                frames.append(self._encode(stream, kind, method, payload))
+            except Exception as exc:  # serialization: as in _write_loop
+                if done is not None:
+                    if not done.done():
+                        done.set_exception(exc)
+                else:
+                    log.error("%s: could not send %s: %s", self.name, method, exc)
+                continue
+            if done is not None:
+                waiting.append(done)
+        try:
+            written = await self._write_frames(stream, frames) if frames else True
+        except asyncio.CancelledError:
+            for done in waiting:
+                if not done.done():
+                    done.set_result(False)
+            raise
+        for done in waiting:
+            if not done.done():
+                done.set_result(written)
+
+    def _encode(self, stream: FrameWriter, kind: int, method: str | None, payload: Any) -> bytes:
+        if kind == _NOTE:
+            return stream.encode(self._notification(method, payload))
+        if kind == _RESPONSE:
+            if self._outgoing is not None:
+                payload = self._outgoing(payload)
+            try:
+                return stream.encode(payload)
+            except (TypeError, ValueError) as exc:
+                log.error("%s: a response is not JSON-serializable: %s", self.name, short(exc))
+                return stream.encode(replace_unserializable(payload))
+        return stream.encode(payload)
+
+    async def _write_frames(self, stream: FrameWriter, frames: list[bytes]) -> bool:
+        """Write encoded messages; False when the stream is broken."""
+        try:
+            await stream.write_frames(frames)
+        except Exception as exc:
+            log.debug("%s: write failed: %r", self.name, exc)
+            return False
+        return True
+
+    def _notification(self, method: str | None, payload: Any) -> Any:
+        message: Any = {"jsonrpc": "2.0", "method": method}
+        if payload is not None:
+            message["params"] = to_json(payload)
+        if self._outgoing is not None:
+            message = self._outgoing(message)
+        return message
+
     async def _deliver(self, kind: int, method: str | None, payload: Any) -> bool:
         if kind == _NOTE:
-            message: Any = {"jsonrpc": "2.0", "method": method}
-            if payload is not None:
-                message["params"] = to_json(payload)
-            if self._outgoing is not None:
-                message = self._outgoing(message)
-            return await self._write(message)
+            return await self._write(self._notification(method, payload))
         if kind == _RESPONSE:
             if self._outgoing is not None:
                 payload = self._outgoing(payload)

@@ -5,7 +5,7 @@ Layer 1: knows JSON and framing, nothing about ECA or ACP methods.
 
 from __future__ import annotations
 
-from ._stream import MessageStream, decode_message
+from ._stream import FrameWriter, MessageStream, decode_message
 from .framing import (
     DEFAULT_MAX_FRAME_SIZE,
     ContentLengthDecoder,
@@ -22,6 +22,7 @@ from .stdio import PipeStream, open_stdio
 __all__ = [
     "DEFAULT_MAX_FRAME_SIZE",
     "ContentLengthDecoder",
+    "FrameWriter",
     "FramingError",
     "MemoryStream",
     "MessageStream",

@@ -11,7 +11,7 @@ from typing import Any, Protocol, runtime_checkable
 from ..protocol.errors import INVALID_REQUEST, RpcError
 from .framing import FramingError, loads
 
-__all__ = ["MessageStream", "decode_message"]
+__all__ = ["FrameWriter", "MessageStream", "decode_message"]
 
 
 @runtime_checkable
@@ -34,6 +34,25 @@ class MessageStream(Protocol):
         ...
 
     async def close(self) -> None: ...
+
+
+@runtime_checkable
+class FrameWriter(Protocol):
+    """A byte stream that can also encode messages itself and write several encoded ones at once.
+
+    Why: a reply streams as thousands of small notifications, and one write (one system call, one wait for the
+    peer) per message costs more than the message. A writer holding several messages encodes each with
+    :meth:`encode` — a message that cannot be serialized fails alone, before anything is written — and hands them
+    over together with :meth:`write_frames`, in order, as :meth:`MessageStream.write` would one by one.
+    """
+
+    def encode(self, message: Any) -> bytes:
+        """One message as the bytes :meth:`write_frames` takes; TypeError/ValueError when it is not serializable."""
+        ...
+
+    async def write_frames(self, frames: list[bytes]) -> None:
+        """Write encoded messages in order; ConnectionError when the peer is gone (dropped after ``close``)."""
+        ...
 
 
 def decode_message(body: bytes) -> dict[str, Any] | list[Any] | RpcError:

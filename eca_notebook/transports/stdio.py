@@ -135,7 +135,8 @@ class PipeStream:
                 await asyncio.sleep(0.01)  # drain() returned although the transport holds more: don't spin hot
 
     async def read(self) -> Any | RpcError | None:
-        await self._wait_for_room()
+        if self.pending_write > self.max_pending_write:
+            await self._wait_for_room()
         while not self._pending:
             if self._closed or self._eof:
                 return None
@@ -197,17 +198,26 @@ class PipeStream:
         finally:
             self._read_task = None
 
+    def encode(self, message: Any) -> bytes:
+        """One message framed by this stream's codec (see :class:`~eca_notebook.transports.FrameWriter`)."""
+        return self._encode(dumps(message))
+
     async def write(self, message: Any) -> None:
-        frame = self._encode(dumps(message))  # not serializable: raises here, before anything is written
-        if self._closed:
-            log.debug("%s: write after close dropped", self.name)
+        await self.write_frames([self.encode(message)])  # not serializable: raises here, before anything is written
+
+    async def write_frames(self, frames: list[bytes]) -> None:
+        """Write frames from :meth:`encode` in one write and one drain (the outbox hands over what queued in one
+        tick of the loop: a streamed reply is a few large pipe writes, not one system call per chunk)."""
+        if self._closed or not frames:
+            if frames:
+                log.debug("%s: write after close dropped", self.name)
             return
         if self._broken is not None:
             raise ConnectionResetError(f"{self.name}: the pipe is broken ({self._broken!r})")
         try:
-            # The whole frame in one synchronous write: frames never interleave and keep the order of the calls, and
+            # The frames in one synchronous write: frames never interleave and keep the order of the calls, and
             # a frame handed over here is flushed by close() even if its writer is cancelled while draining.
-            self._writer.write(frame)
+            self._writer.write(frames[0] if len(frames) == 1 else b"".join(frames))
             async with self._write_lock:  # one drain at a time (a thread writer must not reorder its chunks)
                 await self._writer.drain()
         except (ConnectionError, OSError) as exc:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 from eca_notebook.providers import (
     AssistantMessage,
     Finished,
@@ -196,6 +198,19 @@ async def test_tolerates_missing_done_ids_and_indexes(client):
         Usage(input_tokens=40, output_tokens=4, cache_read_tokens=10),
         Finished("tool_calls"),
     ]
+
+
+async def test_text_with_unicode_line_separators_arrives_whole(client):
+    """JSON may carry U+2028, U+2029 and U+0085 raw inside a string (servers writing UTF-8 do): they are no SSE line
+    end, so the chunk holding them is text like any other (it was cut in two at them and dropped). CRLF and CR line
+    ends, and the last one cut between two reads, are line ends."""
+    text = "a\u2028b\u2029c\x85d"
+    body = (f"data: {json.dumps({'choices': [{'index': 0, 'delta': {'content': text}}]}, ensure_ascii=False)}\r\n\r\n"
+            f"data: {json.dumps({'choices': [{'index': 0, 'delta': {'content': '!'}}]})}\r\r"
+            f"data: {json.dumps({'choices': [{'index': 0, 'delta': {}, 'finish_reason': 'stop'}]})}\n\n")
+    with FixedServer(body) as server:
+        events = await collect(make(API, server.url, client))
+    assert events == [TextDelta(text), TextDelta("!"), Finished("end_turn", reason="stop")]
 
 
 async def test_no_finish_and_no_done_is_an_unexpected_end(client):

@@ -7,7 +7,7 @@ import asyncio
 from typing import Any
 
 from eca_notebook.rpc import Endpoint
-from eca_notebook.transports import MemoryStream, memory_pair
+from eca_notebook.transports import ContentLengthDecoder, MemoryStream, PipeStream, loads, memory_pair
 
 GUARD = 5  # seconds: only a guard against hangs, never asserted on
 
@@ -176,3 +176,33 @@ async def test_a_peer_that_leaves_our_answers_unread_stops_being_read_and_every_
     await endpoint.close()
     runner.cancel()
     await asyncio.gather(runner, return_exceptions=True)
+
+
+class RecordingWriter:
+    """The byte side of a pipe: records each write call."""
+
+    def __init__(self) -> None:
+        self.writes: list[bytes] = []
+
+    def write(self, data: bytes) -> None:
+        self.writes.append(bytes(data))
+
+    async def drain(self) -> None:
+        pass
+
+
+async def test_a_pipe_gets_what_queued_in_one_tick_in_one_write_each_message_encoded_alone(caplog):
+    """A streamed reply is thousands of notifications: over a pipe they go out a batch per write, in order, and one
+    that cannot be serialized is dropped alone (logged), not the batch."""
+    writer = RecordingWriter()
+    endpoint = Endpoint(PipeStream(asyncio.StreamReader(), writer), name="server")
+    for i in range(1000):
+        endpoint.notify_nowait("chunk", {"i": i})
+        if i == 500:
+            endpoint.notify_nowait("chunk", {"bad": object()})
+    await asyncio.wait_for(endpoint.notify("last", {"i": 1000}), GUARD)
+    bodies = ContentLengthDecoder().feed(b"".join(writer.writes))
+    assert [loads(body)["params"]["i"] for body in bodies] == list(range(1001))  # type: ignore[arg-type]
+    assert len(writer.writes) <= 2  # not one per message
+    assert "could not send chunk" in caplog.text
+    await endpoint.close()
