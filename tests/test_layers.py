@@ -155,8 +155,6 @@ STILL_TAKE_ENGINE = {
     "eca_notebook.engine._chatbook",
     "eca_notebook.engine._config_watch",
     "eca_notebook.engine._mcp_admin",
-    "eca_notebook.engine.chats._commands",
-    "eca_notebook.engine.chats._rewind",
     "eca_notebook.engine.completion._inline",
     "eca_notebook.engine.completion._rewrite",
     "eca_notebook.engine.provider_setup",

@@ -20,18 +20,20 @@ import json
 import re
 import time
 import uuid
+from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from ..._fileio import atomic_write
 from ..._redact import redact_json
-from ...protocol import ChatOpenedParams, MetadataContent, TextContent
+from ...protocol import ChatOpenedParams, ConfigUpdatedParams, MetadataContent, TextContent
 from ...protocol.errors import RpcError
 from . import _rewind
 from ._chat import Chat
+from ._host import ChatHost
 
 if TYPE_CHECKING:
-    from ..engine import Engine
+    from ..models import ModelRegistry
 
 EXPORT_FORMAT = "eca-notebook.chat"
 MAX_IMPORT_BYTES = 64 * 1024 * 1024
@@ -73,10 +75,38 @@ If AGENTS.md already exists, read it first and improve it: fill gaps, remove wha
 """
 
 
+class CommandHost(_rewind.RewindHost, Protocol):
+    """What the chat commands use beyond the chats: the workspace folders (``/init``, ``/export``, ``/import``) and
+    the models with the selection (``/model``)."""
+
+    @property
+    def workspace_folders(self) -> Sequence[Path]:
+        """The workspace roots (an export is written inside them)."""
+        ...
+
+    @property
+    def registry(self) -> ModelRegistry:
+        """The models there are."""
+        ...
+
+    @property
+    def selected_model(self) -> str | None:
+        """The model of new prompts."""
+        ...
+
+    def select_model(self, model: str, chat_id: str | None = None) -> None:
+        """Select the model of new prompts and of the chat; ValueError for an unknown one."""
+        ...
+
+    def config_updated(self) -> ConfigUpdatedParams:
+        """``config/updated``: what a client's model picker shows."""
+        ...
+
+
 # -- /init ---------------------------------------------------------------------------------------------------------
 
 
-def init_prompt(engine: Engine) -> str:
+def init_prompt(engine: CommandHost) -> str:
     """The prompt ``/init`` sends to the model in the user's place."""
     roots = ", ".join(str(p) for p in engine.workspace_folders) or "(none: the server's working directory)"
     return INIT_PROMPT.format(roots=roots)
@@ -85,7 +115,7 @@ def init_prompt(engine: Engine) -> str:
 # -- /model --------------------------------------------------------------------------------------------------------
 
 
-def model(engine: Engine, chat: Chat, argument: str) -> str:
+def model(engine: CommandHost, chat: Chat, argument: str) -> str:
     """``/model`` lists the models; ``/model <provider/model>`` switches this chat (and new prompts) to one."""
     available = engine.registry.models()
     listing = "\n".join(f"- {m}" for m in available)
@@ -117,7 +147,7 @@ def _previous_prompt_id(chat: Chat) -> str | None:
     return value if isinstance(value, str) and value else None
 
 
-def fork(engine: Engine, chat: Chat) -> str | None:
+def fork(engine: ChatHost, chat: Chat) -> str | None:
     """``/fork``: a new chat continuing from this one's last message (``chat/fork`` at the last prompt, which
     announces and replays it and notes the fork here). None when done; else why not."""
     content_id = _previous_prompt_id(chat)
@@ -141,10 +171,10 @@ def _inside(path: Path, folders: list[Path]) -> bool:
     return any(path == f or f in path.parents for f in folders)
 
 
-def export_target(engine: Engine, chat: Chat, argument: str) -> Path:
+def export_target(workspace_folders: Sequence[Path], chat: Chat, argument: str) -> Path:
     """Where ``/export`` writes: a file (``.json`` or ``.md``) or a folder (then a JSON file named after the chat
     goes in it); relative to the first workspace folder. ValueError (in words for the user) when it cannot be."""
-    folders = [Path(f).resolve() for f in engine.workspace_folders]
+    folders = [Path(f).resolve() for f in workspace_folders]
     if not folders:
         raise ValueError("there is no workspace folder to export into")
     default_name = f"eca-chat-{_slug(chat.title)}-{time.strftime('%Y%m%d-%H%M%S')}.json"
@@ -204,10 +234,10 @@ def export_markdown(chat: Chat) -> str:
     return "\n".join(lines).rstrip() + "\n"
 
 
-def export(engine: Engine, chat: Chat, argument: str) -> str:
+def export(engine: CommandHost, chat: Chat, argument: str) -> str:
     """``/export [path]``: the chat to a JSON or Markdown file in the workspace; the answer says where."""
     try:
-        target = export_target(engine, chat, argument)
+        target = export_target(engine.workspace_folders, chat, argument)
     except ValueError as exc:
         return f"Could not export the chat: {exc}."
     # this command's own echo is not part of what is exported
@@ -231,11 +261,11 @@ def export(engine: Engine, chat: Chat, argument: str) -> str:
 # -- /import -------------------------------------------------------------------------------------------------------
 
 
-def _read_import(engine: Engine, argument: str) -> Chat:
+def _read_import(workspace_folders: Sequence[Path], argument: str) -> Chat:
     raw = argument.strip().strip("'\"")
     if not raw:
         raise ValueError("give the file to import: /import <path to an exported .json>")
-    base = Path(engine.workspace_folders[0]) if engine.workspace_folders else Path.cwd()
+    base = Path(workspace_folders[0]) if workspace_folders else Path.cwd()
     path = (base / Path(raw).expanduser()).resolve()
     try:
         if path.stat().st_size > MAX_IMPORT_BYTES:
@@ -260,11 +290,11 @@ def _read_import(engine: Engine, argument: str) -> Chat:
         raise ValueError(f"{path} is not an exported chat ({exc})") from None
 
 
-def import_chat(engine: Engine, chat: Chat, argument: str) -> str:
+def import_chat(engine: CommandHost, chat: Chat, argument: str) -> str:
     """``/import <path>``: the exported chat becomes a new chat (fresh id), announced and replayed to every client;
     the answer (in this chat) says its title."""
     try:
-        new = _read_import(engine, argument)
+        new = _read_import(engine.workspace_folders, argument)
     except ValueError as exc:
         return f"Could not import the chat: {exc}."
     new.title = new.title or "Imported chat"

@@ -27,23 +27,42 @@ import copy
 import logging
 import re
 import uuid
-from collections.abc import Iterable
-from typing import TYPE_CHECKING, Any
+from collections.abc import Awaitable, Callable, Iterable
+from typing import Any, Protocol
 
 from ...protocol import ChatClearedParams, ChatOpenedParams, MetadataContent, TextContent
 from ...protocol.errors import INVALID_PARAMS, INVALID_REQUEST, RpcError
 from ...providers.base import AssistantMessage, Message, ToolResultMessage, UserMessage
 from ._chat import COMPACT_PREFIX, Chat, Usage
+from ._host import ChatHost
 
-if TYPE_CHECKING:
-    from ..engine import Engine
-
-__all__ = ["fork", "fork_title", "last_prompt_id", "rollback"]
+__all__ = ["RewindHost", "Undos", "fork", "fork_title", "last_prompt_id", "rollback"]
 
 log = logging.getLogger(__name__)
 
 _TOOL_CONTENTS = ("toolCallPrepare", "toolCallRun", "toolCallRunning", "toolCalled", "toolCallRejected")
 _NUMBERED = re.compile(r"(.+?)\s*\((\d+)\)\s*$")
+
+
+class Undos(Protocol):
+    """The undos finished tool calls left, by chat and call (the engine's ``UndoLog``, engine/turn/_notebooks.py)."""
+
+    def pop(self, chat_id: str, call_id: str) -> Callable[[], Awaitable[str]] | None:
+        """Take a call's undo out (None when there is none)."""
+        ...
+
+    def put_back(self, chat_id: str, call_id: str, undo: Callable[[], Awaitable[str]]) -> None:
+        """Return an undo whose run failed, so the user can try again."""
+        ...
+
+
+class RewindHost(ChatHost, Protocol):
+    """The chats, and the undos that revert the file changes of the turns a rollback removes."""
+
+    @property
+    def undo_log(self) -> Undos:
+        """The tool calls' undos."""
+        ...
 
 
 # -- finding points in a chat ------------------------------------------------------------------------------------
@@ -92,7 +111,7 @@ def _refuse_compacted(messages: Iterable[Message]) -> None:
                                        "compaction was replaced by its summary, so the chat cannot go back there")
 
 
-def _chat(engine: Engine, chat_id: str) -> Chat:
+def _chat(engine: ChatHost, chat_id: str) -> Chat:
     chat = engine.get_chat(chat_id)
     if chat is None:
         raise RpcError(INVALID_PARAMS, f"unknown chat '{chat_id}'")
@@ -106,7 +125,7 @@ def _unknown_point(chat: Chat, content_id: str, what: str) -> RpcError:
 # -- telling clients -----------------------------------------------------------------------------------------------
 
 
-def _replay(engine: Engine, chat: Chat) -> None:
+def _replay(engine: ChatHost, chat: Chat) -> None:
     """Every client is sent the chat's contents again, as ``chat/open`` would (they are recorded wire contents)."""
     for item in chat.contents:
         engine.broadcast("chat/contentReceived", {"chatId": chat.id, "role": item["role"], "content": item["content"]})
@@ -115,7 +134,7 @@ def _replay(engine: Engine, chat: Chat) -> None:
 # -- rollback ------------------------------------------------------------------------------------------------------
 
 
-async def rollback(engine: Engine, chat_id: str, content_id: str, include: Iterable[str] | None = None) -> None:
+async def rollback(engine: RewindHost, chat_id: str, content_id: str, include: Iterable[str] | None = None) -> None:
     """``chat/rollback``: remove the prompt *content_id* and everything after it (``messages``) and revert the file
     changes those turns made (``tools``); both when *include* is empty or None, as the reference does."""
     wanted = set(include or ()) or {"messages", "tools"}
@@ -147,7 +166,7 @@ async def rollback(engine: Engine, chat_id: str, content_id: str, include: Itera
             engine.chat_book.save(chat)
 
 
-async def _revert(engine: Engine, chat: Chat, calls: list[dict[str, Any]], *, kept: bool) -> str | None:
+async def _revert(engine: RewindHost, chat: Chat, calls: list[dict[str, Any]], *, kept: bool) -> str | None:
     """Undo what *calls* changed, in order; a sentence for the user, None when none of them changed anything.
 
     *kept*: the calls stay in the chat (``include: ["tools"]`` alone), so they are marked undone the way
@@ -211,7 +230,7 @@ def _mark_undone(chat: Chat, call_id: str, message: str) -> None:
 # -- clear ---------------------------------------------------------------------------------------------------------
 
 
-def clear(engine: Engine, chat_id: str, messages: bool) -> bool:
+def clear(engine: ChatHost, chat_id: str, messages: bool) -> bool:
     """``chat/clear`` (reference server): with *messages*, the chat's messages, tool calls, usage and task go — the
     next prompt starts a fresh conversation — while the chat itself stays (id, title, model, agent, trust). Every
     client is told with ``chat/cleared``. False for an unknown chat (the reference ignores it); a chat running a
@@ -247,7 +266,7 @@ def fork_title(title: str | None) -> str:
     return f"{title} (2)"
 
 
-def fork(engine: Engine, chat_id: str, content_id: str) -> Chat:
+def fork(engine: ChatHost, chat_id: str, content_id: str) -> Chat:
     """``chat/fork``: a new chat holding the chat up to and including the message *content_id* names — a prompt's
     ``contentId`` (with the answer it got) or a tool call's ``id`` (with its result). Announced with ``chat/opened``
     and replayed to every client; the original gets a note. Returns the new chat."""
