@@ -39,11 +39,13 @@ from ..protocol import ChatPromptParams
 from ..protocol.errors import INVALID_PARAMS, INVALID_REQUEST, RpcError
 from ..rpc import Endpoint
 from ..tools.base import ChatDelegate
-from ._files import CURRENT_SESSION, ClientFiles
+from ._files import CURRENT_SESSION, ClientFiles, read_for_client
 from ._limits import UpdateOutbox, limits_from_config
 from ._permissions import ask_permission
 from ._prompt import prompt_input
 from ._schema import (
+    MCP_SERVER_ERROR,
+    MCP_SERVER_UNAVAILABLE,
     PROMPT_TIMEOUT,
     PROTOCOL_VERSION,
     SESSION_EXPIRED,
@@ -60,6 +62,7 @@ from ._schema import (
     LoadSessionParams,
     NewSessionParams,
     PromptParams,
+    ReadTextFileParams,
     SetConfigOptionParams,
     SetModelParams,
     SetModeParams,
@@ -92,10 +95,15 @@ class _Replay:
         self.connection._deliver(self.workspace, method, params, self.session)
 
 
+#: eca_notebook.mcp's CALL_ERROR / CALL_UNAVAILABLE (by value: the door runs without the MCP extra installed)
+_MCP_FAILURES = {"error": MCP_SERVER_ERROR, "unavailable": MCP_SERVER_UNAVAILABLE}
+
+
 def _tool_error_code(session: Session, content: dict[str, Any]) -> int | None:
     """The spec's code for why a tool call failed, when the reason is one it names and the engine's state shows
     it (not the tool's output, which a tool or server may word as it likes): a tool no one offers, one disabled in
-    this session's mode, a command killed in the client's terminal past its timeout."""
+    this session's mode, a command killed in the client's terminal past its timeout, an MCP server that broke off
+    the call or was not there to answer it."""
     if not content.get("error"):
         return None
     if session.terminal is not None and str(content.get("id")) in session.terminal.timed_out:
@@ -103,6 +111,12 @@ def _tool_error_code(session: Session, content: dict[str, Any]) -> int | None:
     server = str(content.get("server") or "eca")
     full = f"{server}__{content.get('name')}"
     engine = session.engine
+    if server != "eca":  # the MCP plug-ins (the config's and the sessions') know why a call of theirs failed
+        for plugin in [engine.mcp, *engine.plugins]:
+            failure = getattr(plugin, "call_failure", None)
+            why = failure(str(content.get("id"))) if callable(failure) else None
+            if why in _MCP_FAILURES:
+                return _MCP_FAILURES[why]
     if full not in engine.all_tools():
         return TOOL_NOT_FOUND
     if full not in engine.offered_tools(session.mode):
@@ -263,6 +277,7 @@ class AcpConnection:
         r("session/set_model", self.set_model)
         r("session/set_config_option", self.set_config_option)
         r("authenticate", self.authenticate)
+        r("fs/read_text_file", self.read_text_file)
 
     # -- initialize ----------------------------------------------------------------------------------------------
 
@@ -335,6 +350,11 @@ class AcpConnection:
         mode = engine.agents.canonical(chat.behavior)  # (a chat saved with the deprecated ``agent`` is ``code``)
         mode = mode if mode in engine.behaviors() else engine.selected_behavior
         model = chat.model if chat.model in engine.registry.models() else None
+        if existing is not None and existing.workspace is workspace:
+            # open here already: the mode and model the client set since its last prompt (the chat learns them
+            # only when it runs) stay what the client set
+            mode = existing.mode if existing.mode in engine.behaviors() else mode
+            model = existing.model if existing.model in engine.registry.models() else model
         session = Session(id=chat.id, workspace=workspace, updates=SessionUpdates(workspace.cwd), mode=mode,
                           model=model)
         self._open(session)
@@ -376,6 +396,15 @@ class AcpConnection:
         session = self._session(params.session_id)
         session.apply_option(params.config_id, params.value)
         return {"configOptions": session.config_options()}
+
+    # -- files ---------------------------------------------------------------------------------------------------
+
+    async def read_text_file(self, params: ReadTextFileParams) -> dict[str, Any]:
+        """A client's ``fs/read_text_file`` (acp-messages.md "Error Scenarios"): the file as the agent sees it, for
+        the session's folders only (:func:`._files.read_for_client`)."""
+        session = self._session(params.session_id)
+        roots = list(session.engine.workspace_folders) or [session.workspace.cwd]
+        return await asyncio.to_thread(read_for_client, roots, params.path, params.line, params.limit)
 
     # -- prompts -------------------------------------------------------------------------------------------------
 

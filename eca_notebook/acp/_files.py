@@ -16,9 +16,10 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
-from ..protocol.errors import RpcError
+from ..protocol.errors import INVALID_PARAMS, RpcError
+from ._schema import FILE_NOT_FOUND, FILE_TOO_LARGE, PERMISSION_DENIED, READ_LIMIT
 
-__all__ = ["CURRENT_SESSION", "FS_RETRIES", "READ_TIMEOUT", "WRITE_TIMEOUT", "ClientFiles"]
+__all__ = ["CURRENT_SESSION", "FS_RETRIES", "READ_TIMEOUT", "WRITE_TIMEOUT", "ClientFiles", "read_for_client"]
 
 log = logging.getLogger(__name__)
 
@@ -89,3 +90,46 @@ class ClientFiles:
         except TimeoutError:
             raise OSError(f"the client did not answer fs/write_text_file ({FS_RETRIES + 1} tries)") from None
         return True
+
+
+def read_for_client(roots: list[Path], path: str, line: int | None = None, limit: int | None = None) -> dict[str, Any]:
+    """``fs/read_text_file`` sent *to* the agent (acp-messages.md "Error Scenarios" shows a client's read answered
+    ``-31700``): the file as the agent sees it on disk, for a client that compares it with its buffer. Only files of
+    the session's folders (*roots*; symlinks resolved, so a link cannot lead out): anything else is ``-31701``, a
+    missing file ``-31700``, one over the spec's fs/* size (10 MB) ``-31702``. *line* (1-based) and *limit* (lines)
+    cut it as the spec's parameters say."""
+    wanted = Path(path)
+    try:
+        real = wanted.resolve(strict=True)
+    except FileNotFoundError:
+        raise RpcError(FILE_NOT_FOUND, f"File not found: {path}", {"path": path}) from None
+    except (OSError, RuntimeError) as exc:  # a symlink loop, a component that is not a folder
+        raise RpcError(FILE_NOT_FOUND, f"File not found: {path} ({exc.strerror or exc})"
+                       if isinstance(exc, OSError) else f"File not found: {path}", {"path": path}) from None
+    if not any(real.is_relative_to(root.resolve()) for root in roots):
+        raise RpcError(PERMISSION_DENIED, f"Permission denied: {path} is not in the session's folders",
+                       {"path": path})
+    if not real.is_file():
+        raise RpcError(FILE_NOT_FOUND, f"File not found: {path} is not a file", {"path": path})
+    try:
+        size = real.stat().st_size
+        if size > READ_LIMIT:
+            raise RpcError(FILE_TOO_LARGE, f"File too large: {path} is {size} bytes (the limit is {READ_LIMIT})",
+                           {"path": path, "size": size, "limit": READ_LIMIT})
+        data = real.read_bytes()[:READ_LIMIT + 1]
+    except PermissionError:
+        raise RpcError(PERMISSION_DENIED, f"Permission denied: {path}", {"path": path}) from None
+    except FileNotFoundError:  # gone since
+        raise RpcError(FILE_NOT_FOUND, f"File not found: {path}", {"path": path}) from None
+    if len(data) > READ_LIMIT:  # grew since
+        raise RpcError(FILE_TOO_LARGE, f"File too large: {path} is over {READ_LIMIT} bytes",
+                       {"path": path, "limit": READ_LIMIT})
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise RpcError(INVALID_PARAMS, f"{path} is not a UTF-8 text file", {"path": path}) from None
+    if line is not None or limit is not None:
+        lines = text.splitlines(keepends=True)
+        start = (line or 1) - 1
+        text = "".join(lines[start:] if limit is None else lines[start:start + limit])
+    return {"content": text}

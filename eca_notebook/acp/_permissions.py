@@ -24,13 +24,18 @@ __all__ = ["PERMISSION_OPTIONS", "ask_permission"]
 
 log = logging.getLogger(__name__)
 
+# The ids acp-messages.md's session/request_permission example offers (``once``, ``always``, ``reject``), so a client
+# that answers as its Success Response does (``optionId: "once"``) is understood; ``reject_always`` is ours beside.
 PERMISSION_OPTIONS = [
-    {"optionId": "allow_once", "name": "Allow once", "kind": "allow_once"},
-    {"optionId": "allow_always", "name": "Always allow in this session", "kind": "allow_always"},
-    {"optionId": "reject_once", "name": "Reject", "kind": "reject_once"},
+    {"optionId": "once", "name": "Allow once", "kind": "allow_once"},
+    {"optionId": "always", "name": "Always allow in this session", "kind": "allow_always"},
+    {"optionId": "reject", "name": "Reject", "kind": "reject_once"},
     {"optionId": "reject_always", "name": "Always reject in this session", "kind": "reject_always"},
 ]
-_OPTION_KINDS = {o["optionId"]: o["kind"] for o in PERMISSION_OPTIONS}
+#: an answer's optionId → the kind it chose: our ids, and the kinds themselves (the ids we offered before, which
+#: clients written against them still send)
+_OPTION_KINDS = {**{o["kind"]: o["kind"] for o in PERMISSION_OPTIONS},
+                 **{o["optionId"]: o["kind"] for o in PERMISSION_OPTIONS}}
 
 #: ``request(method, params)``: one request to the client, its result.
 Request = Callable[[str, dict[str, Any]], Awaitable[Any]]

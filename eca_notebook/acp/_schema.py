@@ -23,10 +23,13 @@ from ..protocol.methods import invalid_params
 __all__ = [
     "FILE_NOT_FOUND",
     "FILE_TOO_LARGE",
+    "MCP_SERVER_ERROR",
+    "MCP_SERVER_UNAVAILABLE",
     "PARAMS",
     "PERMISSION_DENIED",
     "PROMPT_TIMEOUT",
     "PROTOCOL_VERSION",
+    "READ_LIMIT",
     "SESSION_EXPIRED",
     "SESSION_LOCKED",
     "SESSION_NOT_FOUND",
@@ -44,6 +47,7 @@ __all__ = [
     "LoadSessionParams",
     "NewSessionParams",
     "PromptParams",
+    "ReadTextFileParams",
     "SetConfigOptionParams",
     "SetModeParams",
     "SetModelParams",
@@ -64,7 +68,13 @@ FILE_TOO_LARGE = -31702  # a session/prompt over its size limit because of what 
 TOOL_NOT_FOUND = -31800  # the model called a tool no one offers (in a failed tool call's rawOutput.error)
 TOOL_TIMEOUT = -31802  # a command in the client's terminal that ran past the tool's timeout (killed)
 TOOL_DISABLED = -31801  # a tool that exists but is disabled here (disabledTools, a deny rule, not in the mode)
-SPEC_MESSAGES = {TOOL_NOT_FOUND: "Tool not found", TOOL_DISABLED: "Tool disabled", TOOL_TIMEOUT: "Tool timeout"}
+# An MCP tool call that failed on the server's side (the MCP plug-in's McpManager.call_failure): it broke off — a
+# protocol error, a malformed result, the connection closed during the call — or the server was not there to answer
+# (not running, no answer within mcpTimeoutSeconds).
+MCP_SERVER_ERROR = -31600
+MCP_SERVER_UNAVAILABLE = -31601
+SPEC_MESSAGES = {TOOL_NOT_FOUND: "Tool not found", TOOL_DISABLED: "Tool disabled", TOOL_TIMEOUT: "Tool timeout",
+                 MCP_SERVER_ERROR: "MCP server error", MCP_SERVER_UNAVAILABLE: "MCP server unavailable"}
 #: the prompt blocks that attach files: a prompt too large with one of these is "File too large"
 _ATTACHMENTS = {"resource", "image", "audio"}
 
@@ -80,6 +90,7 @@ SIZE_LIMITS = {
     "session/prompt": 1024 * 1024,
 }
 DEFAULT_LIMIT = 64 * 1024  # any other client → agent message (ids, mode names, cancel …)
+READ_LIMIT = 10 * 1024 * 1024  # fs/*: "Large file contents", the largest file an fs/read_text_file answers with
 UPDATE_LIMIT = 100 * 1024  # what we send as one session/update (text chunks are split, diffs dropped to fit)
 MAX_ID_LENGTH = 256
 
@@ -289,6 +300,25 @@ class SetConfigOptionParams(AcpModel):
     value: str | bool
 
 
+class ReadTextFileParams(AcpModel):
+    """``fs/read_text_file`` sent to the agent (acp-messages.md "Error Scenarios"): a file of a session's folder."""
+
+    session_id: str
+    path: str
+    line: int | None = Field(default=None, ge=1)
+    limit: int | None = Field(default=None, ge=0)
+
+    @field_validator("session_id")
+    @classmethod
+    def _sid(cls, value: str) -> str:
+        return _session_id(value)
+
+    @field_validator("path")
+    @classmethod
+    def _path(cls, value: str) -> str:
+        return _absolute(value)
+
+
 class PermissionOutcome(AcpModel):
     outcome: Literal["selected", "cancelled"]
     option_id: str | None = None
@@ -308,6 +338,7 @@ PARAMS: dict[str, type[AcpModel]] = {
     "session/set_mode": SetModeParams,
     "session/set_model": SetModelParams,
     "session/set_config_option": SetConfigOptionParams,
+    "fs/read_text_file": ReadTextFileParams,
 }
 
 

@@ -19,13 +19,17 @@ from ._terminal import TerminalRunner
 from ._updates import SessionUpdates
 from ._workspaces import Workspace
 
-__all__ = ["MODE_DESCRIPTIONS", "SESSION_PAGE", "Session", "Turn", "available_commands", "session_page"]
+__all__ = ["MODE_ALIASES", "MODE_DESCRIPTIONS", "SESSION_PAGE", "Session", "Turn", "available_commands", "session_page"]
 
 MODE_DESCRIPTIONS = {
     "code": "Reads and changes your files; every change is shown as a diff for your approval.",
     "plan": "Analyses and proposes a plan; never changes a file.",
 }
 _OTHER_MODE = "An agent from your configuration."
+#: The mode names acp-messages.md's examples use (opencode's: ``build`` in session/new, ``architect`` in
+#: session/set_mode) → ours, so a client that sends them gets the spec's ``{}`` instead of "unknown mode". An agent
+#: of the configuration with one of these names is itself.
+MODE_ALIASES = {"build": "code", "architect": "plan"}
 
 
 def _describe(engine: Engine, agent_id: str) -> str:
@@ -99,6 +103,8 @@ class Session:
     def apply_mode(self, mode: str) -> None:
         behaviors = self.engine.behaviors()
         mode = self.engine.agents.canonical(mode) or mode  # (the deprecated ``agent`` is ``code``)
+        if mode not in behaviors and MODE_ALIASES.get(mode) in behaviors:
+            mode = MODE_ALIASES[mode]
         if mode not in behaviors:
             raise RpcError(INVALID_PARAMS, f"unknown mode '{mode}'; available: {', '.join(behaviors)}",
                            {"modeId": mode})

@@ -122,7 +122,9 @@ class Workspace:
                         "(pip install 'eca-notebook[mcp]')", ", ".join(configs))
             return
         self.mcp_status.update({name: "starting" for name in configs})
-        self.engine.add_plugin(McpManager(configs, workspace_folders=[self.cwd]))
+        # the config's mcpTimeoutSeconds bounds their start and calls, as it does the config's own servers
+        self.engine.add_plugin(McpManager(configs, workspace_folders=[self.cwd],
+                                          timeout=self.engine.config.mcp_timeout_seconds))
         await self.mcp_settled(list(configs), timeout)
 
     async def mcp_settled(self, names: list[str], timeout: float) -> None:

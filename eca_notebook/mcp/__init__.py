@@ -7,7 +7,7 @@ Importing this package imports the SDK lazily (on the first connection), so the 
 
 from __future__ import annotations
 
-from ._manager import McpManager
+from ._manager import CALL_ERROR, CALL_UNAVAILABLE, McpManager
 from ._tool import McpTool
 
-__all__ = ["McpManager", "McpTool"]
+__all__ = ["CALL_ERROR", "CALL_UNAVAILABLE", "McpManager", "McpTool"]

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -38,9 +39,18 @@ from ._tool import McpTool
 if TYPE_CHECKING:
     from ._connection import McpServerConfig
 
-__all__ = ["McpManager"]
+__all__ = ["CALL_ERROR", "CALL_UNAVAILABLE", "McpManager"]
 
 log = logging.getLogger(__name__)
+
+#: Why an MCP tool call failed, as :meth:`McpManager.call_failure` tells it (the ACP door turns them into
+#: acp-messages.md's codes): the server's side of the call broke — it answered with a protocol error or a malformed
+#: result, or closed the connection during the call ("MCP server communication failed", -31600) …
+CALL_ERROR = "error"
+#: … or the server was not there to call — not running, or no answer within the timeout ("MCP server is not
+#: responding", -31601). A result the tool itself marks ``isError`` is the tool's failure, neither of these.
+CALL_UNAVAILABLE = "unavailable"
+_FAILURES_KEPT = 256  # calls whose failure is remembered (a door asks right after the call's toolCalled)
 
 
 def _field(context: Any, key: str, attr: str | None = None) -> Any:
@@ -75,6 +85,7 @@ class McpManager(BasePlugin):
         # name, config → the directory a stdio server starts in, asked at each start (the engine's: the home
         # directory while the workspace is untrusted, engine/workspace/_trust.py); None → the first workspace folder
         self.cwd_for: Callable[[str, McpServerConfig], Path | None] | None = None
+        self._failures: OrderedDict[str, str] = OrderedDict()  # tool call id → CALL_ERROR / CALL_UNAVAILABLE
 
     @property
     def timeout(self) -> float:
@@ -289,25 +300,32 @@ class McpManager(BasePlugin):
                         ctx: ToolContext | None = None) -> ToolResult:
         """Call one tool; every failure is a ``ToolResult(error=True)`` the model can read, never an exception
         (except cancellation: a stopped chat cancels the call)."""
+        call_id = ctx.tool_call_id if ctx is not None else None
+        if call_id:
+            self._failures.pop(call_id, None)  # (ids repeat across turns: what a call before this one did is gone)
         connection = self._servers.get(server)
         if connection is None:
-            return ToolResult(output=f"unknown MCP server '{server}'", error=True)
+            return self._failed_call(call_id, CALL_UNAVAILABLE, f"unknown MCP server '{server}'")
         what = f"the call to tool {tool}"
+        try:
+            connection.require_session()
+        except ServerGone as exc:
+            return self._failed_call(call_id, CALL_UNAVAILABLE, str(exc))
         try:
             result = await connection.request(what, lambda session: session.call_tool(tool, args))
         except TimeoutError as exc:
-            return ToolResult(output=f"{exc}; the call was abandoned (the server may still be working on it).",
-                              error=True)
+            return self._failed_call(call_id, CALL_UNAVAILABLE,
+                                     f"{exc}; the call was abandoned (the server may still be working on it).")
         except ServerGone as exc:
-            return ToolResult(output=str(exc), error=True)
+            return self._failed_call(call_id, CALL_ERROR, str(exc))
         except Exception as exc:  # protocol errors (unknown tool, invalid params), malformed results …
             log.info("MCP server %s: %s failed: %s", server, what, describe_error(exc))
-            return ToolResult(output=f"MCP server '{server}': {what} failed: {connection.redact(describe_error(exc))}",
-                              error=True)
+            return self._failed_call(call_id, CALL_ERROR, f"MCP server '{server}': {what} failed: "
+                                                          f"{connection.redact(describe_error(exc))}")
         try:
             text, is_error = call_result_to_text(result)
         except ValueError as exc:
-            return ToolResult(output=f"MCP server '{server}' returned a {exc}", error=True)
+            return self._failed_call(call_id, CALL_ERROR, f"MCP server '{server}' returned a {exc}")
         images, problems = await asyncio.to_thread(call_result_images, result)
         if not text:
             text = f"{tool} failed without a message" if is_error else "(no output)"
@@ -318,6 +336,19 @@ class McpManager(BasePlugin):
         # the images go to the model with the text, and to the chat as image contents (ChatImageContent)
         shown = [ImageContent(media_type=i.media_type, base64=i.base64()) for i in images]
         return ToolResult(output=text, error=is_error, images=images, contents=list(shown))
+
+    def _failed_call(self, call_id: str | None, why: str, output: str) -> ToolResult:
+        if call_id:
+            self._failures[call_id] = why
+            while len(self._failures) > _FAILURES_KEPT:
+                self._failures.popitem(last=False)
+        return ToolResult(output=output, error=True)
+
+    def call_failure(self, call_id: str) -> str | None:
+        """Why the tool call *call_id* failed on the server's side (:data:`CALL_ERROR`, :data:`CALL_UNAVAILABLE`),
+        None when it did not, or its tool's own result said it failed: the engine's state, not the server's wording,
+        for a door that reports why (the ACP door's MCP server codes)."""
+        return self._failures.get(call_id)
 
     # -- prompts as commands -------------------------------------------------------------------------------------
 

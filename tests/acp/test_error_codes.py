@@ -6,24 +6,30 @@ from __future__ import annotations
 
 import asyncio
 import json
+import sys
+from pathlib import Path
 
 import pytest
 from acp import RequestError, text_block
-from acp.schema import EmbeddedResourceContentBlock, TextResourceContents
+from acp.schema import EmbeddedResourceContentBlock, McpServerStdio, TextResourceContents
 
 from eca_notebook.acp._schema import (
     FILE_NOT_FOUND,
     FILE_TOO_LARGE,
+    MCP_SERVER_ERROR,
+    MCP_SERVER_UNAVAILABLE,
     SESSION_EXPIRED,
     TOOL_DISABLED,
     TOOL_NOT_FOUND,
 )
-from eca_notebook.testing.llm_server import Reply
+from eca_notebook.testing.llm_server import Reply, ToolCall
 
 from .conftest import acp_env
 from .test_connection import Client, call, start
 
 pytestmark = pytest.mark.e2e
+
+FLAKY_SERVER = Path(__file__).parent / "servers" / "flaky_server.py"
 
 
 async def test_cwd_and_attachment_errors_use_the_spec_codes(spawn_agent, workspace, strict):
@@ -90,3 +96,27 @@ async def test_loading_a_chat_past_its_retention_is_session_expired(spawn_agent,
     assert expired.value.code == SESSION_EXPIRED and "chatRetentionDays" in str(expired.value)
 
 
+
+
+async def test_mcp_calls_that_fail_on_the_servers_side_carry_the_mcp_codes(spawn_agent, llm, home, workspace, strict):
+    """A session's MCP server that does not answer a call within ``mcpTimeoutSeconds`` is -31601 (MCP server
+    unavailable: not responding); one that ends during a call -31600 (MCP server error: the communication failed).
+    A tool the server runs and reports failed itself carries neither (see test_mcp_sse.py for working calls)."""
+    pytest.importorskip("mcp")
+    env = acp_env(home, llm)
+    config = json.loads(env["ECA_CONFIG"])
+    config["mcpTimeoutSeconds"] = 8  # the session's servers keep the config's call timeout
+    env["ECA_CONFIG"] = json.dumps(config)
+    llm.enqueue(Reply([ToolCall("call_1", "flaky__hang", "{}")]), Reply([ToolCall("call_2", "flaky__crash", "{}")]),
+                Reply.text("Both failed."))
+    client = Client(answer="allow_once")
+    async with spawn_agent(client, env=env) as (conn, _):
+        await conn.initialize(protocol_version=1, client_capabilities=client.capabilities())
+        session = await conn.new_session(cwd=str(workspace), mcp_servers=[McpServerStdio(
+            name="flaky", command=sys.executable, args=[str(FLAKY_SERVER)], env=[])])
+        answer = await conn.prompt(session_id=session.session_id, prompt=[text_block("try them")])
+    assert answer.stop_reason == "end_turn"
+    failed = {u["toolCallId"]: u["rawOutput"]["error"] for u in client.of("tool_call_update")
+              if u.get("status") == "failed"}
+    assert sorted(e["code"] for e in failed.values()) == [MCP_SERVER_UNAVAILABLE, MCP_SERVER_ERROR]
+    assert {e["message"] for e in failed.values()} == {"MCP server unavailable", "MCP server error"}
