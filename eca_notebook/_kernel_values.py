@@ -1,6 +1,8 @@
 """What the model is told about a kernel's variables: which are the user's, a one-line summary of each, and the
 description of one (type, shape, dtypes and the head of a DataFrame or array, a size-capped repr otherwise).
 
+And what running code there gives back (:func:`run_code`: printed text, displays as text, the last value).
+
 One module for the three places that tell it: ``%eca @df`` (``notebook/_mentions.py``), the ``%eca`` session's
 ``list_variables`` / ``inspect_variable`` (``notebook/_kernel_tools.py``) and the panel's live kernel, where this
 file's source runs inside the notebook's kernel ahead of ``tools/_kernel_probe.py`` (``tools/live_kernel.py``).
@@ -13,10 +15,14 @@ polars/xarray-like objects get the same treatment when they quack alike.
 
 from __future__ import annotations
 
+import ast
 import inspect
+import io
 import re
 import reprlib
-from collections.abc import Mapping
+import traceback
+from collections.abc import Callable, Mapping
+from contextlib import redirect_stderr, redirect_stdout
 from typing import Any
 
 __all__ = [
@@ -28,6 +34,7 @@ __all__ = [
     "describe_mention",
     "describe_value",
     "resolve",
+    "run_code",
     "safe",
     "summary",
     "type_name",
@@ -178,3 +185,54 @@ def describe_mention(name: str, value: Any, max_chars: int = MAX_VALUE_CHARS) ->
     if name.startswith("In["):
         return f"### `{name}` (source of cell {name[3:-1]})\n```python\n{cap(str(value), max_chars)}\n```"
     return describe_value(name, value, max_chars)
+
+
+def run_code(namespace: dict[str, Any], code: str, *, shell: Any = None, tree: ast.Module | None = None,
+             plain: Callable[[Any], str] | None = None, keep_interrupts: bool = False) -> tuple[str, bool]:
+    """Run *code* in *namespace* as a cell would and tell what came of it: ``(output, failed)``, the output made of
+    what it printed, what it displayed (as text, through *shell*'s ``display_pub`` while it runs, instead of into
+    some cell), a traceback of its own frames when it raised, and ``Out:`` the last expression's value (as *plain*
+    shows it; ``repr`` by default). Runs on the calling thread (the kernel's main thread: GUI and plotting libraries
+    expect it). An interrupt is reported like any failure, or raised with *keep_interrupts*."""
+    tree = tree if tree is not None else ast.parse(code, "<run_python>", "exec")
+    body, last = tree.body, None
+    if body and isinstance(final := body[-1], ast.Expr):
+        body, last = body[:-1], ast.Expression(final.value)
+    out, err, displays = io.StringIO(), io.StringIO(), []
+    failed, value_text = False, ""
+    pub = getattr(shell, "display_pub", None)
+    saved = getattr(pub, "publish", None)
+
+    def publish(data: Any, metadata: Any = None, *args: Any, **kwargs: Any) -> None:
+        text = data.get("text/plain") if isinstance(data, dict) else None
+        kinds = ", ".join(k for k in (data or {}) if k != "text/plain")
+        displays.append(str(text) if text is not None else f"<display: {kinds}>")
+
+    if pub is not None:
+        pub.publish = publish
+    try:
+        with redirect_stdout(out), redirect_stderr(err):
+            if body:
+                exec(compile(ast.Module(body=body, type_ignores=[]), "<run_python>", "exec"), namespace)  # noqa: S102
+            if last is not None:
+                value = eval(compile(last, "<run_python>", "eval"), namespace)  # noqa: S307
+                if value is not None:
+                    value_text = plain(value) if plain is not None else safe(lambda: repr(value))
+    except BaseException as exc:  # the user's code may raise anything, even SystemExit
+        if keep_interrupts and isinstance(exc, KeyboardInterrupt):
+            raise
+        failed = True
+        stack = traceback.extract_tb(exc.__traceback__)
+        frames = [f for f in stack if f.filename == "<run_python>"] or stack[-1:]
+        err.write("Traceback (most recent call last):\n" + "".join(traceback.format_list(frames)))
+        err.write("".join(traceback.format_exception_only(type(exc), exc)))
+    finally:
+        if pub is not None and saved is not None:
+            pub.publish = saved
+    parts = [out.getvalue().rstrip("\n")] if out.getvalue() else []
+    parts += displays
+    if err.getvalue():
+        parts.append(("stderr:\n" if not failed else "") + err.getvalue().rstrip("\n"))
+    if value_text:
+        parts.append(f"Out: {value_text}")
+    return ("\n".join(parts) if parts else "(no output)"), failed

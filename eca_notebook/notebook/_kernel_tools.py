@@ -24,17 +24,14 @@ from __future__ import annotations
 
 import ast
 import difflib
-import io
 import logging
-import traceback
 from collections.abc import Callable, Sequence
-from contextlib import redirect_stderr, redirect_stdout
 from typing import Annotated, Any, Literal, TypeVar
 
 from pydantic import BeforeValidator, Field
 from pydantic_core import PydanticCustomError
 
-from .._kernel_values import NOT_FOUND, cap, describe_mention, resolve, summary, type_name, user_variables
+from .._kernel_values import NOT_FOUND, cap, describe_mention, resolve, run_code, summary, type_name, user_variables
 from ..plugins import BasePlugin
 from ..protocol import FileChangeDetails
 from ..tools import NativeTool, ToolArgs
@@ -150,43 +147,10 @@ class RunPythonTool(_KernelTool[CodeArgs]):
 def run_in_namespace(shell: Any, code: str, tree: ast.Module | None = None) -> tuple[str, bool]:
     """Execute ``code`` in the user namespace, capturing stdout, stderr and displays; ``(output, failed)``.
 
-    The value of a final expression is shown like a cell's result. Runs on the calling thread (the kernel's main
-    thread: GUI and plotting libraries expect it)."""
-    tree = tree if tree is not None else ast.parse(code, "<run_python>", "exec")
-    body, last = tree.body, None
-    if body and isinstance(final := body[-1], ast.Expr):
-        body, last = body[:-1], ast.Expression(final.value)
-    ns = shell.user_ns
-    out, err = io.StringIO(), io.StringIO()
-    failed = False
-    displays: list[str] = []
-    value_text = ""
-    capture = _display_capture(shell, displays)
-    try:
-        with redirect_stdout(out), redirect_stderr(err), capture:
-            if body:
-                exec(compile(ast.Module(body=body, type_ignores=[]), "<run_python>", "exec"), ns)  # noqa: S102
-            if last is not None:
-                value = eval(compile(last, "<run_python>", "eval"), ns)  # noqa: S307
-                if value is not None:
-                    value_text = _plain(shell, value)
-    except BaseException as exc:  # the user's code may raise anything, even SystemExit
-        if isinstance(exc, (KeyboardInterrupt,)):
-            raise
-        failed = True
-        stack = traceback.extract_tb(exc.__traceback__)
-        frames = [f for f in stack if f.filename == "<run_python>"] or stack[-1:]
-        err.write("Traceback (most recent call last):\n" + "".join(traceback.format_list(frames)))
-        err.write("".join(traceback.format_exception_only(type(exc), exc)))
-    parts = []
-    if out.getvalue():
-        parts.append(out.getvalue().rstrip("\n"))
-    parts += displays
-    if err.getvalue():
-        parts.append(("stderr:\n" if not failed else "") + err.getvalue().rstrip("\n"))
-    if value_text:
-        parts.append(f"Out: {value_text}")
-    return ("\n".join(parts) if parts else "(no output)"), failed
+    The value of a final expression is shown like a cell's result (the shell's text/plain); an interrupt (the user's
+    Ctrl+C in the kernel) stops it as it stops a cell. Runs on the calling thread (the kernel's main thread)."""
+    return run_code(shell.user_ns, code, shell=shell, tree=tree, plain=lambda value: _plain(shell, value),
+                    keep_interrupts=True)
 
 
 def _plain(shell: Any, value: Any) -> str:
@@ -202,34 +166,6 @@ def _plain(shell: Any, value: Any) -> str:
         return repr(value)
     except Exception as exc:
         return f"<repr failed: {exc}>"
-
-
-class _display_capture:
-    """Capture ``display()`` calls of the code as their text/plain, instead of printing into some cell."""
-
-    def __init__(self, shell: Any, sink: list[str]) -> None:
-        self.shell = shell
-        self.sink = sink
-        self.saved: Any = None
-
-    def __enter__(self) -> None:
-        pub = getattr(self.shell, "display_pub", None)
-        if pub is None:
-            return
-        sink = self.sink
-
-        def publish(data: dict[str, Any], metadata: Any = None, *args: Any, **kwargs: Any) -> None:
-            text = data.get("text/plain") if isinstance(data, dict) else None
-            kinds = ", ".join(k for k in (data or {}) if k != "text/plain")
-            sink.append(str(text) if text is not None else f"<display: {kinds}>")
-
-        self.saved = pub.publish
-        pub.publish = publish
-
-    def __exit__(self, *exc: object) -> None:
-        pub = getattr(self.shell, "display_pub", None)
-        if pub is not None and self.saved is not None:
-            pub.publish = self.saved
 
 
 class CellWriter:
