@@ -163,8 +163,6 @@ STILL_TAKE_ENGINE = {
     "eca_notebook.engine.turn._prompting",
     "eca_notebook.engine.turn._subagents",
     "eca_notebook.engine.turn._toolbox",
-    "eca_notebook.engine.workspace._hooks",
-    "eca_notebook.engine.workspace._skills",
     "eca_notebook.engine.workspace._trust",
 }
 FACADE = "eca_notebook.engine.engine"

@@ -98,7 +98,7 @@ class ChatStatusHooks:
         if parent:
             data["parent_chat_id"] = parent
         previous = self._tail.get(chat.id)
-        task = hooks.engine.background.spawn(self._run(previous, data), f"eca-hook-{EVENT}")
+        task = hooks.host.background.spawn(self._run(previous, data), f"eca-hook-{EVENT}")
         self._tail[chat.id] = task
         key = chat.id
 

@@ -32,21 +32,23 @@ import os
 import re
 import signal
 import sys
-from collections.abc import Awaitable, Callable, Collection, Mapping
+from collections.abc import Awaitable, Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from ..._redact import redact
 from ...protocol import TextContent
 from ._chat_status import ChatStatusHooks
 
 if TYPE_CHECKING:
+    from ..._tasks import BackgroundTasks
+    from ...protocol import WireContent
     from ..chats import Chat
-    from ..engine import Engine
+    from ._trust import WorkspaceTrust
 
-__all__ = ["BLOCK_EXIT", "DEFAULT_TIMEOUT_MS", "HOOK_TYPES", "HookOutcome", "HookResult", "Hooks", "RequestHooks",
-           "hooks_listing", "run_action"]
+__all__ = ["BLOCK_EXIT", "DEFAULT_TIMEOUT_MS", "HOOK_TYPES", "HookOutcome", "HookResult", "Hooks", "HooksHost",
+           "RequestHooks", "hooks_listing", "run_action"]
 
 log = logging.getLogger(__name__)
 
@@ -219,11 +221,27 @@ def _matches(hook: Mapping[str, Any], hook_type: str, data: Mapping[str, Any]) -
     return True
 
 
+class HooksHost(Protocol):
+    """What the hooks use of their owner (the engine): the trust (the config that applies, where a command runs),
+    the workspace folders and environment a command gets, the background tasks an advisory hook runs in, and the
+    chat a hook's ``systemMessage`` is shown in."""
+
+    @property
+    def trust(self) -> WorkspaceTrust: ...
+    @property
+    def workspace_folders(self) -> Sequence[Path]: ...
+    @property
+    def env(self) -> Mapping[str, str]: ...
+    @property
+    def background(self) -> BackgroundTasks: ...
+    def emit_content(self, chat: Chat, role: str, content: WireContent) -> None: ...
+
+
 class Hooks:
     """The engine's hooks: reads ``hooks`` from the current config at each event (a reload applies at once)."""
 
-    def __init__(self, engine: Engine) -> None:
-        self.engine = engine
+    def __init__(self, host: HooksHost) -> None:
+        self.host = host
         self.chat = RequestHooks(self)
         self.status = ChatStatusHooks(self)  # chatStatusChanged, fed by the engine's contents and status changes
         self.session_started: set[str] = set()  # sessionStart hooks run this session (once each, see _trust.py)
@@ -233,8 +251,7 @@ class Hooks:
         # While a workspace is untrusted its config without its hooks applies (_trust.py): the user's own hooks run
         # as they configured them, whatever the workspace removes or replaces. Asked at each event, so an edited
         # workspace hook script holds its hooks again at once.
-        trust = getattr(self.engine, "trust", None)
-        config = trust.effective_config() if trust is not None else self.engine.config
+        config = self.host.trust.effective_config()
         raw = (config.model_extra or {}).get("hooks") or {}
         if not isinstance(raw, Mapping):
             return {}
@@ -247,7 +264,7 @@ class Hooks:
 
     def base_data(self, chat: Chat | None = None) -> dict[str, Any]:
         """The reference's base input; with ``chat``, its chat fields too."""
-        folders = [str(f) for f in self.engine.workspace_folders]
+        folders = [str(f) for f in self.host.workspace_folders]
         data: dict[str, Any] = {"workspaces": folders, "cwd": folders[0] if folders else os.getcwd(),
                                 "eca_executable": sys.executable}
         if chat is not None:
@@ -276,7 +293,7 @@ class Hooks:
                 action_name = f"{name}-{i + 1}" if len(actions) > 1 else name
                 payload = {**base, **(data or {}), "hook_name": action_name, "hook_type": hook_type}
                 result = await run_action(action, action_name, payload, cwd=self._cwd(action, hook, base),
-                                          env=self.engine.env)
+                                          env=self.host.env)
                 outcome.results.append(result)
                 if self._merge(outcome, result, hook_type, chat):
                     return outcome
@@ -286,10 +303,7 @@ class Hooks:
         """Where an action runs: its (or its hook's) ``cwd`` if set, else the first workspace folder once trusted,
         else the home directory (_trust.py: a repository's files must not be picked up by the user's command before
         the user trusts it). The event's ``cwd`` field stays the workspace folder."""
-        trust = getattr(self.engine, "trust", None)
-        if trust is None:
-            return Path(base["cwd"])
-        return trust.process_cwd(action.get("cwd") or hook.get("cwd")) or Path(base["cwd"])
+        return self.host.trust.process_cwd(action.get("cwd") or hook.get("cwd")) or Path(base["cwd"])
 
     def _merge(self, outcome: HookOutcome, result: HookResult, hook_type: str, chat: Chat | None) -> bool:
         """Fold one result into ``outcome``; True when it said ``continue: false`` (the rest do not run)."""
@@ -313,7 +327,7 @@ class Hooks:
         if isinstance(message, str) and message.strip():
             outcome.system_messages.append(f"Hook '{result.name}': {message.strip()}")
             if chat is not None:
-                self.engine.emit_content(chat, "system", TextContent(text=outcome.system_messages[-1]))
+                self.host.emit_content(chat, "system", TextContent(text=outcome.system_messages[-1]))
         if effects.get("continue") is False:
             outcome.stopped_by = result.name
             reason = effects.get("stopReason")
@@ -324,7 +338,7 @@ class Hooks:
     def spawn(self, hook_type: str, data: Mapping[str, Any] | None = None, *, chat: Chat | None = None) -> None:
         """Run an advisory event's hooks in the background (``chatEnd``, ``postRequest``…): nobody waits on them."""
         if self.has(hook_type):
-            self.engine.background.spawn(self.run(hook_type, data, chat=chat), f"eca-hook-{hook_type}")
+            self.host.background.spawn(self.run(hook_type, data, chat=chat), f"eca-hook-{hook_type}")
 
     def listing(self) -> str:
         """``/hooks``: the configured hooks by event."""

@@ -26,21 +26,22 @@ import os
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from ...plugins import BasePlugin
 from ...tools.base import Tool
 from ...tools.skill import Scope, Skill, SkillTool, skill_text
-from ..config import DynamicSource, expand, trusted_by_user
+from ..config import DynamicSource, LoadedConfig, expand, trusted_by_user
 from ._front_matter import FrontMatterError, parse_front_matter, split_front_matter
 from .commands import render_template
 
 if TYPE_CHECKING:
-    from ..engine import Engine
+    from ._trust import WorkspaceTrust
 
 __all__ = [
     "MAX_SKILL_BYTES",
     "SkillSet",
+    "SkillsHost",
     "SkillsPlugin",
     "discover_skills",
     "engine_skills",
@@ -217,14 +218,28 @@ def discover_skills(workspace_folders: Sequence[Path], global_config_dir: Path, 
     return result
 
 
-def engine_skills(engine: Engine) -> SkillSet:
+class SkillsHost(Protocol):
+    """Where the skills are found: the workspace folders, the global config dir, the config as loaded (its
+    ``trustedWorkspaces``) and the trust (the ``skills`` entries that apply, the folders held)."""
+
+    @property
+    def loaded(self) -> LoadedConfig: ...
+    @property
+    def workspace_folders(self) -> Sequence[Path]: ...
+    @property
+    def global_config_dir(self) -> Path: ...
+    @property
+    def trust(self) -> WorkspaceTrust: ...
+
+
+def engine_skills(engine: SkillsHost) -> SkillSet:
     """The skills of this engine's workspace folders, global config dir and ``skills`` config entries."""
     raw = engine.loaded.raw
     # an untrusted workspace's skills read no secret, and its skill folders outside it wait (_trust.py)
-    trust = getattr(engine, "trust", None)
-    config = trust.effective_config() if trust is not None else engine.config
+    trust = engine.trust
+    config = trust.effective_config()
     return discover_skills(engine.workspace_folders, engine.global_config_dir, (config.model_extra or {}).get("skills"),
-                           raw.get("trustedWorkspaces"), trust.held_folders() if trust is not None else ())
+                           raw.get("trustedWorkspaces"), trust.held_folders())
 
 
 def read_roots(skills: SkillSet, workspace_folders: Iterable[Path]) -> tuple[Path, ...]:
