@@ -315,7 +315,7 @@ class GatedSerialize:
     def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
         import threading
 
-        from eca_notebook.engine import store as store_module
+        from eca_notebook.engine.chats import store as store_module
 
         self.real = store_module.serialize
         self.threads: list[int] = []

@@ -319,7 +319,7 @@ async def test_chat_list_is_answered_while_a_chat_is_being_saved(connected: Harn
     """Saving happens on the store's writer thread: with serialization held up there, the loop still answers."""
     import threading
 
-    from eca_notebook.engine import store as store_module
+    from eca_notebook.engine.chats import store as store_module
 
     real, entered, release, threads = store_module.serialize, threading.Event(), threading.Event(), []
 
