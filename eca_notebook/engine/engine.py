@@ -19,7 +19,7 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel
 
@@ -61,6 +61,7 @@ from .models import ModelRegistry, redact_content
 from .turn import (
     CURRENT_TURN,
     Answer,
+    Listener,
     PendingApproval,
     PromptPipeline,
     SessionApprovals,
@@ -100,20 +101,6 @@ async def _local_model_progress(event: Any) -> None:
     turn = CURRENT_TURN.get()
     if turn is not None and getattr(event, "stage", "") == "loading":
         turn.progress("running", event.message)
-
-
-class Listener(Protocol):
-    """A connected client. ``send`` must not block: doors queue the message and write it in order.
-
-    A listener that can answer ``editor/getDiagnostics`` also has ``supports_diagnostics = True`` and
-    ``async def request(method, params, timeout)``; the engine asks the first such listener. Likewise
-    ``supports_questions`` for ``chat/askQuestion`` (the ``ask_user`` tool), ``supports_definition`` and
-    ``supports_references`` for ``editor/getDefinition`` / ``editor/getReferences`` (the navigation tools).
-    """
-
-    def send(self, method: str, params: dict[str, Any]) -> None:
-        """Queue one notification for the client."""
-        ...
 
 
 @dataclass
@@ -367,6 +354,7 @@ class Engine:
         problems = list(self.loaded.problems)
         agents = self.agents
         problems += [p for p in agents.problems if p not in problems]
+        problems += [p for p in self.toolbox.custom_tools()[1] if p not in problems]
         wanted = self.config.default_behavior
         if agents.canonical(wanted) not in agents.primary():
             problems.append(f"defaultAgent '{wanted}' is not a primary agent (available: "

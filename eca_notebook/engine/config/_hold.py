@@ -15,6 +15,9 @@ name elsewhere) it could send data out or take the user's secrets without runnin
 * name skill folders outside the workspace (``"skills": [{"path": "~/other"}]``), which the model may then read
   without asking.
 
+Its ``customTools`` are commands too (tools/custom.py): they are left out whole, so a tool of the user's own with the
+same name stays as the user wrote it.
+
 Until the folder is trusted the engine uses the config built with each workspace layer's :func:`held_view` instead
 of the layer: those values are left out, so what the user's own layers say applies. MCP servers stay in the view —
 they are held by name until trusted (mcp/_manager.py), the same entry either way.
@@ -41,7 +44,7 @@ SECRET_REF = re.compile(r"\$\{(env|netrc|file):([^}]*)\}")
 CONNECTION_KEYS = ("api", "url", "key", "headers", "completionUrlRelativePath", "completion_url_relative_path")
 _MODEL_CONNECTION_KEYS = ("extraHeaders", "extra_headers", "extraPayload", "extra_payload")
 _KEPT = ("mcpServers", "mcp_servers")  # held by name until trusted (engine/workspace/_trust.py, mcp/_manager.py)
-_LEFT_OUT = ("hooks", "netrcFile")
+_LEFT_OUT = ("hooks", "netrcFile", "customTools")
 _DROP = object()
 
 
@@ -141,10 +144,10 @@ def outside_skills(layer: Mapping[str, Any], folder: Path | None) -> list[str]:
 
 def held_view(layer: Mapping[str, Any], below: Mapping[str, Any], folder: Path | None = None) -> dict[str, Any]:
     """*layer* (a workspace file as written, before its dynamic strings are resolved) without what waits for trust:
-    its hooks, its providers' connection fields (a provider of its own, whole), every value reading a secret or a
-    file (``${env:}``, ``${netrc:}``, ``${file:}``), ``netrcFile`` and its ``skills`` entries outside the workspace
-    *folder*. *below*: the user's own layers merged, to tell their providers from the workspace's. ``mcpServers`` is
-    kept as written (held by name)."""
+    its hooks, its ``customTools``, its providers' connection fields (a provider of its own, whole), every value
+    reading a secret or a file (``${env:}``, ``${netrc:}``, ``${file:}``), ``netrcFile`` and its ``skills`` entries
+    outside the workspace *folder*. *below*: the user's own layers merged, to tell their providers from the
+    workspace's. ``mcpServers`` is kept as written (held by name)."""
     held = held_providers(layer, below)
     mine = _user_providers(below)
     own = tuple(f"{pid}/" for pid in held if pid not in mine and pid not in BUILTIN_PROVIDERS)

@@ -10,7 +10,9 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ..._redact import redact
+from ..._text import visible
 from ..._version import __version__
+from ...tools.base import llm_name
 from ..chats import Chat
 from ..config import mask_secret
 from . import _small_model
@@ -91,6 +93,25 @@ def resume(engine: Engine, chat: Chat, argument: str) -> str:
     return f"Resumed '{source.title or source.id}': its {len(source.messages)} messages are now this chat's history."
 
 
+def _custom_tools(engine: Engine) -> list[str]:
+    """The ``customTools`` section of ``/doctor``: each tool with its command and whether the selected agent is
+    offered it, those a workspace declares that wait for its trust, and the entries that are not tools."""
+    tools, problems = engine.toolbox.custom_tools()
+    held = [(workspace.folder, name, command) for workspace in engine.trust.held()
+            for name, command in workspace.tools.items()]
+    if not tools and not problems and not held:
+        return []
+    offered = engine.offered_tools(engine.selected_behavior)
+    lines = ["", "Custom tools:"]
+    for tool in tools:
+        state = "" if llm_name(tool) in offered else f" (not offered to agent {engine.selected_behavior})"
+        lines.append(f"  {llm_name(tool)}: {visible(tool.spec.command)}{state}")
+    lines += [f"  {visible(name)}: held until you trust {folder} (/trust) — {visible(command)}"
+              for folder, name, command in held]
+    lines += [f"  problem: {problem}" for problem in problems]
+    return lines
+
+
 def doctor(engine: Engine) -> str:
     """A plain report for ``/doctor`` and support requests: no secret is ever printed in full."""
     lines = [f"eca-notebook {__version__}", "", "Workspaces:"]
@@ -116,6 +137,7 @@ def doctor(engine: Engine) -> str:
         for server in engine.mcp.statuses():
             error = engine.mcp.error(server["name"])
             lines.append(f"  {server['name']}: {server['status']}" + (f" — {error}" if error else ""))
+    lines += _custom_tools(engine)
     status = engine.registry.local_status
     embedded = status.message if status is not None else "disabled (localModel: false)"
     lines += ["", "Embedded model:", f"  {embedded}"]

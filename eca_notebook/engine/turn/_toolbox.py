@@ -8,6 +8,7 @@ what is it told" reads here. The toolbox holds no state of its own: tools, plug-
 
 from __future__ import annotations
 
+import copy
 import logging
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
@@ -28,6 +29,8 @@ from ...protocol import (
 from ...protocol.errors import RpcError
 from ...providers.base import ToolResultMessage
 from ...tools.base import Tool, ToolContext, llm_name, tool_server
+from ...tools.custom import CONFIG_KEY as CUSTOM_TOOLS_KEY
+from ...tools.custom import CustomTool, custom_tools
 from ...tools.skill import SkillTool
 from ..config import ModelInfo
 from ..workspace import (
@@ -84,16 +87,31 @@ class Toolbox:
     def __init__(self, engine: Engine) -> None:
         self.engine = engine
         self._signing_key: bytes | None = None  # see signing_key
+        self._custom: tuple[Any, list[CustomTool], list[str]] | None = None  # see custom_tools
 
     # -- tools ---------------------------------------------------------------------------------------------------
 
     def all_tools(self) -> dict[str, Tool]:
-        """Every tool the engine knows, keyed by the name the model sees (``eca__read_file``, ``github__search``)."""
+        """Every tool the engine knows, keyed by the name the model sees (``eca__read_file``, ``github__search``):
+        the built-in tools, the config's ``customTools`` (those a held workspace declares wait for its trust: the
+        config that applies then has none of them) and the plug-ins'."""
         tools = dict(self.engine.tools)
+        for custom in self.custom_tools()[0]:
+            tools.setdefault(llm_name(custom), custom)
         for plugin in self.engine.plugins:
             for tool in plugin.tools():
                 tools.setdefault(llm_name(tool), tool)
         return tools
+
+    def custom_tools(self) -> tuple[list[CustomTool], list[str]]:
+        """The ``customTools`` of the config that applies now (tools/custom.py), and a problem for each entry that is
+        not a tool; built again only when that value changes (a reload, trusting a workspace)."""
+        entries = (self.engine.config.model_extra or {}).get(CUSTOM_TOOLS_KEY)
+        cached = self._custom
+        if cached is None or cached[0] != entries:
+            reserved = frozenset(t.name for t in self.engine.tools.values())
+            cached = self._custom = (copy.deepcopy(entries), *custom_tools(entries, reserved))
+        return cached[1], cached[2]
 
     def offered_tools(self, behavior: str) -> dict[str, Tool]:
         """The tools the model may call in this behavior: minus disabledTools and tools hidden by a bare deny rule."""

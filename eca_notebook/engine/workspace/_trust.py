@@ -3,7 +3,8 @@ it defines is held back until the user trusts that workspace folder.
 
 Why: opening a cloned repository must not run its ``mcpServers`` commands or its ``hooks`` before anyone looked at
 them. What counts as code from a workspace layer: its ``mcpServers`` entries (a stdio server is a command; a remote
-one is held too, it receives our calls and the chat's data) and its ``hooks``. Its ``commands``, agents, rules and
+one is held too, it receives our calls and the chat's data), its ``hooks`` and its ``customTools`` (commands the
+model would run, tools/custom.py: not offered until trusted). Its ``commands``, agents, rules and
 skills are prompts the user sees run, not programs, so they are not held. A server or hook *named* in the workspace
 layer is held even when a user layer defines the same name: the workspace may have changed its command.
 
@@ -50,13 +51,12 @@ import asyncio
 import hashlib
 import json
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from ..._fileio import atomic_write
-from ..._redact import add_secrets
 from ..._text import visible
 from ...protocol import (
     ChatAskQuestionOption,
@@ -66,11 +66,13 @@ from ...protocol import (
     MetadataContent,
     TextContent,
 )
+from ...tools.custom import CONFIG_KEY as CUSTOM_TOOLS_KEY
 from ...tools.question import QUESTION_TIMEOUT
 from ...tools.shell import files_named
 from ..config import (
     ArgsRule,
     Config,
+    LoadedConfig,
     ensure_private_dir,
     global_config_path,
     held_providers,
@@ -87,12 +89,15 @@ from ._agents import Agents, build_agents, files_signature, parse_agent_markdown
 from ._front_matter import split_front_matter
 
 if TYPE_CHECKING:
-    from ..chats import Chat
-    from ..engine import Engine
+    from ..._tasks import BackgroundTasks
+    from ...mcp import McpManager
+    from ...protocol import ChatAskQuestionResult, WireContent
+    from ..chats import Chat, ChatHost
+    from ._hooks import Hooks
 
-__all__ = ["TRUST_ANSWER", "TRUST_CONFIG_KEY", "HeldWorkspace", "WorkspaceTrust", "file_secrets", "folder_code",
-           "held_code", "hook_files", "state_path", "swap_config", "update_chat", "with_markdown_agents",
-           "workspace_code"]
+__all__ = ["TRUST_ANSWER", "TRUST_CONFIG_KEY", "HeldWorkspace", "QuestionAsker", "TrustHost", "WorkspaceTrust",
+           "file_secrets", "folder_code", "held_code", "hook_files", "state_path", "update_chat",
+           "with_markdown_agents", "workspace_code"]
 
 log = logging.getLogger(__name__)
 
@@ -127,6 +132,9 @@ def workspace_code(layer: Mapping[str, Any], below: Agents | None = None, writte
     hooks = layer.get("hooks")
     hooks = {str(k): v for k, v in hooks.items() if v is not None} if isinstance(hooks, Mapping) else {}
     code: dict[str, Any] = {"mcpServers": servers, "hooks": hooks}
+    tools = _custom_tools(layer if written is None else written)
+    if tools:  # (only when present: the digests of folders without any stay as they were)
+        code["customTools"] = tools
     if approval_loosening(layer, below):
         code["approvals"] = {scope: approval for scope, approval in _approvals(layer).items()}
     written = layer if written is None else written
@@ -141,6 +149,13 @@ def workspace_code(layer: Mapping[str, Any], below: Agents | None = None, writte
     if changes:
         code["hookChanges"] = changes
     return code
+
+
+def _custom_tools(layer: Mapping[str, Any]) -> dict[str, Any]:
+    """The layer's non-null ``customTools`` entries, as written (the whole entry: its command, and its description
+    and schema, which tell the model how to call it)."""
+    tools = layer.get(CUSTOM_TOOLS_KEY)
+    return {str(k): v for k, v in tools.items() if v is not None} if isinstance(tools, Mapping) else {}
 
 
 def file_secrets(folder: Path) -> list[tuple[str, str, str]]:
@@ -295,6 +310,11 @@ def _describe_server(entry: Any) -> str:
     return str(entry.get("url") or "(no command)")
 
 
+def _describe_tool(entry: Any) -> str:
+    command = entry.get("command") if isinstance(entry, Mapping) else None
+    return str(command) if isinstance(command, str) else "(invalid entry)"
+
+
 def _describe_hook(entry: Any) -> str:
     if not isinstance(entry, Mapping):
         return "(invalid entry)"
@@ -312,6 +332,7 @@ class HeldWorkspace:
     digest: str
     servers: dict[str, str] = field(default_factory=dict)  # name → command line (or URL)
     hooks: dict[str, str] = field(default_factory=dict)  # name → "event: command"
+    tools: dict[str, str] = field(default_factory=dict)  # custom tool name → its command template
     approvals: list[str] = field(default_factory=list)  # what its approvals let run unasked (approval_loosening)
     #: what it would send out, read or switch off, in words ("sends your openai key and your chats to http://…",
     #: "reads environment variable X into the prompt of agent 'y'", "removes your hook 'guard'")
@@ -321,7 +342,7 @@ class HeldWorkspace:
         """One item a line, plain text: every door shows questions and system messages as they are (no markdown)."""
         head = f"Workspace {self.folder} has its own config that"
         what = []
-        if self.servers or self.hooks:
+        if self.servers or self.hooks or self.tools:
             what.append("runs commands on this machine")
         if self.approvals:
             what.append("lets tools run without asking")
@@ -331,6 +352,8 @@ class HeldWorkspace:
         lines = [visible(head)]  # (every item is the repository's text: a newline or a bidi override must show)
         lines += [f"  • MCP server {visible(name)}: {visible(what)}" for name, what in self.servers.items()]
         lines += [f"  • hook {visible(name)}: {visible(what)}" for name, what in self.hooks.items()]
+        lines += [f"  • custom tool {visible(name)} (the model may call it): {visible(what)}"
+                  for name, what in self.tools.items()]
         lines += [f"  • allows without asking: {visible(what)}" for what in self.approvals]
         lines += [f"  • {visible(item)}" for item in self.items]
         return "\n".join(lines)
@@ -366,8 +389,8 @@ def held_code(workspace_layers: Mapping[str, Mapping[str, Any]], trusted_folders
     for folder, layer in workspace_layers.items():
         as_written = (written or {}).get(folder)
         code, digest = folder_code(folder, layer, below, as_written, user_raw)
-        if not any(code.get(k) for k in ("mcpServers", "hooks", "approvals", "providers", "secrets", "hookChanges",
-                                         "fileSecrets", "outsideSkills")):
+        if not any(code.get(k) for k in ("mcpServers", "hooks", "customTools", "approvals", "providers", "secrets",
+                                         "hookChanges", "fileSecrets", "outsideSkills")):
             continue
         path = _resolve(folder)
         if any(path == root or root in path.parents for root in roots):
@@ -383,17 +406,52 @@ def held_code(workspace_layers: Mapping[str, Mapping[str, Any]], trusted_folders
                   "asking)" for where in code.get("outsideSkills", [])]
         held.append(HeldWorkspace(path, digest, {n: _describe_server(e) for n, e in code["mcpServers"].items()},
                                   {n: _describe_hook(e) for n, e in code["hooks"].items()},
-                                  approval_loosening(layer, below) if code.get("approvals") else [],
-                                  list(dict.fromkeys(items))))
+                                  approvals=approval_loosening(layer, below) if code.get("approvals") else [],
+                                  items=list(dict.fromkeys(items)),
+                                  tools={n: _describe_tool(e) for n, e in code.get("customTools", {}).items()}))
     return held
 
 
-class WorkspaceTrust:
-    """The engine's trust decisions: what is held now, asking once per session, ``/trust`` and ``/trust off``."""
+class QuestionAsker(Protocol):
+    """Who asks the user (the engine's toolbox: the first client that can answer ``chat/askQuestion``)."""
 
-    def __init__(self, engine: Engine) -> None:
-        self.engine = engine
-        self.path = state_path(engine.env)
+    def questions(self) -> Callable[[ChatAskQuestionParams], Awaitable[ChatAskQuestionResult]] | None: ...
+
+
+class TrustHost(Protocol):
+    """What the trust reads and drives of its owner (the engine): the config as loaded, the folders and environment
+    it judges; the MCP servers it holds, releases and moves; the hooks it starts once a workspace is trusted (in the
+    background, once the engine started); who asks the user, and the chat the answer is shown in."""
+
+    @property
+    def loaded(self) -> LoadedConfig: ...
+    @property
+    def env(self) -> Mapping[str, str]: ...
+    @property
+    def workspace_folders(self) -> Sequence[Path]: ...
+    @property
+    def mcp(self) -> McpManager | None: ...
+    @property
+    def toolbox(self) -> QuestionAsker: ...
+    @property
+    def hooks(self) -> Hooks: ...
+    @property
+    def background(self) -> BackgroundTasks: ...
+    @property
+    def started(self) -> bool: ...
+    def emit_content(self, chat: Chat, role: str, content: WireContent) -> None: ...
+
+
+class WorkspaceTrust:
+    """The engine's trust decisions: what is held now, asking once per session, ``/trust`` and ``/trust off``.
+
+    *use_config* makes a config the engine's when it is not already (a new model registry, the clients told): the
+    owner's business, called after trusting or revoking."""
+
+    def __init__(self, host: TrustHost, use_config: Callable[[Config], Awaitable[None]]) -> None:
+        self.host = host
+        self.use_config = use_config
+        self.path = state_path(host.env)
         self._session: dict[str, str] = {}  # folder → digest trusted this session (when the state file can't be saved)
         self._declined: set[str] = set()  # digests answered "Not now" this session
         self._asking: asyncio.Lock | None = None
@@ -425,15 +483,15 @@ class WorkspaceTrust:
     def default_chat_trust(self) -> bool:
         """``chat.defaultTrust`` (the reference's): new chats start in trust mode. Only the user's own layers count:
         when a workspace file sets it, it is ignored (a repository must not switch off the approvals itself)."""
-        chat = self.engine.loaded.raw.get("chat")
+        chat = self.host.loaded.raw.get("chat")
         if not isinstance(chat, Mapping) or chat.get("defaultTrust") is not True:
             return False
-        layers = getattr(self.engine.loaded, "workspace_layers", None) or {}
+        layers = getattr(self.host.loaded, "workspace_layers", None) or {}
         return not any(isinstance(layer.get("chat"), Mapping) and "defaultTrust" in layer["chat"]
                        for layer in layers.values())
 
     def _trusted_folders(self) -> list[str]:
-        value = self.engine.loaded.raw.get(TRUST_CONFIG_KEY)
+        value = self.host.loaded.raw.get(TRUST_CONFIG_KEY)
         if isinstance(value, str):
             value = [value]
         return [str(v) for v in value if isinstance(v, str) and v.strip()] if isinstance(value, list) else []
@@ -445,16 +503,16 @@ class WorkspaceTrust:
         layers = self._layers()
         if not layers:
             return []
-        loaded = self.engine.loaded
+        loaded = self.host.loaded
         return held_code(layers, self._trusted_folders(), self._read_state(), self._session, self.user_agents(),
                          written=getattr(loaded, "workspace_written", None),
-                         user_raw=getattr(loaded, "user_raw", None), env=self.engine.env)
+                         user_raw=getattr(loaded, "user_raw", None), env=self.host.env)
 
     def _layers(self) -> dict[str, Mapping[str, Any]]:
         """Each workspace folder's own layer (with its markdown agents' approvals), an empty one for a folder without
         a config file (its agent and skill files may still read secrets)."""
-        layers: dict[str, Mapping[str, Any]] = dict(getattr(self.engine.loaded, "workspace_layers", None) or {})
-        for folder in self.engine.workspace_folders:
+        layers: dict[str, Mapping[str, Any]] = dict(getattr(self.host.loaded, "workspace_layers", None) or {})
+        for folder in self.host.workspace_folders:
             layers[str(folder)] = with_markdown_agents(Path(folder), layers.get(str(folder), {}))
         return layers
 
@@ -466,7 +524,7 @@ class WorkspaceTrust:
         """The config that applies now: the whole of it, or — while a workspace folder is held — the config without
         each workspace layer's held parts (engine/config/_hold.py: its hooks, providers' URLs and keys, secrets it
         reads), where the user's own layers apply."""
-        loaded = self.engine.loaded
+        loaded = self.host.loaded
         held_config: Config | None = getattr(loaded, "held_config", None)
         if held_config is not None and self.held():
             return held_config
@@ -489,7 +547,7 @@ class WorkspaceTrust:
                                         (self._read_state().get(str(path)) or {}).get("digest"))
 
     def _digest_of(self, key: str) -> str:
-        loaded = self.engine.loaded
+        loaded = self.host.loaded
         written = (getattr(loaded, "workspace_written", None) or {}).get(key)
         return folder_code(key, self._layers()[key], self.user_agents(), written,
                            getattr(loaded, "user_raw", None))[1]
@@ -497,7 +555,7 @@ class WorkspaceTrust:
     def home(self) -> Path:
         """The user's home directory (the engine's ``HOME``), else ``/``: never this process's own directory, which
         is often the workspace (``jupyter lab`` started in the repository)."""
-        home = Path(self.engine.env.get("HOME") or Path.home())
+        home = Path(self.host.env.get("HOME") or Path.home())
         return home if home.is_dir() else Path(home.anchor or "/")
 
     def process_cwd(self, configured: Any = None) -> Path | None:
@@ -511,7 +569,7 @@ class WorkspaceTrust:
             text = str(home) + text[1:] if text == "~" or text.startswith("~/") else text
             path = Path(text)
             return path if path.is_absolute() else home / path
-        folders = self.engine.workspace_folders
+        folders = self.host.workspace_folders
         if not folders:
             return None
         return Path(folders[0]) if self.trusted_folder(folders[0]) else home
@@ -523,13 +581,13 @@ class WorkspaceTrust:
 
     def user_agents(self) -> Agents | None:
         """The agents as the user's own layers define them (no workspace file, no workspace agent file)."""
-        user_config = getattr(self.engine.loaded, "user_config", None)
+        user_config = getattr(self.host.loaded, "user_config", None)
         if user_config is None:
             return None
-        config_dir = getattr(self.engine, "global_config_dir", None) or global_config_path(self.engine.env).parent
+        config_dir = global_config_path(self.host.env).parent
         key = (id(user_config), files_signature([], config_dir))
         if self._user_agents is None or self._user_agents[0] != key:
-            self._user_agents = (key, build_agents(user_config, [], config_dir, self.engine.env))
+            self._user_agents = (key, build_agents(user_config, [], config_dir, self.host.env))
         return self._user_agents[1]
 
     def approval_floor(self) -> Agents | None:
@@ -570,34 +628,28 @@ class WorkspaceTrust:
     async def apply(self) -> None:
         """After trusting or revoking: the config that applies now (:meth:`effective_config`) — a new model
         registry when it changed, the clients told —, and the user's own MCP servers moved to where they run now."""
-        engine = self.engine
-        config = self.effective_config()
-        if config is not engine.config:
-            swap_config(engine, config)
-            await engine.registry.discover()
-            engine.broadcast("config/updated", engine.config_updated().dump())
-            engine.broadcast("tool/serverUpdated", engine.native_tools().dump())
-        mcp = engine.mcp
+        await self.use_config(self.effective_config())
+        mcp = self.host.mcp
         if mcp is not None and hasattr(mcp, "relocate"):
             await mcp.relocate()
 
     def _start_session_hooks(self, names: set[str]) -> None:
         """The trusted workspaces' ``sessionStart`` hooks, held when the session started: run them now (in the
         background, as at start), each once per session. Before the engine started, its start runs them."""
-        engine = self.engine
-        if not engine.started:
+        host = self.host
+        if not host.started:
             return
-        hooks = engine.hooks
+        hooks = host.hooks
         names = {name for name, hook in hooks.configured().items()
                  if name in names and name not in hooks.session_started and hook.get("type") == "sessionStart"}
         if names:
             hooks.session_started |= names  # (now: a second /trust before this run starts runs none)
-            engine.background.spawn(hooks.run("sessionStart", names=names), "eca-hook-sessionStart")
+            host.background.spawn(hooks.run("sessionStart", names=names), "eca-hook-sessionStart")
 
     def trusted_now(self) -> set[str]:
         """This engine's folders that are not held (trusted, or defining no code), for :meth:`keep_trusted`."""
         held = {str(w.folder) for w in self.held()}
-        folders = getattr(self.engine.loaded, "workspace_layers", None) or {}
+        folders = getattr(self.host.loaded, "workspace_layers", None) or {}
         return {str(_resolve(f)) for f in folders} - held
 
     def keep_trusted(self, folders: set[str]) -> None:
@@ -623,7 +675,7 @@ class WorkspaceTrust:
             self._session.pop(folder, None)
         if revoked:
             self._write_state(state)
-        mcp = self.engine.mcp
+        mcp = self.host.mcp
         held = self.held_servers()
         if mcp is not None and hasattr(mcp, "hold"):
             await mcp.hold(held)
@@ -631,7 +683,7 @@ class WorkspaceTrust:
         return revoked
 
     async def _release(self, names: list[str]) -> None:
-        mcp = self.engine.mcp
+        mcp = self.host.mcp
         if mcp is not None and hasattr(mcp, "release"):
             await mcp.release(names)
 
@@ -648,13 +700,13 @@ class WorkspaceTrust:
                 return
             for workspace in held:
                 self._declined.add(workspace.digest)  # asked (or told) once per session, whatever the answer
-            ask = self.engine.toolbox.questions()
+            ask = self.host.toolbox.questions()
             summary = "\n\n".join(w.describe() for w in held) + self._own_note()
             if ask is None:
-                self.engine.emit_content(chat, "system", _text(
-                    f"{summary}\n\nThey are held back (servers not started, hooks not run, tools still asked, "
-                    "providers and secrets not used) until you trust the workspace: send /trust to trust it "
-                    "(/trust off takes it back)."))
+                self.host.emit_content(chat, "system", _text(
+                    f"{summary}\n\nThey are held back (servers not started, hooks not run, custom tools not offered, "
+                    "tools still asked, providers and secrets not used) until you trust the workspace: send /trust to "
+                    "trust it (/trust off takes it back)."))
                 return
             params = ChatAskQuestionParams(
                 chat_id=chat.id, question=f"{summary}\n\nTrust this workspace?",
@@ -669,16 +721,17 @@ class WorkspaceTrust:
                 return
             if not result.cancelled and (result.answer or "").strip() == TRUST_ANSWER:
                 await self.trust()
-                self.engine.emit_content(chat, "system", _text(
-                    "Workspace trusted: its MCP servers, hooks, providers, secrets and approvals apply."))
+                self.host.emit_content(chat, "system", _text(
+                    "Workspace trusted: its MCP servers, hooks, custom tools, providers, secrets and approvals "
+                    "apply."))
             else:
-                self.engine.emit_content(chat, "system", _text(
-                    "Workspace not trusted: its MCP servers, hooks, providers, secrets and looser approvals stay held. "
-                    "Send /trust to trust it."))
+                self.host.emit_content(chat, "system", _text(
+                    "Workspace not trusted: its MCP servers, hooks, custom tools, providers, secrets and looser "
+                    "approvals stay held. Send /trust to trust it."))
 
     def _own_note(self) -> str:
         """Where the user's own MCP servers and hooks run until the workspace is trusted, when they have any."""
-        user = getattr(self.engine.loaded, "user_config", None)
+        user = getattr(self.host.loaded, "user_config", None)
         if user is None:
             return ""
         servers = [name for name, server in user.mcp_servers.items() if server.command is not None]
@@ -709,30 +762,16 @@ class WorkspaceTrust:
         await self.trust()
         names = [n for w in held for n in w.servers]
         hooks = [n for w in held for n in w.hooks]
+        tools = [n for w in held for n in w.tools]
         approvals = [a for w in held for a in w.approvals]
         parts = [f"MCP servers started: {', '.join(names)}." if names else "",
                  f"Hooks enabled: {', '.join(hooks)}." if hooks else "",
+                 f"Custom tools offered: {', '.join(tools)}." if tools else "",
                  f"Allowed without asking: {', '.join(approvals)}." if approvals else ""]
         return " ".join(["Workspace trusted.", *[p for p in parts if p]])
 
 
-def swap_config(engine: Engine, config: Config) -> None:
-    """Make *config* the engine's (a new model registry from it; a running turn keeps the provider it resolved)."""
-    from ..models import ModelRegistry
-
-    old = engine.registry
-    registry = ModelRegistry(config, engine.env, engine.http, problems=list(engine.loaded.problems))
-    registry.local_progress = old.local_progress
-    registry.adopt(old)
-    old_default = old.default_model()
-    engine.config, engine.registry = config, registry
-    add_secrets(engine._config_secrets())
-    models = registry.models()
-    if engine.selected_model is None or engine.selected_model == old_default or engine.selected_model not in models:
-        engine.selected_model = registry.default_model()
-
-
-def update_chat(engine: Engine, chat_id: str, *, title: str | None = None, trust: bool | None = None) -> bool:
+def update_chat(engine: ChatHost, chat_id: str, *, title: str | None = None, trust: bool | None = None) -> bool:
     """``chat/update``: a new title and/or trust mode (read at each tool call, so a running prompt follows it at
     once); the clients get the title as metadata and the trust as a chat-scoped ``config/updated`` ``selectTrust``.
     False for an unknown chat."""
