@@ -12,7 +12,7 @@ Entry point: ``_eca_main(ns, args)`` with the user namespace and ``{"op": "list"
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 __all__: list[str] = []  # run as source in the kernel (live_kernel.probe_expression), not imported
 
@@ -28,6 +28,9 @@ if __name__ != "_eca_probe":  # imported (type checkers, tests); in the kernel _
         type_name,
         user_variables,
     )
+
+if TYPE_CHECKING:
+    from .live_kernel import ProbeRequest
 
 _MAX_RUN = 20000
 
@@ -45,7 +48,7 @@ def _list(ns: dict[str, Any], query: str, limit: int) -> dict[str, Any]:
     return {"variables": found, "more": max(0, len(rows) - limit)}
 
 
-def _eca_main(ns: dict[str, Any], args: dict[str, Any]) -> str:
+def _eca_main(ns: dict[str, Any], args: ProbeRequest) -> str:
     op = args.get("op")
     if op == "list":
         result = _list(ns, str(args.get("query") or ""), int(args.get("limit") or 200))

@@ -22,10 +22,11 @@ import re
 from collections.abc import Sequence
 from functools import cache
 from pathlib import Path
-from typing import Any, Protocol, TypeVar
+from typing import Any, Literal, NotRequired, Protocol, TypedDict, TypeVar
 
 from pydantic import Field
 
+from ..protocol import McpResourceContext
 from ._args import ToolArgs
 from ._tool import NativeTool, ToolError
 from .base import Prepared, ToolContext, ToolResult
@@ -43,6 +44,7 @@ __all__ = [
     "LiveKernelPlugin",
     "NoKernel",
     "NotebookKernels",
+    "ProbeRequest",
     "RunPythonArgs",
     "RunPythonTool",
     "check_code",
@@ -62,6 +64,18 @@ _NAME = re.compile(r"(In|Out)\[\d+\]|[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*")
 A = TypeVar("A", bound=ToolArgs)
 _NO_NOTEBOOK = ("no notebook is attached to this prompt: make the notebook the active tab in JupyterLab (its chip "
                 "on in the panel) and ask again")
+
+
+class ProbeRequest(TypedDict):
+    """What the probe is asked (``_kernel_probe._eca_main``): list the variables matching ``query`` (at most
+    ``limit``), describe ``name`` (at most ``max_chars``), or run ``code``."""
+
+    op: Literal["list", "describe", "run"]
+    query: NotRequired[str]
+    limit: NotRequired[int]
+    name: NotRequired[str]
+    max_chars: NotRequired[int]
+    code: NotRequired[str]
 
 
 class KernelBusy(RuntimeError):
@@ -102,7 +116,7 @@ def _probe_sources() -> tuple[str, str]:
             (here / "_kernel_probe.py").read_text(encoding="utf-8"))
 
 
-def probe_expression(args: dict[str, Any]) -> str:
+def probe_expression(args: ProbeRequest) -> str:
     """The ``user_expressions`` entry that runs the probe with *args* (str/int values: their repr is a literal) in a
     dictionary of its own, handed the user's namespace, and evaluates to its JSON answer."""
     helpers, source = _probe_sources()
@@ -112,9 +126,9 @@ def probe_expression(args: dict[str, Any]) -> str:
             f"'_eca_src': {source!r}, '_eca_ns': globals(), '_eca_args': {args!r}}})")
 
 
-async def probe(kernels: NotebookKernels, notebook: Path, args: dict[str, Any], *, timeout: float) -> dict[str, Any]:
+async def probe(kernels: NotebookKernels, notebook: Path, args: ProbeRequest, *, timeout: float) -> dict[str, Any]:
     """Run the probe in the notebook's kernel; its answer. The kernel's text is untrusted: parsed as a literal only,
-    size-capped."""
+    size-capped, and read by the caller as any JSON object (whatever the kernel's code made of it)."""
     reply = await kernels.evaluate(notebook, probe_expression(args), timeout=timeout)
     if reply.get("status") != "ok":
         raise KernelError(f"{reply.get('ename', 'Error')}: {reply.get('evalue', '')}".strip())
@@ -181,7 +195,7 @@ class _LiveTool(NativeTool[A]):
         super().__init__()
         self.kernels = kernels
 
-    async def _probe(self, ctx: ToolContext, args: dict[str, Any], timeout: float) -> dict[str, Any] | ToolResult:
+    async def _probe(self, ctx: ToolContext, args: ProbeRequest, timeout: float) -> dict[str, Any] | ToolResult:
         notebook = ctx.default_notebook
         if notebook is None:
             return ToolResult(output=f"{self.name}: {_NO_NOTEBOOK}", error=True)
@@ -341,9 +355,9 @@ class LiveKernelPlugin:
                 continue
             kind = str(row.get("type") or "").rsplit(".", 1)[-1]
             summary = str(row.get("summary") or "")
-            found.append({"type": "mcpResource", "server": KERNEL_SERVER, "uri": f"kernel:{row['name']}",
-                          "name": str(row["name"]), "description": f"{kind} {summary}".strip()[:200],
-                          "mimeType": "text/plain", "notebook": str(notebook)})
+            context = McpResourceContext(server=KERNEL_SERVER, uri=f"kernel:{row['name']}", name=str(row["name"]),
+                                         description=f"{kind} {summary}".strip()[:200], mime_type="text/plain")
+            found.append({**context.dump(), "notebook": str(notebook)})  # whose kernel: read_context asks it
         return found
 
     async def read_context(self, context: Any) -> str | None:
