@@ -155,8 +155,6 @@ STILL_TAKE_ENGINE = {
     "eca_notebook.engine._chatbook",
     "eca_notebook.engine._config_watch",
     "eca_notebook.engine._mcp_admin",
-    "eca_notebook.engine.completion._inline",
-    "eca_notebook.engine.completion._rewrite",
     "eca_notebook.engine.provider_setup",
     "eca_notebook.engine.turn._builtins",
     "eca_notebook.engine.turn._introspect",

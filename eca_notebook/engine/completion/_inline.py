@@ -33,7 +33,7 @@ import time
 import uuid
 from collections.abc import AsyncIterator, Hashable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
 from ...protocol import (
     CompletionInlineError,
@@ -46,11 +46,8 @@ from ...protocol import (
 from ...providers import local as _local
 from ...providers.base import CompletionRequest, ProviderError, ProviderRequest, TextDelta, UserMessage
 from ..config import ModelInfo
-from ..models import UnknownModel
+from ..models import ModelChoice, UnknownModel
 from ._text import TAG, Cursor, Trim, locate, prefix_window, split_trailing_space, suffix_window
-
-if TYPE_CHECKING:
-    from ..engine import Engine
 
 __all__ = [
     "FAST_MODELS",
@@ -111,16 +108,16 @@ _DEFAULT_BUDGETS = Budgets(prefix_chars=6000, prefix_lines=150, suffix_chars=200
                            context_chars=4000, max_tokens=160)
 
 
-def completion_model(engine: Engine) -> str | None:
+def completion_model(models: ModelChoice) -> str | None:
     """``completion.model``; else, for the chat's default model's provider, its fast model (:data:`FAST_MODELS`)
     when offered; else the chat's default model (an Ollama or OpenAI-compatible model serves both); else None. With
     nothing configured and no key, the chat's default *is* the embedded model: the offline default."""
-    configured = engine.config.completion.model
+    configured = models.config.completion.model
     if configured:
         return configured
-    registry = engine.registry
+    registry = models.registry
     infos = registry.model_infos()
-    chat = engine.selected_model if engine.selected_model in infos else registry.default_model()
+    chat = models.selected_model if models.selected_model in infos else registry.default_model()
     if chat is None:
         return None
     fast = FAST_MODELS.get(infos[chat].provider)
@@ -149,10 +146,10 @@ class _Running:
 
 
 class InlineCompleter:
-    """The engine's ``completion/inline``: one per engine, shared by its connections."""
+    """The engine's ``completion/inline``: one per engine, shared by its connections; it sees only the model choice."""
 
-    def __init__(self, engine: Engine) -> None:
-        self._engine = engine
+    def __init__(self, models: ModelChoice) -> None:
+        self._models = models
         self._running: dict[Hashable, _Running] = {}
         self._fim_refused: set[str] = set()  # model ids whose server refused raw completion (auto mode)
         self.last_mode: Mode | None = None  # how the last request asked (tests and benchmarks read it)
@@ -160,7 +157,7 @@ class InlineCompleter:
     def model(self) -> str | None:
         """The model ``completion/inline`` would ask now (:func:`completion_model`); None when none is configured —
         what a door's handshake advertises as ``code_completion``."""
-        return completion_model(self._engine)
+        return completion_model(self._models)
 
     async def complete(self, params: CompletionInlineParams, origin: object | None = None) -> CompletionInlineResult:
         """Answer one request (see the module docstring); supersedes the document's older request."""
@@ -173,7 +170,7 @@ class InlineCompleter:
             older.superseded = True
             older.task.cancel()
         try:
-            timeout = self._engine.config.completion.timeout_seconds
+            timeout = self._models.config.completion.timeout_seconds
             try:
                 async with asyncio.timeout(timeout):
                     return await self._complete(params)
@@ -192,25 +189,25 @@ class InlineCompleter:
     # -- one request -------------------------------------------------------------------------------------------
 
     async def _complete(self, params: CompletionInlineParams) -> CompletionInlineResult:
-        engine = self._engine
-        model_id = completion_model(engine)
+        models = self._models
+        model_id = completion_model(models)
         if model_id is None:
-            return _error("warning", engine.registry.missing_key_hint())
+            return _error("warning", models.registry.missing_key_hint())
         try:
-            provider, info = engine.registry.resolve(model_id)
+            provider, info = models.registry.resolve(model_id)
         except UnknownModel:
             return _error("warning", f"Unknown completion model '{model_id}' (completion.model); available: "
-                                     f"{', '.join(engine.registry.models()) or 'none'}.")
+                                     f"{', '.join(models.registry.models()) or 'none'}.")
         cursor = locate(params.doc_text, params.position.line, params.position.character)
         budgets = self._budgets(info)
-        mode = completion_mode(provider, info, engine.config.completion.fim, self._fim_refused)
+        mode = completion_mode(provider, info, models.config.completion.fim, self._fim_refused)
         started = time.perf_counter()
         try:
             if mode != "chat":
                 try:
                     text = await self._raw(provider, info, cursor, params.context, budgets, fim=mode == "fim")
                 except ProviderError as exc:
-                    if not (mode == "fim" and engine.config.completion.fim == "auto"
+                    if not (mode == "fim" and models.config.completion.fim == "auto"
                             and exc.status in _FIM_REFUSED):
                         raise
                     log.info("completion: %s refused fill-in-the-middle (%s); asking by chat from now on",
@@ -233,7 +230,7 @@ class InlineCompleter:
 
     def _budgets(self, info: ModelInfo) -> Budgets:
         base = _LOCAL_BUDGETS if info.provider == _local.PROVIDER_ID or info.compact else _DEFAULT_BUDGETS
-        c = self._engine.config.completion
+        c = self._models.config.completion
 
         def pick(value: int | None, default: int) -> int:
             return default if value is None else value
@@ -261,7 +258,7 @@ class InlineCompleter:
             prefix=prefix,
             suffix=suffix,
             max_tokens=budgets.max_tokens,
-            temperature=self._engine.config.completion.temperature or 0.0,
+            temperature=self._models.config.completion.temperature or 0.0,
             stop=["\n"] if trim.single_line else ["\n\n"],
             extra_headers=dict(info.extra_headers),
         )
@@ -283,7 +280,7 @@ class InlineCompleter:
             messages=[UserMessage("\n\n".join(parts))],
             system=INLINE_COMPLETION_PROMPT,
             max_tokens=budgets.max_tokens,
-            temperature=self._engine.config.completion.temperature,
+            temperature=self._models.config.completion.temperature,
             reasoning=False,
             extra=dict(info.extra_payload),
             extra_headers=dict(info.extra_headers),

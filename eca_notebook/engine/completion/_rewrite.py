@@ -25,9 +25,10 @@ import logging
 import time
 import uuid
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from ..._redact import redact_json
+from ..._tasks import BackgroundTasks
 from ...protocol import (
     MetadataContent,
     ProgressContent,
@@ -57,14 +58,11 @@ from ...providers.base import (
 )
 from ..chats import title_from
 from ..config import ModelInfo
-from ..models import UnknownModel
-from ..turn import ToolCallRunner
+from ..models import ModelChoice, UnknownModel
+from ..turn import Answer, Listener, ToolCallRunner, TurnHost
 from ._text import strip_fences
 
-if TYPE_CHECKING:
-    from ..engine import Engine, Listener
-
-__all__ = ["COMPACT_REWRITE_PROMPT", "REWRITE_PROMPT", "Rewriter", "normalize_rewrite", "rewrite_model"]
+__all__ = ["COMPACT_REWRITE_PROMPT", "REWRITE_PROMPT", "RewriteHost", "Rewriter", "normalize_rewrite", "rewrite_model"]
 
 log = logging.getLogger(__name__)
 
@@ -111,14 +109,14 @@ Reply with only the rewritten code."""
 _COMPACT_FILE_LINES = 0  # the embedded model gets no file window: its 8k context and its attention are too small
 
 
-def rewrite_model(engine: Engine) -> str | None:
+def rewrite_model(models: ModelChoice) -> str | None:
     """``rewrite.model``, else the chat's selected model, else its default model."""
-    configured = engine.config.rewrite.model
+    configured = models.config.rewrite.model
     if configured:
         return configured
-    registry = engine.registry
-    if engine.selected_model and engine.selected_model in registry.model_infos():
-        return engine.selected_model
+    registry = models.registry
+    if models.selected_model and models.selected_model in registry.model_infos():
+        return models.selected_model
     return registry.default_model()
 
 
@@ -159,10 +157,21 @@ def file_window(path: str | None, line: int, max_lines: int, folders: list[Path]
     return f"[File truncated: showing lines {start}-{end} of {total}]\n{window}"
 
 
+class RewriteHost(TurnHost, Protocol):
+    """What the rewrites use of the engine: a turn's needs (a proposed call runs as one), the workspace folders (the
+    file around a selection) and the engine's background tasks (a rewrite outlives its request)."""
+
+    @property
+    def workspace_folders(self) -> list[Path]: ...
+
+    @property
+    def background(self) -> BackgroundTasks: ...
+
+
 class Rewriter:
     """The engine's rewrites, by (connection, rewrite id)."""
 
-    def __init__(self, engine: Engine) -> None:
+    def __init__(self, engine: RewriteHost) -> None:
         self._engine = engine
         self._running: dict[tuple[int, str], asyncio.Task[None]] = {}
 
@@ -313,7 +322,7 @@ class Rewriter:
 class _Proposal:
     """The turn of :meth:`Rewriter.propose`: one tool call, run by the same runner as a model's calls."""
 
-    def __init__(self, engine: Engine, chat: Any, call: ToolCall, message: str, answer: bool | None) -> None:
+    def __init__(self, engine: TurnHost, chat: Any, call: ToolCall, message: str, answer: bool | None) -> None:
         self.engine = engine
         self.chat = chat
         self.call = call
@@ -342,10 +351,7 @@ class _Proposal:
         key = (self.chat.id, self.call.id)
         while key not in self.engine.pending_approvals:
             await asyncio.sleep(0.01)
-        if self.answer:
-            self.engine.approve(self.chat.id, self.call.id)
-        else:
-            self.engine.reject(self.chat.id, self.call.id)
+        self.engine.toolbox.answer_approval(self.chat.id, self.call.id, Answer(bool(self.answer)))
 
     async def run(self) -> None:
         engine, chat, call = self.engine, self.chat, self.call

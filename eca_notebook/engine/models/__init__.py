@@ -8,12 +8,14 @@ request's images to what the chosen model accepts (or explains why it cannot tak
 
 from __future__ import annotations
 
+from ._choice import ModelChoice
 from ._preload import preload_default_model
 from ._registry import ModelRegistry, UnknownModel
 from ._vision import ImagePolicy, has_images, prepare_images, redact_content
 
 __all__ = [
     "ImagePolicy",
+    "ModelChoice",
     "ModelRegistry",
     "UnknownModel",
     "has_images",

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from ._approval import SessionApprovals
 from ._builtins import doctor
+from ._host import ChatRunner, Listener, TurnHost
 from ._notebooks import UndoLog
 from ._prompting import PromptPipeline
 from ._subagents import Subagents, SubagentsPlugin
@@ -24,6 +25,8 @@ from ._turn import CURRENT_TURN, Turn
 __all__ = [
     "CURRENT_TURN",
     "Answer",
+    "ChatRunner",
+    "Listener",
     "PendingApproval",
     "PromptPipeline",
     "SessionApprovals",
@@ -32,6 +35,7 @@ __all__ = [
     "ToolCallRunner",
     "Toolbox",
     "Turn",
+    "TurnHost",
     "UndoLog",
     "doctor",
 ]

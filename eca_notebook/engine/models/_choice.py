@@ -1,0 +1,29 @@
+"""The model choice outside a chat's own: the config, the registry and the model the user selected.
+
+Inline completion, rewrite, the built-in commands and a subagent's model all start from these three, so they
+receive this view of the engine (which satisfies it) rather than the engine itself.
+"""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+from ..config import Config
+from ._registry import ModelRegistry
+
+__all__ = ["ModelChoice"]
+
+
+class ModelChoice(Protocol):
+    """The models in effect. Read at each use, not kept: a config reload replaces the config and the registry."""
+
+    @property
+    def config(self) -> Config: ...
+
+    @property
+    def registry(self) -> ModelRegistry: ...
+
+    @property
+    def selected_model(self) -> str | None:
+        """The model of new prompts (``chat/selectedModelChanged``); None until one is chosen."""
+        ...

@@ -1,0 +1,109 @@
+"""What a turn's parts receive of the engine: small views named for their role, which the engine satisfies.
+
+A prompt, a subagent's task and a user-proposed tool call (``%eca rewrite``) all start a turn in a chat the same
+way — the agent's tool rules, the approvals waiting and given, the undo log, the chat's door, the chat book that runs
+it — so they share :class:`TurnHost`; the chat book's part of it is :class:`ChatRunner`. Each is read at its use, not
+kept: a config reload replaces the config, the registry and the agents, and a door sets a chat's delegate any time.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol
+
+from ...protocol import WireContent
+from ...tools.base import ChatDelegate
+from ..chats import Chat
+from ..models import ModelChoice
+from ..workspace import Agents, Hooks
+
+if TYPE_CHECKING:
+    from ._approval import SessionApprovals
+    from ._notebooks import UndoLog
+    from ._toolbox import Toolbox
+    from ._toolcall import PendingApproval
+    from ._turn import Turn
+
+__all__ = ["ChatRunner", "Listener", "TurnHost"]
+
+
+class Listener(Protocol):
+    """A connected client. ``send`` must not block: doors queue the message and write it in order.
+
+    A listener that can answer ``editor/getDiagnostics`` also has ``supports_diagnostics = True`` and
+    ``async def request(method, params, timeout)``; the engine asks the first such listener. Likewise
+    ``supports_questions`` for ``chat/askQuestion`` (the ``ask_user`` tool), ``supports_definition`` and
+    ``supports_references`` for ``editor/getDefinition`` / ``editor/getReferences`` (the navigation tools).
+    """
+
+    def send(self, method: str, params: dict[str, Any]) -> None:
+        """Queue one notification for the client."""
+        ...
+
+
+class ChatRunner(Protocol):
+    """The chat book as a turn's starter sees it: find or make the chat, run the turn in its task, save it."""
+
+    def open_for_prompt(self, chat_id: str | None) -> Chat:
+        """The chat to prompt (made when new or unknown)."""
+        ...
+
+    def start(self, chat: Chat, turn: Turn) -> None:
+        """Run the turn in the chat's task."""
+        ...
+
+    def save(self, chat: Chat) -> None:
+        """Queue a save of the chat."""
+        ...
+
+    async def stop(self, chat_id: str) -> bool:
+        """Stop the chat's running turn; False when none runs."""
+        ...
+
+
+class TurnHost(ModelChoice, Protocol):
+    """What starting a turn in a chat needs: the model choice, the agents, the tools, the approval state, the
+    chat's door, and where the turn's contents go."""
+
+    @property
+    def agents(self) -> Agents: ...
+
+    @property
+    def selected_behavior(self) -> str:
+        """The agent of new prompts, for a chat that has none of its own."""
+        ...
+
+    @property
+    def toolbox(self) -> Toolbox: ...
+
+    @property
+    def chat_book(self) -> ChatRunner: ...
+
+    @property
+    def hooks(self) -> Hooks: ...
+
+    @property
+    def chat_delegates(self) -> Mapping[str, ChatDelegate]:
+        """Per chat, a door that applies its file changes or runs its commands itself."""
+        ...
+
+    @property
+    def default_notebook(self) -> Path | None:
+        """The notebook tools' default path (a ``%eca`` session's notebook)."""
+        ...
+
+    @property
+    def session_approvals(self) -> SessionApprovals: ...
+
+    @property
+    def pending_approvals(self) -> dict[tuple[str, str], PendingApproval]:
+        """The calls waiting for the user, by (chat id, call id): the runner adds and removes them."""
+        ...
+
+    @property
+    def undo_log(self) -> UndoLog: ...
+
+    def emit_content(self, chat: Chat, role: str, content: WireContent) -> None:
+        """Redact, record and send one content of the chat."""
+        ...
