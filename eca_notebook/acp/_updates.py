@@ -1,8 +1,10 @@
 """The engine's chat contents (``chat/contentReceived`` params) as ACP ``session/update`` payloads.
 
-One :class:`SessionUpdates` per ACP session: it is stateful because ACP addresses a tool call by the id of its
-first ``tool_call`` update, and the model's call ids (``call_1``) repeat across turns — a later call with a used id
-gets a fresh ACP id, and the engine's id is kept for ``approve``/``reject``.
+One :class:`SessionUpdates` per ACP session. Its contents are folded by the session's
+:class:`~eca_notebook.protocol.turn.TurnFold` (the one fold every door reads) and each update is made from what the
+fold's step changed. It keeps only what ACP adds: ACP addresses a tool call by the id of its first ``tool_call``
+update, and the model's call ids (``call_1``) repeat across turns — a later call with a used id gets a fresh ACP id,
+and the engine's id is kept for ``approve``/``reject``.
 
 Mapping (what a person sees in an ACP client):
 
@@ -34,6 +36,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..protocol import FileChangeDetails, ImageContent, MetadataContent, PlanContent, UrlContent, UsageContent
+from ..protocol.turn import Change, Content, ToolCallState, TurnFold
 from ._diff import diff_contents
 from ._schema import UPDATE_LIMIT
 
@@ -66,8 +70,6 @@ _NAME_HINTS = (
     (("exec", "run", "shell", "command", "bash", "python", "eval"), "execute"),
     (("think", "plan", "reason"), "think"),
 )
-_PLAN_STATUSES = ("pending", "in_progress", "completed")
-_PRIORITIES = ("high", "medium", "low")
 _PATH_ARGS = ("path", "file_path", "filepath", "file", "source", "destination", "target", "working_directory")
 
 
@@ -95,10 +97,12 @@ class PermissionAsk:
 
 @dataclass
 class _Call:
+    """The ACP side of one call: the id ACP knows it by, its kind and diffs; its state is the fold's."""
+
     acp_id: str
     kind: str
+    state: ToolCallState
     diffs: list[dict[str, Any]] = field(default_factory=list)
-    status: str = "pending"
 
 
 def _size(value: Any) -> int:
@@ -110,25 +114,33 @@ def _text(text: str) -> dict[str, Any]:
 
 
 class SessionUpdates:
-    """ECA contents → ACP update objects (``update`` of ``session/update``, without the session id)."""
+    """ECA contents → ACP update objects (``update`` of ``session/update``, without the session id).
 
-    def __init__(self, cwd: Path) -> None:
+    The contents are folded by the session's :class:`~eca_notebook.protocol.turn.TurnFold` (:attr:`fold`); each
+    update is made from what the fold's step changed — a tool call's status, arguments, details, output and risk
+    are the fold's :class:`~eca_notebook.protocol.turn.ToolCallState`, as the other doors read them."""
+
+    def __init__(self, cwd: Path, fold: TurnFold | None = None) -> None:
         self.cwd = Path(cwd)
+        self.fold = fold if fold is not None else TurnFold()
         self._calls: dict[str, _Call] = {}  # engine id → the ACP call it currently names
         self._used: set[str] = set()
-        # a subagent's chat id → (the engine id of the parent's spawn_agent call, the subagent's own updates, the
-        # lines of progress shown as that call's content)
-        self._subagents: dict[str, tuple[str, SessionUpdates, list[str]]] = {}
+        # a subagent's chat id → (its own updates, the lines of progress shown as the parent's spawn_agent call's
+        # content); its fold is the subagent's fold of this session's fold
+        self._subagents: dict[str, tuple[SessionUpdates, list[str]]] = {}
         self.round_cap_hit = False  # the engine stopped the turn at toolCall.maxRounds (→ max_turn_requests)
 
     # -- entry point ---------------------------------------------------------------------------------------------
 
-    def translate(self, role: str, content: dict[str, Any], *, live: bool) -> tuple[list[dict[str, Any]],
-                                                                                    PermissionAsk | None]:
+    def translate(self, role: str, content: dict[str, Any] | Content, *,
+                  live: bool) -> tuple[list[dict[str, Any]], PermissionAsk | None]:
         """Updates for one content, and a permission to ask for (live ``toolCallRun`` with manual approval)."""
-        kind = content.get("type")
+        return self._translate(self.fold.step(role, content), live=live)
+
+    def _translate(self, change: Change, *, live: bool) -> tuple[list[dict[str, Any]], PermissionAsk | None]:
+        kind, content, role = change.kind, change.content, change.role
         if kind == "text":
-            text = str(content.get("text") or "")
+            text = change.text
             if role == "user":
                 if live:
                     return [], None
@@ -138,79 +150,77 @@ class SessionUpdates:
                     self.round_cap_hit = True
                 text = _system_text(text)
             return self._chunks("agent_message_chunk", text), None
-        if kind == "url":
-            text = f"[{content.get('title') or content.get('url')}]({content.get('url')})"
-            return self._chunks("agent_message_chunk", text), None
-        if kind == "image":
-            return self._image(role, content, live=live), None
+        if isinstance(content, UrlContent):
+            return self._chunks("agent_message_chunk", f"[{content.title or content.url}]({content.url})"), None
+        if isinstance(content, ImageContent):
+            return self._image(str(role), content, live=live), None
         if kind == "reasonText":
-            return self._chunks("agent_thought_chunk", str(content.get("text") or "")), None
-        if kind == "metadata" and content.get("title"):
-            return [{"sessionUpdate": "session_info_update", "title": str(content["title"])}], None
-        if kind == "usage":
+            return self._chunks("agent_thought_chunk", change.text), None
+        if isinstance(content, MetadataContent) and content.title:
+            return [{"sessionUpdate": "session_info_update", "title": content.title}], None
+        if isinstance(content, UsageContent):
             return self._usage(content), None
-        if kind == "toolCallRun":
-            return self._run(content, live=live)
-        if kind == "toolCallRunning":
-            return self._progress(content, "in_progress"), None
-        if kind == "toolCalled":
-            return self._called(content), None
-        if kind == "plan":
+        if isinstance(content, PlanContent):
             return self._plan(content), None
+        state = change.tool
+        if state is None or kind == "toolCallPrepare":
+            return [], None
+        if kind == "toolCallRun":
+            return self._run(state, live=live)
+        if kind == "toolCallRunning":
+            return self._progress(state), None
+        if kind == "toolCalled":
+            return self._called(state), None
         if kind == "toolCallRejected":
-            return self._rejected(content), None
+            return self._rejected(state), None
         return [], None
 
-    def translate_subagent(self, child_id: str, role: str, content: dict[str, Any], *,
+    def translate_subagent(self, child_id: str, role: str, content: dict[str, Any] | Content, *,
                            live: bool) -> tuple[list[dict[str, Any]], PermissionAsk | None]:
         """Updates for one content of a subagent's chat (``parentChatId`` is this session): its tool calls are
         calls of this session (so a call that needs approval is asked here, answered in the subagent's chat), and
         what it does is the parent's ``spawn_agent`` call's progress (its ``tool_call_update`` content). Its texts
         are not the session's answer: the parent's call result carries the subagent's final answer."""
+        change = self.fold.step_subagent(child_id, role, content, known_only=True)
+        parent_state = self.fold.subagent_calls.get(child_id)
+        if change is None or parent_state is None:
+            return [], None
         entry = self._subagents.get(child_id)
         if entry is None:
-            return [], None
-        call_id, sub, lines = entry
-        updates, ask = sub.translate(role, content, live=live)
+            sub = SessionUpdates(self.cwd, self.fold.subagents[child_id])
+            sub._used = self._used  # one session: the subagent's call ids must not collide with the parent's
+            entry = self._subagents[child_id] = (sub, [])
+        sub, lines = entry
+        updates, ask = sub._translate(change, live=live)
         out = [u for u in updates if u.get("sessionUpdate") in ("tool_call", "tool_call_update")]
         if ask is not None:
             ask.chat_id = child_id
-        kind = content.get("type")
-        name = str(content.get("summary") or content.get("name") or "tool")
+        state, kind = change.tool, change.kind
         line = None
-        if kind == "toolCallRun":
-            line = f"- {name}" + (" (waiting for approval)" if content.get("manualApproval") else "")
-        elif kind == "toolCalled":
-            line = f"- {name}: {'failed' if content.get('error') else 'done'}"
-        elif kind == "toolCallRejected":
-            line = f"- {name}: rejected"
-        elif kind == "text" and role == "system" and str(content.get("text") or "").strip():
-            line = f"- {str(content['text']).strip()[:200]}"
+        if state is not None:
+            name = state.summary or state.name
+            if kind == "toolCallRun":
+                line = f"- {name}" + (" (waiting for approval)" if state.manual_approval else "")
+            elif kind == "toolCalled":
+                line = f"- {name}: {'failed' if state.status == 'failed' else 'done'}"
+            elif kind == "toolCallRejected":
+                line = f"- {name}: rejected"
+        elif kind == "text" and change.role == "system" and change.text.strip():
+            line = f"- {change.text.strip()[:200]}"
         if line is not None:
             lines.append(line)
-            parent = self._calls.get(call_id)
-            if parent is not None and parent.status in ("pending", "in_progress"):
+            parent = self._calls.get(parent_state.id)
+            if parent is not None and parent.state is parent_state and parent_state.status in ("pending", "running"):
                 out.append({"sessionUpdate": "tool_call_update", "toolCallId": parent.acp_id,
                             "status": "in_progress", "content": [_text("\n".join(lines[-40:]))]})
         return out, ask
-
-    def _watch_subagent(self, content: dict[str, Any]) -> None:
-        """A ``spawn_agent`` call names its subagent's chat (``details.subagentChatId``): route that chat here."""
-        details = content.get("details")
-        if not isinstance(details, dict) or details.get("type") != "subagent":
-            return
-        child = details.get("subagentChatId")
-        if isinstance(child, str) and child and child not in self._subagents:
-            sub = SessionUpdates(self.cwd)
-            sub._used = self._used  # one session: the subagent's call ids must not collide with the parent's
-            self._subagents[child] = (str(content.get("id") or ""), sub, [])
 
     def unfinished(self) -> list[dict[str, Any]]:
         """``failed`` updates for calls a replayed chat left pending (the process ended while they waited)."""
         out = []
         for call in self._calls.values():
-            if call.status in ("pending", "in_progress"):
-                call.status = "failed"
+            if call.state.status in ("pending", "running"):
+                call.state.interrupted()
                 out.append({"sessionUpdate": "tool_call_update", "toolCallId": call.acp_id, "status": "failed",
                             "content": [_text("Interrupted: the agent stopped before this call finished.")]})
         return out
@@ -221,33 +231,24 @@ class SessionUpdates:
 
     # -- pieces --------------------------------------------------------------------------------------------------
 
-    def _plan(self, content: dict[str, Any]) -> list[dict[str, Any]]:
+    def _plan(self, plan: PlanContent) -> list[dict[str, Any]]:
         """The agent's plan as ACP's ``plan`` update: the whole list each time, which the client shows in place of
         the previous one — as the ``plan`` content means. ACP entries have no files: they follow the description."""
-        steps = content.get("steps")
-        if not isinstance(steps, list):
-            return []
         entries = []
-        for step in steps:
-            if not isinstance(step, dict):
-                continue
-            text = str(step.get("description") or "")
-            files = [str(f) for f in step.get("files") or [] if f]
+        for step in plan.steps:
+            text = step.description
+            files = [f for f in step.files or [] if f]
             if files:
                 text += f" ({', '.join(files)})"
-            status = step.get("status")
-            priority = step.get("priority")
-            entries.append({"content": text,
-                            "priority": priority if priority in _PRIORITIES else "medium",
-                            "status": status if status in _PLAN_STATUSES else "pending"})
+            entries.append({"content": text, "priority": step.priority or "medium", "status": step.status})
         return [{"sessionUpdate": "plan", "entries": entries}]
 
-    def _image(self, role: str, content: dict[str, Any], *, live: bool) -> list[dict[str, Any]]:
-        media_type, data = content.get("mediaType"), content.get("base64")
-        if not isinstance(media_type, str) or not isinstance(data, str) or not data or (role == "user" and live):
+    def _image(self, role: str, content: ImageContent, *, live: bool) -> list[dict[str, Any]]:
+        if not content.media_type or not content.base64 or (role == "user" and live):
             return []  # a live prompt's images are already on the client's screen
         update = "user_message_chunk" if role == "user" else "agent_message_chunk"
-        return [{"sessionUpdate": update, "content": {"type": "image", "mimeType": media_type, "data": data}}]
+        return [{"sessionUpdate": update,
+                 "content": {"type": "image", "mimeType": content.media_type, "data": content.base64}}]
 
     def _chunks(self, update: str, text: str) -> list[dict[str, Any]]:
         if not text:
@@ -255,27 +256,24 @@ class SessionUpdates:
         return [{"sessionUpdate": update, "content": {"type": "text", "text": text[i:i + TEXT_CHUNK]}}
                 for i in range(0, len(text), TEXT_CHUNK)]
 
-    def _usage(self, content: dict[str, Any]) -> list[dict[str, Any]]:
-        limit = content.get("limit") or {}
-        size = limit.get("context") if isinstance(limit, dict) else None
+    def _usage(self, usage: UsageContent) -> list[dict[str, Any]]:
+        size = usage.limit.context if usage.limit is not None else None
         if not isinstance(size, int) or size <= 0:
             return []  # usage_update requires the context size; without it there is nothing honest to send
-        used = int(content.get("messageInputTokens") or 0) + int(content.get("messageOutputTokens") or 0)
+        used = (usage.message_input_tokens or 0) + (usage.message_output_tokens or 0)
         update: dict[str, Any] = {"sessionUpdate": "usage_update", "used": max(0, used), "size": size}
-        cost = content.get("sessionCost")
-        if cost is not None:
+        if usage.session_cost is not None:
             try:
-                update["cost"] = {"amount": float(cost), "currency": "USD"}
+                update["cost"] = {"amount": float(usage.session_cost), "currency": "USD"}
             except (TypeError, ValueError):
                 pass
         return [update]
 
-    def _locations(self, content: dict[str, Any]) -> list[dict[str, Any]]:
+    def _locations(self, state: ToolCallState) -> list[dict[str, Any]]:
         paths: list[str] = []
-        details = content.get("details")
-        if isinstance(details, dict) and details.get("type") == "fileChange" and details.get("path"):
-            paths.append(str(details["path"]))
-        args = content.get("arguments")
+        if isinstance(state.detail, FileChangeDetails) and state.detail.path:
+            paths.append(state.detail.path)
+        args = state.arguments
         if isinstance(args, dict):
             for key in _PATH_ARGS:
                 value = args.get(key)
@@ -300,102 +298,90 @@ class SessionUpdates:
         self._used.add(acp_id)
         return acp_id
 
-    def _run(self, content: dict[str, Any], *, live: bool) -> tuple[list[dict[str, Any]], PermissionAsk | None]:
-        call_id = str(content.get("id") or "")
-        name = str(content.get("name") or "tool")
-        server = str(content.get("server") or "eca")
-        kind = tool_kind(name, server)
-        raw_args = content.get("arguments")
-        args: dict[str, Any] = raw_args if isinstance(raw_args, dict) else {}
-        call = _Call(self._new_id(call_id), kind, diff_contents(name, args, content.get("details")))
-        self._calls[call_id] = call
-        self._watch_subagent(content)
+    def _run(self, state: ToolCallState, *, live: bool) -> tuple[list[dict[str, Any]], PermissionAsk | None]:
+        kind = tool_kind(state.name, state.server)
+        args: dict[str, Any] = state.arguments if isinstance(state.arguments, dict) else {}
+        call = _Call(self._new_id(state.id), kind, state, diff_contents(state.name, args, state.details))
+        self._calls[state.id] = call
         update: dict[str, Any] = {
             "sessionUpdate": "tool_call",
             "toolCallId": call.acp_id,
-            "title": str(content.get("summary") or name),
+            "title": state.summary or state.name,
             "kind": kind,
             "status": "pending",
-            "locations": self._locations(content),
+            "locations": self._locations(state),
             "rawInput": args,
         }
         if call.diffs:
             update["content"] = list(call.diffs)
-        risk = _risk(content)
+        risk = _risk(state.risk)
         if risk is not None:
             update["_meta"] = {"eca": {"risk": risk}}
-        update = self._fit(update, content)
+        update = self._fit(update, state)
         ask = None
-        if live and content.get("manualApproval"):
+        if live and state.manual_approval:
             request = {k: v for k, v in update.items() if k != "sessionUpdate"}
             if risk is not None:  # ACP clients show the title with the buttons: the level belongs there
                 request["title"] = f"{request['title']} ({risk['level']} risk: {risk['reason']})"
-            ask = PermissionAsk(call_id=call_id, tool_call=request, tool=name, server=server)
+            ask = PermissionAsk(call_id=state.id, tool_call=request, tool=state.name, server=state.server)
         return [update], ask
 
-    def _fit(self, update: dict[str, Any], content: dict[str, Any]) -> dict[str, Any]:
+    def _fit(self, update: dict[str, Any], state: ToolCallState) -> dict[str, Any]:
         """Keep one update under the size limit: drop diffs (show the unified diff's size instead), then raw input."""
         if _size(update) <= UPDATE_LIMIT:
             return update
         update = dict(update)
         if "content" in update:
-            details = content.get("details") or {}
+            details = state.details or {}
             lines = f"+{details.get('linesAdded', '?')} -{details.get('linesRemoved', '?')}"
             update["content"] = [_text(f"The change ({lines} lines) is too large to show here.")]
         if _size(update) > UPDATE_LIMIT:
             update.pop("rawInput", None)
         return update
 
-    def _call(self, content: dict[str, Any]) -> _Call:
-        call_id = str(content.get("id") or "")
-        call = self._calls.get(call_id)
-        if call is None:  # an update for a call we never announced (e.g. replay of a partial chat)
-            call = _Call(self._new_id(call_id), tool_kind(str(content.get("name") or ""), str(content.get("server")
-                                                                                          or "eca")))
-            self._calls[call_id] = call
+    def _call(self, state: ToolCallState) -> _Call:
+        call = self._calls.get(state.id)
+        if call is None or call.state is not state:  # a call we never announced (e.g. replay of a partial chat)
+            call = _Call(self._new_id(state.id), tool_kind(state.name, state.server), state)
+            self._calls[state.id] = call
         return call
 
-    def _progress(self, content: dict[str, Any], status: str) -> list[dict[str, Any]]:
-        call = self._call(content)
-        call.status = status
-        update: dict[str, Any] = {"sessionUpdate": "tool_call_update", "toolCallId": call.acp_id, "status": status}
-        details = content.get("details")
-        if isinstance(details, dict) and details.get("type") == "subagent" and details.get("step"):
-            self._watch_subagent(content)
-            steps = f"{details['step']}/{details['maxSteps']}" if details.get("maxSteps") else str(details["step"])
-            update["title"] = f"{content.get('summary') or details.get('agentName')} (step {steps})"
+    def _progress(self, state: ToolCallState) -> list[dict[str, Any]]:
+        call = self._call(state)
+        update: dict[str, Any] = {"sessionUpdate": "tool_call_update", "toolCallId": call.acp_id,
+                                  "status": "in_progress"}
+        subagent = state.subagent
+        if subagent is not None and subagent.step:
+            steps = f"{subagent.step}/{subagent.max_steps}" if subagent.max_steps else str(subagent.step)
+            update["title"] = f"{state.summary or subagent.agent_name} (step {steps})"
         return [update]
 
-    def _called(self, content: dict[str, Any]) -> list[dict[str, Any]]:
-        call = self._call(content)
-        failed = bool(content.get("error"))
-        call.status = "failed" if failed else "completed"
-        outputs = content.get("outputs") or []
-        text = "\n".join(str(o.get("text") or o.get("content") or "") for o in outputs if isinstance(o, dict))
+    def _called(self, state: ToolCallState) -> list[dict[str, Any]]:
+        call = self._call(state)
+        failed = state.status == "failed"
+        status = "failed" if failed else "completed"
+        text = state.output or ""
         if call.kind == "execute" and text and not failed:
             text = f"```\n{text}\n```"
         items: list[dict[str, Any]] = list(call.diffs) if not failed else []
         if text:
             items.append(_text(text))
         update: dict[str, Any] = {"sessionUpdate": "tool_call_update", "toolCallId": call.acp_id,
-                                  "status": call.status, "content": items}
+                                  "status": status, "content": items}
         if _size(update) > UPDATE_LIMIT:
             update["content"] = [_text(text[: TEXT_CHUNK])] if text else []
         return [update]
 
-    def _rejected(self, content: dict[str, Any]) -> list[dict[str, Any]]:
-        call = self._call(content)
-        call.status = "failed"
-        reason = content.get("reason")
+    def _rejected(self, state: ToolCallState) -> list[dict[str, Any]]:
+        call = self._call(state)
         why = {"user-config": "Denied by the configuration (toolCall.approval).",
-               "hook-rejected": "Rejected by a hook (config `hooks`)."}.get(reason or "", "Rejected.")
+               "hook-rejected": "Rejected by a hook (config `hooks`)."}.get(state.reason or "", "Rejected.")
         return [{"sessionUpdate": "tool_call_update", "toolCallId": call.acp_id, "status": "failed",
                  "content": [_text(why)]}]
 
 
-def _risk(content: dict[str, Any]) -> dict[str, str] | None:
-    """The engine's risk assessment of a call (``{"level", "reason"}``), when the content carries a valid one."""
-    risk = content.get("risk")
+def _risk(risk: dict[str, Any] | None) -> dict[str, str] | None:
+    """The engine's risk assessment of a call (``{"level", "reason"}``), when the fold holds a valid one."""
     if not isinstance(risk, dict) or risk.get("level") not in ("low", "medium", "high"):
         return None
     return {"level": str(risk["level"]), "reason": str(risk.get("reason") or "")}

@@ -36,6 +36,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ValidationError
 
+from ._base import NoneAsEmptyList
 from .content import (
     _CONTENT_MODELS,
     ContentModel,
@@ -109,36 +110,56 @@ def _fallback(annotation: Any) -> Any:
 
 def _lenient(model: type[BaseModel], wire: Mapping[str, Any]) -> Any:
     """The content's model; an off-spec one (a field missing or mistyped — other servers, older revisions) keeps
-    what is valid: a bad optional field is dropped, a bad required one gets a harmless value. Only a content that
-    still does not fit becomes :class:`UnknownContent` (which the fold ignores)."""
+    what is valid: a bad optional field is dropped, a bad required one gets a harmless value, a bad item of a list
+    is repaired so (or dropped). Only a content that still does not fit becomes :class:`UnknownContent` (which the
+    fold ignores)."""
     try:
         return model.model_validate(wire)
     except ValidationError as exc:
-        data = dict(wire)
-        by_alias = {field.alias or name: field for name, field in model.model_fields.items()}
-        by_alias.update(model.model_fields)
-        bad_items: dict[str, set[int]] = {}
-        for error in exc.errors():
-            loc = error["loc"]
-            key = loc[0] if loc else None
-            field = by_alias.get(key) if isinstance(key, str) else None
-            if field is None or not isinstance(key, str):
-                continue
-            if len(loc) > 1 and isinstance(loc[1], int) and isinstance(data.get(key), list):
-                bad_items.setdefault(key, set()).add(loc[1])  # one bad item of a list: only it goes
-                continue
-            alias = field.alias or key
-            data.pop(key, None)
-            data.pop(alias, None)
-            if field.is_required():
-                data[alias] = _fallback(field.annotation)
-        for key, bad in bad_items.items():
-            if isinstance(data.get(key), list):
-                data[key] = [item for i, item in enumerate(data[key]) if i not in bad]
         try:
-            return model.model_validate(data)
+            return model.model_validate(_repaired(model, wire, exc))
         except ValidationError:
             return UnknownContent.model_construct(**dict(wire))
+
+
+def _item_model(annotation: Any) -> type[BaseModel] | None:
+    args = typing.get_args(annotation) if typing.get_origin(annotation) is list else ()
+    return args[0] if args and isinstance(args[0], type) and issubclass(args[0], BaseModel) else None
+
+
+def _repaired(model: type[BaseModel], wire: Mapping[str, Any], exc: ValidationError) -> dict[str, Any]:
+    data = dict(wire)
+    by_alias = {field.alias or name: field for name, field in model.model_fields.items()}
+    by_alias.update(model.model_fields)
+    bad_items: dict[str, set[int]] = {}
+    for error in exc.errors():
+        loc = error["loc"]
+        key = loc[0] if loc else None
+        field = by_alias.get(key) if isinstance(key, str) else None
+        if field is None or not isinstance(key, str):
+            continue
+        if len(loc) > 1 and isinstance(loc[1], int) and isinstance(data.get(key), list):
+            bad_items.setdefault(key, set()).add(loc[1])  # one bad item of a list: only it is repaired
+            continue
+        alias = field.alias or key
+        data.pop(key, None)
+        data.pop(alias, None)
+        if field.is_required() and (_item_model(field.annotation) is None or NoneAsEmptyList in field.metadata):
+            data[alias] = _fallback(field.annotation)  # (a plan without its steps is no plan: left to fail)
+    for key, bad in bad_items.items():
+        item_model = _item_model(by_alias[key].annotation)
+        items = []
+        for i, item in enumerate(data[key]):
+            if i in bad:
+                if item_model is None or not isinstance(item, Mapping):
+                    continue
+                try:
+                    item_model.model_validate(item)
+                except ValidationError as item_exc:
+                    item = _repaired(item_model, item, item_exc)
+            items.append(item)
+        data[key] = items
+    return data
 
 
 def parse_content(content: Mapping[str, Any] | Content) -> Content:
@@ -527,7 +548,7 @@ class TurnFold:
         chat_id = self.chat_id
         TurnFold.__init__(self, chat_id)
 
-    def begin_turn(self) -> None:
+    def new_turn(self) -> None:
         """A new turn starts here (a prompt sent, or replayed): what was open is closed."""
         self._close_open_blocks()
         self.turn_start = len(self.blocks)
