@@ -153,15 +153,12 @@ ENGINE_ORDER = ["config", "models", "index", "contexts", "chats", "workspace", "
 #: Issue #32 empties this list; the test below keeps it true both ways, so it can only shrink.
 STILL_TAKE_ENGINE = {
     "eca_notebook.engine._chatbook",
-    "eca_notebook.engine._config_watch",
-    "eca_notebook.engine._mcp_admin",
     "eca_notebook.engine.provider_setup",
     "eca_notebook.engine.turn._builtins",
     "eca_notebook.engine.turn._introspect",
     "eca_notebook.engine.turn._prompting",
     "eca_notebook.engine.turn._subagents",
     "eca_notebook.engine.turn._toolbox",
-    "eca_notebook.engine.workspace._trust",
 }
 FACADE = "eca_notebook.engine.engine"
 

@@ -23,19 +23,25 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
-from collections.abc import Callable, Sequence
+import re
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, Protocol
 
-from .._redact import add_secrets
-from .config import LoadedConfig, load_config
+from .._redact import add_secrets, secret_env_values, secret_header_values, secrets_of_url
+from .config import Config, LoadedConfig, load_config, netrc_passwords
 from .models import ModelRegistry
-from .workspace import agent_dirs, agent_files
+from .workspace import Agents, WorkspaceTrust, agent_dirs, agent_files
 
 if TYPE_CHECKING:
-    from .engine import Engine
+    import httpx
 
-__all__ = ["POLL_SECONDS", "SETTLE_SECONDS", "ConfigWatcher", "reload_config", "watch_config", "watched_files"]
+    from .._tasks import BackgroundTasks
+    from ..mcp import McpManager
+    from ..protocol import ConfigUpdatedParams, NativeServerUpdatedParams
+
+__all__ = ["POLL_SECONDS", "SETTLE_SECONDS", "ConfigHost", "ConfigOptions", "ConfigWatcher", "config_secrets",
+           "default_agent", "reload_config", "use_config", "watch_config", "watched_files"]
 
 log = logging.getLogger(__name__)
 
@@ -43,6 +49,83 @@ POLL_SECONDS = 1.0  # how often the config files are looked at
 SETTLE_SECONDS = 0.2  # a changed file must look the same this much later before it is read
 
 Stamp = tuple[int, int, int] | None  # (mtime_ns, size, inode); None: the file does not exist
+
+_CREDENTIAL_ENV = re.compile(r"(?i)(API_?KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL)")
+
+
+class ConfigOptions(Protocol):
+    """How the engine's config is loaded (the engine's options): the client's options and a config file instead of
+    the global one."""
+
+    @property
+    def initialization_options(self) -> dict[str, Any] | None: ...
+    @property
+    def config_file(self) -> Path | None: ...
+
+
+class ConfigHost(Protocol):
+    """The engine as a config change sees it: what the config is loaded from, the config and what is built from it
+    (the model registry, the selections that follow the defaults, the MCP timeout), and the clients told.
+
+    The attributes without a property are the ones a reload replaces."""
+
+    loaded: LoadedConfig
+    config: Config
+    registry: ModelRegistry
+    selected_model: str | None
+    selected_behavior: str
+
+    @property
+    def options(self) -> ConfigOptions: ...
+    @property
+    def env(self) -> Mapping[str, str]: ...
+    @property
+    def workspace_folders(self) -> Sequence[Path]: ...
+    @property
+    def http(self) -> httpx.AsyncClient: ...
+    @property
+    def trust(self) -> WorkspaceTrust: ...
+    @property
+    def agents(self) -> Agents: ...
+    @property
+    def announced_agents(self) -> list[str] | None: ...
+    @property
+    def mcp(self) -> McpManager | None: ...
+    def behaviors(self) -> list[str]: ...
+    def broadcast(self, method: str, params: dict[str, Any]) -> None: ...
+    def config_updated(self) -> ConfigUpdatedParams: ...
+    def native_tools(self) -> NativeServerUpdatedParams: ...
+
+
+def config_secrets(registry: ModelRegistry, config: Config, env: Mapping[str, str]) -> list[str]:
+    """Every value of this workspace's config that is a secret, for the process-wide redaction registry.
+
+    Provider keys (from config, ``<ID>_API_KEY`` or ``${env:…}``), header values (provider and model), URL
+    userinfo and credential-like query values, MCP env values and headers, and every environment variable whose
+    name says it holds a credential (a shell tool printing ``env`` must not hand them to the model), and every
+    password of the user's netrc.
+    """
+    values: list[str | None] = []
+    for provider in registry.providers.values():
+        values.append(provider.key)
+        values += secret_header_values(provider.headers)
+        values += secrets_of_url(provider.url)
+        for model in provider.models.values():
+            values += secret_header_values(model.extra_headers)
+    for server in config.mcp_servers.values():
+        values += secret_env_values(server.env)
+        values += secret_header_values(server.headers)
+        values += secrets_of_url(server.url)
+    values += [v for k, v in env.items() if _CREDENTIAL_ENV.search(k) and len(v) >= 8]
+    netrc_file = (config.model_extra or {}).get("netrcFile")
+    values += netrc_passwords(env, netrc_file if isinstance(netrc_file, str) else None)
+    return [v for v in values if v]
+
+
+def default_agent(agents: Agents, config: Config) -> str:
+    """The agent new prompts start with: the config's ``defaultAgent`` when it is a primary agent, else ``code``."""
+    agent = agents.get(config.default_behavior)
+    return agent.id if agent is not None and agent.primary else "code"
 
 
 def _stamp(path: Path) -> Stamp:
@@ -100,7 +183,7 @@ class ConfigWatcher:
                 log.exception("reloading the configuration failed")
 
 
-def _show(engine: Engine, kind: str, message: str) -> None:
+def _show(engine: ConfigHost, kind: str, message: str) -> None:
     engine.broadcast("$/showMessage", {"type": kind, "message": message})
 
 
@@ -110,7 +193,7 @@ def _rejected_files(loaded: LoadedConfig) -> dict[str, str]:
             if s.path is not None and not s.applied and s.problem and s.note is None}
 
 
-async def reload_config(engine: Engine) -> bool:
+async def reload_config(engine: ConfigHost) -> bool:
     """Load every layer again and apply it; True when the engine took a new configuration (see the module doc)."""
     # Off the event loop: reading the layers may run ``${cmd:…}`` (up to its time limit) — in a notebook the loop
     # is the kernel's.
@@ -147,30 +230,52 @@ async def reload_config(engine: Engine) -> bool:
     return True
 
 
-def _apply(engine: Engine, new: LoadedConfig) -> None:
+def _apply(engine: ConfigHost, new: LoadedConfig) -> None:
     """Swap the engine's configuration and model registry. A running turn keeps the provider it resolved."""
     old_registry = engine.registry
-    old_behavior = engine._initial_behavior()
+    old_behavior = default_agent(engine.agents, engine.config)
     engine.loaded = new
     config = engine.trust.effective_config()  # an untrusted workspace's held parts left out (_trust.py)
     registry = ModelRegistry(config, engine.env, engine.http, problems=new.problems)
     registry.local_progress = old_registry.local_progress
     registry.adopt(old_registry)
     engine.config, engine.registry = config, registry
-    add_secrets(engine._config_secrets())
+    add_secrets(config_secrets(registry, config, engine.env))
     if engine.selected_behavior == old_behavior or engine.selected_behavior not in engine.behaviors():
-        engine.selected_behavior = engine._initial_behavior()  # (like the model: the default follows the file)
+        # (like the model: the default follows the file)
+        engine.selected_behavior = default_agent(engine.agents, engine.config)
     if engine.mcp is not None:
         engine.mcp.timeout = new.config.mcp_timeout_seconds
 
 
-def _announce_agents(engine: Engine) -> bool:
+async def use_config(engine: ConfigHost, config: Config) -> None:
+    """Make *config* the engine's when it is not already — the trust's choice after the user trusted or revoked a
+    workspace (workspace/_trust.py): a new model registry from it (a running turn keeps the provider it resolved),
+    the default model following, every client told."""
+    if config is engine.config:
+        return
+    old = engine.registry
+    registry = ModelRegistry(config, engine.env, engine.http, problems=list(engine.loaded.problems))
+    registry.local_progress = old.local_progress
+    registry.adopt(old)
+    old_default = old.default_model()
+    engine.config, engine.registry = config, registry
+    add_secrets(config_secrets(registry, config, engine.env))
+    models = registry.models()
+    if engine.selected_model is None or engine.selected_model == old_default or engine.selected_model not in models:
+        engine.selected_model = registry.default_model()
+    await engine.registry.discover()
+    engine.broadcast("config/updated", engine.config_updated().dump())
+    engine.broadcast("tool/serverUpdated", engine.native_tools().dump())
+
+
+def _announce_agents(engine: ConfigHost) -> bool:
     """A markdown agent was added, removed or edited (the config itself is unchanged): when the agents a client may
     select changed, tell the clients (``config/updated``). The engine's agents rebuild by themselves."""
     if engine.behaviors() == engine.announced_agents:
         return False
     if engine.selected_behavior not in engine.behaviors():
-        engine.selected_behavior = engine._initial_behavior()
+        engine.selected_behavior = default_agent(engine.agents, engine.config)
     for problem in engine.agents.problems:
         _show(engine, "warning", f"Config problem: {problem}")
     engine.broadcast("config/updated", engine.config_updated().dump())
@@ -178,15 +283,16 @@ def _announce_agents(engine: Engine) -> bool:
     return True
 
 
-def watch_config(engine: Engine) -> ConfigWatcher | None:
-    """Start watching the engine's config files in its background tasks (None when there is none to watch); the
-    markdown agents' folders and files too, so an agent file added or removed is announced."""
-    paths = watched_files(engine.loaded)
+def watch_config(loaded: LoadedConfig, workspace_folders: Sequence[Path], global_config_dir: Path,
+                 background: BackgroundTasks, on_change: Callable[[], object]) -> ConfigWatcher | None:
+    """Start watching the config files behind *loaded* in *background* (None when there is none to watch), calling
+    *on_change* (the engine's reload) after a change; the markdown agents' folders and files too, so an agent file
+    added or removed is announced."""
+    paths = watched_files(loaded)
     if not paths:
         return None
-    extra = [*agent_dirs(engine.workspace_folders, engine.global_config_dir),
-             *agent_files(engine.workspace_folders, engine.global_config_dir)]
+    extra = [*agent_dirs(workspace_folders, global_config_dir), *agent_files(workspace_folders, global_config_dir)]
     paths += [p for p in extra if p not in paths]
-    watcher = ConfigWatcher(paths, lambda: reload_config(engine))
-    engine.background.spawn(watcher.run(), "eca-config-watch")
+    watcher = ConfigWatcher(paths, on_change)
+    background.spawn(watcher.run(), "eca-config-watch")
     return watcher

@@ -24,9 +24,9 @@ import asyncio
 import json
 import logging
 import weakref
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 from urllib.parse import unquote, urlparse
 
 from pydantic import ValidationError
@@ -42,13 +42,19 @@ from ..protocol.tools import (
     McpUpdateServerParams,
     McpUpdateServerResult,
 )
-from .config import McpServerConfig, global_config_path, interpolate_env, load_config, parse_jsonc
+from ._config_watch import ConfigOptions, config_secrets
+from .config import Config, LoadedConfig, McpServerConfig, global_config_path, interpolate_env, load_config, parse_jsonc
+from .models import ModelRegistry
+from .workspace import WorkspaceTrust
 
 if TYPE_CHECKING:
-    from .engine import Engine
+    from .._tasks import BackgroundTasks
+    from ..mcp import McpManager
+    from ..plugins import Plugin
 
 __all__ = [
     "ConfigEditError",
+    "McpHost",
     "add_server",
     "edit_config_file",
     "launch",
@@ -64,6 +70,32 @@ _ADD_KEYS = ("command", "args", "env", "url", "headers", "clientId", "clientSecr
              "disabled")
 
 _locks: weakref.WeakKeyDictionary[Any, asyncio.Lock] = weakref.WeakKeyDictionary()
+
+
+class McpHost(Protocol):
+    """The engine as a user's MCP server change sees it: the config files (where they are, as loaded, the config
+    that applies — replaced after our own write), the MCP plug-in (created on the first server), the trust (where a
+    server runs, which folders stay trusted), and the background tasks a server starts in.
+
+    The attributes without a property are the ones an edit replaces."""
+
+    loaded: LoadedConfig
+    config: Config
+    mcp: McpManager | None
+
+    @property
+    def options(self) -> ConfigOptions: ...
+    @property
+    def env(self) -> Mapping[str, str]: ...
+    @property
+    def workspace_folders(self) -> Sequence[Path]: ...
+    @property
+    def registry(self) -> ModelRegistry: ...
+    @property
+    def trust(self) -> WorkspaceTrust: ...
+    @property
+    def background(self) -> BackgroundTasks: ...
+    def add_plugin(self, plugin: Plugin) -> None: ...
 
 
 class ConfigEditError(Exception):
@@ -136,18 +168,18 @@ def edit_config_file(path: Path, edit: Callable[[dict[str, Any]], bool]) -> bool
 # -- which file ------------------------------------------------------------------------------------------------
 
 
-def _global_file(engine: Engine) -> Path:
+def _global_file(engine: McpHost) -> Path:
     if engine.options.config_file is not None:
         return Path(engine.options.config_file).expanduser()
     return global_config_path(engine.env)
 
 
-def _config_files(engine: Engine) -> list[Path]:
+def _config_files(engine: McpHost) -> list[Path]:
     """The files the config is read from, in merge order (the last one wins)."""
     return [_global_file(engine), *(Path(folder) / ".eca" / "config.json" for folder in engine.workspace_folders)]
 
 
-def _files_defining(engine: Engine, name: str) -> list[Path]:
+def _files_defining(engine: McpHost, name: str) -> list[Path]:
     """The config files with an ``mcpServers.<name>`` entry, in merge order (unreadable files are skipped)."""
     found = []
     for path in _config_files(engine):
@@ -162,7 +194,7 @@ def _files_defining(engine: Engine, name: str) -> list[Path]:
     return found
 
 
-def _workspace_file(engine: Engine, uri: str | None) -> Path:
+def _workspace_file(engine: McpHost, uri: str | None) -> Path:
     if not uri and len(engine.workspace_folders) == 1:
         # (lenient: a client that does not know the folder — the panel, whose server picks its Jupyter root — may
         # leave it out when there is only one; the reference requires it, and clients that send it are unaffected)
@@ -188,7 +220,7 @@ def _same_dir(a: Path, b: Path) -> bool:
 # -- applying ----------------------------------------------------------------------------------------------------
 
 
-def _lock(engine: Engine) -> asyncio.Lock:
+def _lock(engine: McpHost) -> asyncio.Lock:
     """One change at a time per engine: two edits of one file must not race, nor a remove with its restart."""
     lock = _locks.get(engine)
     if lock is None:
@@ -196,7 +228,7 @@ def _lock(engine: Engine) -> asyncio.Lock:
     return lock
 
 
-def _manager(engine: Engine) -> Any:
+def _manager(engine: McpHost) -> Any:
     """The engine's MCP plug-in, created (empty) when the config had no servers until now."""
     if engine.mcp is None:
         from ..mcp import McpManager  # lazy, as in the engine: the SDK is needed only once a server exists
@@ -208,7 +240,7 @@ def _manager(engine: Engine) -> Any:
     return engine.mcp
 
 
-async def _refresh_loaded(engine: Engine) -> None:
+async def _refresh_loaded(engine: McpHost) -> None:
     """Take the config we just wrote as the engine's, when only ``mcpServers`` changed (see the module doc); any
     other difference is somebody else's edit and is left to the config watcher, which reloads everything."""
     new = await asyncio.to_thread(load_config, workspace_folders=engine.workspace_folders,  # (may run ${cmd:})
@@ -224,10 +256,10 @@ async def _refresh_loaded(engine: Engine) -> None:
         engine.loaded = new
         engine.trust.keep_trusted(trusted)
         engine.config = engine.trust.effective_config()  # (an untrusted workspace's held parts left out)
-        add_secrets(engine._config_secrets())
+        add_secrets(config_secrets(engine.registry, engine.config, engine.env))
 
 
-def _server_config(engine: Engine, name: str, fallback: Mapping[str, Any]) -> McpServerConfig:
+def _server_config(engine: McpHost, name: str, fallback: Mapping[str, Any]) -> McpServerConfig:
     """The server's merged config as the loader sees it now (other layers and ``${env:…}`` included)."""
     config = engine.config.mcp_servers.get(name)
     if config is not None:
@@ -235,7 +267,7 @@ def _server_config(engine: Engine, name: str, fallback: Mapping[str, Any]) -> Mc
     return McpServerConfig.model_validate(interpolate_env(dict(fallback), engine.env))
 
 
-def launch(engine: Engine, name: str) -> None:
+def launch(engine: McpHost, name: str) -> None:
     """Start MCP server *name* in the background (its updates follow as ``tool/serverUpdated``).
 
     The one start path of every change made here, so a policy (workspace trust) can gate it in one place."""
@@ -250,7 +282,7 @@ def _invalid(exc: ValidationError) -> ConfigEditError:
     return ConfigEditError("invalid-config", "; ".join(messages))
 
 
-async def add_server(engine: Engine, params: McpAddServerParams) -> McpAddServerResult:
+async def add_server(engine: McpHost, params: McpAddServerParams) -> McpAddServerResult:
     """``mcp/addServer``: write the entry to the chosen file, announce the server and start it (unless disabled)."""
     try:
         async with _lock(engine):
@@ -259,7 +291,7 @@ async def add_server(engine: Engine, params: McpAddServerParams) -> McpAddServer
         return McpAddServerResult(error=exc.result_error())
 
 
-async def _add(engine: Engine, params: McpAddServerParams) -> McpAddServerResult:
+async def _add(engine: McpHost, params: McpAddServerParams) -> McpAddServerResult:
     name = (params.name or "").strip()
     if not name:
         raise ConfigEditError("invalid-config", "the server needs a name")
@@ -297,7 +329,7 @@ async def _add(engine: Engine, params: McpAddServerParams) -> McpAddServerResult
     return McpAddServerResult(server=status)
 
 
-async def remove_server(engine: Engine, name: str) -> McpRemoveServerResult:
+async def remove_server(engine: McpHost, name: str) -> McpRemoveServerResult:
     """``mcp/removeServer``: stop the server, delete its entry from every config file defining it, drop it."""
     try:
         async with _lock(engine):
@@ -324,7 +356,7 @@ async def remove_server(engine: Engine, name: str) -> McpRemoveServerResult:
         return McpRemoveServerResult(error=exc.result_error())
 
 
-async def update_server(engine: Engine, params: McpUpdateServerParams) -> McpUpdateServerResult:
+async def update_server(engine: McpHost, params: McpUpdateServerParams) -> McpUpdateServerResult:
     """``mcp/updateServer``: new command/args or URL in the owning file; the server restarts with them."""
     name = params.name
     try:
@@ -379,7 +411,7 @@ async def update_server(engine: Engine, params: McpUpdateServerParams) -> McpUpd
         return McpUpdateServerResult(error=exc.result_error())
 
 
-async def set_disabled(engine: Engine, name: str, disabled: bool) -> str | None:
+async def set_disabled(engine: McpHost, name: str, disabled: bool) -> str | None:
     """``mcp/disableServer`` / ``mcp/enableServer``: persist (or drop) ``disabled: true`` in the owning file, then
     stop the server and report ``disabled``, or start it. Returns a warning for the client, None when all went well.
     A server defined outside the files (initializationOptions) is still stopped/started, for this session only."""

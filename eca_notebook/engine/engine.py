@@ -15,7 +15,6 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
-import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -23,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel
 
-from .._redact import add_secrets, redact_json, secret_env_values, secret_header_values, secrets_of_url
+from .._redact import add_secrets, redact_json
 from .._tasks import BackgroundTasks
 from ..plugins import Plugin
 from ..protocol import (
@@ -51,11 +50,11 @@ from ..tools.jobs import JobRegistry
 from ..tools.notebook_kernel import OwnKernelRunner
 from . import _mcp_admin
 from ._chatbook import ChatBook
-from ._config_watch import ConfigWatcher, reload_config, watch_config
+from ._config_watch import ConfigWatcher, config_secrets, default_agent, reload_config, use_config, watch_config
 from .chats import Chat, clear_chat, fork_chat, rollback
 from .chats.store import ChatStore, chats_dir_for
 from .completion import InlineCompleter, Rewriter
-from .config import LoadedConfig, ModelInfo, global_config_path, load_config, netrc_passwords, selectable
+from .config import LoadedConfig, ModelInfo, global_config_path, load_config, selectable
 from .index import WorkspaceIndex
 from .models import ModelRegistry, redact_content
 from .turn import (
@@ -92,9 +91,6 @@ log = logging.getLogger(__name__)
 
 BUILTIN_BEHAVIORS = ("code", "plan")  # the built-in primary agents (engine/workspace/_agents.py); ``agent`` is ``code``
 DEFAULT_WELCOME = "Welcome to eca-notebook! Ask anything about your workspace."
-
-_CREDENTIAL_ENV = re.compile(r"(?i)(API_?KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL)")
-
 
 async def _local_model_progress(event: Any) -> None:
     """Show the embedded model's loading in the chat whose prompt triggered it."""
@@ -135,14 +131,14 @@ class Engine:
         self.config = self.loaded.config
         # a workspace's own MCP servers, hooks, providers and secrets wait for the user (_trust.py): until then the
         # config without them applies
-        self.trust = WorkspaceTrust(self)
+        self.trust = WorkspaceTrust(self, lambda config: use_config(self, config))
         self.config = self.trust.effective_config()
         from ..providers import make_http_client
 
         self.http: httpx.AsyncClient = make_http_client()
         self.registry = ModelRegistry(self.config, self.env, self.http, problems=self.loaded.problems)
         self.registry.local_progress = _local_model_progress
-        add_secrets(self._config_secrets())
+        add_secrets(config_secrets(self.registry, self.config, self.env))
         self.store: ChatStore | None = None
         if not self.config.pure_config:
             # (through the engine: a config reload replaces the registry)
@@ -214,30 +210,6 @@ class Engine:
                          max_file_bytes=settings.max_file_bytes, max_files=settings.max_files,
                          vectors=settings.vectors)
 
-    def _config_secrets(self) -> list[str]:
-        """Every value of this workspace's config that is a secret, for the process-wide redaction registry.
-
-        Provider keys (from config, ``<ID>_API_KEY`` or ``${env:…}``), header values (provider and model), URL
-        userinfo and credential-like query values, MCP env values and headers, and every environment variable whose
-        name says it holds a credential (a shell tool printing ``env`` must not hand them to the model), and every
-        password of the user's netrc.
-        """
-        values: list[str | None] = []
-        for provider in self.registry.providers.values():
-            values.append(provider.key)
-            values += secret_header_values(provider.headers)
-            values += secrets_of_url(provider.url)
-            for model in provider.models.values():
-                values += secret_header_values(model.extra_headers)
-        for server in self.config.mcp_servers.values():
-            values += secret_env_values(server.env)
-            values += secret_header_values(server.headers)
-            values += secrets_of_url(server.url)
-        values += [v for k, v in self.env.items() if _CREDENTIAL_ENV.search(k) and len(v) >= 8]
-        netrc_file = (self.config.model_extra or {}).get("netrcFile")
-        values += netrc_passwords(self.env, netrc_file if isinstance(netrc_file, str) else None)
-        return [v for v in values if v]
-
     # -- listeners and what they are sent ----------------------------------------------------------------------
 
     @property
@@ -290,7 +262,9 @@ class Engine:
         self.hooks.spawn("sessionStart")
         for plugin in self.plugins:
             self.background.spawn(plugin.start(), f"eca-plugin-{plugin.name}")
-        self.config_watcher = watch_config(self)  # an edited config file applies without a restart
+        # an edited config file applies without a restart
+        self.config_watcher = watch_config(self.loaded, self.workspace_folders, self.global_config_dir,
+                                           self.background, self.reload_config)
         if self.index is not None:
             self._index_task = asyncio.create_task(self._build_index(), name="eca-index")
         await self.registry.discover()
@@ -381,9 +355,7 @@ class Engine:
         return self.agents.primary()
 
     def _initial_behavior(self) -> str:
-        wanted = self.config.default_behavior
-        agent = self.agents.get(wanted)
-        return agent.id if agent is not None and agent.primary else "code"
+        return default_agent(self.agents, self.config)
 
     def welcome_message(self) -> str:
         """The text a client shows in an empty chat."""
