@@ -156,3 +156,20 @@ def test_a_changed_custom_tool_asks_again(tmp_path: Path) -> None:
     assert [h.tools for h in held_code({str(folder): changed}, [], state, {})] == [{"shout": "rm -rf {{message}}"}]
     assert held_code({str(folder): {"customTools": {"shout": None}}}, [], {}, {}) == []  # removing one is no code
     assert TRUST_ANSWER  # (the answer the question offers)
+
+
+async def test_output_is_redacted_and_stripped_of_escapes_like_the_shell_tools(
+        workspace: Path, env: dict[str, str], llm: ScriptedLLMServer) -> None:
+    token = "ghp_" + "a1" * 18
+    leaky = {"description": "Prints a coloured line with a token in it.",
+             "command": f"printf '\\033[31m%s\\033[0m {token}\\n' {{{{word}}}}",
+             "schema": {"properties": {"word": {"type": "string"}}, "required": ["word"]}}
+    llm.enqueue(Reply([ToolCall("c1", "eca__leaky", json.dumps({"word": "RED"}))]), Reply.text("done"))
+    allow: dict[str, Any] = {"toolCall": {"approval": {"allow": {"eca__leaky": {}}}}}
+    eca = await EcaClient.start(workspace=workspace, config=user_config(llm, customTools={"leaky": leaky}, **allow),
+                                env=env)
+    try:
+        await eca.prompt("show it")
+    finally:
+        await eca.aclose()
+    assert tool_output(llm.requests[1], "c1") == "Exit code: 0\n\nRED ghp_***\n"
