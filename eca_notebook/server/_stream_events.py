@@ -1,6 +1,11 @@
 """The engine's chat contents (``chat/contentReceived``) of one session as session-stream messages, and the state
 they change (pending and applied patches, approvals, plan steps, the turn's text and tools).
 
+Each content is folded first by the session's :class:`~eca_notebook.protocol.turn.TurnFold` (the one fold every
+door reads), and the messages are made from what that step changed: a tool call's name, arguments, details, status
+and output are the fold's :class:`~eca_notebook.protocol.turn.ToolCallState`; a :class:`Call` adds only what this
+door names (its patch id and workspace-relative path).
+
 Mapping (the contract's):
 
 * assistant ``text`` → ``assistant.token`` with the turn's text so far;
@@ -28,6 +33,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
 
+from ..protocol import FileChangeDetails, ImageContent, PlanContent, ProgressContent, RetrievalDetails, UsageContent
+from ..protocol.turn import Change, Content, ToolCallState, TurnFold
 from ._stream_schema import (
     AgentPlan,
     AgentRetrieveStatus,
@@ -109,6 +116,8 @@ class Call:
     details: dict[str, Any] | None = None
     patch_id: str | None = None
     file_path: str | None = None
+    #: The fold's state of the call (status, output, details…); None for a call this door made up itself.
+    state: ToolCallState | None = None
 
 
 @dataclass
@@ -150,6 +159,8 @@ class SessionBook:
     total_steps: int | None = None
     calls: dict[str, Call] = field(default_factory=dict)
     turn: TurnRecord | None = None
+    #: The chat's fold: every content is folded there first, and translated from what it changed.
+    fold: TurnFold = field(default_factory=TurnFold)
 
     def state(self, pending_approvals: list[str]) -> SessionStateBody:
         return SessionStateBody(pending_patches=list(self.pending_patches), applied_patches=list(self.applied_patches),
@@ -163,12 +174,16 @@ class SessionBook:
 
     # -- contents ------------------------------------------------------------------------------------------------
 
-    def translate(self, role: str, content: dict[str, Any]) -> tuple[list[ServerMessage], Ask | None, bool]:
+    def translate(self, role: str, content: dict[str, Any] | Content) -> tuple[list[ServerMessage], Ask | None, bool]:
         """Messages for one content, a call to ask the user about, and whether the session state changed."""
-        kind = content.get("type")
+        return self.apply(self.fold.step(role, content))
+
+    def apply(self, change: Change) -> tuple[list[ServerMessage], Ask | None, bool]:
+        """The messages of one step of :attr:`fold` (or of a subagent's fold: :meth:`TurnFold.step_subagent`)."""
+        kind, content, role = change.kind, change.content, change.role
         turn = self.turn
         if kind == "text":
-            text = str(content.get("text") or "")
+            text = change.text
             if role == "assistant" and text:
                 if turn is not None:
                     turn.text += text
@@ -180,47 +195,48 @@ class SessionBook:
                 else:
                     turn.system_text += text
             return [], None, False
-        if kind == "image":  # the user's own images are on the client's screen already
-            media_type, data = content.get("mediaType"), content.get("base64")
-            if role == "assistant" and isinstance(media_type, str) and isinstance(data, str) and data:
-                return [AssistantImage(media_type=media_type, data=data)], None, False
+        if isinstance(content, ImageContent):  # the user's own images are on the client's screen already
+            if role == "assistant" and content.media_type and content.base64:
+                return [AssistantImage(media_type=content.media_type, data=content.base64)], None, False
             return [], None, False
         if kind == "reasonStarted":
             return [AssistantThinking(phase="analyzing", message="Thinking…")], None, False
         if kind == "reasonText":
-            text = str(content.get("text") or "")
+            text = change.text
             return ([AssistantThinking(phase="analyzing", message=text)] if text else []), None, False
-        if kind == "progress":
+        if isinstance(content, ProgressContent):
             return self._progress(content), None, False
-        if kind == "usage":
+        if isinstance(content, UsageContent):
             if turn is not None:
-                turn.tokens_used += int(content.get("messageInputTokens") or 0) + int(
-                    content.get("messageOutputTokens") or 0)
+                turn.tokens_used += (content.message_input_tokens or 0) + (content.message_output_tokens or 0)
+            return [], None, False
+        if isinstance(content, PlanContent):
+            return self._plan(content), None, True
+        state = change.tool
+        if state is None or kind == "toolCallPrepare":
             return [], None, False
         if kind == "toolCallRun":
-            return self._run(content)
+            return self._run(state)
         if kind == "toolCallRunning":  # approved: its details are now what will be written (the chosen hunks)
-            details = _dict(content.get("details"))
-            if details.get("type") == "subagent" and details.get("step"):  # a subagent's step: nested progress
-                steps = f"{details['step']}/{details['maxSteps']}" if details.get("maxSteps") else details["step"]
-                label = content.get("summary") or details.get("agentName") or "subagent"
+            subagent = state.subagent
+            if subagent is not None and subagent.step:  # a subagent's step: nested progress
+                steps = f"{subagent.step}/{subagent.max_steps}" if subagent.max_steps else subagent.step
+                label = state.summary or subagent.agent_name or "subagent"
                 return [AssistantThinking(phase="executing", message=f"{label}: step {steps}")], None, False
-            call = self.calls.get(str(content.get("id") or ""))
-            if call is not None and details.get("type") == "fileChange":
-                call.details = details
+            call = self.calls.get(state.id)
+            if call is not None and call.state is state and isinstance(state.detail, FileChangeDetails):
+                call.details = state.details
             return [], None, False
         if kind == "toolCalled":
-            return self._called(content)
+            return self._called(state)
         if kind == "toolCallRejected":
-            return self._rejected(content)
-        if kind == "plan":
-            return self._plan(content), None, True
+            return self._rejected(state)
         return [], None, False
 
-    def _progress(self, content: dict[str, Any]) -> list[ServerMessage]:
-        if content.get("state") == "finished":
+    def _progress(self, content: ProgressContent) -> list[ServerMessage]:
+        if content.state == "finished":
             return []
-        text = str(content.get("text") or "")
+        text = content.text
         if text == "Calling tool":
             last = next(reversed(self.calls.values()), None)
             phase: Literal["retrieving", "executing"] = (
@@ -230,37 +246,38 @@ class SessionBook:
             return []  # the approval request says it
         return [AssistantThinking(phase="analyzing", message=text or "Thinking…")]
 
-    def _run(self, content: dict[str, Any]) -> tuple[list[ServerMessage], Ask | None, bool]:
-        call_id = str(content.get("id") or "")
-        name = str(content.get("name") or "tool")
-        args = content.get("arguments") if isinstance(content.get("arguments"), dict) else {}
-        details = content.get("details") if isinstance(content.get("details"), dict) else None
-        call = Call(call_id, name, dict(args or {}), details)
-        self.calls[call_id] = call
+    def _run(self, state: ToolCallState) -> tuple[list[ServerMessage], Ask | None, bool]:
+        name = state.name
+        args = state.arguments if isinstance(state.arguments, dict) else {}
+        call = Call(state.id, name, dict(args), state.details, state=state)
+        self.calls[state.id] = call
         if self.turn is not None and name not in self.turn.tools_used:
             self.turn.tools_used.append(name)
         phase: Literal["retrieving", "executing"] = "retrieving" if name in SEARCH_STAGES else "executing"
         out: list[ServerMessage] = [
-            AssistantThinking(phase=phase, message=str(content.get("summary") or name)),
+            AssistantThinking(phase=phase, message=state.summary or name),
             ToolExecute(tool_name=name, args=call.args, status="started", result=None),
         ]
-        manual = bool(content.get("manualApproval"))
+        manual = state.manual_approval
         changed = False
-        if details is not None and details.get("type") == "fileChange" and details.get("path"):
-            call.patch_id = f"patch_{call_id}"
-            call.file_path = relative(str(details["path"]), self.folders)
-            out.append(self.patch(call, details, requires_approval=manual))
+        detail = state.detail
+        if isinstance(detail, FileChangeDetails) and detail.path and state.details is not None:
+            call.patch_id = f"patch_{state.id}"
+            call.file_path = relative(detail.path, self.folders)
+            out.append(self.patch(call, state.details, requires_approval=manual))
             self.pending_patches[call.patch_id] = call.file_path
             changed = True
         ask = None
         if manual:
-            risk: dict[str, Any] = _dict(content.get("risk"))
+            risk: dict[str, Any] = state.risk or {}
             level: Literal["low", "medium", "high"] = risk["level"] if risk.get("level") in ("low", "medium",
                                                                                          "high") else "medium"
-            reason = str((details or {}).get("rationale") or risk.get("reason") or content.get("summary") or name)
+            rationale = detail.rationale if isinstance(detail, FileChangeDetails) else None
+            reason = str(rationale or risk.get("reason") or state.summary or name)
             kind: Literal["file", "tool", "command"] = (
                 "file" if call.patch_id else "command" if name == "shell_command" else "tool")
-            ask = Ask(request_id=f"req_{call_id}", call_id=call_id, kind=kind, call=call, risk=level, reason=reason)
+            ask = Ask(request_id=f"req_{state.id}", call_id=state.id, kind=kind, call=call, risk=level,
+                      reason=reason)
         return out, ask, changed
 
     def patch(self, call: Call, details: dict[str, Any], *, requires_approval: bool) -> PatchProposed:
@@ -270,20 +287,18 @@ class SessionBook:
                              acceptance_criteria=list(criteria) if isinstance(criteria, list) else [],
                              requires_approval=requires_approval, hunks=hunks_of(details))
 
-    def _call(self, content: dict[str, Any]) -> Call:
-        call_id = str(content.get("id") or "")
-        call = self.calls.get(call_id)
-        if call is None:
-            args = content.get("arguments")
-            call = Call(call_id, str(content.get("name") or "tool"), dict(args) if isinstance(args, dict) else {})
-            self.calls[call_id] = call
+    def _call(self, state: ToolCallState) -> Call:
+        call = self.calls.get(state.id)
+        if call is None or (call.state is not None and call.state is not state):  # never announced: a replay's
+            args = state.arguments
+            call = Call(state.id, state.name, dict(args) if isinstance(args, dict) else {}, state=state)
+            self.calls[state.id] = call
         return call
 
-    def _called(self, content: dict[str, Any]) -> tuple[list[ServerMessage], Ask | None, bool]:
-        call = self._call(content)
-        failed = bool(content.get("error"))
-        outputs = content.get("outputs") or []
-        text = "\n".join(str(o.get("text") or o.get("content") or "") for o in outputs if isinstance(o, dict))
+    def _called(self, state: ToolCallState) -> tuple[list[ServerMessage], Ask | None, bool]:
+        call = self._call(state)
+        failed = state.status == "failed"
+        text = state.output or ""
         result: dict[str, Any] = {"output": text[:RESULT_CHARS]}
         if len(text) > RESULT_CHARS:
             result["truncated"] = True
@@ -304,50 +319,40 @@ class SessionBook:
         if call.file_path and not failed and self.turn is not None:
             self.turn.files_modified.add(call.file_path)
         if call.name in SEARCH_STAGES:
-            out.append(self._retrieval(call, content, text, failed))
+            out.append(self._retrieval(call, state, text, failed))
         return out, None, changed
 
-    def _retrieval(self, call: Call, content: dict[str, Any], text: str, failed: bool) -> AgentRetrieveStatus:
-        details = _dict(content.get("details"))
-        if details.get("type") == "retrieval":
-            stage = details.get("stage")
-            count = details.get("resultsCount")
-            return AgentRetrieveStatus(
-                stage=stage if stage in ("symbol_search", "text_search", "vector_search", "reranking")
-                else SEARCH_STAGES[call.name],
-                results_count=count if isinstance(count, int) else 0,
-                message=str(details.get("message") or f"{call.name}: {count} result(s)"))
+    def _retrieval(self, call: Call, state: ToolCallState, text: str, failed: bool) -> AgentRetrieveStatus:
+        detail = state.detail
+        if isinstance(detail, RetrievalDetails):
+            count = detail.results_count
+            return AgentRetrieveStatus(stage=detail.stage, results_count=count if isinstance(count, int) else 0,
+                                       message=detail.message or f"{call.name}: {count} result(s)")
         count = 0 if failed else len([line for line in text.splitlines() if line.strip()])
         return AgentRetrieveStatus(stage=SEARCH_STAGES[call.name], results_count=count,
                                    message=text.splitlines()[0][:200] if failed and text else f"{count} result(s)")
 
-    def _rejected(self, content: dict[str, Any]) -> tuple[list[ServerMessage], Ask | None, bool]:
-        call = self._call(content)
-        why = "denied by the configuration" if content.get("reason") == "user-config" else "rejected"
+    def _rejected(self, state: ToolCallState) -> tuple[list[ServerMessage], Ask | None, bool]:
+        call = self._call(state)
+        why = "denied by the configuration" if state.reason == "user-config" else "rejected"
         changed = call.patch_id is not None and self.pending_patches.pop(call.patch_id, None) is not None
         return [ToolExecute(tool_name=call.name, args=call.args, status="failed",
                             result={"output": f"The tool call was {why}.", "error": why})], None, changed
 
-    def _plan(self, content: dict[str, Any]) -> list[ServerMessage]:
-        steps = [s for s in content.get("steps") or [] if isinstance(s, dict)]
-        out_steps = [PlanStep(step_number=i, description=str(s.get("description") or ""),
-                              files_involved=[str(f) for f in s.get("files") or []])
-                     for i, s in enumerate(steps, start=1)]
-        statuses = [s.get("status") for s in steps]
-        self.total_steps = len(steps) or None
+    def _plan(self, plan: PlanContent) -> list[ServerMessage]:
+        out_steps = [PlanStep(step_number=i, description=s.description, files_involved=list(s.files or []))
+                     for i, s in enumerate(plan.steps, start=1)]
+        statuses = [s.status for s in plan.steps]
+        self.total_steps = len(statuses) or None
         if "in_progress" in statuses:
             self.current_step = statuses.index("in_progress") + 1
         elif "pending" in statuses:
             self.current_step = statuses.index("pending") + 1
         else:
-            self.current_step = len(steps) or None
-        explanation = content.get("explanation")
+            self.current_step = len(statuses) or None
+        explanation = plan.explanation
         return [AssistantThinking(phase="planning", message=str(explanation or "Planning")),
                 AgentPlan(steps=out_steps, rationale=str(explanation) if explanation else None)]
-
-
-def _dict(value: Any) -> dict[str, Any]:
-    return value if isinstance(value, dict) else {}
 
 
 def working_directory(call: Call, folders: list[Path]) -> str:

@@ -163,7 +163,8 @@ class StreamSession:
     def _content(self, role: str, content: dict[str, Any]) -> None:
         turn = self.book.turn
         had_error = turn.error if turn is not None else None
-        messages, ask, changed = self.book.translate(role, content)
+        change = self.book.fold.step(role, content)
+        messages, ask, changed = self.book.apply(change)
         approved_already = (ask is not None and ask.kind != "command" and self.book.turn is not None
                             and self.book.turn.approve_all)
         for message in messages:
@@ -180,9 +181,9 @@ class StreamSession:
             ask = None
         if ask is not None:
             changed = self._ask(ask) or changed
-        if content.get("type") in ("toolCallRunning", "toolCalled", "toolCallRejected"):
+        if change.tool is not None and change.kind in ("toolCallRunning", "toolCalled", "toolCallRejected"):
             # answered elsewhere too (the panel shows the same chat): the call no longer waits for this client
-            call_id = str(content.get("id") or "")
+            call_id = change.tool.id
             for request_id in [r for r, a in self.asks.items() if a.call_id == call_id and a.chat_id is None]:
                 del self.asks[request_id]
                 changed = True
@@ -193,12 +194,15 @@ class StreamSession:
         """A content of a subagent this session's chat spawned: its tool calls (``tool.execute``, patches) and their
         approvals are this session's — answered in the subagent's chat — while its texts are not the answer (the
         parent's ``spawn_agent`` result carries it)."""
+        change = self.book.fold.step_subagent(child, role, content)  # folded in the subagent's fold of the chat's
+        assert change is not None
         book = self._subagents.get(child)
         if book is None:
             # its file changes are the session's: pending and applied patches shared with the session's book
             book = self._subagents[child] = SessionBook(self.book.folders, pending_patches=self.book.pending_patches,
-                                                        applied_patches=self.book.applied_patches)
-        messages, ask, changed = book.translate(role, content)
+                                                        applied_patches=self.book.applied_patches,
+                                                        fold=self.book.fold.subagents[child])
+        messages, ask, changed = book.apply(change)
         for message in messages:
             if isinstance(message, (AssistantToken, AgentPlan)) or (
                     isinstance(message, AssistantThinking) and message.phase == "planning"):
@@ -208,8 +212,8 @@ class StreamSession:
             ask.chat_id = child
             ask.request_id = f"req_{child}_{ask.call_id}"
             changed = self._ask(ask) or changed
-        if content.get("type") in ("toolCallRunning", "toolCalled", "toolCallRejected"):
-            call_id = str(content.get("id") or "")
+        if change.tool is not None and change.kind in ("toolCallRunning", "toolCalled", "toolCallRejected"):
+            call_id = change.tool.id
             for request_id in [r for r, a in self.asks.items() if a.call_id == call_id and a.chat_id == child]:
                 del self.asks[request_id]
                 changed = True
