@@ -34,18 +34,21 @@ import threading
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, cast
+from typing import TYPE_CHECKING, Any, Literal, Protocol, cast
 from urllib.parse import urlsplit
 
 import httpx
 
 from .._fileio import PRIVATE_MODE, atomic_write
 from .._redact import add_secrets, redact
+from ._config_watch import ConfigOptions
 from ._mcp_admin import ConfigEditError, _read_for_edit
-from .config import BUILTIN_PROVIDERS, DEFAULT_MODELS, global_config_path, mask_secret
+from .config import BUILTIN_PROVIDERS, DEFAULT_MODELS, Config, global_config_path, mask_secret
 
 if TYPE_CHECKING:
-    from .engine import Engine
+    from ..protocol import ConfigUpdatedParams
+    from .models import ModelRegistry
+    from .workspace import WorkspaceTrust
 
 __all__ = [
     "KINDS",
@@ -54,6 +57,7 @@ __all__ = [
     "ConnectionResult",
     "ModelListing",
     "ProviderDraft",
+    "ProviderHost",
     "ProviderSummary",
     "SetupError",
     "check_connection",
@@ -82,6 +86,32 @@ _RESERVED_IDS = {"local"}  # the embedded model's provider
 
 # One read-modify-write of the user's file at a time (every workspace engine of the process shares that file).
 _write_lock = threading.Lock()
+
+
+class ProviderHost(Protocol):
+    """The engine as connecting a model sees it: where the user's config file is and whether it is read, the
+    providers resolved now (their keys, for a Test without one), the reload that applies a saved file (the trust
+    keeping trusted folders trusted across it), the model selection the clients are told of, and the HTTP client a
+    connection check uses."""
+
+    @property
+    def options(self) -> ConfigOptions: ...
+    @property
+    def env(self) -> Mapping[str, str]: ...
+    @property
+    def config(self) -> Config: ...
+    @property
+    def registry(self) -> ModelRegistry: ...
+    @property
+    def trust(self) -> WorkspaceTrust: ...
+    @property
+    def selected_model(self) -> str | None: ...
+    @property
+    def http(self) -> httpx.AsyncClient: ...
+    async def reload_config(self) -> bool: ...
+    def select_model(self, model: str, chat_id: str | None = None) -> None: ...
+    def broadcast(self, method: str, params: dict[str, Any]) -> None: ...
+    def config_updated(self) -> ConfigUpdatedParams: ...
 
 
 class SetupError(ValueError):
@@ -213,14 +243,14 @@ def _check(draft: ProviderDraft, *, saved_key: bool, saved: bool = False) -> tup
 # -- the user's file ---------------------------------------------------------------------------------------------
 
 
-def user_config_file(engine: Engine) -> Path:
+def user_config_file(engine: ProviderHost) -> Path:
     """The user's own config layer: ``--config-file`` when given, else ``$XDG_CONFIG_HOME/eca/config.json``."""
     if engine.options.config_file is not None:
         return Path(engine.options.config_file).expanduser()
     return global_config_path(engine.env)
 
 
-def _refuse_pure(engine: Engine) -> None:
+def _refuse_pure(engine: ProviderHost) -> None:
     if engine.config.pure_config:
         raise SetupError("pureConfig is on: the config files are not read, so a provider saved there would not "
                          "apply", code="pure-config")
@@ -250,7 +280,7 @@ def _env_name(value: Any) -> str | None:
     return match.group(1) if match else None
 
 
-def _saved_key(engine: Engine, pid: str) -> str | None:
+def _saved_key(engine: ProviderHost, pid: str) -> str | None:
     """The key the engine resolved for *pid* now (from the file, ``${env:}`` or ``<ID>_API_KEY``), for a Test of a
     provider whose key the browser no longer has."""
     provider = engine.registry.providers.get(pid)
@@ -292,7 +322,7 @@ def _save_file(path: Path, pid: str, draft: ProviderDraft, url: str | None, defa
         _write(path, data, private=key_in_file or draft.key is not None)
 
 
-async def _apply(engine: Engine, select: str | None) -> None:
+async def _apply(engine: ProviderHost, select: str | None) -> None:
     """Reload the engine's config now (clients get ``config/updated``) and select *select* when it exists."""
     trusted = engine.trust.trusted_now()  # the user's own edit keeps a trusted workspace trusted (_trust.py)
     await engine.reload_config()
@@ -302,7 +332,7 @@ async def _apply(engine: Engine, select: str | None) -> None:
         engine.broadcast("config/updated", engine.config_updated().dump())
 
 
-async def save_provider(engine: Engine, draft: ProviderDraft, *, default_model: str | None = None) -> Path:
+async def save_provider(engine: ProviderHost, draft: ProviderDraft, *, default_model: str | None = None) -> Path:
     """Write *draft* to the user's config file (and *default_model* as ``defaultModel``, a full ``provider/model``
     id of this provider), reload, and select the default. Returns the file written. Raises :class:`SetupError` for
     a bad draft and :class:`~._mcp_admin.ConfigEditError` for a file we cannot rewrite faithfully."""
@@ -340,7 +370,7 @@ def _remove_file(path: Path, pid: str) -> bool:
         return True
 
 
-async def remove_provider(engine: Engine, provider_id: str) -> bool:
+async def remove_provider(engine: ProviderHost, provider_id: str) -> bool:
     """Remove ``providers.<id>`` (and a ``defaultModel`` of it) from the user's file; False when it was not there."""
     _refuse_pure(engine)
     path = user_config_file(engine)
@@ -350,7 +380,7 @@ async def remove_provider(engine: Engine, provider_id: str) -> bool:
     return removed
 
 
-def _summaries(path: Path, engine: Engine) -> list[ProviderSummary]:
+def _summaries(path: Path, engine: ProviderHost) -> list[ProviderSummary]:
     try:
         data = _read_for_edit(path)
     except ConfigEditError:
@@ -382,7 +412,7 @@ def _summaries(path: Path, engine: Engine) -> list[ProviderSummary]:
     return out
 
 
-async def provider_summaries(engine: Engine) -> list[ProviderSummary]:
+async def provider_summaries(engine: ProviderHost) -> list[ProviderSummary]:
     """The providers of the user's config file, keys masked."""
     return await asyncio.to_thread(_summaries, user_config_file(engine), engine)
 
@@ -397,7 +427,7 @@ def _default_url(kind: Kind) -> str | None:
     return builtin.default_url if builtin is not None else None
 
 
-def _resolve_key(engine: Engine, draft: ProviderDraft, pid: str, env: Mapping[str, str]) -> str | None:
+def _resolve_key(engine: ProviderHost, draft: ProviderDraft, pid: str, env: Mapping[str, str]) -> str | None:
     if draft.key:
         return draft.key.strip()
     if draft.key_env:
@@ -408,7 +438,7 @@ def _resolve_key(engine: Engine, draft: ProviderDraft, pid: str, env: Mapping[st
     return _saved_key(engine, pid)
 
 
-async def check_connection(engine: Engine, draft: ProviderDraft, model: str, *,
+async def check_connection(engine: ProviderHost, draft: ProviderDraft, model: str, *,
                         http: httpx.AsyncClient | None = None) -> ConnectionResult:
     """Send one tiny request to *model* (the provider's own model name) with *draft*'s URL and key (the saved key
     when the draft has none); ``ok`` when the provider answered. Never raises for a provider's failure: the result
@@ -444,7 +474,7 @@ async def check_connection(engine: Engine, draft: ProviderDraft, model: str, *,
     return ConnectionResult(ok=True, message=f"{pid}/{model} answered.")
 
 
-async def list_models(engine: Engine, kind: Kind, url: str | None = None, *, provider_id: str | None = None,
+async def list_models(engine: ProviderHost, kind: Kind, url: str | None = None, *, provider_id: str | None = None,
                       key: str | None = None) -> ModelListing:
     """The models a provider offers: Ollama's pulled models (``GET /api/tags``, at *url* or the default
     127.0.0.1:11434), an OpenAI-compatible server's ``GET /v1/models`` when it has one, the built-in list for OpenAI
