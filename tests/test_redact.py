@@ -111,6 +111,16 @@ def test_a_text_seen_before_its_secret_was_registered_is_redacted_after():
     assert redact("late-secret-7Q7Q-x9") == "***"
 
 
+@pytest.mark.parametrize("text, expected", [
+    ("password x9Yz12", "password ***"), ("PASSWORD x9Yz12", "PASSWORD ***"), ("Bearer abc12345", "Bearer ***"),
+    ("token=ab12cd34", "token=***"), ("http://u:p@h/x", "http://***@h/x"), ("api-key: ab12cd", "api-key: ***"),
+])
+def test_short_texts_go_through_the_pattern_pass_too(text, expected):
+    """A streamed chunk is short: the quick check that rules the patterns out for it must not rule out these."""
+    assert redact(text) == expected
+    assert redact_json({"content": {"type": "text", "text": text}}) == {"content": {"type": "text", "text": expected}}
+
+
 def test_many_distinct_short_texts_keep_being_redacted():
     """The memo of short texts is bounded: past its size it is emptied and every text is still redacted."""
     add_secrets(["bulk-secret-3R3R-y8"])

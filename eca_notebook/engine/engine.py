@@ -240,7 +240,8 @@ class Engine:
 
     def emit_content(self, chat: Chat, role: str, content: WireContent) -> None:
         """One ``chat/contentReceived`` of a chat: redacted, recorded in the chat, sent to every listener."""
-        wire = content.dump() if isinstance(content, BaseModel) else content
+        # a streamed chunk is a plain dict (TypedDict): the exact type check spares it the model check
+        wire = content if type(content) is dict else content.dump() if isinstance(content, BaseModel) else content
         # redacted before it is recorded: what is shown is what is saved and replayed
         clean: dict[str, Any] = redact_content(wire)
         chat.record_content(role, clean)

@@ -474,3 +474,25 @@ async def test_image_input_in_config_overrides_the_default_by_name(tmp_path: Pat
     assert sees["openai/gpt-4o"] is False and sees["openai/my-finetune"] is True  # the config wins
     assert sees["openai/gpt-4.1"] and sees["openai/gpt-5"] and sees["openai/o4-mini"]  # the catalog's, by name
     assert sees["ollama/gemma3:4b"] and not sees["ollama/gemma3:1b"] and not sees["ollama/llama3.2:1b"]
+
+
+@pytest.mark.parametrize("content", [
+    {"type": "text", "text": "key sk-live-chunk-0123456789abcdef here"},
+    {"type": "text", "text": "chunk-secret-4K4K"},
+    {"type": "text", "text": "pw=Zq9x8w7v6u"},
+    {"type": "text", "text": "ab"},
+    {"type": "reasonText", "id": "r1", "text": "chunk-secret-4K4K"},
+    {"type": "text", "text": "chunk-secret-4K4K", "contentId": "chunk-secret-4K4K"},
+])
+def test_a_streamed_chunk_is_redacted_as_every_content_is(content: dict[str, Any]) -> None:
+    """Text chunks take a short way past the JSON walk (they are most of what is sent): the same answer, secrets
+    masked, the chunk itself untouched."""
+    from eca_notebook._redact import add_secrets, redact_json
+    from eca_notebook.engine.models import redact_content
+
+    add_secrets(["chunk-secret-4K4K"])
+    before = dict(content)
+    clean = redact_content(content)
+    assert clean == redact_json(content)
+    assert "chunk-secret-4K4K" not in json.dumps(clean) and "0123456789abcdef" not in json.dumps(clean)
+    assert content == before

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..._images import ImageError, ImagePart, fit_image
-from ..._redact import redact_json
+from ..._redact import redact, redact_json
 from ..._text import human_size
 from ...providers.base import Message, ToolResultMessage, UserMessage
 
@@ -152,7 +152,14 @@ def _label(part: ImagePart) -> str:
 def redact_content(content: Any) -> Any:
     """A chat content redacted as every content is before it is shown or saved — except an ``image`` content's
     ``base64``: the bytes of an image checked and encoded by us (eca_notebook._images), where a secret's text cannot
-    appear, and whose scan took ~0.5 s per 5 MB image on the event loop, each time it was shown and on chat/open."""
+    appear, and whose scan took ~0.5 s per 5 MB image on the event loop, each time it was shown and on chat/open.
+
+    A streamed text chunk, the content sent most, is redacted without the walk: what ``redact_json`` makes of it (its
+    keys and its ``type`` are too short to hold a secret)."""
+    if type(content) is dict and len(content) == 2 and content.get("type") == "text":
+        text = content.get("text")
+        if type(text) is str:
+            return {"type": "text", "text": redact(text)}
     if isinstance(content, dict) and content.get("type") == "image" and isinstance(content.get("base64"), str):
         return {**redact_json({k: v for k, v in content.items() if k != "base64"}), "base64": content["base64"]}
     return redact_json(content)
