@@ -21,6 +21,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from .._images import MAX_IMAGE_BYTES
+from ..protocol import ImageContext
 from ._mentions import find_mentions, resolve_mention
 
 __all__ = ["FigureNote", "figure_contexts", "figure_png"]
@@ -69,10 +70,10 @@ def figure_png(value: Any) -> tuple[str, bytes] | None:
     return None
 
 
-def figure_contexts(text: str, namespace: Mapping[str, Any]) -> tuple[list[dict[str, Any]], list[str]]:
+def figure_contexts(text: str, namespace: Mapping[str, Any]) -> tuple[list[ImageContext], list[str]]:
     """The ``image`` contexts for the figures ``text`` mentions (``@fig``, ``@Out[3]``), and notes for the user
     about the ones that could not be sent. Their text descriptions are :func:`attach_mentions`' job."""
-    contexts: list[dict[str, Any]] = []
+    contexts: list[ImageContext] = []
     notes: list[str] = []
     for name in find_mentions(text, namespace):
         if name.startswith("In["):
@@ -88,6 +89,6 @@ def figure_contexts(text: str, namespace: Mapping[str, Any]) -> tuple[list[dict[
         if len(data) > MAX_IMAGE_BYTES:
             notes.append(f"@{name}: the rendered image is over {MAX_IMAGE_BYTES // 2**20} MB; not sent")
             continue
-        contexts.append({"type": "image", "mediaType": media_type, "base64": base64.b64encode(data).decode("ascii"),
-                         "name": f"@{name}"})
+        contexts.append(ImageContext(media_type=media_type, base64=base64.b64encode(data).decode("ascii"),
+                                     name=f"@{name}"))
     return contexts, notes

@@ -33,6 +33,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..protocol import DirectoryContext, FileContext, GitContext, ImageContext
 from . import _subcommands
 from ._bridge import CommNotebookAccess, KernelCellRunner, notebook_path
 from ._display import display_mode_for, ipykernel_major, show
@@ -47,6 +48,9 @@ __all__ = ["NotebookSession", "Plan", "display_mode_for"]
 
 log = logging.getLogger(__name__)
 
+#: What ``%eca`` attaches to a prompt: ``-f`` files, ``--dir`` folders, ``@git``, ``@fig`` figures.
+PromptContext = FileContext | DirectoryContext | GitContext | ImageContext
+
 MAX_PLANS = 200  # prompts remembered for `%eca stop` and inspection (each holds its result)
 
 
@@ -59,7 +63,7 @@ class Plan:
     message: str
     shown: str
     view: Any
-    contexts: list[dict[str, Any]] = field(default_factory=list)
+    contexts: list[PromptContext] = field(default_factory=list)
     wait: bool = False
     approval: Any = None
     result: Any = None
@@ -269,14 +273,13 @@ class NotebookSession:
         message, _ = attach_mentions(text, ns)
         return message
 
-    def _contexts(self, request: MagicRequest, mentions: bool = True) -> list[dict[str, Any]]:
+    def _contexts(self, request: MagicRequest, mentions: bool = True) -> list[PromptContext]:
         base = Path(self.workspace or Path.cwd())
-        contexts = [{"type": "file", "path": str((base / Path(f).expanduser()).resolve())} for f in request.files]
-        contexts += [{"type": "directory", "path": str((base / Path(d).expanduser()).resolve())} for d in request.dirs]
+        contexts: list[PromptContext] = [FileContext(path=str((base / Path(f).expanduser()).resolve()))
+                                         for f in request.files]
+        contexts += [DirectoryContext(path=str((base / Path(d).expanduser()).resolve())) for d in request.dirs]
         if mentions and not request.prompt.lstrip().startswith("/"):  # `@git`, `@git:diff`: the engine gathers it
-            from ..protocol import GitContext
-
-            contexts += [GitContext(part=part).dump() for part in git_mentions(request.prompt)]
+            contexts += [GitContext(part=part) for part in git_mentions(request.prompt)]
             images, notes = figure_contexts(request.prompt, self.shell.user_ns)  # `@fig`, `@Out[3]`: as images
             contexts += images
             for note in notes:
@@ -348,7 +351,8 @@ class NotebookSession:
                     client = await self.ensure_client()
                     request = plan.request
                     plan.result = await client.prompt(plan.message, chat_id=plan.chat_id, model=request.model,
-                                                      behavior=request.behavior, contexts=plan.contexts or None,
+                                                      behavior=request.behavior,
+                                                      contexts=[c.dump() for c in plan.contexts] or None,
                                                       approval=plan.approval, variant=request.variant)
                     if plan.result.error and not _shown(view, plan.result.error):
                         view.note(f"Error: {plan.result.error}", error=True)
