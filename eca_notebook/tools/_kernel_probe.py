@@ -30,12 +30,12 @@ if __name__ != "_eca_probe":  # imported (type checkers, tests); in the kernel _
     )
 
 if TYPE_CHECKING:
-    from .live_kernel import ProbeRequest
+    from .live_kernel import ProbeListing, ProbeRequest, ProbeVariable
 
 _MAX_RUN = 20000
 
 
-def _list(ns: dict[str, Any], query: str, limit: int) -> dict[str, Any]:
+def _list(ns: dict[str, Any], query: str, limit: int) -> ProbeListing:
     shell = ns.get("get_ipython")
     try:
         hidden = shell().user_ns_hidden if callable(shell) else {}
@@ -44,12 +44,13 @@ def _list(ns: dict[str, Any], query: str, limit: int) -> dict[str, Any]:
     q = query.lower()
     rows = [(n, v) for n, v in user_variables(ns, hidden) if q in n.lower()]
     rows.sort(key=lambda row: (not row[0].lower().startswith(q), row[0].lower()))
-    found = [{"name": n, "type": type_name(v), "summary": summary(v)} for n, v in rows[:limit]]
+    found: list[ProbeVariable] = [{"name": n, "type": type_name(v), "summary": summary(v)} for n, v in rows[:limit]]
     return {"variables": found, "more": max(0, len(rows) - limit)}
 
 
 def _eca_main(ns: dict[str, Any], args: ProbeRequest) -> str:
     op = args.get("op")
+    result: object  # one JSON object per op: ProbeListing, {found, text}, {output, failed} or {error}
     if op == "list":
         result = _list(ns, str(args.get("query") or ""), int(args.get("limit") or 200))
     elif op == "describe":

@@ -44,7 +44,9 @@ __all__ = [
     "LiveKernelPlugin",
     "NoKernel",
     "NotebookKernels",
+    "ProbeListing",
     "ProbeRequest",
+    "ProbeVariable",
     "RunPythonArgs",
     "RunPythonTool",
     "check_code",
@@ -76,6 +78,22 @@ class ProbeRequest(TypedDict):
     name: NotRequired[str]
     max_chars: NotRequired[int]
     code: NotRequired[str]
+
+
+class ProbeVariable(TypedDict):
+    """One variable of the probe's listing (``type``: the qualified class name; ``summary``: shape, length…)."""
+
+    name: str
+    type: str
+    summary: str
+
+
+class ProbeListing(TypedDict):
+    """The probe's answer to ``list`` as the probe makes it (read back from the kernel it is untrusted JSON):
+    the first ``limit`` variables, and how many more matched."""
+
+    variables: list[ProbeVariable]
+    more: int
 
 
 class KernelBusy(RuntimeError):
