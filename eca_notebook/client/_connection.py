@@ -29,6 +29,7 @@ from ..protocol import (
     server_to_client,
 )
 from ..protocol.errors import RpcError
+from ..protocol.turn import Change
 from ..rpc import Endpoint
 from ._approval import DEFAULT_UNATTENDED_POLICY, MANUAL, ApprovalPolicy, decide
 from ._result import PromptResult, TurnCollector
@@ -144,16 +145,16 @@ class ClientConnection:
                 opener.append(ChatContentReceivedParams.model_validate(params))
             turn = self._turns.get(chat_id) if isinstance(chat_id, str) else None
             content = params.get("content") or {}
-            asks = content.get("type") == "toolCallRun" and content.get("manualApproval")
             if turn is None:
                 # A subagent's chat (``parentChatId``) is part of its parent's turn: its content is not the turn's
                 # answer, but its approvals are asked of this client under the parent turn's policy.
                 parent = self._turns.get(params.get("parentChatId"))  # type: ignore[arg-type]
-                if parent is not None and asks and isinstance(chat_id, str):
-                    self._answer_approval(parent, content, chat_id)
+                if parent is not None and isinstance(chat_id, str):
+                    change = parent.add_subagent(chat_id, params)
+                    if _asks(change):
+                        self._answer_approval(parent, content, chat_id)
                 return
-            turn.add(params)
-            if asks:
+            if _asks(turn.add(params)):
                 self._answer_approval(turn, content, turn.chat_id)
         elif method == "chat/statusChanged":
             turn = self._turns.get(params.get("chatId"))  # type: ignore[arg-type]
@@ -353,6 +354,12 @@ class ClientConnection:
         await self._endpoint.close()
         if self._runner is not None:
             await asyncio.gather(self._runner, return_exceptions=True)
+
+
+def _asks(change: Change | None) -> bool:
+    """The content folded was a call that now waits for the user (a ``toolCallRun`` with manual approval)."""
+    return change is not None and change.kind == "toolCallRun" and change.tool is not None \
+        and change.tool.status == "pending"
 
 
 def _version() -> str:

@@ -17,8 +17,8 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from ..protocol import ChatContentReceivedParams, UnknownContent
-from ..protocol.turn import ToolCallState, ToolCallStatus, TurnFold
+from ..protocol import ChatContentReceivedParams, ProgressContent, UnknownContent
+from ..protocol.turn import Change, Content, ToolCallState, ToolCallStatus, TurnFold
 
 __all__ = ["PromptResult", "ToolCallRecord", "TurnCollector", "results_table"]
 
@@ -121,24 +121,35 @@ class TurnCollector:
 
     # -- feeding -------------------------------------------------------------------------------------------------
 
-    def add(self, params: dict[str, Any]) -> None:
+    def add(self, params: dict[str, Any]) -> Change | None:
+        """Fold one ``chat/contentReceived`` of the turn's chat (parsed once, here); what it changed in the fold."""
         if self.done.is_set():
-            return
+            return None
+        content: Content | dict[str, Any]
         try:
             typed = ChatContentReceivedParams.model_validate(params)
+            content = typed.content
         except ValidationError:  # off-spec content from some server: keep it, untyped, rather than lose the turn
             log.warning("chat %s: content of type %r does not match the protocol", self.chat_id,
                         (params.get("content") or {}).get("type"))
             typed = ChatContentReceivedParams.model_construct(
                 chat_id=self.chat_id, role=params.get("role"),
                 content=UnknownContent.model_construct(**(params.get("content") or {"type": "unknown"})))
+            content = params.get("content") or {}  # the fold keeps what is valid of it
         self.contents.append(typed)
-        content = params.get("content") or {}
-        self.fold.add(params.get("role"), content)
+        change = self.fold.step(params.get("role"), content)
         if self.queue is not None:
             self.queue.put_nowait(typed)
-        if content.get("type") == "progress" and content.get("state") == "finished":
+        if isinstance(change.content, ProgressContent) and change.content.state == "finished":
             self.finish()
+        return change
+
+    def add_subagent(self, child_id: str, params: dict[str, Any]) -> Change | None:
+        """Fold one content of a subagent's chat (``parentChatId`` is this turn's): the subagent's fold of the turn's
+        fold — not the turn's answer."""
+        if self.done.is_set():
+            return None
+        return self.fold.step_subagent(child_id, params.get("role"), params.get("content") or {})
 
     def finish(self, error: str | None = None) -> None:
         """End the turn (idempotent); an ``error`` is kept unless an earlier one is already known."""
@@ -185,7 +196,7 @@ class TurnCollector:
     @property
     def tool_calls(self) -> list[ToolCallRecord]:
         """The calls the engine took past their preparation, in order."""
-        return [ToolCallRecord.from_state(state) for state in self.fold.tools.values() if state.started]
+        return [ToolCallRecord.from_state(state) for state in self.fold.calls() if state.started]
 
     def result(self) -> PromptResult:
         return PromptResult(
