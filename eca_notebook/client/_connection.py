@@ -171,7 +171,8 @@ class ClientConnection:
             agents_key = "agents" if "agents" in chat else "behaviors"  # (the newer name wins when both are sent)
             if agents_key in chat:
                 self.behaviors = list(chat.get(agents_key) or [])
-            if chat.get("selectModel") is not None:
+            if chat.get("selectModel") is not None and not params.get("chatId"):
+                # (a chat-scoped one, chat/open realigning a reopened chat's model, is that chat's alone)
                 self.default_model = chat["selectModel"]
             selected = chat.get("selectAgent") or chat.get("selectBehavior")
             if selected is not None:

@@ -165,11 +165,13 @@ class ChatBook:
 
     def replay(self, chat_id: str, listener: Listener, limit: int | None = None, before: str | None = None,
                after: str | None = None, windowed: bool = False) -> dict[str, Any]:
-        """``chat/open``: send one client the chat as it was shown, then answer whether it was found. *windowed*
-        (the reference's ``limit``/``before``/``after`` were given): ``chat/cleared`` first, only that page of the
-        contents (``_history.py``), and ``meta`` in the answer for paging older with ``chat/history``."""
+        """``chat/open``: send one client the chat as it was shown (``chat/cleared``, ``chat/opened``, its contents,
+        a chat-scoped ``config/updated`` with its stored model, another with its trust), then answer whether it was
+        found, with the chat's ``selection``. *windowed* (the reference's ``limit``/``before``/``after`` were given):
+        only that page of the contents (``_history.py``), and ``meta`` in the answer for paging older with
+        ``chat/history``."""
         chat = self.get(chat_id)
-        if chat is None:
+        if chat is None or chat.parent_chat_id is not None:  # a subagent's chat opens inside its parent's
             return {"found": False}
         records = chat.contents
         window = None
@@ -178,22 +180,40 @@ class ChatBook:
             if window is None:
                 return {"found": True, "chatId": chat.id, "error": _CURSOR_EXPIRED}
             records = records[window.start:window.end]
-            listener.send("chat/cleared", {"chatId": chat.id, "messages": True})
+        # as the reference replays: what the client shows of the chat is cleared first (a client that still shows
+        # it does not show it twice)
+        listener.send("chat/cleared", {"chatId": chat.id, "messages": True})
         opened = {"chatId": chat.id}
         if chat.title:
             opened["title"] = chat.title
         listener.send("chat/opened", opened)
         for item in self._wire_items(chat, records):
             listener.send("chat/contentReceived", item)
+        selection = self._selection(chat)
+        if selection["model"] is not None:  # the chat's stored model (and its variants), for this chat only
+            listener.send("config/updated", {"chatId": chat.id, "chat": {
+                "selectModel": selection["model"], "variants": selection["variants"],
+                "selectVariant": selection["variant"]}})
         # the reopened chat's trust mode, so the client's indicator matches what the server will auto-approve
         listener.send("config/updated", {"chatId": chat.id, "chat": {"selectTrust": chat.trust}})
-        result: dict[str, Any] = {"found": True}
+        result: dict[str, Any] = {"found": True, "chatId": chat.id}
         if chat.title:
             result["title"] = chat.title
+        result["selection"] = selection
         if window is not None:
-            result["chatId"] = chat.id
             result["meta"] = window.meta(chat.contents)
         return result
+
+    def _selection(self, chat: Chat) -> dict[str, Any]:
+        """What the reopened chat's next prompt uses, as the reference's ``chat/open`` answers it in one snapshot:
+        its stored model (null when it has none or the model is no longer offered, then no variant), the variant
+        and the model's variants, the effective agent, the trust mode."""
+        engine = self.engine
+        model = chat.model if chat.model in engine.registry.models() else None
+        variants = engine._variant_selection(model, chat.variant)
+        agent = engine.agents.canonical(chat.behavior) if chat.behavior else None
+        return {"model": model, "agent": agent if agent in engine.behaviors() else engine.selected_behavior,
+                "variant": variants["select_variant"], "variants": variants["variants"], "trust": chat.trust}
 
     def history(self, chat_id: str, limit: int | None, before: str | None, after: str | None) -> dict[str, Any]:
         """``chat/history`` (reference server): one page of the chat's contents as ``chat/contentReceived`` params,

@@ -35,6 +35,7 @@ __all__ = [
     "ChatListResult",
     "ChatOpenParams",
     "ChatOpenResult",
+    "ChatOpenSelection",
     "ChatOpenedParams",
     "ChatPromptParams",
     "ChatPromptResult",
@@ -343,12 +344,30 @@ class ChatHistoryError(EcaModel):
     message: str
 
 
+class ChatOpenSelection(EcaModel):
+    """What the opened chat's next prompt uses (the reference's one ``selection`` snapshot): its model (null: none
+    stored, or no longer offered), agent, variant and the model's variants, trust mode."""
+
+    model: str | None
+    agent: str
+    variant: str | None
+    variants: list[str]
+    trust: bool
+
+    def dump(self) -> dict[str, Any]:
+        """The wire form: ``model`` and ``variant`` are written out even when null (null is the value)."""
+        return {**super().dump(), "model": self.model, "variant": self.variant}
+
+
 class ChatOpenResult(EcaModel):
-    """The chat itself is replayed as ``chat/opened`` + ``chat/contentReceived`` notifications before this answer."""
+    """The chat itself is replayed as ``chat/opened`` + ``chat/contentReceived`` notifications before this answer
+    (and a chat-scoped ``config/updated`` with its stored model, another with its trust). ``found`` is false for an
+    unknown chat and for a subagent's (it opens inside its parent's)."""
 
     found: bool
     chat_id: ChatId | None = None
     title: str | None = None
+    selection: ChatOpenSelection | None = None
     #: With window params only.
     meta: ChatHistoryMeta | None = None
     #: Instead of the replay, when a cursor is expired.

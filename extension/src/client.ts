@@ -427,7 +427,10 @@ export class EcaClient {
     if (agents) {
       config.behaviors = agents;
     }
-    if (chat.selectModel) {
+    // a chat-scoped update (the answer to a model choice in a chat, chat/open realigning a reopened chat's stored
+    // model) is that chat's: the pickers follow it only while that chat is the one shown
+    const scoped = Boolean(params?.chatId) && params?.chatId !== this.store.current?.id;
+    if (chat.selectModel && !scoped) {
       config.model = chat.selectModel;
     } else if (config.model && chat.models && !chat.models.includes(config.model)) {
       config.model = chat.models[0];
@@ -436,10 +439,10 @@ export class EcaClient {
     if (selectAgent) {
       config.behavior = selectAgent;
     }
-    if (chat.variants) {
+    if (chat.variants && !scoped) {
       config.variants = chat.variants;
     }
-    if ('selectVariant' in chat) {
+    if ('selectVariant' in chat && !scoped) {
       // the server's answer to a model or variant choice; null clears it (the model has no such variant)
       config.variant = chat.selectVariant ?? undefined;
     }

@@ -194,13 +194,23 @@ export interface ChatOpenParams {
   after?: string;
 }
 
-/** The chat itself is replayed as ``chat/opened`` + ``chat/contentReceived`` notifications before this answer. */
+/** The chat itself is replayed as ``chat/opened`` + ``chat/contentReceived`` notifications before this answer (and a chat-scoped ``config/updated`` with its stored model, another with its trust). ``found`` is false for an unknown chat and for a subagent's (it opens inside its parent's). */
 export interface ChatOpenResult {
   found: boolean;
   chatId?: string;
   title?: string;
+  selection?: ChatOpenSelection;
   meta?: ChatHistoryMeta;
   error?: ChatHistoryError;
+}
+
+/** What the opened chat's next prompt uses (the reference's one ``selection`` snapshot): its model (null: none stored, or no longer offered), agent, variant and the model's variants, trust mode. */
+export interface ChatOpenSelection {
+  model: string | null;
+  agent: string;
+  variant: string | null;
+  variants: Array<string>;
+  trust: boolean;
 }
 
 /** ``chat/opened``: a chat was created or opened; a replay of its contents may follow. */

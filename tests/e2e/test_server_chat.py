@@ -297,14 +297,21 @@ async def test_restart_lists_and_reopens_saved_chats(spawn, llm, workspace):
 
     mark = len(again.messages)
     opened = await again.request("chat/open", {"chatId": chat_id})
-    assert opened == {"found": True, "title": "remember me"}
-    # chat/opened then the saved contents, all before the response
+    selection = opened.pop("selection")
+    assert opened == {"found": True, "chatId": chat_id, "title": "remember me"}
+    assert (selection["model"], selection["agent"], selection["trust"]) == ("anthropic/claude-sonnet-4-5", "code",
+                                                                            False)
+    # chat/cleared, chat/opened, then the saved contents, all before the response
     replay = again.messages[mark:]
-    assert replay[0].method == "chat/opened" and replay[0].params == {"chatId": chat_id, "title": "remember me"}
-    # the chat's trust toggle, scoped to it (as the reference does on a restore), then its contents
+    assert replay[0].method == "chat/cleared" and replay[0].params == {"chatId": chat_id, "messages": True}
+    assert replay[1].method == "chat/opened" and replay[1].params == {"chatId": chat_id, "title": "remember me"}
+    # the chat's model and trust toggle, scoped to it (as the reference does on a restore), then its contents
     scoped = [m.params for m in replay if m.method == "config/updated"]
-    assert scoped == [{"chatId": chat_id, "chat": {"selectTrust": False}}]
-    replayed = shape([(m.params["role"], m.params["content"]) for m in replay[1:]
+    assert scoped == [{"chatId": chat_id, "chat": {"selectModel": "anthropic/claude-sonnet-4-5",
+                                                   "variants": selection["variants"],
+                                                   "selectVariant": selection["variant"]}},
+                      {"chatId": chat_id, "chat": {"selectTrust": False}}]
+    replayed = shape([(m.params["role"], m.params["content"]) for m in replay[2:]
                       if m.method == "chat/contentReceived"])
     assert ("assistant", "text", "first answer") in replayed
     assert ("assistant", "reasonText", "hmm") in replayed

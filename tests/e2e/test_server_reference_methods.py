@@ -176,3 +176,41 @@ async def test_a_cited_page_is_a_url_content(spawn, llm, workspace):
     ]
     history = (await eca.request("chat/history", {"chatId": chat_id}))["contents"]
     assert [c["content"] for c in history if c["content"]["type"] == "url"] == [shown[2][1]]
+
+
+async def test_open_answers_the_selection_and_realigns_the_chat_as_the_reference_does(spawn, llm, workspace):
+    """``chat/open`` as the reference's docs/protocol.md describes it: ``chat/cleared`` (messages), ``chat/opened``,
+    the contents, a ``config/updated`` scoped to the chat with its stored model and variants, another with its trust;
+    the answer ``{found, chatId, title?, selection: {model, agent, variant, variants, trust}}``. A subagent's chat
+    and an unknown one answer ``found: false``."""
+    eca = await spawn()
+    await eca.initialize(workspace)
+    chat_id = await _three_turns(eca, llm)
+    assert await eca.request("chat/update", {"chatId": chat_id, "trust": True}) == {}
+    mark = len(eca.messages)
+    opened = await eca.request("chat/open", {"chatId": chat_id})
+    assert opened["found"] is True and opened["chatId"] == chat_id
+    selection = opened["selection"]
+    assert selection == {"model": "openai/gpt-4.1", "agent": "code", "variant": selection["variant"],
+                         "variants": selection["variants"], "trust": True}
+    assert isinstance(selection["variants"], list) and selection["variant"] in (None, *selection["variants"])
+    sent = [m for m in eca.messages[mark:] if m.method in ("chat/cleared", "chat/opened", "config/updated")]
+    assert [m.method for m in sent] == ["chat/cleared", "chat/opened", "config/updated", "config/updated"]
+    assert sent[0].params == {"chatId": chat_id, "messages": True}
+    assert sent[2].params == {"chatId": chat_id, "chat": {"selectModel": "openai/gpt-4.1",
+                                                          "variants": selection["variants"],
+                                                          "selectVariant": selection["variant"]}}
+    assert sent[3].params == {"chatId": chat_id, "chat": {"selectTrust": True}}
+    assert await eca.request("chat/open", {"chatId": "no-such-chat"}) == {"found": False}
+
+
+async def test_a_subagents_chat_does_not_open_on_its_own(spawn, llm, workspace):
+    """The reference: ``found`` is false "when the chat is unknown or is a subagent chat" (it opens with its
+    parent, nested under the spawn_agent call)."""
+    from .test_server_subagents import explore_notes
+
+    eca, parent = await explore_notes(spawn, llm, workspace)
+    [child] = {m.params["chatId"] for m in eca.messages
+               if m.method == "chat/contentReceived" and m.params.get("parentChatId") == parent}
+    assert await eca.request("chat/open", {"chatId": child}) == {"found": False}
+    assert (await eca.request("chat/open", {"chatId": parent}))["found"] is True
