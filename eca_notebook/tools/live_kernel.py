@@ -189,6 +189,8 @@ class CodeArgs(ToolArgs):
 
 
 class RunPythonArgs(CodeArgs):
+    """The panel's ``run_python``: the kernel is another process, so a run can be timed out (and interrupted)."""
+
     timeout_seconds: int | None = Field(None, ge=1, description="Stop (interrupt) the run after this long (120).")
 
 
