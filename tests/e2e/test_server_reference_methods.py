@@ -4,11 +4,15 @@
 from __future__ import annotations
 
 import asyncio
+import json
+import sys
+from pathlib import Path
 
 import pytest
 
 from eca_notebook.testing.llm_server import Citation, Reply, Text
 
+from .conftest import server_env
 from .test_server_chat import completion_requests, sent_texts
 from .test_server_commands import run
 
@@ -214,3 +218,43 @@ async def test_a_subagents_chat_does_not_open_on_its_own(spawn, llm, workspace):
                if m.method == "chat/contentReceived" and m.params.get("parentChatId") == parent}
     assert await eca.request("chat/open", {"chatId": child}) == {"found": False}
     assert (await eca.request("chat/open", {"chatId": parent}))["found"] is True
+
+
+async def test_query_commands_names_the_types_as_the_reference_does(spawn, llm, home, workspace):
+    """``chat/queryCommands {query}`` → ``{commands: ChatCommand[]}``, each ``{name, description, type:
+    'mcpPrompt' | 'native' | 'customPrompt' | 'skill', arguments: [{name, description?, required?}]}`` — an MCP
+    server's prompt is ``mcpPrompt`` (we said ``mcp-prompt`` before), a ``.eca/commands`` file ``customPrompt``, and
+    the MCP prompt still runs as ``/review args``."""
+    pytest.importorskip("mcp")
+    demo = Path(__file__).parents[1] / "mcp" / "servers" / "demo_server.py"
+    (workspace / ".eca" / "commands").mkdir(parents=True)
+    (workspace / ".eca" / "commands" / "explain-diff.md").write_text("Explain the diff of $ARGS\n")
+    env = server_env(home, llm)
+    config = json.loads(env["ECA_CONFIG"])
+    config["mcpServers"] = {"demo": {"command": sys.executable, "args": [str(demo)]}}
+    env["ECA_CONFIG"] = json.dumps(config)
+    llm.enqueue(Reply.text("Looks fine."))
+    eca = await spawn(env=env)
+    await eca.initialize(workspace)
+    commands: list = []
+    for _ in range(600):  # the MCP server starts in the background (a condition, a 60 s guard)
+        commands = (await eca.request("chat/queryCommands", {"query": ""}))["commands"]
+        if any(c["type"] == "mcpPrompt" for c in commands):
+            break
+        await asyncio.sleep(0.1)
+    for command in commands:
+        assert set(command) == {"name", "description", "type", "arguments"}, command
+        assert command["type"] in ("mcpPrompt", "native", "customPrompt", "skill"), command
+        assert isinstance(command["name"], str) and isinstance(command["description"], str)
+        assert all(set(a) <= {"name", "description", "required"} and isinstance(a["name"], str)
+                   for a in command["arguments"])
+    by_name = {c["name"]: c for c in commands}
+    assert by_name["review"]["type"] == "mcpPrompt"
+    assert [a["name"] for a in by_name["review"]["arguments"]] == ["code", "language"]
+    assert by_name["review"]["arguments"][0]["required"] is True
+    assert by_name["explain-diff"]["type"] == "customPrompt"
+    assert by_name["doctor"]["type"] == "native"
+    chat_id, _ = await run(eca, "/review print(1)", model="openai/gpt-4.1")
+    await eca.wait_idle(chat_id)
+    assert ("user", "Please review this python code:\nprint(1)") in sent_texts(
+        "openai-responses", completion_requests(llm)[-1].body)
