@@ -37,6 +37,7 @@ from .._tasks import BackgroundTasks
 from .._version import __version__
 from ..protocol import ChatPromptParams
 from ..protocol.errors import INVALID_PARAMS, INVALID_REQUEST, RpcError
+from ..protocol.turn import ToolCallState
 from ..rpc import Endpoint
 from ..tools.base import ChatDelegate
 from ._files import CURRENT_SESSION, ClientFiles, read_for_client
@@ -99,22 +100,22 @@ class _Replay:
 _MCP_FAILURES = {"error": MCP_SERVER_ERROR, "unavailable": MCP_SERVER_UNAVAILABLE}
 
 
-def _tool_error_code(session: Session, content: dict[str, Any]) -> int | None:
-    """The spec's code for why a tool call failed, when the reason is one it names and the engine's state shows
-    it (not the tool's output, which a tool or server may word as it likes): a tool no one offers, one disabled in
-    this session's mode, a command killed in the client's terminal past its timeout, an MCP server that broke off
-    the call or was not there to answer it."""
-    if not content.get("error"):
+def _tool_error_code(session: Session, call: ToolCallState) -> int | None:
+    """The spec's code for why a tool call (the session fold's) failed, when the reason is one it names and the
+    engine's state shows it (not the tool's output, which a tool or server may word as it likes): a tool no one
+    offers, one disabled in this session's mode, a command killed in the client's terminal past its timeout, an MCP
+    server that broke off the call or was not there to answer it."""
+    if call.status != "failed":
         return None
-    if session.terminal is not None and str(content.get("id")) in session.terminal.timed_out:
+    if session.terminal is not None and call.id in session.terminal.timed_out:
         return TOOL_TIMEOUT
-    server = str(content.get("server") or "eca")
-    full = f"{server}__{content.get('name')}"
+    server = call.server or "eca"
+    full = f"{server}__{call.name}"
     engine = session.engine
     if server != "eca":  # the MCP plug-ins (the config's and the sessions') know why a call of theirs failed
         for plugin in [engine.mcp, *engine.plugins]:
             failure = getattr(plugin, "call_failure", None)
-            why = failure(str(content.get("id"))) if callable(failure) else None
+            why = failure(call.id) if callable(failure) else None
             if why in _MCP_FAILURES:
                 return _MCP_FAILURES[why]
     if full not in engine.all_tools():
@@ -201,8 +202,10 @@ class AcpConnection:
         except Exception:
             log.exception("could not translate a %s of session %s", method, session.id)
             return
-        if replay is None and parent is None and (params.get("content") or {}).get("type") == "toolCalled":
-            code = _tool_error_code(session, params["content"])
+        change = session.updates.last  # what the content changed in the session's fold
+        if replay is None and parent is None and change is not None and change.kind == "toolCalled" \
+                and change.tool is not None:
+            code = _tool_error_code(session, change.tool)
             for update in updates:
                 if code is not None and update.get("status") == "failed":
                     update["rawOutput"] = {"error": {"code": code, "message": SPEC_MESSAGES[code]}}

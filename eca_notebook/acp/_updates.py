@@ -129,13 +129,15 @@ class SessionUpdates:
         # content); its fold is the subagent's fold of this session's fold
         self._subagents: dict[str, tuple[SessionUpdates, list[str]]] = {}
         self.round_cap_hit = False  # the engine stopped the turn at toolCall.maxRounds (→ max_turn_requests)
+        self.last: Change | None = None  # what the latest content of the session's chat changed in the fold
 
     # -- entry point ---------------------------------------------------------------------------------------------
 
     def translate(self, role: str, content: dict[str, Any] | Content, *,
                   live: bool) -> tuple[list[dict[str, Any]], PermissionAsk | None]:
         """Updates for one content, and a permission to ask for (live ``toolCallRun`` with manual approval)."""
-        return self._translate(self.fold.step(role, content), live=live)
+        self.last = self.fold.step(role, content)
+        return self._translate(self.last, live=live)
 
     def _translate(self, change: Change, *, live: bool) -> tuple[list[dict[str, Any]], PermissionAsk | None]:
         kind, content, role = change.kind, change.content, change.role
