@@ -12,7 +12,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from ..protocol.turn import TOOL_CONTENT_TYPES, Block, ToolCallState, TurnFold
+from ..protocol import ImageContent
+from ..protocol.turn import TOOL_CONTENT_TYPES, Block, ToolCallState, TurnFold, parse_content
 
 __all__ = ["SHOWN_IMAGE_TYPES", "Block", "ToolCallState", "Transcript", "code_blocks", "format_usage"]
 
@@ -75,18 +76,18 @@ class Transcript(TurnFold):
             return []
         if method != "chat/contentReceived":
             return []
-        content = params.get("content") or {}
-        if content.get("type") == "image":
+        content = parse_content(params.get("content") or {})  # parsed once, here: the fold takes it typed
+        if isinstance(content, ImageContent):
             return self._image(content)
         return self.add(params.get("role"), content)
 
-    def _image(self, content: dict[str, Any]) -> list[Block]:
+    def _image(self, content: ImageContent) -> list[Block]:
         """An ``image`` content (a prompt's attachment, an MCP tool's picture): a block whose text is the base64 and
         id the media type — only a raster type with base64 characters only, so the view can put it in a ``data:``
         URL as it is (never SVG: it may carry script, and model/tool output is untrusted)."""
-        media_type, data = content.get("mediaType"), content.get("base64")
-        if media_type not in SHOWN_IMAGE_TYPES or not isinstance(data, str) or not _BASE64.fullmatch(data):
-            return [self.note(f"[image not shown: {str(media_type)[:40]}]")]
+        media_type, data = content.media_type, content.base64
+        if media_type not in SHOWN_IMAGE_TYPES or not _BASE64.fullmatch(data):
+            return [self.note(f"[image not shown: {media_type[:40]}]")]
         self._end_text()
         block = Block("image", data, id=str(media_type))
         self.blocks.append(block)

@@ -221,10 +221,13 @@ class ChatView:
 
     def _subagent(self, child_id: str, method: str, params: dict[str, Any]) -> None:
         """A subagent's notification: folded into its own transcript; the parent's card that shows it is redrawn."""
-        transcript = self.subagents.setdefault(child_id, Transcript())
-        for block in transcript.apply(method, params):
-            if block.tool is not None:
-                block.tool.chat_id = child_id  # its approval goes to the subagent's chat
+        transcript = self.subagents.get(child_id)
+        if transcript is None:  # the subagent's fold of the chat's fold: its calls are approved in its chat
+            fold = self.transcript.subagents.get(child_id)
+            transcript = fold if isinstance(fold, Transcript) else Transcript()
+            transcript.chat_id = child_id
+            self.subagents[child_id] = self.transcript.subagents[child_id] = transcript
+        transcript.apply(method, params)
         for block in self.transcript.blocks:
             if block.tool is not None and (block.tool.details or {}).get("subagentChatId") == child_id:
                 self._mark(block)
