@@ -284,3 +284,37 @@ async def test_the_other_spec_examples_get_the_answers_the_contract_gives(open_s
     assert (await stream.final(start))["message"] == "Still here."
     assert not stream.of("server.error", mark)
     assert "PASS" in json.dumps(llm.requests[0].body)  # the context update reached the next turn
+
+
+async def test_the_other_values_of_the_spec_unions_as_written(open_stream, llm, auth_project):
+    """The spec's examples with the other values its unions and comments allow: ``scope`` ``"file"`` and ``"hunk"``
+    (``file_path`` given, as its comment says), ``error`` as ``{ "message": "...", "type": "conflict" }``, file
+    changes ``"modified"`` and ``"deleted"``: the same answers (``NOT_FOUND`` for ids never issued, the watcher
+    event taken silently), never a validation error."""
+    stream = await open_stream()
+    await stream.send(SPEC_HELLO)
+    await stream.wait_for("server.hello")
+    for example, detail in [
+        ({"type": "client.approval_response", "request_id": "req_abc123", "approved": True, "scope": "file",
+          "file_path": "src/auth/login.ts"}, "request_id"),
+        ({"type": "client.approval_response", "request_id": "req_abc123", "approved": True, "scope": "hunk",
+          "file_path": "src/auth/login.ts"}, "request_id"),
+        ({"type": "client.patch_apply_result", "patch_id": "patch_abc123", "file_path": "src/auth/login.ts",
+          "success": True, "error": {"message": "...", "type": "conflict"}, "applied_hash": "sha256:def456..."},
+         "patch_id"),
+    ]:
+        mark = stream.mark
+        await stream.send(example)
+        error = await stream.error("NOT_FOUND", mark)
+        assert detail in error["error"]["details"], error
+    (auth_project / "src" / "utils" / "new_helper.ts").write_text("export const x = 1;\n")
+    mark = stream.mark
+    for change in ("modified", "deleted"):
+        await stream.send({"type": "client.file_changes", "changes": [{
+            "type": change, "file_path": "src/utils/new_helper.ts", "content_hash": "sha256:abc123...",
+            "timestamp": "2025-12-30T10:35:12Z"}]})
+    llm.enqueue(Reply.text("Still here."))
+    start = stream.mark
+    await stream.send({"type": "client.user_message", "message": "ping"})
+    assert (await stream.final(start))["message"] == "Still here."
+    assert not stream.of("server.error", mark)
