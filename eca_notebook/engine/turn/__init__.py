@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from ._approval import SessionApprovals
 from ._builtins import doctor
-from ._host import ChatRunner, Listener, TurnHost
+from ._host import ChatRunner, Listener, ReportHost, TurnHost
 from ._notebooks import UndoLog
 from ._prompting import PromptPipeline
 from ._subagents import Subagents, SubagentsPlugin
@@ -29,6 +29,7 @@ __all__ = [
     "Listener",
     "PendingApproval",
     "PromptPipeline",
+    "ReportHost",
     "SessionApprovals",
     "Subagents",
     "SubagentsPlugin",

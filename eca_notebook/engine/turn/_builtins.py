@@ -7,7 +7,8 @@ finished sequence. ``/compact`` is the exception — it needs the model — and 
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 
 from ..._redact import redact
 from ..._text import visible
@@ -15,18 +16,17 @@ from ..._version import __version__
 from ...tools.base import llm_name
 from ..chats import Chat
 from ..config import mask_secret
+from ..index import WorkspaceIndex
 from . import _small_model
+from ._host import ReportHost
 from ._turn import format_cost
 
-if TYPE_CHECKING:
-    from ..engine import Engine
 
-
-def costs(engine: Engine, chat: Chat) -> str:
+def costs(chat: Chat, selected_model: str | None) -> str:
     usage = chat.usage
     lines = [
         f"Chat: {chat.title or chat.id}",
-        f"Model: {chat.model or engine.selected_model or '(none)'}",
+        f"Model: {chat.model or selected_model or '(none)'}",
     ]
     if not usage.session_tokens:  # zeros would read as a measurement
         return "\n".join([*lines, "Tokens: none reported by the provider yet"])
@@ -42,9 +42,10 @@ def costs(engine: Engine, chat: Chat) -> str:
     return "\n".join(lines)
 
 
-def prompt_show(engine: Engine, chat: Chat) -> str:
+def prompt_show(engine: ReportHost, chat: Chat) -> str:
     behavior = chat.behavior or engine.selected_behavior
-    tools = ", ".join(sorted(engine.offered_tools(behavior))) or "(none)"
+    toolbox = engine.toolbox
+    tools = ", ".join(sorted(toolbox.offered_tools(behavior))) or "(none)"
     info = engine.registry.model_infos().get(chat.model or engine.selected_model or "")
     if info is not None and info.compact:
         mode = engine.config.local_model.tools
@@ -55,22 +56,23 @@ def prompt_show(engine: Engine, chat: Chat) -> str:
             "never": "never offered",
         }[mode]
         return (f"System prompt (agent {behavior}, small model {info.id}):\n\n"
-                f"{engine.compact_system_prompt(behavior, tools=False, info=info)}\n\n"
+                f"{toolbox.compact_system_prompt(behavior, tools=False, info=info)}\n\n"
                 f"Tools (localModel.tools = {mode}): {when}")
-    return f"System prompt (agent {behavior}):\n\n{engine.system_prompt(behavior)}\n\nTools offered: {tools}"
+    return f"System prompt (agent {behavior}):\n\n{toolbox.system_prompt(behavior)}\n\nTools offered: {tools}"
 
 
-def repo_map_show(engine: Engine) -> str:
-    if engine.index is None:
+def repo_map_show(index: WorkspaceIndex | None) -> str:
+    if index is None:
         return "No workspace folder: there is no repository map."
-    if not engine.index.ready:
+    if not index.ready:
         return "The workspace index is still being built; try again in a moment."
-    return engine.index.repo_map()
+    return index.repo_map()
 
 
-def resume(engine: Engine, chat: Chat, argument: str) -> str:
-    """``/resume`` lists saved chats; ``/resume N`` (or an id) copies that chat's history into this one."""
-    others = [c for c in engine.list_chats() if c["id"] != chat.id]
+def resume(chat: Chat, argument: str, saved: Sequence[Mapping[str, Any]], load: Callable[[str], Chat | None]) -> str:
+    """``/resume`` lists the ``saved`` chats (``chat/list``'s, newest first); ``/resume N`` (or an id) copies that
+    chat's history, as ``load`` reads it, into this one."""
+    others = [c for c in saved if c["id"] != chat.id]
     if not others:
         return "There are no saved chats to resume."
     argument = argument.strip()
@@ -85,7 +87,7 @@ def resume(engine: Engine, chat: Chat, argument: str) -> str:
         chosen = next((c for c in others if c["id"] == argument), None)
     if chosen is None:
         return f"No saved chat '{argument}'. Use /resume to list them."
-    source = engine.get_chat(chosen["id"])
+    source = load(chosen["id"])
     if source is None:
         return f"Could not load chat '{argument}'."
     chat.messages = list(source.messages)
@@ -93,7 +95,7 @@ def resume(engine: Engine, chat: Chat, argument: str) -> str:
     return f"Resumed '{source.title or source.id}': its {len(source.messages)} messages are now this chat's history."
 
 
-def _custom_tools(engine: Engine) -> list[str]:
+def _custom_tools(engine: ReportHost) -> list[str]:
     """The ``customTools`` section of ``/doctor``: each tool with its command and whether the selected agent is
     offered it, those a workspace declares that wait for its trust, and the entries that are not tools."""
     tools, problems = engine.toolbox.custom_tools()
@@ -101,7 +103,7 @@ def _custom_tools(engine: Engine) -> list[str]:
             for name, command in workspace.tools.items()]
     if not tools and not problems and not held:
         return []
-    offered = engine.offered_tools(engine.selected_behavior)
+    offered = engine.toolbox.offered_tools(engine.selected_behavior)
     lines = ["", "Custom tools:"]
     for tool in tools:
         state = "" if llm_name(tool) in offered else f" (not offered to agent {engine.selected_behavior})"
@@ -112,7 +114,7 @@ def _custom_tools(engine: Engine) -> list[str]:
     return lines
 
 
-def doctor(engine: Engine) -> str:
+def doctor(engine: ReportHost) -> str:
     """A plain report for ``/doctor`` and support requests: no secret is ever printed in full."""
     lines = [f"eca-notebook {__version__}", "", "Workspaces:"]
     lines += [f"  {p}" for p in engine.workspace_folders] or ["  (none)"]

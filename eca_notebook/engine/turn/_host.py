@@ -8,24 +8,27 @@ kept: a config reload replaces the config, the registry and the agents, and a do
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from ...protocol import WireContent
 from ...tools.base import ChatDelegate
 from ..chats import Chat
+from ..chats.store import ChatStore
+from ..config import LoadedConfig
 from ..models import ModelChoice
-from ..workspace import Agents, Hooks
+from ..workspace import Agents, Hooks, WorkspaceTrust
 
 if TYPE_CHECKING:
+    from ...mcp import McpManager
     from ._approval import SessionApprovals
     from ._notebooks import UndoLog
     from ._toolbox import Toolbox
     from ._toolcall import PendingApproval
     from ._turn import Turn
 
-__all__ = ["ChatRunner", "Listener", "TurnHost"]
+__all__ = ["ChatRunner", "Listener", "ReportHost", "TurnHost"]
 
 
 class Listener(Protocol):
@@ -106,4 +109,50 @@ class TurnHost(ModelChoice, Protocol):
 
     def emit_content(self, chat: Chat, role: str, content: WireContent) -> None:
         """Redact, record and send one content of the chat."""
+        ...
+
+
+class ReportHost(ModelChoice, Protocol):
+    """What the built-in reports read (``/doctor``, ``/config``, ``/context``, ``/prompt-show``): the config as
+    loaded and its problems, the model choice, the agents and the tools they are offered, the rules' and skills'
+    places (the trust decides which apply), the MCP servers and where chats are saved. Nothing here is changed."""
+
+    @property
+    def loaded(self) -> LoadedConfig:
+        """Every config layer as read (sources, the merged raw config, problems)."""
+        ...
+
+    @property
+    def problems(self) -> list[str]:
+        """What is wrong with the configuration, in words for the user."""
+        ...
+
+    @property
+    def agents(self) -> Agents: ...
+
+    @property
+    def selected_behavior(self) -> str: ...
+
+    @property
+    def toolbox(self) -> Toolbox:
+        """The tools an agent is offered and the system prompts that tell the model about them."""
+        ...
+
+    @property
+    def workspace_folders(self) -> Sequence[Path]: ...
+
+    @property
+    def global_config_dir(self) -> Path: ...
+
+    @property
+    def trust(self) -> WorkspaceTrust: ...
+
+    @property
+    def mcp(self) -> McpManager | None:
+        """The MCP servers, when any is configured."""
+        ...
+
+    @property
+    def store(self) -> ChatStore | None:
+        """Where chats are saved (None with ``pureConfig``)."""
         ...

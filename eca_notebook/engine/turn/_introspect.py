@@ -10,16 +10,16 @@ same redaction as everything else that leaves the process, so a secret elsewhere
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING, Any
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
 
 from ..._redact import credential_name, redact
 from ..chats import Chat
 from ..config import mask_secret
 from ..workspace import engine_skills, load_rules, render_rules, render_skills
+from ._host import ReportHost
 from ._window import CHARS_PER_TOKEN, SMALL_MODEL_CHARS_PER_TOKEN, estimate_messages, estimate_text
-
-if TYPE_CHECKING:
-    from ..engine import Engine
 
 __all__ = ["config_show", "context_show", "rules_show"]
 
@@ -27,12 +27,12 @@ _TOOL_TOKENS = 8  # per tool offered besides its definition (as the context wind
 _PREVIEW_LINES = 3
 
 
-def rules_show(engine: Engine) -> str:
+def rules_show(workspace_folders: Sequence[Path], global_config_dir: Path) -> str:
     """``/rules``: each rule file in the system prompt, in prompt order, with its size and first lines."""
-    rules = load_rules(engine.workspace_folders, engine.global_config_dir)
+    rules = load_rules(workspace_folders, global_config_dir)
     if not rules:
         return ("No rules. Rules are AGENTS.md and .eca/rules/*.md in a workspace folder, and "
-                f"{engine.global_config_dir / 'rules'}/*.md; their full text goes into the system prompt.")
+                f"{global_config_dir / 'rules'}/*.md; their full text goes into the system prompt.")
     lines = [f"Rules in the system prompt ({len(rules)}, in order; /prompt-show shows them in full):"]
     for rule in rules:
         if rule.skipped:
@@ -59,7 +59,7 @@ def _secret_key(name: str) -> bool:
     return name.lower() in ("key", "apikey", "api_key", "token", "password", "authorization") or credential_name(name)
 
 
-def config_show(engine: Engine) -> str:
+def config_show(engine: ReportHost) -> str:
     """``/config``: the merged configuration in effect (every layer applied), with its sources; secrets masked."""
     sources = [f"{s.name}{f' ({s.path})' if s.path else ''}" for s in engine.loaded.sources if s.applied]
     body = json.dumps(_masked(engine.loaded.raw), indent=2, sort_keys=True, default=str, ensure_ascii=False)
@@ -71,7 +71,7 @@ def config_show(engine: Engine) -> str:
     return redact(f"{head}\n\n```json\n{body}\n```{agents}{tail}")
 
 
-def context_show(engine: Engine, chat: Chat) -> str:
+def context_show(engine: ReportHost, chat: Chat) -> str:
     """``/context``: an estimate of what the next request of this chat would send, part by part, against the model's
     context window."""
     behavior = chat.behavior or engine.selected_behavior
@@ -79,9 +79,10 @@ def context_show(engine: Engine, chat: Chat) -> str:
     info = engine.registry.model_infos().get(model_id)
     compact = info is not None and info.compact
     per_token = SMALL_MODEL_CHARS_PER_TOKEN if compact else CHARS_PER_TOKEN
-    offered = engine.offered_tools(behavior)
-    system = (engine.compact_system_prompt(behavior, tools=bool(offered), info=info) if compact
-              else engine.system_prompt(behavior))
+    toolbox = engine.toolbox
+    offered = toolbox.offered_tools(behavior)
+    system = (toolbox.compact_system_prompt(behavior, tools=bool(offered), info=info) if compact
+              else toolbox.system_prompt(behavior))
     rules = render_rules(load_rules(engine.workspace_folders, engine.global_config_dir))
     skills = engine_skills(engine)
     skills_text = render_skills(skills) if any(t.name == "skill" for t in offered.values()) else ""
@@ -89,7 +90,7 @@ def context_show(engine: Engine, chat: Chat) -> str:
     skills_tokens = estimate_text(skills_text, per_token) if skills_text else 0
     system_tokens = max(0, estimate_text(system, per_token) - rules_tokens - skills_tokens)
     # a small model is offered only the tools its prompt asks for (_small_model.py): count those of a plain prompt
-    sent = engine.toolbox.tools_for_turn(behavior, info, "", False) if compact and info is not None else offered
+    sent = toolbox.tools_for_turn(behavior, info, "", False) if compact and info is not None else offered
     tool_tokens = sum(estimate_text(json.dumps({"name": key, "description": t.description,
                                                 "parameters": t.parameters}), per_token) + _TOOL_TOKENS
                       for key, t in sent.items())

@@ -303,17 +303,17 @@ class PromptPipeline:
         if name == "doctor":
             return self.answer(chat, engine.doctor())
         if name == "costs":
-            return self.answer(chat, _builtins.costs(engine, chat))
+            return self.answer(chat, _builtins.costs(chat, engine.selected_model))
         if name == "prompt-show":
             return self.answer(chat, _builtins.prompt_show(engine, chat))
         if name == "repo-map-show":
-            return self.answer(chat, _builtins.repo_map_show(engine))
+            return self.answer(chat, _builtins.repo_map_show(engine.index))
         if name == "resume":
-            return self.answer(chat, _builtins.resume(engine, chat, argument))
+            return self.answer(chat, _builtins.resume(chat, argument, engine.list_chats(), engine.get_chat))
         if name == "skills":
             return self.answer(chat, list_skills(engine_skills(engine), self._shadowed_skills()))
         if name == "rules":
-            return self.answer(chat, _introspect.rules_show(engine))
+            return self.answer(chat, _introspect.rules_show(engine.workspace_folders, engine.global_config_dir))
         if name == "config":
             return self.answer(chat, _introspect.config_show(engine))
         if name == "context":
