@@ -100,10 +100,10 @@ def hunks_in_diff(diff: str, ids: list[str]) -> list[Hunk]:
     return hunks
 
 
-def hunks_of(details: dict[str, Any]) -> list[Hunk]:
+def hunks_of(details: FileChangeDetails) -> list[Hunk]:
     """The spec's hunks of a ``fileChange`` (the engine's ids kept: ``h1``, ``h2`` …)."""
-    return [Hunk(old_start=h["oldStart"], old_lines=h["oldLines"], new_start=h["newStart"], new_lines=h["newLines"],
-                 content=h.get("text") or "", id=h["id"]) for h in details.get("hunks") or []]
+    return [Hunk(old_start=h.old_start, old_lines=h.old_lines, new_start=h.new_start, new_lines=h.new_lines,
+                 content=h.text, id=h.id) for h in details.hunks or []]
 
 
 @dataclass
@@ -261,10 +261,10 @@ class SessionBook:
         manual = state.manual_approval
         changed = False
         detail = state.detail
-        if isinstance(detail, FileChangeDetails) and detail.path and state.details is not None:
+        if isinstance(detail, FileChangeDetails) and detail.path:
             call.patch_id = f"patch_{state.id}"
             call.file_path = relative(detail.path, self.folders)
-            out.append(self.patch(call, state.details, requires_approval=manual))
+            out.append(self.patch(call, detail, requires_approval=manual))
             self.pending_patches[call.patch_id] = call.file_path
             changed = True
         ask = None
@@ -280,11 +280,10 @@ class SessionBook:
                       reason=reason)
         return out, ask, changed
 
-    def patch(self, call: Call, details: dict[str, Any], *, requires_approval: bool) -> PatchProposed:
-        criteria = details.get("acceptanceCriteria")
+    def patch(self, call: Call, details: FileChangeDetails, *, requires_approval: bool) -> PatchProposed:
         return PatchProposed(patch_id=call.patch_id or f"patch_{call.id}", file_path=call.file_path or "",
-                             diff=str(details.get("diff") or ""), rationale=details.get("rationale"),
-                             acceptance_criteria=list(criteria) if isinstance(criteria, list) else [],
+                             diff=details.diff, rationale=details.rationale,
+                             acceptance_criteria=list(details.acceptance_criteria or []),
                              requires_approval=requires_approval, hunks=hunks_of(details))
 
     def _call(self, state: ToolCallState) -> Call:

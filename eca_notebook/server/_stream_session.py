@@ -33,7 +33,7 @@ from .._tasks import BackgroundTasks
 from .._version import __version__
 from .._workspace_paths import is_inside
 from ..engine import Engine
-from ..protocol import ChatPromptParams
+from ..protocol import ChatPromptParams, FileChangeDetails
 from ..protocol.errors import RpcError
 from ..tools.base import CURRENT_TOOL_CALL, ChatDelegate, CommandOutcome, CommandRequest
 from ..tools.shell import ShellCommandTool
@@ -577,14 +577,15 @@ class StreamSession:
         rel = relative(str(path), self.folders)
         call.patch_id = call.patch_id or f"patch_{call_id}"
         call.file_path = call.file_path or rel
-        # the approved call's details (toolCallRunning): its diff is exactly what is written, the chosen hunks
-        details = call.details or {}
-        diff = str(details.get("diff") or "")
-        chosen = [str(h.get("id")) for h in details.get("hunks") or [] if h.get("applied") is not False]
-        hunks = hunks_in_diff(diff, chosen)
-        criteria = details.get("acceptanceCriteria")
-        self.emit(PatchProposed(patch_id=call.patch_id, file_path=rel, diff=diff, rationale=details.get("rationale"),
-                                acceptance_criteria=list(criteria) if isinstance(criteria, list) else [],
+        # the approved call's details (toolCallRunning, in the fold): its diff is exactly what is written, the
+        # chosen hunks
+        detail = call.state.detail if call.state is not None else None
+        change = detail if isinstance(detail, FileChangeDetails) else FileChangeDetails(
+            path=rel, diff="", lines_added=0, lines_removed=0)
+        chosen = [h.id for h in change.hunks or [] if h.applied is not False]
+        hunks = hunks_in_diff(change.diff, chosen)
+        self.emit(PatchProposed(patch_id=call.patch_id, file_path=rel, diff=change.diff, rationale=change.rationale,
+                                acceptance_criteria=list(change.acceptance_criteria or []),
                                 requires_approval=False, hunks=hunks))
         self.book.pending_patches[call.patch_id] = rel
         self.emit_state()
