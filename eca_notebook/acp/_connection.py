@@ -131,8 +131,9 @@ class AcpConnection:
     def __init__(self, stream: Any, engine_factory: EngineFactory | None = None, *,
                  prompt_timeout: float | None = PROMPT_TIMEOUT) -> None:
         self.prompt_timeout = prompt_timeout  # None or 0: a prompt may run as long as it needs
+        # ``"id": null`` is a notification here (acp-messages.md "Message Structure": "null for notifications")
         self.endpoint = Endpoint(stream, name="acp", guard=self._guard, params_parser=parse, outgoing=redact_json,
-                                 max_queued=MAX_QUEUED_UPDATES)
+                                 max_queued=MAX_QUEUED_UPDATES, null_id_notifications=True)
         self.client_capabilities: Any = None
         self.client_info: Any = None
         self.sessions: dict[str, Session] = {}

@@ -90,6 +90,9 @@ class Endpoint:
     before it once ``merge_backlog`` messages wait; past ``max_queued`` messages the peer is taken as not reading
     and ``on_overflow()`` is called once (by default the endpoint closes); while more than
     ``max_queued_responses`` answers wait, nothing more is read from the peer. See :mod:`._outbox`.
+
+    ``null_id_notifications``: a message with ``"id": null`` is a notification (answered with nothing), as ACP's
+    message spec defines it ("Notifications have no ID (null)"); by default it is a request, as JSON-RPC 2.0 has it.
     """
 
     def __init__(
@@ -106,8 +109,10 @@ class Endpoint:
         max_queued: int | None = DEFAULT_MAX_QUEUED,
         on_overflow: Callable[[], None] | None = None,
         max_queued_responses: int = DEFAULT_MAX_QUEUED_RESPONSES,
+        null_id_notifications: bool = False,
     ) -> None:
         self.name = name
+        self.null_id_notifications = null_id_notifications
         self.max_concurrent_requests = max_concurrent_requests
         self._outbox = Outbox(stream, name=name, outgoing=outgoing, merge=merge, merge_backlog=merge_backlog,
                               max_queued=max_queued, on_overflow=on_overflow or self._not_reading,
@@ -278,7 +283,7 @@ class Endpoint:
         if invalid is not None:
             return invalid
         method, params = message["method"], message.get("params")
-        if "id" not in message:
+        if "id" not in message or (message["id"] is None and self.null_id_notifications):
             await self._on_notification(method, params)
             return None
         response = self._on_request(message["id"], method, params, batch)

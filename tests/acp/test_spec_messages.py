@@ -666,3 +666,25 @@ def test_the_agents_plan_update_has_the_spec_shape(tmp_path: Path):
     updates, _ = SessionUpdates(tmp_path).translate("assistant", {
         "type": "plan", "steps": [{"description": "Create React component", "priority": "high"}]}, live=True)
     assert updates == [json.loads(UPDATE_PLAN)]
+
+
+async def test_a_null_id_is_a_notification_as_the_message_structure_says(raw_agent, llm, workspace):
+    """"Message Structure": ``"id": null, // Number, String, or null for notifications`` and "Notifications have no
+    ID (null)": a ``session/cancel`` or ``session/set_mode`` with ``"id": null`` is acted on and answered with
+    nothing (JSON-RPC 2.0 would answer it; a client following the spec would then read a response to nothing)."""
+    async with raw_agent() as client:
+        await client.send(INITIALIZE)
+        new = await client.send({"jsonrpc": "2.0", "id": 2, "method": "session/new",
+                                 "params": {"cwd": str(workspace), "mcpServers": []}})
+        assert new is not None
+        sid = new["result"]["sessionId"]
+        await client.write(SESSION_CANCEL.replace("session-abc123", sid).replace(
+            '"method"', '"id": null,\n  "method"'))
+        await client.write(json.dumps({"jsonrpc": "2.0", "id": None, "method": "session/set_mode",
+                                       "params": {"sessionId": sid, "modeId": "architect"}}))
+        answered = await client.send({"jsonrpc": "2.0", "id": 9, "method": "session/set_mode",
+                                      "params": {"sessionId": sid, "modeId": "code"}})
+    assert answered == {"jsonrpc": "2.0", "id": 9, "result": {}}
+    assert not [m for m in client.received if "id" in m and m["id"] is None]
+    assert [u["configOptions"][0]["currentValue"] for u in client.updates("config_option_update")] == ["plan",
+                                                                                                      "code"]
