@@ -152,9 +152,7 @@ ENGINE_ORDER = ["config", "models", "index", "contexts", "chats", "workspace", "
 #: Modules of the engine that still take the whole ``Engine`` (a typing import) instead of the narrow part they use.
 #: Issue #32 empties this list; the test below keeps it true both ways, so it can only shrink.
 STILL_TAKE_ENGINE = {
-    "eca_notebook.engine._chatbook",
     "eca_notebook.engine.turn._prompting",
-    "eca_notebook.engine.turn._subagents",
     "eca_notebook.engine.turn._toolbox",
 }
 FACADE = "eca_notebook.engine.engine"

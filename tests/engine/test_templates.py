@@ -59,7 +59,7 @@ async def test_engine_prompts_render_agents_and_rules(tmp_path: Path, env: dict[
         assert "SUB-MODE" in sub and "MAIN-MODE" not in sub
         assert "empty-for-subagents.md" not in sub  # a rule rendering to nothing is left out
         assert any("broken.md" in p and "template error" in p for p in engine.problems)
-        spec = next(s for s in subagents_for(engine, "code") if s.id == "helper")
+        spec = next(s for s in subagents_for(engine.agents, "code") if s.id == "helper")
         child = engine.subagents.system_prompt(spec)  # what a spawned helper's chat is given
         assert "SUB-MODE" in child and "{% if isSubagent" not in child and "MAIN-MODE" not in child
     finally:

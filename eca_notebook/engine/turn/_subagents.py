@@ -25,7 +25,7 @@ import logging
 import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from ..._text import visible
 from ...plugins import BasePlugin
@@ -36,14 +36,13 @@ from ...tools.subagent import SPAWN_AGENT, SpawnAgentTool, SpawnRequest, Subagen
 from ..chats import SUBAGENT_PREFIX, Chat
 from ..config import ModelInfo
 from ..models import UnknownModel
+from ..workspace import Agents
 from ._approval import hidden_tools, selector_matches
+from ._host import TurnHost
 from ._toolcall import NATIVE_SERVER, ToolCallRunner, llm_tool_name
 from ._turn import Turn
 
-if TYPE_CHECKING:
-    from ..engine import Engine
-
-__all__ = ["DEFAULT_MAX_PER_TURN", "Subagent", "Subagents", "SubagentsPlugin"]
+__all__ = ["DEFAULT_MAX_PER_TURN", "Subagent", "Subagents", "SubagentsHost", "SubagentsPlugin"]
 
 log = logging.getLogger(__name__)
 
@@ -66,11 +65,19 @@ class Subagent:
                             max_steps=self.max_steps)
 
 
-def subagents_for(engine: Engine, parent: str | None) -> list[Subagent]:
-    """The subagents the agent ``parent`` may spawn (the one place that reads the engine's agents)."""
+class SubagentsHost(TurnHost, Protocol):
+    """What the subagents use of the engine: a turn's needs (a subagent's task runs as a turn in a chat of its own)
+    and the chats in memory, where a subagent's chat lives beside its parent's."""
+
+    @property
+    def chats(self) -> dict[str, Chat]: ...
+
+
+def subagents_for(agents: Agents, parent: str | None) -> list[Subagent]:
+    """The subagents the agent ``parent`` may spawn."""
     return [Subagent(id=s.id, description=s.description or s.id, system_prompt=s.system_prompt,
                      default_model=s.default_model, max_steps=s.max_steps)
-            for s in engine.agents.subagents(parent) if s.description or s.system_prompt]
+            for s in agents.subagents(parent) if s.description or s.system_prompt]
 
 
 class _SubagentTurn(Turn):
@@ -95,7 +102,7 @@ class _SubagentTurn(Turn):
 class Subagents:
     """The engine's subagents: what ``spawn_agent`` may spawn from a chat, and the running of one."""
 
-    def __init__(self, engine: Engine) -> None:
+    def __init__(self, engine: SubagentsHost) -> None:
         self.engine = engine
         self.tool = SpawnAgentTool(self)
         self.children: dict[str, list[str]] = {}  # parent chat id → its subagent chats (in memory)
@@ -124,7 +131,7 @@ class Subagents:
         """The subagents the chat's agent may spawn (none inside a subagent)."""
         if self.nested(chat_id):
             return []
-        return [s.info() for s in subagents_for(self.engine, self._agent_of(chat_id))]
+        return [s.info() for s in subagents_for(self.engine.agents, self._agent_of(chat_id))]
 
     def model_for(self, chat_id: str | None, info: SubagentInfo, requested: str | None) -> str:
         """The requested model (ValueError when it is not available), else the agent's ``defaultModel`` (a bare
@@ -151,7 +158,7 @@ class Subagents:
         else described with the ones it may spawn (the Toolbox calls this for every agent)."""
         if _SPAWN_KEY not in offered:
             return offered
-        agents = [s.info() for s in subagents_for(self.engine, behavior)]
+        agents = [s.info() for s in subagents_for(self.engine.agents, behavior)]
         spec = self.engine.agents.get(behavior)
         if not agents or (spec is not None and not spec.primary):
             return {k: t for k, t in offered.items() if k != _SPAWN_KEY}
@@ -160,7 +167,7 @@ class Subagents:
     def child_tools(self, agent: str) -> dict[str, Tool]:
         """A subagent's tools: its agent's (disabledTools and bare deny rules applied), never ``spawn_agent``."""
         engine = self.engine
-        tools = engine.offered_tools(agent)
+        tools = engine.toolbox.offered_tools(agent)
         agents = engine.agents
         identities = [(tool_server(t), t.name) for t in tools.values()]
         hidden = set(hidden_tools(agents.tool_call_for(agent).approval, identities))
@@ -171,7 +178,7 @@ class Subagents:
 
     def system_prompt(self, agent: Subagent) -> str:
         """The engine's prompt for the agent (rules, tool guidance), with the agent's own instructions."""
-        prompt = self.engine.system_prompt(agent.id, subagent=True)
+        prompt = self.engine.toolbox.system_prompt(agent.id, subagent=True)
         spec = self.engine.agents.get(agent.id)
         own_in_prompt = spec is not None and spec.system_prompt == agent.system_prompt  # (rendered as a template)
         if agent.system_prompt and not own_in_prompt and agent.system_prompt not in prompt:
@@ -183,7 +190,7 @@ class Subagents:
         agent = self._agent_of(chat.id if chat is not None else None)
         if chat is not None and chat.parent_chat_id is not None:
             return "A subagent cannot spawn subagents."
-        found = subagents_for(self.engine, agent)
+        found = subagents_for(self.engine.agents, agent)
         if not found:
             return f"No subagents available to the '{agent}' agent."
         lines = [f"Subagents available to the '{agent}' agent (spawned with the spawn_agent tool, at most "
@@ -228,7 +235,7 @@ class Subagents:
         if self.nested(parent.id):
             return ToolResult(output=f"{SPAWN_AGENT}: agents cannot spawn other agents (nesting is not allowed)",
                               error=True)
-        found = {s.id: s for s in subagents_for(engine, self._agent_of(parent.id))}
+        found = {s.id: s for s in subagents_for(engine.agents, self._agent_of(parent.id))}
         agent = found.get(request.agent)
         if agent is None:
             return ToolResult(output=f"{SPAWN_AGENT}: agent '{request.agent}' not found or not available. "
@@ -289,7 +296,7 @@ class Subagents:
         child.messages.append(UserMessage(text=task))
         offered = self.child_tools(agent.id)
         tool_call = engine.agents.tool_call_for(agent.id)
-        context = engine.tool_context()
+        context = engine.toolbox.tool_context()
         delegate = engine.chat_delegates.get(parent.id)  # the parent's door applies the subagent's changes too
         if delegate is not None:
             context = delegate.apply(context)
@@ -302,7 +309,7 @@ class Subagents:
             progress=lambda state, text: engine.emit_content(
                 child, "system", ProgressContent(state="finished" if state == "finished" else "running", text=text)),
             unavailable={t.name: f"{t.name} is not available to the '{agent.id}' subagent: do not call it."
-                         for key, t in engine.all_tools().items() if key not in offered},
+                         for key, t in engine.toolbox.all_tools().items() if key not in offered},
         )
         specs = [ToolSpec(llm_tool_name(t), t.description, t.parameters) for t in offered.values()]
         steps = agent.max_steps
