@@ -10,18 +10,21 @@ from __future__ import annotations
 import asyncio
 import logging
 import uuid
-from collections.abc import Iterator, Sequence
-from typing import TYPE_CHECKING, Any, Literal
+from collections.abc import Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from .._redact import redact_json
 from ..protocol import ChatListParams
 from .chats import Chat, history_page, now_ms
 from .chats.store import snapshot
-from .models import redact_content
+from .models import redact_content, variant_selection
 from .turn import Turn
 
 if TYPE_CHECKING:
-    from .engine import Engine, Listener
+    from .chats.store import ChatStore
+    from .models import ModelRegistry
+    from .turn import Listener
+    from .workspace import Agents, Hooks
 
 log = logging.getLogger(__name__)
 
@@ -29,10 +32,40 @@ _CURSOR_EXPIRED = {"code": "cursor_expired",
                    "message": "Cursor no longer points to an existing message; refetch the latest page"}
 
 
+class SubagentChats(Protocol):
+    """The subagents' chats still in memory, by their parent chat (the engine's ``Subagents``)."""
+
+    @property
+    def children(self) -> Mapping[str, Sequence[str]]: ...
+
+
+class ChatBookHost(Protocol):
+    """What the chat book uses of its owner (the engine): the chats in memory and the store, the subagents' chats
+    (saved and replayed inside their parent's), the agent and models a chat starts with or reopens to, the
+    chatStatusChanged hooks, and the clients told."""
+
+    @property
+    def chats(self) -> dict[str, Chat]: ...
+    @property
+    def store(self) -> ChatStore | None: ...
+    @property
+    def subagents(self) -> SubagentChats: ...
+    @property
+    def hooks(self) -> Hooks: ...
+    @property
+    def selected_behavior(self) -> str: ...
+    @property
+    def registry(self) -> ModelRegistry: ...
+    @property
+    def agents(self) -> Agents: ...
+    def behaviors(self) -> list[str]: ...
+    def broadcast(self, method: str, params: dict[str, Any]) -> None: ...
+
+
 class ChatBook:
     """The chats of one engine (``engine.chats`` holds the ones in memory)."""
 
-    def __init__(self, engine: Engine) -> None:
+    def __init__(self, engine: ChatBookHost) -> None:
         self.engine = engine
 
     def get(self, chat_id: str) -> Chat | None:
@@ -210,7 +243,7 @@ class ChatBook:
         and the model's variants, the effective agent, the trust mode."""
         engine = self.engine
         model = chat.model if chat.model in engine.registry.models() else None
-        variants = engine._variant_selection(model, chat.variant)
+        variants = variant_selection(engine.registry, model, chat.variant)
         agent = engine.agents.canonical(chat.behavior) if chat.behavior else None
         return {"model": model, "agent": agent if agent in engine.behaviors() else engine.selected_behavior,
                 "variant": variants["select_variant"], "variants": variants["variants"], "trust": chat.trust}

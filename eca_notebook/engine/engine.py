@@ -54,9 +54,9 @@ from ._config_watch import ConfigWatcher, config_secrets, default_agent, reload_
 from .chats import Chat, clear_chat, fork_chat, rollback
 from .chats.store import ChatStore, chats_dir_for
 from .completion import InlineCompleter, Rewriter
-from .config import LoadedConfig, ModelInfo, global_config_path, load_config, selectable
+from .config import LoadedConfig, ModelInfo, global_config_path, load_config
 from .index import WorkspaceIndex
-from .models import ModelRegistry, redact_content
+from .models import ModelRegistry, redact_content, variant_selection
 from .turn import (
     CURRENT_TURN,
     Answer,
@@ -652,9 +652,7 @@ class Engine:
 
     def _variant_selection(self, model: str | None, variant: str | None) -> dict[str, Any]:
         """``variants`` of a model and the ``selectVariant`` for it: the given one when the model has it, else None."""
-        info = self.registry.model_infos().get(model) if model else None
-        names = selectable(info.variants) if info is not None else []
-        return {"variants": names, "select_variant": variant if variant in names else None}
+        return variant_selection(self.registry, model, variant)
 
     def variants_updated(self, chat_id: str | None = None) -> ConfigUpdatedParams:
         """The ``config/updated`` answering a model or variant choice: the model's variants and the one selected

@@ -8,7 +8,7 @@ request's images to what the chosen model accepts (or explains why it cannot tak
 
 from __future__ import annotations
 
-from ._choice import ModelChoice
+from ._choice import ModelChoice, variant_selection
 from ._preload import preload_default_model
 from ._registry import ModelRegistry, UnknownModel
 from ._vision import ImagePolicy, has_images, prepare_images, redact_content
@@ -22,4 +22,5 @@ __all__ = [
     "preload_default_model",
     "prepare_images",
     "redact_content",
+    "variant_selection",
 ]

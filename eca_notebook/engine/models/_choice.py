@@ -6,12 +6,12 @@ receive this view of the engine (which satisfies it) rather than the engine itse
 
 from __future__ import annotations
 
-from typing import Protocol
+from typing import Any, Protocol
 
-from ..config import Config
+from ..config import Config, selectable
 from ._registry import ModelRegistry
 
-__all__ = ["ModelChoice"]
+__all__ = ["ModelChoice", "variant_selection"]
 
 
 class ModelChoice(Protocol):
@@ -27,3 +27,10 @@ class ModelChoice(Protocol):
     def selected_model(self) -> str | None:
         """The model of new prompts (``chat/selectedModelChanged``); None until one is chosen."""
         ...
+
+
+def variant_selection(registry: ModelRegistry, model: str | None, variant: str | None) -> dict[str, Any]:
+    """``variants`` of a model and the ``selectVariant`` for it: the given one when the model has it, else None."""
+    info = registry.model_infos().get(model) if model else None
+    names = selectable(info.variants) if info is not None else []
+    return {"variants": names, "select_variant": variant if variant in names else None}
