@@ -153,7 +153,6 @@ ENGINE_ORDER = ["config", "models", "index", "contexts", "chats", "workspace", "
 #: Issue #32 empties this list; the test below keeps it true both ways, so it can only shrink.
 STILL_TAKE_ENGINE = {
     "eca_notebook.engine.turn._prompting",
-    "eca_notebook.engine.turn._toolbox",
 }
 FACADE = "eca_notebook.engine.engine"
 

@@ -10,10 +10,11 @@ from __future__ import annotations
 
 import copy
 import logging
-from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Any
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol
 
-from ...plugins import Plugin
+from ...plugins import Plugin, PluginHost
 from ...protocol import (
     ChatAskQuestionParams,
     ChatAskQuestionResult,
@@ -32,9 +33,12 @@ from ...tools.base import Tool, ToolContext, llm_name, tool_server
 from ...tools.custom import CONFIG_KEY as CUSTOM_TOOLS_KEY
 from ...tools.custom import CustomTool, custom_tools
 from ...tools.skill import SkillTool
-from ..config import ModelInfo
+from ..chats import Chat
+from ..config import Config, LoadedConfig, ModelInfo
 from ..workspace import (
+    Agents,
     Rule,
+    WorkspaceTrust,
     engine_skills,
     load_rules,
     provenance_key,
@@ -51,7 +55,16 @@ from ._notebooks import listener_notebooks
 from ._toolcall import NATIVE_SERVER, Answer
 
 if TYPE_CHECKING:
-    from ..engine import Engine
+    from ..._tasks import BackgroundTasks
+    from ...protocol import WireContent
+    from ...retrieval import CodeIndex
+    from ...tools.base import FileAccess
+    from ...tools.jobs import JobRegistry
+    from ...tools.notebook import CellRunner, NotebookAccess
+    from ._host import ChatRunner, Listener
+    from ._notebooks import UndoLog
+    from ._subagents import Subagents
+    from ._toolcall import PendingApproval
 
 log = logging.getLogger(__name__)
 
@@ -81,10 +94,73 @@ Definitions = Callable[[EditorGetDefinitionParams], Awaitable[EditorGetDefinitio
 References = Callable[[EditorGetReferencesParams], Awaitable[EditorGetReferencesResult]]
 
 
+class ToolboxHost(PluginHost, Protocol):
+    """What the toolbox uses of the engine — the state it decides from (the toolbox keeps none of its own). It hands
+    itself to plug-ins, so it is their :class:`~eca_notebook.plugins.PluginHost` too."""
+
+    # the tools: the built-in ones and the plug-ins' (tools_changed once started), the config's customTools, which
+    # of them an agent is offered (spawn_agent by the subagents), the content index behind the search tools
+    @property
+    def tools(self) -> Mapping[str, Tool]: ...
+    @property
+    def plugins(self) -> list[Plugin]: ...
+    @property
+    def started(self) -> bool: ...
+    @property
+    def background(self) -> BackgroundTasks: ...
+    @property
+    def config(self) -> Config: ...
+    @property
+    def agents(self) -> Agents: ...
+    @property
+    def subagents(self) -> Subagents: ...
+    @property
+    def code_index(self) -> CodeIndex | None: ...
+
+    # what a tool may use (the ToolContext): the workspace, the clients, the door's file and notebook access, the
+    # kernels, the background jobs, the environment (the provenance key), the skills' folders (the trust decides)
+    @property
+    def workspace_folders(self) -> Sequence[Path]: ...
+    @property
+    def listeners(self) -> list[Listener]: ...
+    @property
+    def file_access(self) -> FileAccess | None: ...
+    @property
+    def notebook_access(self) -> NotebookAccess | None: ...
+    @property
+    def default_notebook(self) -> Path | None: ...
+    @property
+    def cell_runner(self) -> CellRunner | None: ...
+    @property
+    def jobs(self) -> JobRegistry: ...
+    @property
+    def env(self) -> Mapping[str, str]: ...
+    @property
+    def trust(self) -> WorkspaceTrust: ...
+
+    # the system prompts: rules and templates (their problems go to the loaded config's)
+    @property
+    def loaded(self) -> LoadedConfig: ...
+    @property
+    def global_config_dir(self) -> Path: ...
+
+    # approvals and undo: the waiting calls, the undo log, and the chat a call's undo is told in
+    @property
+    def pending_approvals(self) -> Mapping[tuple[str, str], PendingApproval]: ...
+    @property
+    def undo_log(self) -> UndoLog: ...
+    @property
+    def chats(self) -> Mapping[str, Chat]: ...
+    @property
+    def chat_book(self) -> ChatRunner: ...
+
+    def emit_content(self, chat: Chat, role: str, content: WireContent) -> None: ...
+
+
 class Toolbox:
     """Tools, plug-ins, approvals and system prompts of one engine."""
 
-    def __init__(self, engine: Engine) -> None:
+    def __init__(self, engine: ToolboxHost) -> None:
         self.engine = engine
         self._signing_key: bytes | None = None  # see signing_key
         self._custom: tuple[Any, list[CustomTool], list[str]] | None = None  # see custom_tools
