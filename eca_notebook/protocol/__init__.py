@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from ._base import (
     EcaModel,
+    JsonObject,
+    JsonValue,
     NoneAsEmptyList,
 )
 from .chat import (
@@ -351,6 +353,8 @@ __all__ = [
     "JobsListResult",
     "JobsReadOutputParams",
     "JobsReadOutputResult",
+    "JsonObject",
+    "JsonValue",
     "Kind",
     "LinesRange",
     "McpAddServerParams",

@@ -8,12 +8,26 @@ proxy or recorder that dropped them would lose data.
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated, Any, TypeAlias
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict
+import pydantic
+from pydantic import BaseModel, BeforeValidator, ConfigDict, GetPydanticSchema
 from pydantic.alias_generators import to_camel
+from pydantic_core import core_schema
 
-__all__ = ["ChatId", "EcaModel", "NoneAsEmptyList"]
+__all__ = ["ChatId", "EcaModel", "JsonObject", "JsonValue", "NoneAsEmptyList"]
+
+#: Any JSON value (pydantic's ``JsonValue``: a dict of str to JSON values, a list of them, str, int, float, bool or
+#: ``None``), for data whose shape is genuinely open: a tool's arguments, a JSON schema, a peer's params before they
+#: are validated, a notebook cell's outputs. mypy checks what code does with it (narrow with ``isinstance`` before
+#: indexing). A model field of this type is validated and dumped as ``Any`` is — the value kept as it is, not walked
+#: (``JsonValue``'s own validator would cost a walk per message and refuse values built in process, e.g. a tuple,
+#: that the JSON dump turns into a list anyway).
+JsonValue: TypeAlias = Annotated[pydantic.JsonValue, GetPydanticSchema(lambda _s, _h: core_schema.any_schema())]
+
+#: Any JSON object: its keys are strings, its values :data:`JsonValue`. For the open shapes only; where the shape is
+#: ours or the spec's, a model or a TypedDict says it.
+JsonObject: TypeAlias = dict[str, JsonValue]
 
 
 def _none_as_empty_list(value: Any) -> Any:
