@@ -27,6 +27,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import os
 import time
 import uuid
 from pathlib import Path
@@ -45,6 +46,7 @@ from ._limits import UpdateOutbox, limits_from_config
 from ._permissions import ask_permission
 from ._prompt import prompt_input
 from ._schema import (
+    FILE_NOT_FOUND,
     MCP_SERVER_ERROR,
     MCP_SERVER_UNAVAILABLE,
     PROMPT_TIMEOUT,
@@ -425,6 +427,7 @@ class AcpConnection:
         try:
             given = prompt_input(params.prompt, session.workspace.resources)
             tokens = given.tokens
+            await self._check_linked_files(session, given.contexts)
             request = ChatPromptParams.model_validate({
                 "chatId": session.id, "message": given.message, "behavior": session.mode,
                 "model": session.model, "contexts": given.contexts,
@@ -456,6 +459,27 @@ class AcpConnection:
         if session.outbox is not None:
             await session.outbox.drain()  # the turn's updates (some held by the rate limit) precede this answer
         return {"stopReason": session.stop_reason(turn)}
+
+    async def _check_linked_files(self, session: Session, contexts: list[dict[str, Any]]) -> None:
+        """A prompt that links a file (``resource_link`` ``file://``) that does not exist — on disk, nor in the
+        editor when it serves files — is refused with the spec's ``-31700`` (File not found): left out silently,
+        the model would be asked about a file it never sees, and the user never learn why."""
+        files = session.engine.file_access
+        for context in contexts:
+            if context.get("type") != "file":
+                continue
+            path = Path(str(context.get("path")))
+            if await asyncio.to_thread(os.path.lexists, path):
+                continue
+            if isinstance(files, ClientFiles) and files.can_read:
+                token = CURRENT_SESSION.set(session.id)
+                try:
+                    if await files.read_text(path) is not None:  # an editor buffer not saved yet
+                        continue
+                finally:
+                    CURRENT_SESSION.reset(token)
+            raise RpcError(FILE_NOT_FOUND, f"File not found: {path} (linked in the prompt)",
+                           {"path": str(path), "sessionId": session.id})
 
     async def _wait_for_turn(self, session: Session, task: asyncio.Task[Any]) -> None:
         """Until the turn ends, or its work took longer than :attr:`prompt_timeout`: then it is stopped and the

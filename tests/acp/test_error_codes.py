@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 from acp import RequestError, text_block
-from acp.schema import EmbeddedResourceContentBlock, McpServerStdio, TextResourceContents
+from acp.schema import EmbeddedResourceContentBlock, McpServerStdio, ResourceContentBlock, TextResourceContents
 
 from eca_notebook.acp._schema import (
     FILE_NOT_FOUND,
@@ -24,7 +24,7 @@ from eca_notebook.acp._schema import (
 )
 from eca_notebook.testing.llm_server import Reply, ToolCall
 
-from .conftest import acp_env
+from .conftest import acp_env, completion_bodies
 from .test_connection import Client, call, start
 
 pytestmark = pytest.mark.e2e
@@ -120,3 +120,28 @@ async def test_mcp_calls_that_fail_on_the_servers_side_carry_the_mcp_codes(spawn
               if u.get("status") == "failed"}
     assert sorted(e["code"] for e in failed.values()) == [MCP_SERVER_UNAVAILABLE, MCP_SERVER_ERROR]
     assert {e["message"] for e in failed.values()} == {"MCP server unavailable", "MCP server error"}
+
+
+async def test_a_prompt_linking_a_file_that_does_not_exist_is_file_not_found(spawn_agent, llm, workspace, strict):
+    """-31700 (File not found) for a ``resource_link`` to a file that is neither on disk nor in the editor (it was
+    left out silently: the model was asked about a file it never saw); a link to an unsaved editor buffer, or to a
+    file on disk, is taken."""
+    (workspace / "here.py").write_text("x = 1\n")
+    unsaved = str(workspace / "untitled.py")
+    llm.enqueue(Reply.text("Seen."), Reply.text("Seen too."))
+    client = Client(files={unsaved: "y = 2\n"})
+    async with spawn_agent(client) as (conn, _):
+        session_id = await start(conn, client, workspace)
+
+        def link(name: str) -> ResourceContentBlock:
+            return ResourceContentBlock(type="resource_link", uri=f"file://{workspace}/{name}", name=name)
+
+        with pytest.raises(RequestError) as missing:
+            await conn.prompt(session_id=session_id, prompt=[text_block("look at"), link("gone.py")])
+        assert missing.value.code == FILE_NOT_FOUND and "gone.py" in str(missing.value)
+        assert missing.value.data["path"] == str(workspace / "gone.py")
+        assert (await conn.prompt(session_id=session_id, prompt=[text_block("look at"), link("here.py")])
+                ).stop_reason == "end_turn"
+        assert (await conn.prompt(session_id=session_id, prompt=[text_block("look at"), link("untitled.py")])
+                ).stop_reason == "end_turn"
+    assert len(completion_bodies(llm)) == 2  # the refused prompt never reached the model
