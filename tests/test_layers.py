@@ -150,10 +150,8 @@ def test_no_private_imports_across_packages(path: Path) -> None:
 #: modules directly under ``engine/`` (the façade ``engine.py`` and its wiring) sit above them all.
 ENGINE_ORDER = ["config", "models", "index", "contexts", "chats", "workspace", "turn", "completion"]
 #: Modules of the engine that still take the whole ``Engine`` (a typing import) instead of the narrow part they use.
-#: Issue #32 empties this list; the test below keeps it true both ways, so it can only shrink.
-STILL_TAKE_ENGINE = {
-    "eca_notebook.engine.turn._prompting",
-}
+#: Issue #32 emptied this list (each part now names the protocol it receives); the test below keeps it exact.
+STILL_TAKE_ENGINE: set[str] = set()
 FACADE = "eca_notebook.engine.engine"
 
 

@@ -60,6 +60,7 @@ from .models import ModelRegistry, redact_content, variant_selection
 from .turn import (
     CURRENT_TURN,
     Answer,
+    BuiltinCommands,
     Listener,
     PendingApproval,
     PromptPipeline,
@@ -190,7 +191,7 @@ class Engine:
         self.subagents = Subagents(self)  # spawn_agent's side in the engine (_subagents.py)
         self.toolbox = Toolbox(self)
         self.chat_book = ChatBook(self)
-        self.pipeline = PromptPipeline(self)
+        self.pipeline = PromptPipeline(self, BuiltinCommands(self))
         self.inline = InlineCompleter(self)  # completion/inline (_inline.py)
         self.rewriter = Rewriter(self)  # rewrite/prompt (_rewrite.py)
         self.hooks = Hooks(self)  # the user's `hooks` (_hooks.py)

@@ -13,7 +13,7 @@ commands; ``_notebooks`` tracks the notebooks a turn touches (per-cell undo). Be
 from __future__ import annotations
 
 from ._approval import SessionApprovals
-from ._builtins import doctor
+from ._builtins import BuiltinCommands, doctor
 from ._host import ChatRunner, Listener, ReportHost, TurnHost
 from ._notebooks import UndoLog
 from ._prompting import PromptPipeline
@@ -25,6 +25,7 @@ from ._turn import CURRENT_TURN, Turn
 __all__ = [
     "CURRENT_TURN",
     "Answer",
+    "BuiltinCommands",
     "ChatRunner",
     "Listener",
     "PendingApproval",

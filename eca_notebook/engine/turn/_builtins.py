@@ -1,25 +1,35 @@
 """Built-in chat commands (``/doctor``, ``/costs``, …): what each one shows, computed from the engine's state.
 
 Commands arrive as ordinary ``chat/prompt`` messages (``/name args``), so every door gets them for free. Each
-function here returns the text to show; the engine wraps it in the usual user echo → system text → progress
-finished sequence. ``/compact`` is the exception — it needs the model — and lives in the engine.
+function here returns the text to show; the prompt pipeline (``_prompting.py``) wraps it in the usual user echo →
+system text → progress finished sequence, asking :class:`BuiltinCommands` for the text. ``/compact`` is the
+exception — it needs the model — and, with ``/skills`` (listed beside the commands that shadow them), stays in the
+pipeline.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from ..._redact import redact
 from ..._text import visible
 from ..._version import __version__
+from ...protocol import ChatListParams, ConfigUpdatedParams
 from ...tools.base import llm_name
-from ..chats import Chat
+from ..chats import Chat, ChatHost, export_chat, fork_command, import_chat, init_prompt, model_command
 from ..config import mask_secret
 from ..index import WorkspaceIndex
-from . import _small_model
+from ..workspace import Hooks
+from . import _introspect, _small_model
 from ._host import ReportHost
 from ._turn import format_cost
+
+if TYPE_CHECKING:
+    from ._notebooks import UndoLog
+    from ._subagents import Subagents
+
+__all__ = ["BuiltinCommands", "BuiltinHost", "costs", "doctor", "prompt_show", "repo_map_show", "resume"]
 
 
 def costs(chat: Chat, selected_model: str | None) -> str:
@@ -148,3 +158,80 @@ def doctor(engine: ReportHost) -> str:
     else:
         lines += ["", "Saved chats: disabled (pureConfig)"]
     return redact("\n".join(lines))
+
+
+class BuiltinHost(ReportHost, ChatHost, Protocol):
+    """What the built-in commands read and change: the reports' view of the engine, the chats (``/resume``,
+    ``/fork``, ``/import``, ``/export``), the file index (``/repo-map-show``), the hooks, subagents and trust they
+    list, and the model selection (``/model``)."""
+
+    @property
+    def index(self) -> WorkspaceIndex | None: ...
+
+    @property
+    def hooks(self) -> Hooks: ...
+
+    @property
+    def subagents(self) -> Subagents: ...
+
+    @property
+    def undo_log(self) -> UndoLog:
+        """A fork copies no undo; a rollback of the chat reverts through these (the chats' RewindHost)."""
+        ...
+
+    def list_chats(self, params: ChatListParams | None = None) -> list[dict[str, Any]]:
+        """``chat/list``: the saved chats, newest first."""
+        ...
+
+    def select_model(self, model: str, chat_id: str | None = None) -> None: ...
+
+    def config_updated(self) -> ConfigUpdatedParams:
+        """``config/updated``, which every client's model picker follows."""
+        ...
+
+
+class BuiltinCommands:
+    """The built-in commands that answer from the engine's state, for the prompt pipeline."""
+
+    def __init__(self, engine: BuiltinHost) -> None:
+        self.engine = engine
+
+    def init_prompt(self) -> str:
+        """``/init``'s prompt: the model writes AGENTS.md (an approved change)."""
+        return init_prompt(self.engine)
+
+    async def run(self, chat: Chat, name: str, argument: str) -> str | None:
+        """The text ``/name argument`` shows in ``chat``; ``""`` when the command said all it had to (``/fork``
+        tells the original itself); None when ``name`` (lower-cased) is not one of these commands."""
+        engine = self.engine
+        if name == "doctor":
+            return doctor(engine)
+        if name == "costs":
+            return costs(chat, engine.selected_model)
+        if name == "prompt-show":
+            return prompt_show(engine, chat)
+        if name == "repo-map-show":
+            return repo_map_show(engine.index)
+        if name == "resume":
+            return resume(chat, argument, engine.list_chats(), engine.get_chat)
+        if name == "rules":
+            return _introspect.rules_show(engine.workspace_folders, engine.global_config_dir)
+        if name == "config":
+            return _introspect.config_show(engine)
+        if name == "context":
+            return _introspect.context_show(engine, chat)
+        if name == "hooks":
+            return engine.hooks.listing()
+        if name == "subagents":
+            return engine.subagents.listing(chat)
+        if name == "trust":
+            return await engine.trust.command(argument)
+        if name == "model":
+            return model_command(engine, chat, argument)
+        if name == "export":
+            return export_chat(engine, chat, argument)
+        if name == "import":
+            return import_chat(engine, chat, argument)
+        if name == "fork":  # (done: the original was already told "Chat forked to: …")
+            return fork_command(engine, chat) or ""
+        return None

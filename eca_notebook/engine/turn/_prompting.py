@@ -11,9 +11,9 @@ from __future__ import annotations
 import dataclasses
 import logging
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from ..._text import user_words
 from ...plugins import Plugin
@@ -28,22 +28,12 @@ from ...protocol import (
 )
 from ...providers.base import ImagePart, Message, Provider, ToolSpec, UserMessage
 from ...tools.skill import Skill
-from ..chats import (
-    COMPACT_PREFIX,
-    Chat,
-    export_chat,
-    fork_command,
-    import_chat,
-    init_prompt,
-    invalid_chat_id,
-    last_prompt_id,
-    model_command,
-    title_from,
-)
-from ..config import ModelInfo
+from ..chats import COMPACT_PREFIX, Chat, invalid_chat_id, last_prompt_id, title_from
+from ..config import LoadedConfig, ModelInfo
 from ..contexts import query_context, render_contexts
+from ..index import WorkspaceIndex
 from ..models import UnknownModel
-from ..workspace import engine_skills, list_skills, skill_prompt
+from ..workspace import WorkspaceTrust, engine_skills, list_skills, skill_prompt
 from ..workspace.commands import (
     BUILTINS,
     Command,
@@ -55,14 +45,20 @@ from ..workspace.commands import (
     render_template,
     to_wire,
 )
-from . import _builtins, _introspect, _small_model
+from . import _small_model
+from ._builtins import BuiltinCommands
+from ._host import TurnHost
 from ._notebooks import named_notebooks
 from ._toolcall import ToolCallRunner, llm_tool_name
 from ._turn import Turn
 from ._window import COMPACT_PROMPT as COMPACT_PROMPT
 
 if TYPE_CHECKING:
-    from ..engine import Engine
+    import httpx
+
+    from ...retrieval import CodeIndex
+
+__all__ = ["COMPACT_PROMPT", "PromptHost", "PromptPipeline"]
 
 log = logging.getLogger(__name__)
 
@@ -76,11 +72,55 @@ def _then(first: Callable[[], None] | None, then: Callable[[], None]) -> Callabl
     return both
 
 
-class PromptPipeline:
-    """Turns a ``chat/prompt`` into a running turn (or an immediate answer)."""
+class PromptHost(TurnHost, Protocol):
+    """What a prompt's path uses besides starting its turn: the agents a chat may select and the session's variant,
+    the trust (asked once; a new chat's default), the contexts' sources (folders, the HTTP client, the file and
+    content indexes, the plug-ins' contexts and commands), the user's commands and skills (the global config dir,
+    the config as loaded) and the clients (a warning when there is no model)."""
 
-    def __init__(self, engine: Engine) -> None:
+    def behaviors(self) -> list[str]:
+        """The agents a chat may select."""
+        ...
+
+    @property
+    def selected_variant(self) -> str | None:
+        """The session's variant, a new chat's."""
+        ...
+
+    @property
+    def trust(self) -> WorkspaceTrust: ...
+
+    @property
+    def workspace_folders(self) -> Sequence[Path]: ...
+
+    @property
+    def global_config_dir(self) -> Path: ...
+
+    @property
+    def loaded(self) -> LoadedConfig: ...
+
+    @property
+    def http(self) -> httpx.AsyncClient: ...
+
+    @property
+    def index(self) -> WorkspaceIndex | None: ...
+
+    @property
+    def code_index(self) -> CodeIndex | None: ...
+
+    @property
+    def plugins(self) -> Sequence[Plugin]: ...
+
+    def broadcast(self, method: str, params: dict[str, Any]) -> None: ...
+
+
+class PromptPipeline:
+    """Turns a ``chat/prompt`` into a running turn (or an immediate answer); the built-in commands' texts come from
+    ``builtins``."""
+
+    def __init__(self, engine: PromptHost, builtins: BuiltinCommands) -> None:
         self.engine = engine
+        self.builtins = builtins
 
     def _note(self, chat: Chat, text: str) -> None:
         self.engine.emit_content(chat, "system", TextContent(text=text))
@@ -139,7 +179,7 @@ class PromptPipeline:
             from_plugin = self._plugin_command(name) if custom is None and skill is None else None
             code_prompt = command_prompt(name, argument)  # /fix, /test, /explain, /refactor on the attached code
             if name.lower() == "init":  # the model writes AGENTS.md with write_file: an approved change
-                message = init_prompt(engine)
+                message = self.builtins.init_prompt()
             elif code_prompt is not None:
                 message = code_prompt
             elif custom is not None:
@@ -299,43 +339,14 @@ class PromptPipeline:
     # -- built-in commands ---------------------------------------------------------------------------------------
 
     async def _builtin(self, chat: Chat, name: str, argument: str) -> ChatPromptResult | None:
-        engine = self.engine
-        if name == "doctor":
-            return self.answer(chat, engine.doctor())
-        if name == "costs":
-            return self.answer(chat, _builtins.costs(chat, engine.selected_model))
-        if name == "prompt-show":
-            return self.answer(chat, _builtins.prompt_show(engine, chat))
-        if name == "repo-map-show":
-            return self.answer(chat, _builtins.repo_map_show(engine.index))
-        if name == "resume":
-            return self.answer(chat, _builtins.resume(chat, argument, engine.list_chats(), engine.get_chat))
         if name == "skills":
-            return self.answer(chat, list_skills(engine_skills(engine), self._shadowed_skills()))
-        if name == "rules":
-            return self.answer(chat, _introspect.rules_show(engine.workspace_folders, engine.global_config_dir))
-        if name == "config":
-            return self.answer(chat, _introspect.config_show(engine))
-        if name == "context":
-            return self.answer(chat, _introspect.context_show(engine, chat))
-        if name == "hooks":
-            return self.answer(chat, engine.hooks.listing())
-        if name == "subagents":
-            return self.answer(chat, engine.subagents.listing(chat))
-        if name == "trust":
-            return self.answer(chat, await engine.trust.command(argument))
+            return self.answer(chat, list_skills(engine_skills(self.engine), self._shadowed_skills()))
         if name == "compact":
             return await self._compact(chat, argument)
-        if name == "model":
-            return self.answer(chat, model_command(engine, chat, argument))
-        if name == "export":
-            return self.answer(chat, export_chat(engine, chat, argument))
-        if name == "import":
-            return self.answer(chat, import_chat(engine, chat, argument))
-        if name == "fork":  # (done: the original was already told "Chat forked to: …")
-            why = fork_command(engine, chat)
-            return self.answer(chat, why) if why is not None else self.finish(chat)
-        return None
+        text = await self.builtins.run(chat, name, argument)
+        if text is None:
+            return None
+        return self.answer(chat, text) if text else self.finish(chat)  # ("": /fork told the original itself)
 
     async def _compact(self, chat: Chat, instruction: str) -> ChatPromptResult:
         """``/compact``: the model summarises the chat; the summary replaces the history (saving context)."""
