@@ -154,6 +154,7 @@ from .errors import (
     SERVER_NOT_INITIALIZED,
     TIMEOUT,
     UNKNOWN_ERROR,
+    ErrorObject,
     RpcError,
 )
 from .general import (
@@ -335,6 +336,7 @@ __all__ = [
     "EditorGetReferencesResult",
     "EditorLocation",
     "EmptyParams",
+    "ErrorObject",
     "FileChangeDetails",
     "FileChangeHunk",
     "FileContext",

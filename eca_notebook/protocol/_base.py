@@ -54,7 +54,7 @@ class EcaModel(BaseModel):
 
     model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="allow")
 
-    def dump(self) -> dict[str, Any]:
+    def dump(self) -> JsonObject:
         """The wire form: camelCase keys, ``None`` fields omitted (the spec's ``field?``), JSON-safe values."""
         return self.model_dump(by_alias=True, exclude_none=True, mode="json")
 

@@ -11,7 +11,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field, model_validator
 
-from ._base import ChatId, EcaModel, NoneAsEmptyList
+from ._base import ChatId, EcaModel, JsonObject, NoneAsEmptyList
 from .content import ChatContent
 from .context import ChatContext
 
@@ -108,7 +108,7 @@ class ChatPromptResult(EcaModel):
     #: Why the prompt was refused (an invalid chat id, a busy chat, an unknown model, no model at all).
     message: str | None = None
 
-    def dump(self) -> dict[str, Any]:
+    def dump(self) -> JsonObject:
         """The wire form; ``model`` is always present (``null`` when no model is known, e.g. status ``login``)."""
         wire = super().dump()
         return {"chatId": wire.pop("chatId"), "model": wire.pop("model", None), **wire}
@@ -354,7 +354,7 @@ class ChatOpenSelection(EcaModel):
     variants: list[str]
     trust: bool
 
-    def dump(self) -> dict[str, Any]:
+    def dump(self) -> JsonObject:
         """The wire form: ``model`` and ``variant`` are written out even when null (null is the value)."""
         return {**super().dump(), "model": self.model, "variant": self.variant}
 

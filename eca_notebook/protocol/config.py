@@ -6,9 +6,7 @@ Every field is optional on purpose: per the spec a missing field means "unchange
 
 from __future__ import annotations
 
-from typing import Any
-
-from ._base import EcaModel
+from ._base import EcaModel, JsonObject
 
 __all__ = ["ConfigUpdatedChat", "ConfigUpdatedParams"]
 
@@ -43,9 +41,11 @@ class ConfigUpdatedParams(EcaModel):
     chat_id: str | None = None
     chat: ConfigUpdatedChat | None = None
 
-    def dump(self) -> dict[str, Any]:
+    def dump(self) -> JsonObject:
         """The wire form; ``selectVariant`` goes with ``variants`` even when null (null clears the selection)."""
         data = super().dump()
         if self.chat is not None and self.chat.variants is not None:
-            data.setdefault("chat", {})["selectVariant"] = self.chat.select_variant
+            chat = data.setdefault("chat", {})
+            if isinstance(chat, dict):  # (the dump of a ConfigUpdatedChat)
+                chat["selectVariant"] = self.chat.select_variant
         return data

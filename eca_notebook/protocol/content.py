@@ -20,7 +20,7 @@ from typing import Annotated, Any, Literal, NotRequired, TypedDict
 
 from pydantic import BaseModel, Discriminator, Field, Tag, model_validator
 
-from ._base import EcaModel, NoneAsEmptyList
+from ._base import EcaModel, JsonObject, NoneAsEmptyList
 
 __all__ = [
     "CONTENT_TYPES",
@@ -329,7 +329,7 @@ class ToolCallRunContent(EcaModel):
     id: str
     name: str
     server: str
-    arguments: dict[str, Any]
+    arguments: JsonObject
     manual_approval: bool
     summary: str | None = None
     details: ToolCallDetails | None = None
@@ -345,7 +345,7 @@ class ToolCallRunningContent(EcaModel):
     id: str
     name: str
     server: str
-    arguments: dict[str, Any]
+    arguments: JsonObject
     summary: str | None = None
     details: ToolCallDetails | None = None
     #: The engine's risk assessment of the call (see :class:`ToolCallRisk`); kept on every content of the call.
@@ -398,7 +398,7 @@ class ToolCallRejectedContent(EcaModel):
     id: str
     name: str
     server: str
-    arguments: dict[str, Any]
+    arguments: JsonObject
     #: ``"user-choice"`` (the user clicked reject) or ``"user-config"`` (a deny rule); the early revision sent
     #: ``"user"``.
     reason: str

@@ -8,9 +8,10 @@ agree without importing each other.
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, NotRequired, TypedDict
 
 from .._redact import redact
+from ._base import JsonValue
 
 __all__ = [
     "CONNECTION_LOST",
@@ -24,6 +25,7 @@ __all__ = [
     "SERVER_NOT_INITIALIZED",
     "TIMEOUT",
     "UNKNOWN_ERROR",
+    "ErrorObject",
     "RpcError",
 ]
 
@@ -44,6 +46,17 @@ CONNECTION_LOST = -32000
 #: (the ACP door answers its own timeouts with the ACP spec's -32001, ``eca_notebook.acp._schema.TIMEOUT``).
 TIMEOUT = -32003
 _DESCRIBE_LIMIT = 4000  # characters of a peer's error data quoted by RpcError.describe
+
+
+
+class ErrorObject(TypedDict):
+    """A JSON-RPC response's ``error`` member (JSON-RPC 2.0 §5.1)."""
+
+    code: int
+    message: str
+    #: What the peer adds: any JSON (a reason, a path, a retry delay).
+    data: NotRequired[JsonValue]
+
 
 _MESSAGES = {
     PARSE_ERROR: "Parse error",
@@ -79,9 +92,9 @@ class RpcError(Exception):
             text += f": {detail[:_DESCRIBE_LIMIT]}{'…' if len(detail) > _DESCRIBE_LIMIT else ''}"
         return redact(text)
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> ErrorObject:
         """The JSON-RPC ``error`` object (``code``, ``message``, ``data`` when set)."""
-        err: dict[str, Any] = {"code": self.code, "message": self.message}
+        err: ErrorObject = {"code": self.code, "message": self.message}
         if self.data is not None:
             err["data"] = self.data
         return err

@@ -10,7 +10,7 @@ from typing import Annotated, Any
 
 from pydantic import Field, field_validator
 
-from ._base import EcaModel, NoneAsEmptyList
+from ._base import EcaModel, JsonObject, NoneAsEmptyList
 from .question import ChatCapabilities
 
 __all__ = [
@@ -80,7 +80,7 @@ class InitializeParams(EcaModel):
     client_info: ClientInfo | None = None
     #: Arbitrary user config (``chatBehavior``, ``chatAgent: null``, provider settings…): the engine treats it as a
     #: config layer, so it is kept as a plain dict. May hold secrets — never log it.
-    initialization_options: dict[str, Any] | None = None
+    initialization_options: JsonObject | None = None
     capabilities: ClientCapabilities = Field(default_factory=ClientCapabilities)
     workspace_folders: Annotated[list[WorkspaceFolder], NoneAsEmptyList] = Field(default_factory=list)
     #: LSP-style single root some clients send instead of (or besides) ``workspaceFolders``.

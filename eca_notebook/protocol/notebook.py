@@ -16,11 +16,11 @@ foreign schema we pass through untouched; the engine summarises them for the mod
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Literal
 
 from pydantic import Field
 
-from ._base import ChatId, EcaModel
+from ._base import ChatId, EcaModel, JsonObject
 
 __all__ = [
     "CellType",
@@ -50,11 +50,11 @@ class NotebookCell(EcaModel):
     source: str
     execution_count: int | None = None
     #: nbformat v4 output objects (code cells only).
-    outputs: list[dict[str, Any]] | None = None
+    outputs: list[JsonObject] | None = None
     #: The cell's metadata (nbformat ``metadata``); the engine's provenance is under ``eca``.
-    metadata: dict[str, Any] | None = None
+    metadata: JsonObject | None = None
     #: nbformat ``attachments`` of a markdown or raw cell (pasted images), kept so an undone delete restores them.
-    attachments: dict[str, Any] | None = None
+    attachments: JsonObject | None = None
 
 
 class NotebookGetCellsParams(EcaModel):
@@ -94,10 +94,10 @@ class NotebookCellEdit(EcaModel):
     anchor_cell_id: str | None = None
     anchor: Literal["before", "after"] | None = None
     new_cell_id: str | None = None
-    outputs: list[dict[str, Any]] | None = None
+    outputs: list[JsonObject] | None = None
     execution_count: int | None = None
-    metadata: dict[str, Any] | None = None
-    attachments: dict[str, Any] | None = None
+    metadata: JsonObject | None = None
+    attachments: JsonObject | None = None
 
 
 class NotebookApplyEditParams(EcaModel):
@@ -136,7 +136,7 @@ class NotebookCellRun(EcaModel):
     index: int
     status: Literal["ok", "error", "timeout", "not-run"]
     execution_count: int | None = None
-    outputs: list[dict[str, Any]] = Field(default_factory=list)
+    outputs: list[JsonObject] = Field(default_factory=list)
 
 
 class NotebookRunCellsResult(EcaModel):

@@ -36,7 +36,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ValidationError
 
-from ._base import NoneAsEmptyList
+from ._base import JsonObject, NoneAsEmptyList
 from .content import (
     _CONTENT_MODELS,
     ContentModel,
@@ -127,7 +127,7 @@ def _item_model(annotation: Any) -> type[BaseModel] | None:
     return args[0] if args and isinstance(args[0], type) and issubclass(args[0], BaseModel) else None
 
 
-def _repaired(model: type[BaseModel], wire: Mapping[str, Any], exc: ValidationError) -> dict[str, Any]:
+def _repaired(model: type[BaseModel], wire: Mapping[str, Any], exc: ValidationError) -> JsonObject:
     data = dict(wire)
     by_alias = {field.alias or name: field for name, field in model.model_fields.items()}
     by_alias.update(model.model_fields)
@@ -176,7 +176,7 @@ def parse_content(content: Mapping[str, Any] | Content) -> Content:
     return _lenient(model, content)  # type: ignore[no-any-return]
 
 
-def _wire(model: BaseModel) -> dict[str, Any]:
+def _wire(model: BaseModel) -> JsonObject:
     """A parsed model back in its wire form, as it arrived (fields it did not carry are not added)."""
     out = model.model_dump(by_alias=True, exclude_unset=True, mode="json")
     kind = getattr(model, "type", None)
@@ -213,7 +213,7 @@ class ToolCallState:
     #: The arguments as streamed so far by ``toolCallPrepare``.
     arguments_text: str = ""
     #: The latest details, wire form (what views draw); :attr:`detail` is the same, typed.
-    details: dict[str, Any] | None = None
+    details: JsonObject | None = None
     manual_approval: bool = False
     output: str | None = None
     error: bool = False
@@ -225,7 +225,7 @@ class ToolCallState:
     #: The change was undone (``chat/toolCallUndo``); a card offers Undo while ``details.undoable`` and not this.
     undone: bool = False
     #: The engine's risk assessment (wire form ``{"level", "reason"}``), from the first content that carries it.
-    risk: dict[str, Any] | None = None
+    risk: JsonObject | None = None
     #: A subagent's call (shown nested in its parent's ``spawn_agent`` card): the subagent's chat, where it is
     #: approved; None: a call of the chat shown.
     chat_id: str | None = None
@@ -408,11 +408,11 @@ class TurnFold:
         self.title: str | None = None
         #: The last ``usage`` content, typed (:attr:`usage_content`: its wire form).
         self.last_usage: UsageContent | None = None
-        self.usage_content: dict[str, Any] | None = None
+        self.usage_content: JsonObject | None = None
         #: The chat's latest plan (a ``plan`` content): each one replaces the one before (:attr:`plan_content`: its
         #: wire form).
         self.plan: PlanContent | None = None
-        self.plan_content: dict[str, Any] | None = None
+        self.plan_content: JsonObject | None = None
         #: How many blocks there were when the latest plan arrived (tells which turn it belongs to).
         self.plan_at = -1
         #: A subagent's chat id → its fold, and the parent's ``spawn_agent`` call that runs it.
@@ -455,15 +455,14 @@ class TurnFold:
         if isinstance(content, dict):  # a streamed chunk, wire form: the hot path
             if role == "user":
                 return []
-            chunk: dict[str, Any] = content  # type: ignore[assignment]  # (any of the three TypedDicts)
-            kind = chunk.get("type")
-            if kind == "text":
+            chunk = content  # one of the three chunk TypedDicts (its keys read leniently: a peer's wire form)
+            if chunk["type"] == "text":
                 return self._text(role, chunk.get("text") or "")
-            if kind == "reasonText":
+            if chunk["type"] == "reasonText":
                 block = self._reasoning(chunk.get("id") or "")
                 block.append(chunk.get("text") or "")
                 return [block]
-            if kind == "toolCallPrepare":
+            if chunk["type"] == "toolCallPrepare":
                 return self._tool_content(chunk.get("id") or "", chunk.get("name") or "tool",
                                           chunk.get("server") or "eca", True, chunk)
             return []

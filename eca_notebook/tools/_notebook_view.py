@@ -144,7 +144,8 @@ def output_images(cells: Sequence[NotebookCell | NotebookCellRun]) -> tuple[list
     for cell in cells:
         number = 0
         for output in cell.outputs or []:
-            for mime, value in (output.get("data") or {}).items():
+            data = output.get("data") or {}
+            for mime, value in (data.items() if isinstance(data, dict) else ()):
                 if mime not in IMAGE_MEDIA_TYPES or not isinstance(value, (str, list)):
                     continue
                 number += 1

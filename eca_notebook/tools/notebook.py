@@ -244,14 +244,15 @@ def written_by_assistant(cell: NotebookCell, key: bytes | None) -> bool:
     """Whether *cell* is as a notebook tool of this engine (its *key*) wrote it: its ``metadata.eca`` signature
     checks out for the cell's id and current source. Without a key nothing is vouched for."""
     made = (cell.metadata or {}).get("eca")
-    if not key or not isinstance(made, dict) or not isinstance(made.get("sig"), str):
+    sig = made.get("sig") if isinstance(made, dict) else None
+    if not key or not isinstance(made, dict) or not isinstance(sig, str):
         return False
     record = {k: v for k, v in made.items() if k != "sig"}
     try:
         expected = _signature(key, cell.id, cell.source, record)
     except (TypeError, ValueError):  # a record that is not plain JSON: not ours
         return False
-    return hmac.compare_digest(made["sig"], expected)
+    return hmac.compare_digest(sig, expected)
 
 
 def _cell_diff(nb: _Notebook, ctx: ToolContext, old: str, new: str, cell: str, cell_id: str) -> dict[str, Any]:

@@ -166,7 +166,8 @@ class ToolCard:
         """Checkboxes for a pending change of two or more hunks; after the decision, which hunks were applied."""
         import ipywidgets as widgets
 
-        hunks = (self.state.details or {}).get("hunks") or []
+        listed = (self.state.details or {}).get("hunks")
+        hunks = [hunk for hunk in listed if isinstance(hunk, dict)] if isinstance(listed, list) else []
         if pending and len(hunks) > 1 and not self.hunk_boxes:
             for hunk in hunks:
                 box = widgets.Checkbox(value=True, indent=False, description=(
