@@ -2,8 +2,9 @@
 
 ``_registry`` resolves the configured providers into a ``ModelRegistry`` (provider instances, the default model,
 Ollama's discovered models); ``_preload`` warms the embedded model when the Jupyter server starts; ``_vision`` fits a
-request's images to what the chosen model accepts (or explains why it cannot take them). Config comes from
-``engine.config``; nothing here knows about chats or turns.
+request's images to what the chosen model accepts (or explains why it cannot take them); ``_choice``'s
+``ModelChoice`` is the view of the engine that picks a model outside a chat (the config, the registry, the selected
+model). Config comes from ``engine.config``; nothing here knows about chats or turns.
 """
 
 from __future__ import annotations

@@ -6,8 +6,11 @@ the chat within its context window.
 (``_approval``, with ``_risk`` rating a command's risk) and the tool itself; ``_toolbox`` decides which tools a chat is
 offered; ``_window`` measures the context and **compacts** a long chat; ``_subagents`` runs a spawned agent's chat;
 ``_small_model`` keeps the embedded model in its lane; ``_builtins`` and ``_introspect`` answer the built-in
-commands; ``_notebooks`` tracks the notebooks a turn touches (per-cell undo). Below it: ``chats``, ``workspace``,
-``contexts``, ``models``, ``config``.
+commands; ``_notebooks`` tracks the notebooks a turn touches (per-cell undo). None of them sees the engine: each
+receives a protocol named for its role, which the engine satisfies — ``_host``'s ``TurnHost`` (starting a turn in a
+chat), ``ReportHost`` (what the reports read) and ``Listener`` (a client), the toolbox's ``ToolboxHost``, the
+pipeline's ``PromptHost``, the built-in commands' ``BuiltinHost``, the subagents' ``SubagentsHost``. Below it:
+``chats``, ``workspace``, ``contexts``, ``models``, ``config``.
 """
 
 from __future__ import annotations
