@@ -46,6 +46,7 @@ import pydantic
 
 from .._logging import Throttle
 from .._tasks import BackgroundTasks
+from ..protocol import JsonObject
 from ..protocol.errors import (
     CONNECTION_LOST,
     INTERNAL_ERROR,
@@ -56,11 +57,11 @@ from ..protocol.errors import (
 )
 from ..transports import MessageStream
 from ._messages import Id as _Id
+from ._messages import Request, Response, to_json
 from ._messages import envelope_error as _envelope_error
 from ._messages import error_response as _error
 from ._messages import invalid_params as _invalid_params
 from ._messages import short as _short
-from ._messages import to_json
 from ._outbox import DEFAULT_MAX_QUEUED, DEFAULT_MAX_QUEUED_RESPONSES, DEFAULT_MERGE_BACKLOG, Merge, Outbox
 
 __all__ = ["CANCEL_METHOD", "Endpoint", "Handler", "to_json"]
@@ -173,7 +174,7 @@ class Endpoint:
         if self._closed:
             raise RpcError(CONNECTION_LOST, f"{self.name}: connection closed")
         id = next(self._ids)
-        message: dict[str, Any] = {"jsonrpc": "2.0", "id": id, "method": method}
+        message: Request = {"jsonrpc": "2.0", "id": id, "method": method}
         if params is not None:
             message["params"] = to_json(params)
         future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
@@ -221,14 +222,14 @@ class Endpoint:
         """Wait until every message queued so far has been written (or dropped by :meth:`close`)."""
         await self._outbox.drain()
 
-    async def _send_raw(self, message: dict[str, Any]) -> bool:
+    async def _send_raw(self, message: Request) -> bool:
         """Queue a message of ours as is; False when the connection is closed or broken."""
         if self._closed:
             log.debug("%s: write after close dropped", self.name)
             return False
         return await self._outbox.send_raw(message)
 
-    def _send_response(self, response: dict[str, Any] | list[dict[str, Any]]) -> None:
+    def _send_response(self, response: Response | list[Response]) -> None:
         if self._closed:
             log.debug("%s: write after close dropped", self.name)
             return
@@ -270,7 +271,7 @@ class Endpoint:
             log.debug("%s: end of stream", self.name)
             await self.close()
 
-    async def _dispatch(self, message: Any, batch: list[asyncio.Task[Any]] | None) -> dict[str, Any] | None:
+    async def _dispatch(self, message: Any, batch: list[asyncio.Task[Any]] | None) -> Response | None:
         """Handle one message. Returns a response to send right away (an error, or a built-in's result), or None.
 
         A request's handler runs in a task that sends its own response — or, inside a batch, is appended to *batch*
@@ -294,7 +295,7 @@ class Endpoint:
 
     def _on_request(
         self, id: _Id, method: str, params: Any, batch: list[asyncio.Task[Any]] | None
-    ) -> dict[str, Any] | None:
+    ) -> Response | None:
         try:
             if self._guard is not None:
                 self._guard(method)
@@ -324,14 +325,14 @@ class Endpoint:
             batch.append(task)
         return None
 
-    async def _execute(self, id: _Id, method: str, params: Any, handler: Handler, *, reply: bool) -> dict[str, Any]:
+    async def _execute(self, id: _Id, method: str, params: Any, handler: Handler, *, reply: bool) -> Response:
         """Run a handler in its own task; send its response (*reply*) or return it to a batch collector."""
         response = await self._call(id, method, params, handler)
         if reply:
             self._send_response(response)
         return response
 
-    async def _call(self, id: _Id, method: str, params: Any, handler: Handler) -> dict[str, Any]:
+    async def _call(self, id: _Id, method: str, params: Any, handler: Handler) -> Response:
         """Run a handler and build its response; never raises except when the endpoint is closing."""
         try:
             if self._params_parser is not None:
@@ -403,7 +404,7 @@ class Endpoint:
             return
         task.cancel()
 
-    def _on_response(self, message: dict[str, Any]) -> None:
+    def _on_response(self, message: JsonObject) -> None:
         id = message.get("id")
         future = self._pending.get(id) if isinstance(id, int) and not isinstance(id, bool) else None
         if future is None:
@@ -425,7 +426,7 @@ class Endpoint:
         if not messages:
             self._send_response(_error(None, RpcError(INVALID_REQUEST, "empty batch")))
             return
-        immediate: list[dict[str, Any]] = []
+        immediate: list[Response] = []
         tasks: list[asyncio.Task[Any]] = []
         for entry in messages:
             if isinstance(entry, list):
@@ -439,7 +440,7 @@ class Endpoint:
         elif immediate:
             self._send_response(immediate)
 
-    async def _collect_batch(self, immediate: list[dict[str, Any]], tasks: list[asyncio.Task[Any]]) -> None:
+    async def _collect_batch(self, immediate: list[Response], tasks: list[asyncio.Task[Response]]) -> None:
         responses = await asyncio.gather(*tasks)
         self._send_response([*immediate, *responses])
 

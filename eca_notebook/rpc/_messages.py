@@ -4,19 +4,38 @@ value, an error response, a failure's one-line text."""
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, Literal, NotRequired, TypedDict
 
 import pydantic
 from pydantic_core import to_jsonable_python
 
-from ..protocol.errors import INTERNAL_ERROR, INVALID_PARAMS, INVALID_REQUEST, RpcError
+from ..protocol import JsonValue
+from ..protocol.errors import INTERNAL_ERROR, INVALID_PARAMS, INVALID_REQUEST, ErrorObject, RpcError
 
-__all__ = ["Id", "envelope_error", "error_response", "invalid_params", "replace_unserializable", "short", "to_json",
-           "valid_id"]
+__all__ = ["Id", "Request", "Response", "envelope_error", "error_response", "invalid_params", "replace_unserializable",
+           "short", "to_json", "valid_id"]
 
 MAX_ERROR_TEXT = 200
 
 Id = int | str | None
+
+
+class Request(TypedDict):
+    """A request of ours as it goes on the wire; without ``id`` a notification."""
+
+    jsonrpc: Literal["2.0"]
+    id: NotRequired[int]
+    method: str
+    params: NotRequired[JsonValue]
+
+
+class Response(TypedDict):
+    """A response of ours as it goes on the wire: ``result`` or ``error``."""
+
+    jsonrpc: Literal["2.0"]
+    id: Id
+    result: NotRequired[JsonValue]
+    error: NotRequired[ErrorObject]
 
 
 _PLAIN = frozenset({str, int, float, bool, type(None)})
@@ -47,11 +66,11 @@ def valid_id(value: Any) -> bool:
     return value is None or isinstance(value, str) or (isinstance(value, int) and not isinstance(value, bool))
 
 
-def error_response(id: Id, error: RpcError) -> dict[str, Any]:
+def error_response(id: Id, error: RpcError) -> Response:
     return {"jsonrpc": "2.0", "id": id, "error": error.to_dict()}
 
 
-def envelope_error(message: Any) -> dict[str, Any] | None:
+def envelope_error(message: Any) -> Response | None:
     """The ``-32600`` answer to an incoming message that is not a well-formed request or notification, or None.
     (A response to one of ours — no ``method``, a ``result`` or ``error`` — is told apart before this.)"""
     if not isinstance(message, dict):
@@ -83,10 +102,10 @@ def invalid_params(exc: pydantic.ValidationError) -> RpcError:
     return RpcError(INVALID_PARAMS, f"Invalid params: {exc.error_count()} validation error(s)", errors)
 
 
-def replace_unserializable(response: dict[str, Any] | list[dict[str, Any]]) -> Any:
+def replace_unserializable(response: Response | list[Response]) -> Response | list[Response]:
     """Swap every response that cannot be encoded for an internal error carrying its id."""
 
-    def fix(item: dict[str, Any]) -> dict[str, Any]:
+    def fix(item: Response) -> Response:
         try:
             json.dumps(item, allow_nan=False)
             return item

@@ -43,7 +43,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ..transports import FrameWriter, MessageStream
-from ._messages import replace_unserializable, short, to_json
+from ._messages import Request, Response, replace_unserializable, short, to_json
 
 __all__ = ["DEFAULT_MAX_QUEUED", "DEFAULT_MAX_QUEUED_RESPONSES", "DEFAULT_MERGE_BACKLOG", "MAX_BATCH", "Merge",
            "Outbox"]
@@ -130,14 +130,14 @@ class Outbox:
         broken); TypeError/ValueError when it cannot be serialized."""
         return await self._send(_NOTE, method, params)
 
-    def respond(self, response: dict[str, Any] | list[dict[str, Any]]) -> None:
+    def respond(self, response: Response | list[Response]) -> None:
         """Queue a response (or a batch's); never waits. It counts towards :attr:`max_queued_responses`."""
         if self._put((_RESPONSE, None, response, None)):
             self._responses += 1
             if self._responses > self.max_queued_responses:
                 self._room.clear()
 
-    async def send_raw(self, message: dict[str, Any]) -> bool:
+    async def send_raw(self, message: Request) -> bool:
         """Queue a message to be written exactly as given (no ``outgoing`` rewrite) and wait until it was handed
         to the stream."""
         return await self._send(_RAW, None, message)
