@@ -23,6 +23,8 @@ import math
 import threading
 from typing import Any
 
+from ..protocol import JsonObject, JsonValue
+
 __all__ = ["LOOKBACK_BLOCKS", "MIN_CACHEABLE", "PromptCache", "anthropic_blocks", "openai_blocks"]
 
 MIN_CACHEABLE = 1024  # tokens: shorter prefixes are not cached (Anthropic's Sonnet minimum; OpenAI's)
@@ -41,28 +43,37 @@ def _plain(block: Any) -> Any:
     return block
 
 
-def anthropic_blocks(body: dict[str, Any]) -> list[tuple[str, bool]]:
+def _list(value: JsonValue) -> list[JsonValue]:
+    return value if isinstance(value, list) else []
+
+
+def _blocks(content: JsonValue) -> list[JsonValue]:
+    """A system prompt's or message's blocks (a text is one text block)."""
+    return [{"type": "text", "text": content}] if isinstance(content, str) else _list(content)
+
+
+def anthropic_blocks(body: JsonObject) -> list[tuple[str, bool]]:
     """A Messages request as (canonical JSON of each block, whether it carries a breakpoint), in cache order."""
     blocks: list[tuple[str, bool]] = []
-    for tool in body.get("tools") or []:
+    for tool in _list(body.get("tools")):
         blocks.append((json.dumps(_plain(tool), sort_keys=True), isinstance(tool, dict) and "cache_control" in tool))
-    system = body.get("system")
-    for block in ([{"type": "text", "text": system}] if isinstance(system, str) else system or []):
-        blocks.append((json.dumps(_plain(block), sort_keys=True), "cache_control" in block))
-    for message in body.get("messages") or []:
-        content = message.get("content")
-        for block in ([{"type": "text", "text": content}] if isinstance(content, str) else content or []):
+    for block in _blocks(body.get("system")):
+        blocks.append((json.dumps(_plain(block), sort_keys=True), isinstance(block, dict) and "cache_control" in block))
+    for message in _list(body.get("messages")):
+        if not isinstance(message, dict):
+            continue
+        for block in _blocks(message.get("content")):
             blocks.append((json.dumps([message.get("role"), _plain(block)], sort_keys=True),
                            isinstance(block, dict) and "cache_control" in block))
     return blocks
 
 
-def openai_blocks(body: dict[str, Any]) -> list[str]:
+def openai_blocks(body: JsonObject) -> list[str]:
     """A Responses or Chat Completions request as the canonical JSON of its parts, in prompt order."""
-    parts = [json.dumps(t, sort_keys=True) for t in body.get("tools") or []]
+    parts = [json.dumps(t, sort_keys=True) for t in _list(body.get("tools"))]
     if body.get("instructions"):
         parts.append(json.dumps(body["instructions"]))
-    parts += [json.dumps(item, sort_keys=True) for item in body.get("input") or body.get("messages") or []]
+    parts += [json.dumps(item, sort_keys=True) for item in _list(body.get("input") or body.get("messages"))]
     return parts
 
 
@@ -89,7 +100,7 @@ class PromptCache:
         self._anthropic: set[str] = set()
         self._openai: dict[str, set[str]] = {}
 
-    def bill_anthropic(self, body: dict[str, Any]) -> tuple[int, int, int]:
+    def bill_anthropic(self, body: JsonObject) -> tuple[int, int, int]:
         """(input tokens, cache-read tokens, cache-write tokens) of a Messages request, updating the cache."""
         blocks = anthropic_blocks(body)
         hashes, totals = _chain([b[0] for b in blocks])
@@ -111,7 +122,7 @@ class PromptCache:
                     self._anthropic.add(hashes[point])
         return totals[-1] - read - write, read, write
 
-    def bill_openai(self, body: dict[str, Any]) -> tuple[int, int]:
+    def bill_openai(self, body: JsonObject) -> tuple[int, int]:
         """(input tokens not cached, cached tokens) of a Responses / Chat Completions request, updating the cache."""
         hashes, totals = _chain(openai_blocks(body))
         if not hashes:

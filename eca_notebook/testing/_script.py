@@ -12,6 +12,8 @@ import time
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any, ClassVar
 
+from ..protocol import JsonObject, JsonValue
+
 
 @dataclass
 class Text:
@@ -116,14 +118,15 @@ STEP_TYPES: dict[str, type] = {
 }
 
 
-def step_to_json(step: Step) -> dict[str, Any]:
+def step_to_json(step: Step) -> JsonObject:
     return {"type": step.type, **asdict(step)}
 
 
-def step_from_json(data: dict[str, Any]) -> Step:
-    if not isinstance(data, dict) or data.get("type") not in STEP_TYPES:
+def step_from_json(data: JsonValue) -> Step:
+    kind = data.get("type") if isinstance(data, dict) else None
+    if not isinstance(data, dict) or not isinstance(kind, str) or kind not in STEP_TYPES:
         raise ValueError(f"not a script step: {data!r} (type must be one of {sorted(STEP_TYPES)})")
-    cls = STEP_TYPES[data["type"]]
+    cls = STEP_TYPES[kind]
     names = {f.name for f in fields(cls)}
     step: Step = cls(**{k: v for k, v in data.items() if k in names})
     return step
@@ -149,7 +152,7 @@ class Reply:
     def text(cls, text: str, chunks: int = 1) -> Reply:
         return cls([Text(piece) for piece in split_text(text, chunks)])
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JsonObject:
         return {"steps": [step_to_json(s) for s in self.steps], "stop_reason": self.stop_reason}
 
     @classmethod
@@ -177,5 +180,5 @@ class RecordedRequest:
     #: when the request arrived (``time.monotonic()`` of the server's process): tests of spacing (rate limits)
     at: float = field(default_factory=time.monotonic)
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JsonObject:
         return {"method": self.method, "path": self.path, "headers": self.headers, "body": self.body}

@@ -12,8 +12,9 @@ import time
 import uuid
 from collections.abc import Callable
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, TypedDict
 
+from ..protocol import JsonObject, JsonValue
 from ._script import Citation, Reasoning, Reply, Step, StreamError, Text, ToolCall, Usage, split_text
 
 _dumps = json.dumps
@@ -54,7 +55,7 @@ class Renderer:
     content_type = "text/event-stream"
 
     def __init__(self, reply: Reply, request: Any, server: Any) -> None:
-        self.request = request if isinstance(request, dict) else {}
+        self.request: JsonObject = request if isinstance(request, dict) else {}
         self.model = str(self.request.get("model") or "scripted-model")
         self.stop = reply.resolved_stop_reason()
         usage = [s for s in reply.steps if isinstance(s, Usage)]
@@ -78,11 +79,19 @@ class Renderer:
     def finish(self, out: Out) -> None: ...
 
     @staticmethod
-    def error_body(status: int, message: str, code: str | None = None) -> dict[str, Any]:
+    def error_body(status: int, message: str, code: str | None = None) -> JsonObject:
         kind = "invalid_request_error" if status < 500 else "server_error"
         if status == 429:
             kind = "rate_limit_exceeded"
         return {"error": {"message": message, "type": code or kind, "param": None, "code": code or kind}}
+
+
+class _OpenItem(TypedDict):
+    """The message or reasoning item a Responses stream is writing: the item, its output index, its text so far."""
+
+    item: JsonObject
+    index: int
+    parts: list[str]
 
 
 class ResponsesRenderer(Renderer):
@@ -92,12 +101,12 @@ class ResponsesRenderer(Renderer):
         super().__init__(*args)
         self.id = _rid("resp")
         self.seq = 0
-        self.output: list[dict[str, Any]] = []
-        self.block: dict[str, Any] | None = None  # the open message/reasoning item
+        self.output: list[JsonValue] = []  # the finished items (JSON objects)
+        self.block: _OpenItem | None = None  # the open message/reasoning item
         self.block_kind = ""
         self.reasoning_blocks = 0
 
-    def ev(self, out: Out, kind: str, payload: dict[str, Any]) -> None:
+    def ev(self, out: Out, kind: str, payload: JsonObject) -> None:
         out.add(f"event: {kind}\ndata: {_dumps({'type': kind, 'sequence_number': self.seq, **payload})}\n\n")
         self.seq += 1
 
@@ -105,8 +114,8 @@ class ResponsesRenderer(Renderer):
         fresh, cached = cache.bill_openai(self.request)
         return Usage(fresh, usage.output_tokens, cache_read_tokens=cached)
 
-    def response(self, status: str, usage: bool = False) -> dict[str, Any]:
-        resp: dict[str, Any] = {
+    def response(self, status: str, usage: bool = False) -> JsonObject:
+        resp: JsonObject = {
             "id": self.id,
             "object": "response",
             "created_at": self.created,
@@ -142,6 +151,7 @@ class ResponsesRenderer(Renderer):
             return
         self.close(out)
         index = len(self.output)
+        item: JsonObject
         if kind == "text":
             item = {"id": _rid("msg"), "type": "message", "status": "in_progress", "role": "assistant", "content": []}
             self.ev(out, "response.output_item.added", {"output_index": index, "item": item})
@@ -190,7 +200,7 @@ class ResponsesRenderer(Renderer):
             return
         item, index, text = self.block["item"], self.block["index"], "".join(self.block["parts"])
         if self.block_kind == "text":
-            part = {"type": "output_text", "annotations": [], "text": text}
+            part: JsonObject = {"type": "output_text", "annotations": [], "text": text}
             base = {"item_id": item["id"], "output_index": index, "content_index": 0}
             self.ev(out, "response.output_text.done", {**base, "text": text, "logprobs": []})
             self.ev(out, "response.content_part.done", {**base, "part": part})
@@ -224,7 +234,7 @@ class ResponsesRenderer(Renderer):
         elif isinstance(step, ToolCall):
             self.close(out)
             index = len(self.output)
-            item = {
+            item: JsonObject = {
                 "id": _rid("fc"),
                 "type": "function_call",
                 "status": "in_progress",
@@ -351,7 +361,7 @@ class AnthropicRenderer(Renderer):
         self.thinking_blocks = 0
 
     @staticmethod
-    def ev(out: Out, kind: str, payload: dict[str, Any]) -> None:
+    def ev(out: Out, kind: str, payload: JsonObject) -> None:
         out.add(f"event: {kind}\ndata: {_dumps({'type': kind, **payload})}\n\n")
 
     def billed(self, cache: Any, usage: Usage) -> Usage:
@@ -359,13 +369,13 @@ class AnthropicRenderer(Renderer):
         return Usage(fresh, usage.output_tokens, cache_read_tokens=read, cache_write_tokens=write)
 
     @classmethod
-    def error_body(cls, status: int, message: str, code: str | None = None) -> dict[str, Any]:
+    def error_body(cls, status: int, message: str, code: str | None = None) -> JsonObject:
         kind = code or cls._ERROR_TYPES.get(status, "api_error" if status >= 500 else "invalid_request_error")
         return {"type": "error", "error": {"type": kind, "message": message}}
 
     def start(self, out: Out) -> None:
         u = self.usage
-        message: dict[str, Any] = {
+        message: JsonObject = {
             "id": self.id,
             "type": "message",
             "role": "assistant",
@@ -383,7 +393,7 @@ class AnthropicRenderer(Renderer):
         self.ev(out, "message_start", {"message": message})
         self.ev(out, "ping", {})
 
-    def open(self, out: Out, kind: str, block: dict[str, Any]) -> None:
+    def open(self, out: Out, kind: str, block: JsonObject) -> None:
         self.close(out)
         self.index += 1
         self.block_kind = kind
@@ -399,7 +409,7 @@ class AnthropicRenderer(Renderer):
             return
         if self.block_kind == "thinking":
             self.thinking_blocks += 1
-            delta = {"type": "signature_delta", "signature": f"sig-{self.thinking_blocks}"}
+            delta: JsonObject = {"type": "signature_delta", "signature": f"sig-{self.thinking_blocks}"}
             self.ev(out, "content_block_delta", {"index": self.index, "delta": delta})
         self.ev(out, "content_block_stop", {"index": self.index})
         self.block_kind = ""
@@ -416,7 +426,7 @@ class AnthropicRenderer(Renderer):
         elif isinstance(step, ToolCall):
             self.open(out, "tool_use", {"type": "tool_use", "id": step.id, "name": step.name, "input": {}})
             for piece in ["", *split_text(step.arguments, step.chunks)]:
-                delta = {"type": "input_json_delta", "partial_json": piece}
+                delta: JsonObject = {"type": "input_json_delta", "partial_json": piece}
                 self.ev(out, "content_block_delta", {"index": self.index, "delta": delta})
             self.close(out)
 
@@ -426,7 +436,7 @@ class AnthropicRenderer(Renderer):
 
     def finish(self, out: Out) -> None:
         self.close(out)
-        delta = {"stop_reason": self._STOP.get(self.stop, self.stop), "stop_sequence": None}
+        delta: JsonObject = {"stop_reason": self._STOP.get(self.stop, self.stop), "stop_sequence": None}
         self.ev(out, "message_delta", {"delta": delta, "usage": {"output_tokens": self.usage.output_tokens}})
         self.ev(out, "message_stop", {})
 
@@ -445,7 +455,7 @@ class OllamaRenderer(Renderer):
         self.tool_index = 0
 
     @staticmethod
-    def error_body(status: int, message: str, code: str | None = None) -> dict[str, Any]:
+    def error_body(status: int, message: str, code: str | None = None) -> JsonObject:
         return {"error": message}
 
     def step(self, out: Out, step: Step) -> None:
@@ -497,7 +507,7 @@ class CompletionsRenderer(Renderer):
         self.id = _rid("cmpl")
         self.parts: list[str] = []
 
-    def _object(self, text: str, finish: str | None) -> dict[str, Any]:
+    def _object(self, text: str, finish: str | None) -> JsonObject:
         return {"id": self.id, "object": "text_completion", "created": self.created, "model": self.model,
                 "choices": [{"index": 0, "text": text, "logprobs": None, "finish_reason": finish}]}
 
@@ -539,7 +549,7 @@ class OllamaGenerateRenderer(Renderer):
         self.parts: list[str] = []
 
     @staticmethod
-    def error_body(status: int, message: str, code: str | None = None) -> dict[str, Any]:
+    def error_body(status: int, message: str, code: str | None = None) -> JsonObject:
         return {"error": message}
 
     def step(self, out: Out, step: Step) -> None:
