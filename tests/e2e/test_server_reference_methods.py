@@ -1,5 +1,9 @@
-"""The reference server's newer methods over a real ``eca-notebook server`` (issue 34): ``chat/queryFiles``,
-``chat/clear``, ``chat/history`` paging and ``chat/open``'s window, with the params eca-emacs sends."""
+"""The reference server's newer methods over a real ``eca-notebook server`` (issue 34), as its docs/protocol.md
+(editor-code-assistant/eca at 09e864f, Aug 2026) shapes them: ``chat/queryFiles``, ``chat/clear``, ``chat/history``
+paging, ``chat/open`` (its window, ``selection`` and scoped ``config/updated``), ``chat/queryCommands``' command
+types (``mcpPrompt``, ``customPrompt``), the ``url`` content. The rest of that list is driven beside its feature:
+the ``text`` context (test_server_commands.py), ``workspace/didChangeWorkspaceFolders``
+(test_server_workspace_folders.py), the ``shellCommand`` approval details (test_server_tools.py)."""
 
 from __future__ import annotations
 
