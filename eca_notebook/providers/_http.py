@@ -167,6 +167,16 @@ class HttpProvider:
         """Yield events from a 2xx response; raise :class:`ProviderError` for in-stream errors and truncation."""
         raise NotImplementedError
 
+    async def parse_batches(self, response: httpx.Response) -> AsyncIterator[list[StreamEvent]]:
+        """:meth:`parse` a network read at a time: the events each read completes, in order. A provider whose
+        stream carries thousands of chunks decodes them so (see :meth:`stream_batches`); by default, one event each."""
+        events = self.parse(response)
+        try:
+            async for event in events:
+                yield [event]
+        finally:
+            await events.aclose()  # type: ignore[attr-defined]  # parse() is an async generator
+
     # -- the request ---------------------------------------------------------------------------------------------
 
     def request_body(self, request: ProviderRequest) -> dict[str, Any]:
@@ -185,6 +195,17 @@ class HttpProvider:
         return headers
 
     async def stream(self, request: ProviderRequest) -> AsyncIterator[StreamEvent]:
+        batches = self.stream_batches(request)
+        try:
+            async for batch in batches:
+                for event in batch:
+                    yield event
+        finally:
+            await batches.aclose()  # type: ignore[attr-defined]  # stream_batches() is an async generator
+
+    async def stream_batches(self, request: ProviderRequest) -> AsyncIterator[list[StreamEvent]]:
+        """:meth:`stream`, the events of each network read in one list: the engine's turn reads a reply so, one
+        step of the async-generator chain per read instead of one per chunk (the streaming hot path)."""
         body = self.request_body(request)
         headers = self.request_headers(request)
         max_retries = max(0, self.settings.max_retries)
@@ -199,16 +220,16 @@ class HttpProvider:
                         if delay is None:
                             raise error
                     else:
-                        events = self.parse(response)
+                        batches = self.parse_batches(response)
                         try:
-                            async for event in events:
-                                yield event
+                            async for batch in batches:
+                                yield batch
                         except httpx.ReadTimeout:
                             raise self._idle_timeout() from None
                         except (httpx.RemoteProtocolError, httpx.ReadError) as exc:
                             raise self.ended_unexpectedly(type(exc).__name__) from None
                         finally:
-                            await events.aclose()  # type: ignore[attr-defined]  # parse() is an async generator
+                            await batches.aclose()  # type: ignore[attr-defined]  # an async generator
                         return
             except (httpx.ConnectError, httpx.ConnectTimeout) as exc:
                 error = self._connect_error(exc)

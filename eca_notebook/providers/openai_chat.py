@@ -129,6 +129,16 @@ class OpenAIChatProvider(HttpProvider):
         return "max_completion_tokens" if openai_host else "max_tokens"
 
     async def parse(self, response: httpx.Response) -> AsyncIterator[StreamEvent]:
+        batches = self.parse_batches(response)
+        try:
+            async for batch in batches:
+                for event in batch:
+                    yield event
+        finally:
+            await batches.aclose()  # type: ignore[attr-defined]  # an async generator
+
+    async def parse_batches(self, response: httpx.Response) -> AsyncIterator[list[StreamEvent]]:
+        """The events of each network read together (the hot path: thousands of chunks, a few reads)."""
         splitter = ThinkTagSplitter(self.settings.think_tag_start, self.settings.think_tag_end)
         reasoning = ReasoningBlocks()
         calls: dict[Any, _Call] = {}
@@ -137,69 +147,69 @@ class OpenAIChatProvider(HttpProvider):
         done = False
 
         async for batch in sse_batches(response.aiter_text()):
-            for sse in batch:
-                data = sse.data
-                if data == "[DONE]" or data.strip() == "[DONE]":
-                    done = True
-                    break
-                chunk = parse_json(data)
-                if not isinstance(chunk, dict):
-                    continue
-                if chunk.get("error"):
-                    raise self._chunk_error(chunk["error"])
-                if isinstance(chunk.get("usage"), dict):
-                    usage = chunk["usage"]
-                for choice in chunk.get("choices") or ():
-                    if not isinstance(choice, dict) or choice.get("index", 0) != 0:
+            out: list[StreamEvent] = []
+            try:
+                for sse in batch:
+                    data = sse.data
+                    if data == "[DONE]" or data.strip() == "[DONE]":
+                        done = True
+                        break
+                    chunk = parse_json(data)
+                    if not isinstance(chunk, dict):
                         continue
-                    delta = choice.get("delta") or {}
-                    thought = delta.get("reasoning_content") or delta.get("reasoning")
-                    if isinstance(thought, str) and thought:
-                        for event in reasoning.delta(thought):
-                            yield event
-                    content = delta.get("content")
-                    if isinstance(content, str) and content:
-                        for kind, piece in splitter.feed(content):
-                            if kind == "reasoning":
-                                for event in reasoning.delta(piece):
-                                    yield event
-                            else:
-                                if reasoning.current is not None:
-                                    for event in reasoning.close():
-                                        yield event
-                                yield TextDelta(piece)
-                    for position, tc in enumerate(delta.get("tool_calls") or ()):
-                        for event in reasoning.close():
-                            yield event
-                        for event in self._tool_delta(calls, position, tc):
-                            yield event
-                    if choice.get("finish_reason"):
-                        finish_reason = choice["finish_reason"]
-                        for event in self._finish_calls(calls):
-                            yield event
+                    if chunk.get("error"):
+                        raise self._chunk_error(chunk["error"])
+                    if isinstance(chunk.get("usage"), dict):
+                        usage = chunk["usage"]
+                    for choice in chunk.get("choices") or ():
+                        if not isinstance(choice, dict) or choice.get("index", 0) != 0:
+                            continue
+                        delta = choice.get("delta") or {}
+                        thought = delta.get("reasoning_content") or delta.get("reasoning")
+                        if isinstance(thought, str) and thought:
+                            out += reasoning.delta(thought)
+                        content = delta.get("content")
+                        if isinstance(content, str) and content:
+                            for kind, piece in splitter.feed(content):
+                                if kind == "reasoning":
+                                    out += reasoning.delta(piece)
+                                else:
+                                    if reasoning.current is not None:
+                                        out += reasoning.close()
+                                    out.append(TextDelta(piece))
+                        for position, tc in enumerate(delta.get("tool_calls") or ()):
+                            out += reasoning.close()
+                            out += self._tool_delta(calls, position, tc)
+                        if choice.get("finish_reason"):
+                            finish_reason = choice["finish_reason"]
+                            out += self._finish_calls(calls)
+            except Exception:
+                if out:  # what came before the error in this read is shown first, as it arrived
+                    yield out
+                raise
+            if out:
+                yield out
             if done:
                 break
 
         if not done and finish_reason is None:
             raise self.ended_unexpectedly()
+        out = []
         for kind, piece in splitter.flush():
             if kind == "reasoning":
-                for event in reasoning.delta(piece):
-                    yield event
+                out += reasoning.delta(piece)
             else:
-                for event in reasoning.close():
-                    yield event
-                yield TextDelta(piece)
-        for event in reasoning.close():
-            yield event
-        for event in self._finish_calls(calls):
-            yield event
+                out += reasoning.close()
+                out.append(TextDelta(piece))
+        out += reasoning.close()
+        out += self._finish_calls(calls)
         if usage is not None and any(isinstance(usage.get(k), int) for k in ("prompt_tokens", "completion_tokens")):
-            yield _usage(usage)
+            out.append(_usage(usage))
         stop = _FINISH.get(finish_reason or "", "other" if finish_reason else "end_turn")
         if calls and stop == "end_turn":
             stop = "tool_calls"  # some servers say "stop" even when they called tools
-        yield Finished(stop, reason=finish_reason if isinstance(finish_reason, str) else None)
+        out.append(Finished(stop, reason=finish_reason if isinstance(finish_reason, str) else None))
+        yield out
 
     def _tool_delta(self, calls: dict[Any, _Call], position: int, tc: Any) -> list[StreamEvent]:
         if not isinstance(tc, dict):

@@ -145,8 +145,42 @@ class _Observed:
                     self.finished = event
                 yield event
 
+    def batches(self, request: ProviderRequest) -> AsyncIterator[list[StreamEvent]]:
+        """:meth:`stream` a network read at a time, where the provider reads so (``stream_batches``): the turn's
+        loop takes a reply's thousands of chunks with one step of the generator chain per read, not per chunk."""
+        self.finished = None
+        return self._batches(request)
+
+    async def _batches(self, request: ProviderRequest) -> AsyncIterator[list[StreamEvent]]:
+        if self.images is not None:
+            request = await self.images(request)
+        by_read = getattr(self.inner, "stream_batches", None)
+        batches = by_read(request) if by_read is not None else _one_by_one(self.inner.stream(request))
+        async with aclosing(cast(Any, batches)):
+            async for batch in batches:
+                kept: list[StreamEvent] = []
+                for event in batch:
+                    if type(event) is TextDelta:  # nearly every event: nothing to check
+                        kept.append(event)
+                        continue
+                    if isinstance(event, Usage) and not (event.input_tokens or event.output_tokens
+                                                         or event.cache_read_tokens or event.cache_write_tokens):
+                        continue
+                    if isinstance(event, Finished):
+                        self.finished = event
+                    kept.append(event)
+                if kept:
+                    yield kept
+
     async def aclose(self) -> None:
         await self.inner.aclose()
+
+
+async def _one_by_one(events: AsyncIterator[StreamEvent]) -> AsyncIterator[list[StreamEvent]]:
+    """A provider's stream as batches of one event (a provider without ``stream_batches``)."""
+    async with aclosing(cast(Any, events)) if hasattr(events, "aclose") else nullcontext(events):
+        async for event in events:
+            yield [event]
 
 
 class Turn:
@@ -470,63 +504,68 @@ class Turn:
         usage_seen = False
         guard = RepetitionGuard() if self.stop_loops else None
 
-        stream = self.provider.stream(request)
-        closing = (contextlib.aclosing(cast(Any, stream)) if hasattr(stream, "aclose")
-                   else contextlib.nullcontext(stream))
-        async with closing:
-            async for event in stream:
-                if not generating:
-                    generating = True
-                    self.progress("running", "Generating")
-                if isinstance(event, TextDelta):
-                    if event.text:
-                        self._text_parts.append(event.text)
-                        chunk: TextChunk = {"type": "text", "text": event.text}
-                        self._assistant_content(chunk)
-                        if guard is not None and guard.feed(event.text):
-                            self._cut_repetition(guard)
-                            break
-                elif isinstance(event, UrlCitation):
-                    self._cite(event)
-                elif isinstance(event, ReasoningStarted):
-                    reasoning_started[event.id] = time.monotonic()
-                    reasoning_text[event.id] = []
-                    self._assistant_content(ReasonStartedContent(id=event.id))
-                elif isinstance(event, ReasoningDelta):
-                    reasoning_text.setdefault(event.id, []).append(event.text)
-                    reason_chunk: ReasonTextChunk = {"type": "reasonText", "id": event.id, "text": event.text}
-                    self._assistant_content(reason_chunk)
-                elif isinstance(event, ReasoningFinished):
-                    started = reasoning_started.pop(event.id, time.monotonic())
-                    self._assistant.reasoning.append(
-                        Reasoning(
-                            text="".join(reasoning_text.pop(event.id, [])),
-                            signature=event.signature,
-                            encrypted=event.encrypted,
-                            id=event.id,
+        batches = self.provider.batches(request)  # the events of each network read together (the hot path)
+        ended = False
+        async with contextlib.aclosing(cast(Any, batches)):
+            async for batch in batches:
+                for event in batch:
+                    if not generating:
+                        generating = True
+                        self.progress("running", "Generating")
+                    if isinstance(event, TextDelta):
+                        if event.text:
+                            self._text_parts.append(event.text)
+                            chunk: TextChunk = {"type": "text", "text": event.text}
+                            self._assistant_content(chunk)
+                            if guard is not None and guard.feed(event.text):
+                                self._cut_repetition(guard)
+                                ended = True
+                                break
+                    elif isinstance(event, UrlCitation):
+                        self._cite(event)
+                    elif isinstance(event, ReasoningStarted):
+                        reasoning_started[event.id] = time.monotonic()
+                        reasoning_text[event.id] = []
+                        self._assistant_content(ReasonStartedContent(id=event.id))
+                    elif isinstance(event, ReasoningDelta):
+                        reasoning_text.setdefault(event.id, []).append(event.text)
+                        reason_chunk: ReasonTextChunk = {"type": "reasonText", "id": event.id, "text": event.text}
+                        self._assistant_content(reason_chunk)
+                    elif isinstance(event, ReasoningFinished):
+                        started = reasoning_started.pop(event.id, time.monotonic())
+                        self._assistant.reasoning.append(
+                            Reasoning(
+                                text="".join(reasoning_text.pop(event.id, [])),
+                                signature=event.signature,
+                                encrypted=event.encrypted,
+                                id=event.id,
+                            )
                         )
-                    )
-                    elapsed = int((time.monotonic() - started) * 1000)
-                    self._assistant_content(ReasonFinishedContent(id=event.id, total_time_ms=elapsed))
-                elif isinstance(event, ToolCallStarted):
-                    tool_names[event.id] = event.name
-                elif isinstance(event, ToolCallDelta):
-                    if tool_names.get(event.id):
-                        self._tool_call(event.id, tool_names[event.id]).prepare(event.arguments_delta)
-                    else:
-                        unnamed.setdefault(event.id, []).append(event.arguments_delta)
-                elif isinstance(event, ToolCallFinished):
-                    held = unnamed.pop(event.id, None)
-                    if held:
-                        self._tool_call(event.id, event.name).prepare("".join(held))
-                    self._assistant.tool_calls.append(ToolCall(event.id, event.name, event.arguments))
-                elif isinstance(event, Usage):
-                    usage_seen = True
-                    self._add_usage(event)
-                    self.context.window.measured(  # calibrates the next requests' estimates
-                        self._sent_estimate, event.input_tokens + event.cache_read_tokens + event.cache_write_tokens)
-                elif isinstance(event, Finished):
-                    self.chat.last_stop_reason = event.stop_reason
+                        elapsed = int((time.monotonic() - started) * 1000)
+                        self._assistant_content(ReasonFinishedContent(id=event.id, total_time_ms=elapsed))
+                    elif isinstance(event, ToolCallStarted):
+                        tool_names[event.id] = event.name
+                    elif isinstance(event, ToolCallDelta):
+                        if tool_names.get(event.id):
+                            self._tool_call(event.id, tool_names[event.id]).prepare(event.arguments_delta)
+                        else:
+                            unnamed.setdefault(event.id, []).append(event.arguments_delta)
+                    elif isinstance(event, ToolCallFinished):
+                        held = unnamed.pop(event.id, None)
+                        if held:
+                            self._tool_call(event.id, event.name).prepare("".join(held))
+                        self._assistant.tool_calls.append(ToolCall(event.id, event.name, event.arguments))
+                    elif isinstance(event, Usage):
+                        usage_seen = True
+                        self._add_usage(event)
+                        self.context.window.measured(  # calibrates the next requests' estimates
+                            self._sent_estimate,
+                            event.input_tokens + event.cache_read_tokens + event.cache_write_tokens)
+                    elif isinstance(event, Finished):
+                        self.chat.last_stop_reason = event.stop_reason
+                        ended = True
+                        break
+                if ended:
                     break
 
         self._join_text()
