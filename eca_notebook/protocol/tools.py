@@ -40,6 +40,9 @@ class ServerTool(EcaModel):
     #: The tool's JSON Schema for its arguments.
     parameters: dict[str, Any] = Field(default_factory=dict)
     disabled: bool | None = None
+    #: Ours: a tool the user declared in config (``customTools``: a command line) among the native ones, so a client
+    #: can list them apart; other clients ignore it.
+    custom: bool | None = None
 
 
 class NativeServerUpdatedParams(EcaModel):

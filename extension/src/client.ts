@@ -155,6 +155,9 @@ export class EcaClient {
   serverProgress: string | null = null;
   /** MCP servers by name, as their last `tool/serverUpdated` described them (status, tools). */
   readonly mcpServers = new Map<string, McpServerInfo>();
+  /** The config's custom tools (`customTools`), from the native `tool/serverUpdated`: name, description, and
+   * `disabled` when the selected agent is not offered one. */
+  customTools: Array<{ name: string; description: string; disabled?: boolean }> = [];
   /** How many times `initialize` succeeded (reconnects count). */
   handshakes = 0;
   /** The model's questions (`chat/askQuestion`) waiting for an answer in the panel, per chat. */
@@ -359,6 +362,11 @@ export class EcaClient {
     t.onNotification('tool/serverUpdated', (params: any) => {
       if (params?.type === 'mcp' && typeof params.name === 'string') {
         this.mcpServers.set(params.name, params);
+        this.store.changed();
+      } else if (params?.type === 'native' && Array.isArray(params.tools)) {
+        this.customTools = params.tools
+          .filter((t: any) => t && t.custom === true && typeof t.name === 'string')
+          .map((t: any) => ({ name: t.name, description: String(t.description ?? ''), disabled: t.disabled === true }));
         this.store.changed();
       }
     });

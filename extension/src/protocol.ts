@@ -1017,6 +1017,7 @@ export interface ServerTool {
   description: string;
   parameters?: { [key: string]: unknown };
   disabled?: boolean;
+  custom?: boolean;
 }
 
 /** One command of a shell call (the reference's ``ShellCommandBreakdown``): ``git`` with ``["status", "-s"]``. */

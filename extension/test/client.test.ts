@@ -590,3 +590,26 @@ test('a message queued while the connection was down goes out once the chat is f
     ['next']
   );
 });
+
+test('the native tool/serverUpdated gives the custom tools (customTools), not the built-in ones', async () => {
+  const { server, client } = setup();
+  await connect(server, client);
+  server.notify('tool/serverUpdated', {
+    type: 'native',
+    name: 'ECA',
+    status: 'running',
+    tools: [
+      { name: 'read_file', description: 'Read a file.', parameters: {} },
+      { name: 'web-search', description: 'Fetches a URL.', parameters: {}, custom: true },
+      { name: 'lint', description: 'Lints.', parameters: {}, custom: true, disabled: true }
+    ]
+  });
+  await tick(5);
+  assert.deepEqual(client.customTools, [
+    { name: 'web-search', description: 'Fetches a URL.', disabled: false },
+    { name: 'lint', description: 'Lints.', disabled: true }
+  ]);
+  server.notify('tool/serverUpdated', { type: 'mcp', name: 'fs', status: 'running', tools: [] });
+  await tick(5);
+  assert.equal(client.customTools.length, 2); // an MCP server's update leaves them as they are
+});

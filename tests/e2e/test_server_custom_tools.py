@@ -59,6 +59,7 @@ async def test_the_reference_example_from_the_global_config(spawn: Any, llm: Scr
     [tool] = [t for t in native["tools"] if t["name"] == "file-search"]
     assert tool["description"] == "Finds files by name below a directory."
     assert tool["parameters"]["required"] == ["directory", "pattern"] and not tool.get("disabled")
+    assert tool["custom"] is True and all("custom" not in t for t in native["tools"] if t["name"] != "file-search")
 
     chat_id = await prompt(eca, "where is the clojure code?", model="openai/gpt-4.1")
     run = await wait_tool_run(eca)

@@ -84,7 +84,8 @@ async def test_a_workspace_custom_tool_waits_for_trust_then_asks_runs_and_answer
 
         trusted = await eca.prompt("/trust", chat_id=held.chat_id)
         assert "Custom tools offered: shout." in "\n".join(trusted.system)
-        assert "shout" in [t.name for t in engine.native_tools().tools]  # tool/serverUpdated lists it now
+        listed = {t.name: t for t in engine.native_tools().tools}  # tool/serverUpdated lists it now, marked custom
+        assert listed["shout"].custom is True and listed["read_file"].custom is None
 
         result = await eca.prompt("shout hello world", chat_id=held.chat_id)
         assert "eca__shout" in offered(llm.requests[1])

@@ -1,9 +1,10 @@
-"""The engine's toolbox: which tools exist, which a behavior offers, the plug-ins that add more, the approvals the
-user answers, and the system prompts that tell the model about them.
+"""The engine's toolbox: which tools exist, which a behavior offers, the plug-ins that add more, and the system
+prompts that tell the model about them.
 
 Split from the engine so a prompt's path reads in one place (``_prompting.py``) while "what may the model use, and
 what is it told" reads here. The toolbox holds no state of its own: tools, plug-ins and approvals stay on the
-:class:`~eca_notebook.engine.Engine` (doors and plug-ins read them there).
+:class:`~eca_notebook.engine.Engine` (doors and plug-ins read them there), which it sees as a :class:`ToolboxHost`.
+Answering an approval is ``_toolcall.answer_approval``, undoing a call ``_notebooks.revert_tool_call``.
 """
 
 from __future__ import annotations
@@ -18,22 +19,18 @@ from ...plugins import Plugin, PluginHost
 from ...protocol import (
     ChatAskQuestionParams,
     ChatAskQuestionResult,
-    ChatToolCallUndoResult,
     EditorGetDefinitionParams,
     EditorGetDefinitionResult,
     EditorGetReferencesParams,
     EditorGetReferencesResult,
     NativeServerUpdatedParams,
     ServerTool,
-    TextContent,
 )
 from ...protocol.errors import RpcError
-from ...providers.base import ToolResultMessage
 from ...tools.base import Tool, ToolContext, llm_name, tool_server
 from ...tools.custom import CONFIG_KEY as CUSTOM_TOOLS_KEY
 from ...tools.custom import CustomTool, custom_tools
 from ...tools.skill import SkillTool
-from ..chats import Chat
 from ..config import Config, LoadedConfig, ModelInfo
 from ..workspace import (
     Agents,
@@ -52,19 +49,16 @@ from ..workspace.commands import BUILTINS
 from . import _small_model
 from ._approval import hidden_tools, selector_matches
 from ._notebooks import listener_notebooks
-from ._toolcall import NATIVE_SERVER, Answer
+from ._toolcall import NATIVE_SERVER
 
 if TYPE_CHECKING:
     from ..._tasks import BackgroundTasks
-    from ...protocol import WireContent
     from ...retrieval import CodeIndex
     from ...tools.base import FileAccess
     from ...tools.jobs import JobRegistry
     from ...tools.notebook import CellRunner, NotebookAccess
-    from ._host import ChatRunner, Listener
-    from ._notebooks import UndoLog
+    from ._host import Listener
     from ._subagents import Subagents
-    from ._toolcall import PendingApproval
 
 log = logging.getLogger(__name__)
 
@@ -144,21 +138,9 @@ class ToolboxHost(PluginHost, Protocol):
     @property
     def global_config_dir(self) -> Path: ...
 
-    # approvals and undo: the waiting calls, the undo log, and the chat a call's undo is told in
-    @property
-    def pending_approvals(self) -> Mapping[tuple[str, str], PendingApproval]: ...
-    @property
-    def undo_log(self) -> UndoLog: ...
-    @property
-    def chats(self) -> Mapping[str, Chat]: ...
-    @property
-    def chat_book(self) -> ChatRunner: ...
-
-    def emit_content(self, chat: Chat, role: str, content: WireContent) -> None: ...
-
 
 class Toolbox:
-    """Tools, plug-ins, approvals and system prompts of one engine."""
+    """Tools, plug-ins and system prompts of one engine."""
 
     def __init__(self, engine: ToolboxHost) -> None:
         self.engine = engine
@@ -220,7 +202,7 @@ class Toolbox:
         offered = self.offered_tools(self.engine.selected_behavior)
         tools = [
             ServerTool(name=tool.name, description=tool.description, parameters=tool.parameters,
-                       disabled=None if key in offered else True)
+                       disabled=None if key in offered else True, custom=True if isinstance(tool, CustomTool) else None)
             for key, tool in self.all_tools().items() if tool_server(tool) == NATIVE_SERVER
         ]
         return NativeServerUpdatedParams(type="native", name="ECA", status="running", tools=tools)
@@ -350,45 +332,6 @@ class Toolbox:
         native list again (plug-in tools with ``server = "eca"``, e.g. the kernel's, are listed there)."""
         if self.engine.started:
             self.engine.broadcast("tool/serverUpdated", self.native_tools().dump())
-
-    # -- approvals -----------------------------------------------------------------------------------------------
-
-    def answer_approval(self, chat_id: str, call_id: str, answer: Answer) -> bool:
-        """Resolve a waiting call; an unknown or already answered id is ignored (logged), never an error."""
-        pending = self.engine.pending_approvals.get((chat_id, call_id))
-        if pending is None or pending.future.done():
-            log.info("%s for unknown tool call %s in chat %s ignored", "approval" if answer.approved else "rejection",
-                     call_id, chat_id)
-            return False
-        pending.future.set_result(answer)
-        return True
-
-    async def undo_tool_call(self, chat_id: str, call_id: str) -> ChatToolCallUndoResult:
-        """Revert what a finished call changed. The model is told in the call's result, so its next turn does not
-        build on a change that is gone; a refusal (the cell changed since) keeps the undo for a retry."""
-        engine = self.engine
-        undo = engine.undo_log.pop(chat_id, call_id)
-        if undo is None:
-            return ChatToolCallUndoResult(undone=False, message="Nothing to undo for this tool call: it was undone "
-                                                                "already, or changed nothing that can be undone.")
-        try:
-            message = await undo()
-        except (ValueError, OSError) as exc:
-            engine.undo_log.put_back(chat_id, call_id, undo)
-            return ChatToolCallUndoResult(undone=False, message=f"Could not undo: {exc}")
-        chat = engine.chats.get(chat_id)
-        if chat is not None:
-            for item in chat.messages:
-                if isinstance(item, ToolResultMessage) and item.tool_call_id == call_id:
-                    item.output += f"\n[Afterwards the user undid this change. {message}]"
-            for record in chat.contents:  # a replayed chat shows the call as undone, with no Undo to offer
-                content = record.get("content") or {}
-                details = content.get("details")
-                if content.get("type") == "toolCalled" and content.get("id") == call_id and isinstance(details, dict):
-                    details["undoable"] = False
-            engine.emit_content(chat, "system", TextContent(text=message))
-            engine.chat_book.save(chat)
-        return ChatToolCallUndoResult(undone=True, message=message)
 
     # -- system prompts ------------------------------------------------------------------------------------------
 

@@ -17,6 +17,7 @@ import { ConnectModel } from './ConnectModel';
 import { Composer } from './Composer';
 import { JobsStrip } from './JobsStrip';
 import { MessageList } from './MessageList';
+import { CustomTools } from './CustomTools';
 import { McpServers } from './McpServers';
 import { PlanView } from './PlanView';
 import { QuestionCard } from './QuestionCard';
@@ -163,6 +164,7 @@ export function ChatApp(props: ChatAppProps): JSX.Element {
           onSetEnabled={(name, enabled) => guard(client.setMcpServerEnabled(name, enabled))}
         />
       )}
+      {connected && <CustomTools tools={client.customTools} />}
       {connectOpen && connectView && props.providers ? (
         // in the chat's place while open: the composer stays, so the next question is one click away
         <ConnectModel api={props.providers} onClose={() => connectView.close()} />
