@@ -385,7 +385,7 @@ class Endpoint:
             if self._params_parser is not None:
                 params = self._params_parser(method, params)
             result = handler(params)
-            if inspect.isawaitable(result):
+            if result is not None and inspect.isawaitable(result):
                 await result
         except pydantic.ValidationError as exc:  # the peer's mistake: one line, no traceback, rate-limited
             self._throttle.warning(log, f"params:{method}", "%s: notification %s has invalid params (%d errors)",

@@ -73,6 +73,11 @@ def error_response(id: Id, error: RpcError) -> Response:
 def envelope_error(message: Any) -> Response | None:
     """The ``-32600`` answer to an incoming message that is not a well-formed request or notification, or None.
     (A response to one of ours — no ``method``, a ``result`` or ``error`` — is told apart before this.)"""
+    if type(message) is dict and message.get("jsonrpc") == "2.0" and type(message.get("method")) is str:
+        # the well-formed message (nearly all of them) in a few exact-type checks
+        id, params = message.get("id"), message.get("params")
+        if (id is None or type(id) is str or type(id) is int) and (params is None or type(params) in (dict, list)):
+            return None
     if not isinstance(message, dict):
         return error_response(None, RpcError(INVALID_REQUEST, "a message must be a JSON object or array"))
     id = message.get("id")
