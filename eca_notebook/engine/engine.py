@@ -69,7 +69,9 @@ from .turn import (
     SubagentsPlugin,
     Toolbox,
     UndoLog,
+    answer_approval,
     doctor,
+    revert_tool_call,
 )
 from .workspace import (
     Agents,
@@ -411,7 +413,8 @@ class Engine:
 
     async def undo_tool_call(self, chat_id: str, tool_call_id: str) -> ChatToolCallUndoResult:
         """``chat/toolCallUndo``: revert what a finished tool call changed (its details said ``undoable``)."""
-        return await self.toolbox.undo_tool_call(chat_id, tool_call_id)
+        return await revert_tool_call(self.undo_log, chat_id, tool_call_id, self.chats, self.emit_content,
+                                      self.chat_book.save)
 
     def add_plugin(self, plugin: Plugin) -> None:
         """Add tools/commands/contexts from outside the core (MCP servers, the notebook kernel)."""
@@ -428,11 +431,11 @@ class Engine:
     def approve(self, chat_id: str, call_id: str, save: str | None = None, hunks: list[str] | None = None) -> bool:
         """Approve a waiting tool call (``save="session"``: and the same call for the rest of the session; ``hunks``:
         apply only these hunks of its file change)."""
-        return self.toolbox.answer_approval(chat_id, call_id, Answer(True, save, hunks))
+        return answer_approval(self.pending_approvals, chat_id, call_id, Answer(True, save, hunks))
 
     def reject(self, chat_id: str, call_id: str) -> bool:
         """Reject a waiting tool call."""
-        return self.toolbox.answer_approval(chat_id, call_id, Answer(False))
+        return answer_approval(self.pending_approvals, chat_id, call_id, Answer(False))
 
     def system_prompt(self, behavior: str, *, subagent: bool = False) -> str:
         """The system prompt of a behavior, rules included (*subagent*: for a subagent's chat, ``isSubagent`` in

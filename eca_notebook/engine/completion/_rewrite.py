@@ -59,7 +59,7 @@ from ...providers.base import (
 from ..chats import title_from
 from ..config import ModelInfo
 from ..models import ModelChoice, UnknownModel
-from ..turn import Answer, Listener, ToolCallRunner, TurnHost
+from ..turn import Answer, Listener, ToolCallRunner, TurnHost, answer_approval
 from ._text import strip_fences
 
 __all__ = ["COMPACT_REWRITE_PROMPT", "REWRITE_PROMPT", "RewriteHost", "Rewriter", "normalize_rewrite", "rewrite_model"]
@@ -351,7 +351,7 @@ class _Proposal:
         key = (self.chat.id, self.call.id)
         while key not in self.engine.pending_approvals:
             await asyncio.sleep(0.01)
-        self.engine.toolbox.answer_approval(self.chat.id, self.call.id, Answer(bool(self.answer)))
+        answer_approval(self.engine.pending_approvals, self.chat.id, self.call.id, Answer(bool(self.answer)))
 
     async def run(self) -> None:
         engine, chat, call = self.engine, self.chat, self.call

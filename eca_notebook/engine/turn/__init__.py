@@ -18,11 +18,11 @@ from __future__ import annotations
 from ._approval import SessionApprovals
 from ._builtins import BuiltinCommands, doctor
 from ._host import ChatRunner, Listener, ReportHost, TurnHost
-from ._notebooks import UndoLog
+from ._notebooks import UndoLog, revert_tool_call
 from ._prompting import PromptPipeline
 from ._subagents import Subagents, SubagentsPlugin
 from ._toolbox import Toolbox
-from ._toolcall import Answer, PendingApproval, ToolCallRunner
+from ._toolcall import Answer, PendingApproval, ToolCallRunner, answer_approval
 from ._turn import CURRENT_TURN, Turn
 
 __all__ = [
@@ -42,5 +42,7 @@ __all__ = [
     "Turn",
     "TurnHost",
     "UndoLog",
+    "answer_approval",
     "doctor",
+    "revert_tool_call",
 ]

@@ -15,11 +15,12 @@ from __future__ import annotations
 import logging
 import re
 from collections import OrderedDict
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
 from typing import Any
 
 from ...protocol import (
+    ChatToolCallUndoResult,
     NotebookApplyEditParams,
     NotebookApplyEditResult,
     NotebookCell,
@@ -28,10 +29,14 @@ from ...protocol import (
     NotebookGetCellsResult,
     NotebookRunCellsParams,
     NotebookRunCellsResult,
+    TextContent,
+    WireContent,
 )
 from ...protocol.errors import RpcError
+from ...providers.base import ToolResultMessage
+from ..chats import Chat
 
-__all__ = ["ListenerNotebooks", "UndoLog", "named_notebooks"]
+__all__ = ["ListenerNotebooks", "UndoLog", "named_notebooks", "revert_tool_call"]
 
 log = logging.getLogger(__name__)
 
@@ -127,3 +132,33 @@ class UndoLog:
 
     def __contains__(self, key: object) -> bool:
         return key in self._undo
+
+
+async def revert_tool_call(undo_log: UndoLog, chat_id: str, call_id: str, chats: Mapping[str, Chat],
+                           emit: Callable[[Chat, str, WireContent], None],
+                           save: Callable[[Chat], None]) -> ChatToolCallUndoResult:
+    """Revert what a finished call changed (``chat/toolCallUndo``). The model is told in the call's result, so its
+    next turn does not build on a change that is gone, and the chat (in ``chats`` once the undo ran) says so
+    (``emit``, then ``save``); a refusal (the cell changed since) keeps the undo for a retry."""
+    undo = undo_log.pop(chat_id, call_id)
+    if undo is None:
+        return ChatToolCallUndoResult(undone=False, message="Nothing to undo for this tool call: it was undone "
+                                                            "already, or changed nothing that can be undone.")
+    try:
+        message = await undo()
+    except (ValueError, OSError) as exc:
+        undo_log.put_back(chat_id, call_id, undo)
+        return ChatToolCallUndoResult(undone=False, message=f"Could not undo: {exc}")
+    chat = chats.get(chat_id)
+    if chat is not None:
+        for item in chat.messages:
+            if isinstance(item, ToolResultMessage) and item.tool_call_id == call_id:
+                item.output += f"\n[Afterwards the user undid this change. {message}]"
+        for record in chat.contents:  # a replayed chat shows the call as undone, with no Undo to offer
+            content = record.get("content") or {}
+            details = content.get("details")
+            if content.get("type") == "toolCalled" and content.get("id") == call_id and isinstance(details, dict):
+                details["undoable"] = False
+        emit(chat, "system", TextContent(text=message))
+        save(chat)
+    return ChatToolCallUndoResult(undone=True, message=message)

@@ -21,7 +21,7 @@ import inspect
 import json
 import logging
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -182,6 +182,19 @@ class PendingApproval:
     call_id: str
     request: ApprovalRequest
     future: asyncio.Future[Answer] = field(default_factory=lambda: asyncio.get_running_loop().create_future())
+
+
+def answer_approval(pending: Mapping[tuple[str, str], PendingApproval], chat_id: str, call_id: str,
+                    answer: Answer) -> bool:
+    """Resolve a waiting call of ``pending`` (by chat id, call id); an unknown or already answered id is ignored
+    (logged), never an error."""
+    waiting = pending.get((chat_id, call_id))
+    if waiting is None or waiting.future.done():
+        log.info("%s for unknown tool call %s in chat %s ignored", "approval" if answer.approved else "rejection",
+                 call_id, chat_id)
+        return False
+    waiting.future.set_result(answer)
+    return True
 
 
 class ToolCallRunner:
