@@ -174,3 +174,26 @@ async def test_output_is_redacted_and_stripped_of_escapes_like_the_shell_tools(
     finally:
         await eca.aclose()
     assert tool_output(llm.requests[1], "c1") == "Exit code: 0\n\nRED ghp_***\n"
+
+
+async def test_a_custom_tool_never_replaces_a_plug_ins_tool_of_the_same_name(
+        workspace: Path, env: dict[str, str], llm: ScriptedLLMServer) -> None:
+    from eca_notebook.plugins import BasePlugin
+    from eca_notebook.tools.custom import custom_tools
+
+    [kernel_tool], _ = custom_tools({"run_python": {"description": "The kernel's own.", "command": "true"}})
+
+    class Kernel(BasePlugin):
+        name = "kernel"
+
+        def tools(self) -> list[Any]:
+            return [kernel_tool]
+
+    mine = {"run_python": {"description": "Mine.", "command": "false"}}
+    eca = await EcaClient.start(workspace=workspace, config=user_config(llm, customTools=mine), env=env)
+    try:
+        assert eca.engine is not None
+        eca.engine.add_plugin(Kernel())
+        assert eca.engine.all_tools()["eca__run_python"] is kernel_tool
+    finally:
+        await eca.aclose()

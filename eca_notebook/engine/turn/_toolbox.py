@@ -151,14 +151,15 @@ class Toolbox:
 
     def all_tools(self) -> dict[str, Tool]:
         """Every tool the engine knows, keyed by the name the model sees (``eca__read_file``, ``github__search``):
-        the built-in tools, the config's ``customTools`` (those a held workspace declares wait for its trust: the
-        config that applies then has none of them) and the plug-ins'."""
+        the built-in tools, the plug-ins' and the config's ``customTools`` (those a held workspace declares wait for
+        its trust: the config that applies then has none of them). A custom tool never replaces another tool of the
+        same name (a kernel's ``run_python``): a config line must not stand in for a tool the user knows."""
         tools = dict(self.engine.tools)
-        for custom in self.custom_tools()[0]:
-            tools.setdefault(llm_name(custom), custom)
         for plugin in self.engine.plugins:
             for tool in plugin.tools():
                 tools.setdefault(llm_name(tool), tool)
+        for custom in self.custom_tools()[0]:
+            tools.setdefault(llm_name(custom), custom)
         return tools
 
     def custom_tools(self) -> tuple[list[CustomTool], list[str]]:
