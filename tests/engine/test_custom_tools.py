@@ -197,3 +197,23 @@ async def test_a_custom_tool_never_replaces_a_plug_ins_tool_of_the_same_name(
         assert eca.engine.all_tools()["eca__run_python"] is kernel_tool
     finally:
         await eca.aclose()
+
+
+async def test_a_broken_entry_is_a_config_problem_and_the_rest_still_works(
+        workspace: Path, env: dict[str, str], llm: ScriptedLLMServer) -> None:
+    broken = {"shout": SHOUT, "read_file": {"description": "Mine.", "command": "cat {{path}}"},
+              "sum": {"description": "Adds.", "command": "echo $(( {{a}} + 1 ))",
+                      "schema": {"properties": {"a": {"type": "integer"}}}}}
+    eca = await EcaClient.start(workspace=workspace, config=user_config(llm, customTools=broken), env=env)
+    try:
+        engine = eca.engine
+        assert engine is not None
+        problems = [p for p in engine.problems if p.startswith("customTools.")]
+        assert [p.split(":")[0] for p in problems] == ["customTools.read_file", "customTools.sum"]
+        assert "$((" in problems[1]
+        assert "eca__shout" in engine.all_tools() and "eca__sum" not in engine.all_tools()
+        assert engine.all_tools()["eca__read_file"].description != "Mine."  # the built-in stays
+        doctor = engine.doctor()
+        assert "Custom tools:" in doctor and "  problem: customTools.sum" in doctor
+    finally:
+        await eca.aclose()
