@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 import httpx
 
 from ._http import error_details, parse_json
-from ._sse import SSEDecoder
+from ._sse import sse_batches
 
 if TYPE_CHECKING:
     from ._http import HttpProvider
@@ -85,28 +85,25 @@ async def openai_completion_pieces(provider: HttpProvider, response: httpx.Respo
     """``/v1/completions`` SSE: ``choices[0].text`` of each chunk until ``[DONE]`` (read even after the finish
     reason: a response read to its end leaves the connection reusable, and a new TLS handshake costs more than a
     suggestion's whole budget)."""
-    decoder = SSEDecoder()
     finished = False
-    async for line in response.aiter_lines():
-        sse = decoder.feed(line)
-        if sse is None:
-            continue
-        if sse.data.strip() == "[DONE]":
-            return
-        chunk = parse_json(sse.data)
-        if not isinstance(chunk, dict):
-            continue
-        error = chunk.get("error")
-        if error:
-            message = error.get("message") if isinstance(error, dict) else error
-            raise provider.stream_error(str(message or error))
-        for choice in chunk.get("choices") or ():
-            if isinstance(choice, dict) and choice.get("index", 0) == 0:
-                text = choice.get("text")
-                if isinstance(text, str):
-                    yield text
-                if choice.get("finish_reason"):
-                    finished = True
+    async for batch in sse_batches(response.aiter_text()):
+        for sse in batch:
+            if sse.data.strip() == "[DONE]":
+                return
+            chunk = parse_json(sse.data)
+            if not isinstance(chunk, dict):
+                continue
+            error = chunk.get("error")
+            if error:
+                message = error.get("message") if isinstance(error, dict) else error
+                raise provider.stream_error(str(message or error))
+            for choice in chunk.get("choices") or ():
+                if isinstance(choice, dict) and choice.get("index", 0) == 0:
+                    text = choice.get("text")
+                    if isinstance(text, str):
+                        yield text
+                    if choice.get("finish_reason"):
+                        finished = True
     if not finished:
         raise provider.ended_unexpectedly()
 

@@ -20,7 +20,7 @@ import httpx
 
 from ._blocks import new_id
 from ._http import HttpProvider, parse_json
-from ._sse import SSEDecoder
+from ._sse import sse_batches
 from .base import (
     AssistantMessage,
     Finished,
@@ -214,86 +214,87 @@ class AnthropicProvider(HttpProvider):
         usage: dict[str, int] = {}
         stop: str | None = None
         done = False
-        decoder = SSEDecoder()
+        stop_reading = False
 
-        async for line in response.aiter_lines():
-            sse = decoder.feed(line)
-            if sse is None:
-                continue
-            ev = parse_json(sse.data)
-            if not isinstance(ev, dict):
-                continue
-            kind = ev.get("type") or sse.event
-
-            if kind == "content_block_delta":
-                block = blocks.get(ev.get("index", -1))
-                delta = ev.get("delta") or {}
-                dtype = delta.get("type")
-                if dtype == "text_delta":
-                    if delta.get("text"):
-                        yield TextDelta(delta["text"])
-                elif dtype == "citations_delta":  # web search's sources: the reference shows them as url contents
-                    citation = delta.get("citation")
-                    if isinstance(citation, dict) and citation.get("type") == "web_search_result_location" \
-                            and isinstance(citation.get("url"), str):
-                        yield UrlCitation(str(citation.get("title") or citation["url"]), citation["url"])
-                elif block is None:
+        async for batch in sse_batches(response.aiter_text()):
+            for sse in batch:
+                ev = parse_json(sse.data)
+                if not isinstance(ev, dict):
                     continue
-                elif dtype == "thinking_delta":
-                    if delta.get("thinking"):
-                        yield ReasoningDelta(block.id, delta["thinking"])
-                elif dtype == "signature_delta":
-                    block.parts.append(delta.get("signature") or "")
-                elif dtype == "input_json_delta":
-                    if delta.get("partial_json"):
-                        block.parts.append(delta["partial_json"])
-                        yield ToolCallDelta(block.id, delta["partial_json"])
-            elif kind == "content_block_start":
-                index = ev.get("index", len(blocks))
-                cb = ev.get("content_block") or {}
-                ctype = cb.get("type")
-                if ctype == "text":
-                    blocks[index] = _Block("text")
-                    if cb.get("text"):
-                        yield TextDelta(cb["text"])
-                elif ctype in ("thinking", "redacted_thinking"):
-                    block = _Block(ctype, id=f"{message_id or new_id('msg')}_thinking_{index}", data=cb.get("data"))
-                    if cb.get("signature"):
-                        block.parts.append(cb["signature"])
-                    blocks[index] = block
-                    yield ReasoningStarted(block.id)
-                    if cb.get("thinking"):
-                        yield ReasoningDelta(block.id, cb["thinking"])
-                elif ctype == "tool_use":
-                    block = _Block("tool_use", id=cb.get("id") or new_id("toolu"), name=cb.get("name") or "")
-                    blocks[index] = block
-                    yield ToolCallStarted(block.id, block.name, n_calls)
-                    n_calls += 1
-                    if cb.get("input"):  # normally {} with the JSON streamed after; some proxies send it whole
-                        block.parts.append(json.dumps(cb["input"]))
-                        yield ToolCallDelta(block.id, block.parts[-1])
-                else:
-                    blocks[index] = _Block(ctype or "unknown")
-            elif kind == "content_block_stop":
-                block = blocks.pop(ev.get("index", -1), None)
-                if block is not None:
-                    for event in self._close_block(block):
-                        yield event
-            elif kind == "message_start":
-                message = ev.get("message") or {}
-                message_id = message.get("id") or ""
-                _merge_usage(usage, message.get("usage"))
-            elif kind == "message_delta":
-                stop = (ev.get("delta") or {}).get("stop_reason") or stop
-                _merge_usage(usage, ev.get("usage"))
-            elif kind == "message_stop":
-                done = True
+                kind = ev.get("type") or sse.event
+
+                if kind == "content_block_delta":
+                    block = blocks.get(ev.get("index", -1))
+                    delta = ev.get("delta") or {}
+                    dtype = delta.get("type")
+                    if dtype == "text_delta":
+                        if delta.get("text"):
+                            yield TextDelta(delta["text"])
+                    elif dtype == "citations_delta":  # web search's sources: the reference shows them as url contents
+                        citation = delta.get("citation")
+                        if isinstance(citation, dict) and citation.get("type") == "web_search_result_location" \
+                                and isinstance(citation.get("url"), str):
+                            yield UrlCitation(str(citation.get("title") or citation["url"]), citation["url"])
+                    elif block is None:
+                        continue
+                    elif dtype == "thinking_delta":
+                        if delta.get("thinking"):
+                            yield ReasoningDelta(block.id, delta["thinking"])
+                    elif dtype == "signature_delta":
+                        block.parts.append(delta.get("signature") or "")
+                    elif dtype == "input_json_delta":
+                        if delta.get("partial_json"):
+                            block.parts.append(delta["partial_json"])
+                            yield ToolCallDelta(block.id, delta["partial_json"])
+                elif kind == "content_block_start":
+                    index = ev.get("index", len(blocks))
+                    cb = ev.get("content_block") or {}
+                    ctype = cb.get("type")
+                    if ctype == "text":
+                        blocks[index] = _Block("text")
+                        if cb.get("text"):
+                            yield TextDelta(cb["text"])
+                    elif ctype in ("thinking", "redacted_thinking"):
+                        block = _Block(ctype, id=f"{message_id or new_id('msg')}_thinking_{index}", data=cb.get("data"))
+                        if cb.get("signature"):
+                            block.parts.append(cb["signature"])
+                        blocks[index] = block
+                        yield ReasoningStarted(block.id)
+                        if cb.get("thinking"):
+                            yield ReasoningDelta(block.id, cb["thinking"])
+                    elif ctype == "tool_use":
+                        block = _Block("tool_use", id=cb.get("id") or new_id("toolu"), name=cb.get("name") or "")
+                        blocks[index] = block
+                        yield ToolCallStarted(block.id, block.name, n_calls)
+                        n_calls += 1
+                        if cb.get("input"):  # normally {} with the JSON streamed after; some proxies send it whole
+                            block.parts.append(json.dumps(cb["input"]))
+                            yield ToolCallDelta(block.id, block.parts[-1])
+                    else:
+                        blocks[index] = _Block(ctype or "unknown")
+                elif kind == "content_block_stop":
+                    block = blocks.pop(ev.get("index", -1), None)
+                    if block is not None:
+                        for event in self._close_block(block):
+                            yield event
+                elif kind == "message_start":
+                    message = ev.get("message") or {}
+                    message_id = message.get("id") or ""
+                    _merge_usage(usage, message.get("usage"))
+                elif kind == "message_delta":
+                    stop = (ev.get("delta") or {}).get("stop_reason") or stop
+                    _merge_usage(usage, ev.get("usage"))
+                elif kind == "message_stop":
+                    done = True
+                    stop_reading = True
+                    break
+                elif kind == "error":
+                    error = ev.get("error") or {}
+                    status, retryable = _ERRORS.get(error.get("type") or "", (None, False))
+                    raise self.stream_error(str(error.get("message") or error.get("type") or ev), status=status,
+                                            retryable=retryable, code=error.get("type") or None)
+            if stop_reading:
                 break
-            elif kind == "error":
-                error = ev.get("error") or {}
-                status, retryable = _ERRORS.get(error.get("type") or "", (None, False))
-                raise self.stream_error(str(error.get("message") or error.get("type") or ev), status=status,
-                                        retryable=retryable, code=error.get("type") or None)
 
         if not done:
             raise self.ended_unexpectedly()

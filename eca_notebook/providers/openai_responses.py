@@ -14,7 +14,7 @@ from typing import Any
 import httpx
 
 from ._http import HttpProvider, parse_json
-from ._sse import SSEDecoder
+from ._sse import sse_batches
 from ._tool_images import lift_tool_images
 from .base import (
     AssistantMessage,
@@ -129,82 +129,85 @@ class OpenAIResponsesProvider(HttpProvider):
         open_reasoning: set[str] = set()
         final: dict[str, Any] | None = None
         stop = "end_turn"
-        decoder = SSEDecoder()
+        stop_reading = False
 
-        async for line in response.aiter_lines():
-            sse = decoder.feed(line)
-            if sse is None:
-                continue
-            ev = parse_json(sse.data)
-            if not isinstance(ev, dict):
-                continue
-            kind = ev.get("type") or sse.event
+        async for batch in sse_batches(response.aiter_text()):
+            for sse in batch:
+                ev = parse_json(sse.data)
+                if not isinstance(ev, dict):
+                    continue
+                kind = ev.get("type") or sse.event
 
-            if kind == "response.output_text.delta" or kind == "response.refusal.delta":
-                if ev.get("delta"):
-                    yield TextDelta(ev["delta"])
-            elif kind == "response.output_text.annotation.added":
-                annotation = ev.get("annotation")
-                if isinstance(annotation, dict) and annotation.get("type") == "url_citation" \
-                        and isinstance(annotation.get("url"), str):
-                    yield UrlCitation(str(annotation.get("title") or annotation["url"]), annotation["url"])
-            elif kind in ("response.reasoning_summary_text.delta", "response.reasoning_text.delta"):
-                item_id = ev.get("item_id") or ""
-                if item_id not in open_reasoning:
-                    open_reasoning.add(item_id)
-                    yield ReasoningStarted(item_id)
-                if ev.get("delta"):
-                    yield ReasoningDelta(item_id, ev["delta"])
-            elif kind == "response.reasoning_summary_part.added":
-                if ev.get("summary_index", 0) > 0 and ev.get("item_id") in open_reasoning:
-                    yield ReasoningDelta(ev["item_id"], "\n\n")
-            elif kind == "response.function_call_arguments.delta":
-                call = calls.get(ev.get("item_id") or "")
-                if call is not None and ev.get("delta"):
-                    call.args.append(ev["delta"])
-                    yield ToolCallDelta(call.call_id, ev["delta"])
-            elif kind == "response.output_item.added":
-                item = ev.get("item") or {}
-                if item.get("type") == "reasoning" and item.get("id") not in open_reasoning:
-                    open_reasoning.add(item.get("id") or "")
-                    yield ReasoningStarted(item.get("id") or "")
-                elif item.get("type") == "function_call":
-                    call = _Call(call_id=item.get("call_id") or item.get("id") or "", name=item.get("name") or "")
-                    calls[item.get("id") or call.call_id] = call
-                    yield ToolCallStarted(call.call_id, call.name, len(calls) - 1)
-            elif kind == "response.output_item.done":
-                item = ev.get("item") or {}
-                if item.get("type") == "reasoning":
-                    item_id = item.get("id") or ""
+                if kind == "response.output_text.delta" or kind == "response.refusal.delta":
+                    if ev.get("delta"):
+                        yield TextDelta(ev["delta"])
+                elif kind == "response.output_text.annotation.added":
+                    annotation = ev.get("annotation")
+                    if isinstance(annotation, dict) and annotation.get("type") == "url_citation" \
+                            and isinstance(annotation.get("url"), str):
+                        yield UrlCitation(str(annotation.get("title") or annotation["url"]), annotation["url"])
+                elif kind in ("response.reasoning_summary_text.delta", "response.reasoning_text.delta"):
+                    item_id = ev.get("item_id") or ""
                     if item_id not in open_reasoning:
+                        open_reasoning.add(item_id)
                         yield ReasoningStarted(item_id)
-                    open_reasoning.discard(item_id)
-                    yield ReasoningFinished(item_id, encrypted=item.get("encrypted_content"))
-                elif item.get("type") == "function_call":
-                    call = calls.get(item.get("id") or "") or calls.get(item.get("call_id") or "")
-                    if call is None:  # done without added: start it now so the order stays valid
+                    if ev.get("delta"):
+                        yield ReasoningDelta(item_id, ev["delta"])
+                elif kind == "response.reasoning_summary_part.added":
+                    if ev.get("summary_index", 0) > 0 and ev.get("item_id") in open_reasoning:
+                        yield ReasoningDelta(ev["item_id"], "\n\n")
+                elif kind == "response.function_call_arguments.delta":
+                    call = calls.get(ev.get("item_id") or "")
+                    if call is not None and ev.get("delta"):
+                        call.args.append(ev["delta"])
+                        yield ToolCallDelta(call.call_id, ev["delta"])
+                elif kind == "response.output_item.added":
+                    item = ev.get("item") or {}
+                    if item.get("type") == "reasoning" and item.get("id") not in open_reasoning:
+                        open_reasoning.add(item.get("id") or "")
+                        yield ReasoningStarted(item.get("id") or "")
+                    elif item.get("type") == "function_call":
                         call = _Call(call_id=item.get("call_id") or item.get("id") or "", name=item.get("name") or "")
                         calls[item.get("id") or call.call_id] = call
                         yield ToolCallStarted(call.call_id, call.name, len(calls) - 1)
-                    if not call.finished:
-                        call.finished = True
-                        arguments = item.get("arguments") or "".join(call.args) or "{}"
-                        yield ToolCallFinished(call.call_id, item.get("name") or call.name, arguments)
-            elif kind == "response.completed":
-                final = ev.get("response") or {}
-                stop = "tool_calls" if calls else "end_turn"
+                elif kind == "response.output_item.done":
+                    item = ev.get("item") or {}
+                    if item.get("type") == "reasoning":
+                        item_id = item.get("id") or ""
+                        if item_id not in open_reasoning:
+                            yield ReasoningStarted(item_id)
+                        open_reasoning.discard(item_id)
+                        yield ReasoningFinished(item_id, encrypted=item.get("encrypted_content"))
+                    elif item.get("type") == "function_call":
+                        call = calls.get(item.get("id") or "") or calls.get(item.get("call_id") or "")
+                        if call is None:  # done without added: start it now so the order stays valid
+                            call = _Call(call_id=item.get("call_id") or item.get("id") or "",
+                                         name=item.get("name") or "")
+                            calls[item.get("id") or call.call_id] = call
+                            yield ToolCallStarted(call.call_id, call.name, len(calls) - 1)
+                        if not call.finished:
+                            call.finished = True
+                            arguments = item.get("arguments") or "".join(call.args) or "{}"
+                            yield ToolCallFinished(call.call_id, item.get("name") or call.name, arguments)
+                elif kind == "response.completed":
+                    final = ev.get("response") or {}
+                    stop = "tool_calls" if calls else "end_turn"
+                    stop_reading = True
+                    break
+                elif kind == "response.incomplete":
+                    final = ev.get("response") or {}
+                    reason = (final.get("incomplete_details") or {}).get("reason")
+                    stop = "max_tokens" if reason == "max_output_tokens" else "other"
+                    stop_reading = True
+                    break
+                elif kind == "response.failed":
+                    error = (ev.get("response") or {}).get("error") or {}
+                    raise self._error_event(error if isinstance(error, dict) else {"message": str(error)})
+                elif kind == "error":
+                    error = ev.get("error")
+                    raise self._error_event(error if isinstance(error, dict) else ev)
+            if stop_reading:
                 break
-            elif kind == "response.incomplete":
-                final = ev.get("response") or {}
-                reason = (final.get("incomplete_details") or {}).get("reason")
-                stop = "max_tokens" if reason == "max_output_tokens" else "other"
-                break
-            elif kind == "response.failed":
-                error = (ev.get("response") or {}).get("error") or {}
-                raise self._error_event(error if isinstance(error, dict) else {"message": str(error)})
-            elif kind == "error":
-                error = ev.get("error")
-                raise self._error_event(error if isinstance(error, dict) else ev)
 
         if final is None:
             raise self.ended_unexpectedly()

@@ -178,6 +178,25 @@ async def test_thinking_signature_from_the_stream(client):
     ]
 
 
+async def test_text_with_unicode_line_separators_arrives_whole(client):
+    """U+2028/U+2029/U+0085 raw inside the JSON of an event are text, not SSE line ends (they were cut there)."""
+    import json
+
+    text = "a\u2028b\u2029c\x85d"
+    events = [
+        {"type": "message_start", "message": {"id": "msg_4", "usage": {"input_tokens": 1}}},
+        {"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}},
+        {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": text}},
+        {"type": "content_block_stop", "index": 0},
+        {"type": "message_delta", "delta": {"stop_reason": "end_turn"}, "usage": {"output_tokens": 2}},
+        {"type": "message_stop"},
+    ]
+    body = "".join(f"event: {e['type']}\r\ndata: {json.dumps(e, ensure_ascii=False)}\r\n\r\n" for e in events)
+    with FixedServer(body) as server:
+        got = await collect(make(API, server.url, client))
+    assert got == [TextDelta(text), Usage(input_tokens=1, output_tokens=2), Finished("end_turn")]
+
+
 async def test_http_overloaded_529_is_retried(llm, client):
     from eca_notebook.testing import Error
 
