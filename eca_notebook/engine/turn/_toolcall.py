@@ -433,7 +433,8 @@ def _select_hunks(tool: Tool, prepared: Prepared, hunks: list[str], context: Too
     ``details.hunks``); otherwise the call as it was (a client sent hunk ids the change never had)."""
     select = getattr(tool, "select_hunks", None)
     offered = (prepared.details or {}).get("hunks")
-    if select is None or not offered or {h["id"] for h in offered} <= set(hunks):
+    if select is None or not isinstance(offered, list) or not offered \
+            or {h.get("id") for h in offered if isinstance(h, dict)} <= set(hunks):
         return prepared
     narrowed: Prepared = select(prepared, hunks, context)
     return narrowed
