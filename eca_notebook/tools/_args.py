@@ -13,6 +13,8 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from ..protocol import JsonObject
+
 __all__ = ["ChangeArgs", "ToolArgs", "change_args", "json_schema", "parse_args", "with_reasons"]
 
 A = TypeVar("A", bound="ToolArgs")
@@ -37,7 +39,7 @@ class ChangeArgs(ToolArgs):
 _REASONS = ("rationale", "acceptance_criteria")
 
 
-def change_args(args: ChangeArgs) -> dict[str, Any]:
+def change_args(args: ChangeArgs) -> JsonObject:
     """The arguments as a call shows them: the reasons only when the model gave them."""
     dumped = args.model_dump()
     for key in _REASONS:
@@ -46,7 +48,7 @@ def change_args(args: ChangeArgs) -> dict[str, Any]:
     return dumped
 
 
-def with_reasons(details: dict[str, Any], args: Any) -> dict[str, Any]:
+def with_reasons(details: JsonObject, args: Any) -> JsonObject:
     """*details* (a ``fileChange``) with the model's ``rationale`` / ``acceptanceCriteria`` when it gave them."""
     rationale = getattr(args, "rationale", None)
     criteria = getattr(args, "acceptance_criteria", None)
@@ -121,7 +123,7 @@ def _clean(node: Any) -> Any:
     return node
 
 
-def _inline(node: Any, defs: dict[str, Any], seen: tuple[str, ...] = ()) -> Any:
+def _inline(node: Any, defs: JsonObject, seen: tuple[str, ...] = ()) -> Any:
     """Replace ``{"$ref": "#/$defs/X"}`` by X itself: some providers (and small local models' grammars) do not
     resolve references. Recursive models are refused — tool arguments have no business being recursive."""
     if isinstance(node, dict):
@@ -137,12 +139,12 @@ def _inline(node: Any, defs: dict[str, Any], seen: tuple[str, ...] = ()) -> Any:
     return node
 
 
-def json_schema(model: type[ToolArgs]) -> dict[str, Any]:
+def json_schema(model: type[ToolArgs]) -> JsonObject:
     """A small, provider-friendly JSON Schema: type object, properties, required; no titles, defaults or $defs
     (nested models are inlined)."""
     raw = model.model_json_schema()
     defs = raw.pop("$defs", {})
     raw = _inline(raw, defs)
     props = _clean(raw.get("properties", {}))
-    schema: dict[str, Any] = {"type": "object", "properties": props, "required": list(raw.get("required", []))}
+    schema: JsonObject = {"type": "object", "properties": props, "required": list(raw.get("required", []))}
     return schema

@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import difflib
 from pathlib import Path
-from typing import Any
 
-from ..protocol import FileChangeHunk
+from ..protocol import FileChangeHunk, JsonObject
 from ._hunks import Hunk, diff_hunks
 from ._output import split_lines
 from ._paths import display
@@ -41,20 +40,20 @@ def unified_diff(old: str, new: str, old_label: str, new_label: str, context: in
 
 def file_change_details(
     path: Path, old: str, new: str, ctx: ToolContext, *, old_path: Path | None = None, hunks: bool = False
-) -> dict[str, Any]:
+) -> JsonObject:
     """The ``fileChange`` details object: ``{type, path, diff, linesAdded, linesRemoved}`` (path absolute), and
     ``hunks`` for a tool that can apply part of the change (``hunks=True``; see ``_hunks.py``)."""
     diff, added, removed = unified_diff(
         old, new, diff_label(old_path or path, ctx, "a/"), diff_label(path, ctx, "b/")
     )
-    details: dict[str, Any] = {"type": "fileChange", "path": str(path), "diff": diff, "linesAdded": added,
+    details: JsonObject = {"type": "fileChange", "path": str(path), "diff": diff, "linesAdded": added,
                                "linesRemoved": removed}
     if hunks:
-        details["hunks"] = hunk_details(diff_hunks(old, new))
+        details["hunks"] = [*hunk_details(diff_hunks(old, new))]
     return details
 
 
-def hunk_details(hunks: list[Hunk], applied: set[str] | None = None) -> list[dict[str, Any]]:
+def hunk_details(hunks: list[Hunk], applied: set[str] | None = None) -> list[JsonObject]:
     """The wire form of *hunks* (``FileChangeHunk``); with *applied*, each says whether it was written."""
     return [FileChangeHunk(id=h.id, old_start=h.old_start, old_lines=h.old_lines, new_start=h.new_start,
                            new_lines=h.new_lines, text=h.text, lines_added=h.lines_added,

@@ -7,6 +7,7 @@ import logging
 from pathlib import Path
 from typing import Any, ClassVar, Generic, TypeVar
 
+from ..protocol import JsonObject
 from ._args import ToolArgs, json_schema, parse_args
 from ._output import truncate_for_llm
 from ._paths import display, outside_as_named, resolve
@@ -38,7 +39,7 @@ class ToolBase(Generic[A]):
     path_args: ClassVar[tuple[str, ...]] = ()
 
     def __init__(self) -> None:
-        self.parameters: dict[str, Any] = json_schema(self.Args)
+        self.parameters: JsonObject = json_schema(self.Args)
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self.name}>"
@@ -101,7 +102,7 @@ class ToolBase(Generic[A]):
 class NativeTool(ToolBase[A]):
     """A tool whose ``prepare`` needs nothing but the arguments and the disk."""
 
-    def prepare(self, args: dict[str, Any], ctx: ToolContext) -> Prepared:
+    def prepare(self, args: JsonObject, ctx: ToolContext) -> Prepared:
         parsed, error = parse_args(self.name, self.Args, args)
         if parsed is None:
             return self._invalid(args, error)
@@ -117,7 +118,7 @@ class NativeTool(ToolBase[A]):
 class AsyncNativeTool(ToolBase[A]):
     """A tool whose ``prepare`` must ask a client (the notebook tools read the cells from the front end)."""
 
-    async def prepare(self, args: dict[str, Any], ctx: ToolContext) -> Prepared:
+    async def prepare(self, args: JsonObject, ctx: ToolContext) -> Prepared:
         parsed, error = parse_args(self.name, self.Args, args)
         if parsed is None:
             return self._invalid(args, error)

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any, Literal, Protocol
 
 from .._images import ImagePart
+from ..protocol import JsonObject
 from ..protocol.content import ContentModel
 from ..protocol.navigation import (
     EditorGetDefinitionParams,
@@ -101,7 +102,7 @@ RunCommand = Callable[[CommandRequest], Awaitable[CommandOutcome]]
 class ToolContext:
     workspace_folders: list[Path]
     # `editor/getDiagnostics` round trip to the client; None when the client did not advertise the capability.
-    request_diagnostics: Callable[[str | None], Awaitable[list[dict[str, Any]]]] | None = None
+    request_diagnostics: Callable[[str | None], Awaitable[list[JsonObject]]] | None = None
     # Limits for what goes back to the LLM (reference defaults: 2000 lines / 50 KB).
     max_output_lines: int = 2000
     max_output_bytes: int = 50 * 1024
@@ -166,12 +167,10 @@ class ChatDelegate:
 
     def apply(self, ctx: ToolContext) -> ToolContext:
         """*ctx* with this delegate's parts in place of the engine's (fields left None keep the engine's)."""
-        changes: dict[str, Any] = {}
-        if self.fs is not None:
-            changes["fs"] = self.fs
-        if self.run_command is not None:
-            changes["run_command"] = self.run_command
-        return dataclasses.replace(ctx, **changes) if changes else ctx
+        if self.fs is None and self.run_command is None:
+            return ctx
+        return dataclasses.replace(ctx, fs=self.fs if self.fs is not None else ctx.fs,
+                                   run_command=self.run_command if self.run_command is not None else ctx.run_command)
 
 
 @dataclass
@@ -180,7 +179,7 @@ class Prepared:
 
     args: dict[str, Any]  # validated and normalised (defaults filled)
     summary: str  # e.g. 'Reading file "src/app.py"'
-    details: dict[str, Any] | None = None  # {"type": "fileChange", "path", "diff", "linesAdded", "linesRemoved"}
+    details: JsonObject | None = None  # {"type": "fileChange", "path", "diff", "linesAdded", "linesRemoved"}
     paths: list[Path] = field(default_factory=list)  # every resolved path the call touches (symlinks resolved)
     outside_workspace: bool = False  # any of `paths` is outside every workspace folder
     # Why this call must be asked even where an allow rule or ``byDefault: "allow"`` would let it run (e.g. a shell
@@ -195,7 +194,7 @@ class Prepared:
 class ToolResult:
     output: str  # already truncated for the LLM, with a note when it was
     error: bool = False
-    details: dict[str, Any] | None = None
+    details: JsonObject | None = None
     # Reverts what the call changed (``chat/toolCallUndo``): returns a sentence for the user, raises ``ValueError``
     # with the reason when it cannot (the change was changed since). The engine keeps it for the chat.
     undo: Callable[[], Awaitable[str]] | None = None
@@ -225,7 +224,7 @@ class Tool(Protocol):
         """What the model is told the tool does."""
 
     @property
-    def parameters(self) -> dict[str, Any]:
+    def parameters(self) -> JsonObject:
         """JSON Schema (an object) of the arguments."""
 
     @property
@@ -236,7 +235,7 @@ class Tool(Protocol):
     def default_approval(self) -> Approval:
         """``allow`` or ``ask`` when no ``toolCall.approval`` rule matches."""
 
-    def prepare(self, args: dict[str, Any], ctx: ToolContext) -> Prepared: ...
+    def prepare(self, args: JsonObject, ctx: ToolContext) -> Prepared: ...
 
     async def run(self, prepared: Prepared, ctx: ToolContext) -> ToolResult: ...
 

@@ -33,7 +33,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from .._text import visible
-from ..protocol import ToolCallRisk
+from ..protocol import JsonObject, ToolCallRisk
 from ._command_template import CommandTemplate, TemplateError, compile_template
 from .base import Approval, Origin, Prepared, ToolContext, ToolResult
 
@@ -56,7 +56,7 @@ class CustomToolSpec:
     name: str
     description: str
     command: str
-    properties: dict[str, dict[str, Any]]
+    properties: dict[str, JsonObject]
     required: list[str]
 
 
@@ -136,8 +136,8 @@ class CustomTool:
         self.name = spec.name
         self.description = spec.description
         self.template: CommandTemplate = compile_template(spec.command, spec.properties)
-        self.parameters: dict[str, Any] = {"type": "object", "properties": spec.properties,
-                                           "required": spec.required}
+        self.parameters: JsonObject = {"type": "object", "properties": {**spec.properties},
+                                     "required": [*spec.required]}
         self._shell = ShellCommandTool()
         self._mutates: bool | None = None
 
@@ -161,7 +161,7 @@ class CustomTool:
                 self._mutates = True
         return self._mutates
 
-    def _values(self, args: dict[str, Any]) -> dict[str, str]:
+    def _values(self, args: JsonObject) -> dict[str, str]:
         """The declared arguments as text, after checking them (raises ValueError with a message for the model)."""
         missing = [name for name in self.spec.required if args.get(name) is None]
         if missing:
@@ -182,7 +182,7 @@ class CustomTool:
             values[name] = text
         return values
 
-    def prepare(self, args: dict[str, Any], ctx: ToolContext) -> Prepared:
+    def prepare(self, args: JsonObject, ctx: ToolContext) -> Prepared:
         raw = args if isinstance(args, dict) else {}
         try:
             values = self._values(raw)

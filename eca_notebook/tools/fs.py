@@ -21,7 +21,7 @@ import os
 import shutil
 from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypedDict
 
 from pydantic import Field
 
@@ -29,6 +29,7 @@ from .._fileio import SNIFF_BYTES, looks_binary
 from .._git import GitError, run_git
 from .._images import ImageError, image_from_file, is_image_path
 from .._text import human_size
+from ..protocol import JsonObject
 from ._args import ChangeArgs, ToolArgs, change_args, parse_args, with_reasons
 from ._diff import diff_label, file_change_details, hunk_details, unified_diff
 from ._files import (
@@ -45,7 +46,7 @@ from ._files import (
     text_fingerprint,
     write_through,
 )
-from ._hunks import apply_hunks, describe, diff_hunks
+from ._hunks import Hunk, apply_hunks, describe, diff_hunks
 from ._paths import display, is_inside, resolve
 from ._tool import AsyncNativeTool, NativeTool, ToolError
 from .base import Approval, Prepared, ToolContext, ToolResult
@@ -329,7 +330,7 @@ def _check_unchanged(tool: NativeTool[Any], path: Path, expected: str | None, ct
         raise tool.fail(f"{display(path, ctx)}: file changed since the diff was shown; re-read it and try again")
 
 
-async def _check_unchanged_now(tool: NativeTool[Any], path: Path, state: dict[str, Any], ctx: ToolContext) -> None:
+async def _check_unchanged_now(tool: NativeTool[Any], path: Path, state: _WriteState, ctx: ToolContext) -> None:
     """Like :func:`_check_unchanged`, asking the client again when the diff came from the client's view."""
     if not state.get("via_client"):
         _check_unchanged(tool, path, state["fingerprint"], ctx)
@@ -348,7 +349,7 @@ def _refusal(tool: NativeTool[Any] | AsyncNativeTool[Any], path: Path, exc: Targ
     )
 
 
-async def _write_approved(tool: NativeTool[Any], path: Path, content: str, state: dict[str, Any],
+async def _write_approved(tool: NativeTool[Any], path: Path, content: str, state: _WriteState,
                           ctx: ToolContext) -> None:
     """The approved write, re-checked now: same file content as the diff, same place (no symlink swapped in)."""
     try:
@@ -372,6 +373,27 @@ def _check_client_text(tool: NativeTool[Any], path: Path, text: str, ctx: ToolCo
         raise tool.fail(f"cannot change {display(path, ctx)}: {exc}") from None
 
 
+class _WriteState(TypedDict, total=False):
+    """What write_file and edit_file's ``prepare`` hands their ``run`` and the undo (``Prepared.state``)."""
+
+    fingerprint: str | None  # the file's when prepared (None: it did not exist), checked again before writing
+    content: str  # the text to write
+    old: str  # the text it replaces
+    via_client: bool  # the client serves the file (its fingerprint is of the client's text)
+    count: int  # edit_file: how many occurrences are replaced
+    applied: list[Hunk]  # the hunks the user approved, when only some
+    left_out: list[Hunk]
+
+
+class _DeletionState(TypedDict):
+    """What delete_file's ``prepare`` hands its ``run`` and the undo: the file as it was."""
+
+    fingerprint: str | None
+    data: bytes
+    mode: int
+    tracked: bool
+
+
 class _HunkWriter:
     """A whole-file write that can be narrowed to some hunks of its diff (``chat/toolCallApprove`` with ``hunks``)
     and undone. Mixed into write_file and edit_file, whose prepared state holds the ``old`` and new ``content``."""
@@ -384,7 +406,8 @@ class _HunkWriter:
         hunks = diff_hunks(old, new)
         chosen = {h.id for h in hunks} & set(ids)
         partial = apply_hunks(old, new, hunks, chosen)
-        details = dict(file_change_details(path, old, partial, ctx), hunks=hunk_details(hunks, chosen))
+        details = file_change_details(path, old, partial, ctx)
+        details["hunks"] = [*hunk_details(hunks, chosen)]
         for key in ("rationale", "acceptanceCriteria"):  # the model's reasons stay with the narrowed change
             if (prepared.details or {}).get(key):
                 details[key] = prepared.details[key]  # type: ignore[index]
@@ -406,7 +429,7 @@ def _written(what: str, prepared: Prepared, ctx: ToolContext) -> ToolResult:
     return ToolResult(output=output, details=details, undo=_file_undoer(prepared.paths[0], state, ctx))
 
 
-def _file_undoer(path: Path, state: dict[str, Any], ctx: ToolContext) -> Callable[[], Awaitable[str]]:
+def _file_undoer(path: Path, state: _WriteState, ctx: ToolContext) -> Callable[[], Awaitable[str]]:
     """Put the file back as it was before the write (remove it if the write created it) — only while it is still
     exactly what was written: a later edit, by the user or another call, is never overwritten."""
     written: str = state["content"]
@@ -649,7 +672,8 @@ class MoveFileTool(NativeTool[MoveFileArgs]):
         if src.is_dir() and not src.is_symlink() and dst.is_relative_to(src):
             raise self.fail("cannot move a directory inside itself")
         header = f"--- {diff_label(src, ctx, 'a/')}\n+++ {diff_label(dst, ctx, 'b/')}\n"
-        details = {"type": "fileChange", "path": str(dst), "diff": header, "linesAdded": 0, "linesRemoved": 0}
+        details: JsonObject = {"type": "fileChange", "path": str(dst), "diff": header, "linesAdded": 0,
+                               "linesRemoved": 0}
         return Prepared(
             args=args.model_dump(),
             summary=f'Moving "{display(src, ctx)}" to "{display(dst, ctx)}"',
@@ -806,7 +830,7 @@ class DeleteFileTool(AsyncNativeTool[DeleteFileArgs]):
                           undo=_deletion_undoer(path, prepared.state, ctx))
 
 
-def _deletion_undoer(path: Path, state: dict[str, Any], ctx: ToolContext) -> Callable[[], Awaitable[str]]:
+def _deletion_undoer(path: Path, state: _DeletionState, ctx: ToolContext) -> Callable[[], Awaitable[str]]:
     """Put a deleted file back, byte for byte with its mode — only while nothing else has been put in its place."""
     data: bytes = state["data"]
     mode: int = state.get("mode") or 0o644

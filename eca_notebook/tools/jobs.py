@@ -30,7 +30,7 @@ from typing import Any, Literal
 
 from pydantic import Field
 
-from ..protocol import ToolCallRisk
+from ..protocol import JsonObject, ToolCallRisk
 from ._args import ToolArgs
 from ._tool import NativeTool
 from .base import Prepared, ToolContext, ToolResult
@@ -154,7 +154,7 @@ class Job:
     def elapsed(self) -> str:
         return elapsed_text((self.ended or time.monotonic()) - self.started)
 
-    def summary_dict(self, chat_label: str) -> dict[str, Any]:
+    def summary_dict(self, chat_label: str) -> JsonObject:
         """``JobSummary`` on the wire (``summary`` and ``exitCode`` as null when unknown, as the reference sends)."""
         return {"id": self.id, "type": "shell", "status": self.status, "label": self.command, "summary": self.summary,
                 "startedAt": self.started_at, "elapsed": self.elapsed(), "exitCode": self.exit_code,

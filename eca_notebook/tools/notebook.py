@@ -37,6 +37,7 @@ from typing import Any, ClassVar, Literal, Protocol
 from pydantic import Field
 
 from ..protocol import (
+    JsonObject,
     NotebookApplyEditResult,
     NotebookCell,
     NotebookCellEdit,
@@ -140,12 +141,12 @@ def _nbformat() -> Any:
     return nbformat
 
 
-def _read_file(path: Path) -> dict[str, Any]:
+def _read_file(path: Path) -> JsonObject:
     """The notebook as v4 JSON, its ids as in the file (``nbformat.read`` would replace missing or duplicate ids
     with random ones on every read, so the ids the model saw would be gone on its next call: see ``ensure_ids``)."""
     try:
         with path.open(encoding="utf-8") as f:
-            doc: dict[str, Any] = json.load(f)
+            doc: JsonObject = json.load(f)
         if not isinstance(doc, dict) or not isinstance(doc.get("cells", []), list):
             raise ValueError("not a notebook object")
         if doc.get("nbformat") != 4:  # an old notebook: converted, as Jupyter opens it
@@ -157,7 +158,7 @@ def _read_file(path: Path) -> dict[str, Any]:
     return doc
 
 
-def _write_file(path: Path, doc: dict[str, Any], ctx: ToolContext, expected: str | None) -> None:
+def _write_file(path: Path, doc: JsonObject, ctx: ToolContext, expected: str | None) -> None:
     """Validate, then replace the file atomically — only if it is still what *expected* fingerprints."""
     nbformat = _nbformat()
 
@@ -224,17 +225,17 @@ def _refusal(message: str, cells: list[NotebookCell]) -> str:
     return text
 
 
-def _signature(key: bytes, cell_id: str, source: str, made: dict[str, Any]) -> str:
+def _signature(key: bytes, cell_id: str, source: str, made: JsonObject) -> str:
     payload = json.dumps({"cell": cell_id, "source": source, "made": made}, sort_keys=True, ensure_ascii=False)
     return hmac.new(key, payload.encode("utf-8"), hashlib.sha256).hexdigest()
 
 
-def _provenance(ctx: ToolContext, tool: str, action: str, cell_id: str, source: str) -> dict[str, Any]:
+def _provenance(ctx: ToolContext, tool: str, action: str, cell_id: str, source: str) -> JsonObject:
     """``metadata.eca`` of a cell the assistant wrote: which chat and call, not what was said — signed with the
     engine's key over the cell's id and new source (see :func:`written_by_assistant`)."""
     stamp = datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")
     made = {"chatId": ctx.chat_id, "toolCallId": ctx.tool_call_id, "tool": tool, "action": action, "at": stamp}
-    record: dict[str, Any] = {key: value for key, value in made.items() if value is not None}
+    record: JsonObject = {key: value for key, value in made.items() if value is not None}
     if ctx.provenance_key:
         record["sig"] = _signature(ctx.provenance_key, cell_id, source, dict(record))
     return {"eca": record}
@@ -255,7 +256,7 @@ def written_by_assistant(cell: NotebookCell, key: bytes | None) -> bool:
     return hmac.compare_digest(sig, expected)
 
 
-def _cell_diff(nb: _Notebook, ctx: ToolContext, old: str, new: str, cell: str, cell_id: str) -> dict[str, Any]:
+def _cell_diff(nb: _Notebook, ctx: ToolContext, old: str, new: str, cell: str, cell_id: str) -> JsonObject:
     label = f"{diff_label(nb.path, ctx, '')} ({cell})"
     # cell sources rarely end with a newline: compare them as lines, without "\ No newline at end of file" noise
     diff, added, removed = unified_diff(_lines(old), _lines(new), f"a/{label}", f"b/{label}")
@@ -312,7 +313,7 @@ class _NotebookTool(AsyncNativeTool[Any]):
         prepared.outside_workspace = not is_inside(path, ctx.workspace_folders)
         return prepared
 
-    def _shown_args(self, args: Any) -> dict[str, Any]:
+    def _shown_args(self, args: Any) -> JsonObject:
         return dict(args.model_dump())
 
     def _deferred(self, args: Any, path: Path, ctx: ToolContext) -> Prepared:
@@ -424,7 +425,7 @@ class NotebookEditCellTool(_ChangeTool):
     Args = NotebookEditCellArgs
     generic_summary = "Editing notebook cell"
 
-    def _shown_args(self, args: Any) -> dict[str, Any]:
+    def _shown_args(self, args: Any) -> JsonObject:
         return change_args(args)
 
     def _prepare_cells(self, args: NotebookEditCellArgs, nb: _Notebook, ctx: ToolContext) -> Prepared:
@@ -528,8 +529,8 @@ class NotebookMoveCellTool(_ChangeTool):
         order.insert(index, cell)
         label = f"{diff_label(nb.path, ctx, '')} (cell order)"
         diff, added, removed = unified_diff(_outline(nb.cells), _outline(order), f"a/{label}", f"b/{label}")
-        details = {"type": "fileChange", "path": str(nb.path), "diff": diff, "linesAdded": added,
-                   "linesRemoved": removed, "cellId": cell.id}
+        details: JsonObject = {"type": "fileChange", "path": str(nb.path), "diff": diff, "linesAdded": added,
+                               "linesRemoved": removed, "cellId": cell.id}
         edit = NotebookCellEdit(action="move", cell_id=cell.id, index=index)
         return Prepared(
             args=args.model_dump(),

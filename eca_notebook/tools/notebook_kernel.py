@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from .._fileio import atomic_write
-from ..protocol import NotebookCell, NotebookCellRun
+from ..protocol import JsonObject, NotebookCell, NotebookCellRun
 from .notebook import run_in_order
 
 __all__ = ["OwnKernelRunner"]
@@ -78,9 +78,9 @@ class OwnKernelRunner:
     async def _run_one(self, manager: Any, client: Any, cell: NotebookCell, timeout: float) -> NotebookCellRun:
         from nbformat.v4 import output_from_msg
 
-        outputs: list[dict[str, Any]] = []
+        outputs: list[JsonObject] = []
 
-        def hook(msg: dict[str, Any]) -> None:
+        def hook(msg: JsonObject) -> None:
             if msg.get("msg_type") in _OUTPUT_TYPES:
                 outputs.append(dict(output_from_msg(msg)))  # type: ignore[no-untyped-call]
 

@@ -24,7 +24,7 @@ from typing import Annotated, Any
 from pydantic import BeforeValidator, Field
 
 from .._text import visible
-from ..protocol import ToolCallRisk
+from ..protocol import JsonObject, JsonValue, ToolCallRisk
 from ._args import ToolArgs
 from ._output import truncate_for_llm
 from ._paths import display, is_inside, resolve
@@ -398,7 +398,7 @@ def _positional(prepared: Prepared) -> list[str]:
     return [str(a) for a in argv] if isinstance(argv, list) else []
 
 
-def _breakdown(parsed: Any, *, background: bool) -> dict[str, Any]:
+def _breakdown(parsed: Any, *, background: bool) -> JsonObject:
     """The reference's ``ShellCommandDetails``: each command the line runs (chains and pipes split; not those run
     from a string by ``sh -c`` or ``eval``), words unquoted where they are plain text. The engine adds what
     approving would remember (``approvalKey``, ``remembered``)."""
@@ -406,9 +406,9 @@ def _breakdown(parsed: Any, *, background: bool) -> dict[str, Any]:
         parts = getattr(w, "parts", ())
         return "".join(p.value for p in parts) if parts and all(p.kind == "literal" for p in parts) else w.text
 
-    commands = [{"command": visible(word(c.name)), "args": [visible(word(a)) for a in c.args]}
+    commands: list[JsonValue] = [{"command": visible(word(c.name)), "args": [visible(word(a)) for a in c.args]}
                 for c in parsed.commands if c.name is not None and c.via is None]
-    details: dict[str, Any] = {"type": "shellCommand", "commands": commands}
+    details: JsonObject = {"type": "shellCommand", "commands": commands}
     if background:
         details["background"] = True
     return details

@@ -14,10 +14,11 @@ from __future__ import annotations
 
 import uuid
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Protocol
 
 from pydantic import Field
 
+from ..protocol import JsonObject
 from ._args import ToolArgs, json_schema, parse_args
 from .base import Approval, Prepared, ToolContext, ToolResult
 
@@ -61,7 +62,7 @@ class SpawnRequest:
     task: str
     activity: str | None
     model: str | None
-    arguments: dict[str, Any]
+    arguments: JsonObject
 
 
 class SubagentAccess(Protocol):
@@ -120,7 +121,7 @@ class SpawnAgentTool:
     def __init__(self, access: SubagentAccess, agents: list[SubagentInfo] | None = None) -> None:
         self.access = access
         self.description = describe(agents or [])
-        self.parameters: dict[str, Any] = json_schema(SpawnAgentArgs)
+        self.parameters: JsonObject = json_schema(SpawnAgentArgs)
 
     def __repr__(self) -> str:
         return f"<SpawnAgentTool {self.name}>"
@@ -128,7 +129,7 @@ class SpawnAgentTool:
     def for_agents(self, agents: list[SubagentInfo]) -> SpawnAgentTool:
         return SpawnAgentTool(self.access, agents)
 
-    def prepare(self, args: dict[str, Any], ctx: ToolContext) -> Prepared:
+    def prepare(self, args: JsonObject, ctx: ToolContext) -> Prepared:
         parsed, error = parse_args(self.name, SpawnAgentArgs, args)
         if parsed is None:
             return Prepared(args=dict(args) if isinstance(args, dict) else {}, summary="Spawning agent", error=error)
@@ -154,7 +155,7 @@ class SpawnAgentTool:
         except ValueError as exc:
             return Prepared(args=shown, summary=summary, error=f"{self.name}: {exc}")
         child = f"subagent-{uuid.uuid4()}"
-        details = {"type": "subagent", "subagentChatId": child, "model": model, "agentName": info.name,
+        details: JsonObject = {"type": "subagent", "subagentChatId": child, "model": model, "agentName": info.name,
                    "maxSteps": info.max_steps, "step": 0}
         if info.max_steps is None:
             del details["maxSteps"]
