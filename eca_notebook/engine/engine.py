@@ -15,7 +15,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -44,6 +44,7 @@ from ..protocol import (
     RewritePromptResult,
     WireContent,
 )
+from ..protocol.turn import ContentEvent, parse_content
 from ..retrieval import CodeIndex
 from ..tools.base import ChatDelegate, FileAccess, Tool, ToolContext, llm_name
 from ..tools.jobs import JobRegistry
@@ -187,6 +188,8 @@ class Engine:
         self.code_index: CodeIndex | None = self._make_code_index()
         self.global_config_dir = global_config_path(self.env).parent
         self._listeners: list[Listener] = []
+        # chat id → the doors' typed subscribers to it (subscribe): each content published once, parsed
+        self._subscribers: dict[str, list[Callable[[ContentEvent], None]]] = {}
         self._closed = False
         self._index_task: asyncio.Task[None] | None = None
         self.config_watcher: ConfigWatcher | None = None  # watches the config files once started
@@ -230,6 +233,35 @@ class Engine:
             self._listeners.remove(listener)
         self.rewriter.forget(listener)  # its rewrites stream to nobody now
 
+    def subscribe(self, chat_id: str, subscriber: Callable[[ContentEvent], None]) -> Callable[[], None]:
+        """A door's typed seam to the chat it serves: every content of *chat_id* and of its subagents' chats, as a
+        :class:`~eca_notebook.protocol.turn.ContentEvent` — redacted as listeners get it, parsed once here however
+        many doors subscribed (chunks stay TypedDicts) — after the listeners got its dict. Returns the
+        unsubscribe."""
+        self._subscribers.setdefault(chat_id, []).append(subscriber)
+
+        def unsubscribe() -> None:
+            subscribers = self._subscribers.get(chat_id, [])
+            if subscriber in subscribers:
+                subscribers.remove(subscriber)
+            if not subscribers:
+                self._subscribers.pop(chat_id, None)
+
+        return unsubscribe
+
+    def _publish(self, chat: Chat, role: str, clean: dict[str, Any]) -> None:
+        subscribers = self._subscribers.get(chat.id, [])
+        if chat.parent_chat_id is not None:
+            subscribers = subscribers + self._subscribers.get(chat.parent_chat_id, [])
+        if not subscribers:
+            return
+        event = ContentEvent(chat.id, role, parse_content(clean), chat.parent_chat_id)
+        for subscriber in list(subscribers):
+            try:
+                subscriber(event)
+            except Exception:  # one broken door must not stop the others
+                log.exception("subscriber of chat %s failed", chat.id)
+
     def broadcast(self, method: str, params: dict[str, Any]) -> None:
         """Send to every listener — redacted: this is the choke point for everything the engine tells clients."""
         self._fan_out(method, redact_json(params))
@@ -252,6 +284,8 @@ class Engine:
         if chat.parent_chat_id is not None:  # a subagent's chat: clients nest it under the parent's call
             params["parentChatId"] = chat.parent_chat_id
         self._fan_out("chat/contentReceived", params)
+        if self._subscribers:  # (none: the cost of one check per chunk)
+            self._publish(chat, role, clean)
         self.hooks.status.content(chat, clean)  # a tool call's state may change the chatStatusChanged snapshot
 
     # -- start-up and config -------------------------------------------------------------------------------------

@@ -69,6 +69,7 @@ __all__ = [
     "Block",
     "Change",
     "Content",
+    "ContentEvent",
     "ToolCallState",
     "ToolCallStatus",
     "TurnFold",
@@ -386,6 +387,18 @@ class Change:
         if isinstance(content, dict):
             return str(content.get("text") or "")
         return str(getattr(content, "text", "") or "")
+
+
+@dataclass(slots=True, frozen=True)
+class ContentEvent:
+    """One content of a chat as the engine publishes it to the doors subscribed to that chat (``Engine.subscribe``):
+    redacted and parsed once (:func:`parse_content`), however many doors read it. ``parent_chat_id`` is set for a
+    subagent's chat (a subscriber to the parent gets its contents too)."""
+
+    chat_id: str
+    role: str
+    content: Content
+    parent_chat_id: str | None = None
 
 
 class TurnFold:

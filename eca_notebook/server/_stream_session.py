@@ -35,6 +35,7 @@ from .._workspace_paths import is_inside
 from ..engine import Engine
 from ..protocol import ChatPromptParams, FileChangeDetails
 from ..protocol.errors import RpcError
+from ..protocol.turn import Content, ContentEvent
 from ..tools.base import CURRENT_TOOL_CALL, ChatDelegate, CommandOutcome, CommandRequest
 from ..tools.shell import ShellCommandTool
 from ._stream_context import (
@@ -141,26 +142,25 @@ class StreamSession:
     # -- the engine's side ---------------------------------------------------------------------------------------
 
     def send(self, method: str, params: dict[str, Any]) -> None:
-        """Listener: this chat's contents only (the engine sends every chat's to every listener), and its
-        subagents'."""
+        """Listener: only this chat's deletion (its contents come typed, through :meth:`event`)."""
         if params.get("chatId") != self.chat_id:
-            if method == "chat/contentReceived" and params.get("parentChatId") == self.chat_id:
-                try:
-                    self._subagent_content(str(params.get("chatId")), str(params.get("role")),
-                                           params.get("content") or {})
-                except Exception:
-                    log.exception("could not translate a subagent content of session %s", self.chat_id)
             return
-        if method == "chat/contentReceived":
-            try:
-                self._content(str(params.get("role")), params.get("content") or {})
-            except Exception:
-                log.exception("could not translate a content of session %s", self.chat_id)
-        elif method == "chat/deleted":
+        if method == "chat/deleted":
             self.error("NOT_FOUND", "the session was deleted", {"session_id": self.chat_id}, recoverable=False)
             self.stream.feed_eof()
 
-    def _content(self, role: str, content: dict[str, Any]) -> None:
+    def event(self, event: ContentEvent) -> None:
+        """The engine's typed seam (``Engine.subscribe``): a content of this chat, or of a subagent it spawned,
+        parsed once by the engine."""
+        try:
+            if event.chat_id == self.chat_id:
+                self._content(event.role, event.content)
+            else:
+                self._subagent_content(event.chat_id, event.role, event.content)
+        except Exception:
+            log.exception("could not translate a content of session %s", self.chat_id)
+
+    def _content(self, role: str, content: Content | dict[str, Any]) -> None:
         turn = self.book.turn
         had_error = turn.error if turn is not None else None
         change = self.book.fold.step(role, content)
@@ -190,7 +190,7 @@ class StreamSession:
         if changed:
             self.emit_state()
 
-    def _subagent_content(self, child: str, role: str, content: dict[str, Any]) -> None:
+    def _subagent_content(self, child: str, role: str, content: Content | dict[str, Any]) -> None:
         """A content of a subagent this session's chat spawned: its tool calls (``tool.execute``, patches) and their
         approvals are this session's — answered in the subagent's chat — while its texts are not the answer (the
         parent's ``spawn_agent`` result carries it)."""
@@ -240,6 +240,7 @@ class StreamSession:
     async def run(self) -> None:
         """Read the client's messages until it goes away; then let go of everything this session held."""
         self.engine.add_listener(self)
+        unsubscribe = self.engine.subscribe(self.chat_id, self.event)
         self.workspace.connections += 1
         try:
             while True:
@@ -256,6 +257,7 @@ class StreamSession:
                                   data.get("type") if isinstance(data, dict) else None)
                     self.error("INVALID_MESSAGE", "the server failed to handle this message")
         finally:
+            unsubscribe()
             await self._close()
 
     async def _close(self) -> None:
