@@ -26,9 +26,10 @@ import os
 import re
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from .._redact import add_secrets, secret_env_values, secret_header_values, secrets_of_url
+from ..protocol import JsonObject
 from .config import Config, LoadedConfig, load_config, netrc_passwords
 from .models import ModelRegistry
 from .workspace import Agents, WorkspaceTrust, agent_dirs, agent_files
@@ -58,7 +59,7 @@ class ConfigOptions(Protocol):
     the global one."""
 
     @property
-    def initialization_options(self) -> dict[str, Any] | None: ...
+    def initialization_options(self) -> JsonObject | None: ...
     @property
     def config_file(self) -> Path | None: ...
 
@@ -92,7 +93,7 @@ class ConfigHost(Protocol):
     @property
     def mcp(self) -> McpManager | None: ...
     def behaviors(self) -> list[str]: ...
-    def broadcast(self, method: str, params: dict[str, Any]) -> None: ...
+    def broadcast(self, method: str, params: JsonObject) -> None: ...
     def config_updated(self) -> ConfigUpdatedParams: ...
     def native_tools(self) -> NativeServerUpdatedParams: ...
 

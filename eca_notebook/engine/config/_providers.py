@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
+from ...protocol import JsonObject
 from ._catalog import BUILTIN_PROVIDERS, CATALOG, DEFAULT_MODELS, CatalogEntry, lookup, sees_images
 from ._variants import effective_variants
 
@@ -39,7 +40,7 @@ class ModelInfo:
     id: str
     provider: str
     name: str
-    extra_payload: dict[str, Any] = field(default_factory=dict)
+    extra_payload: JsonObject = field(default_factory=dict)
     extra_headers: dict[str, str] = field(default_factory=dict)
     input_cost: float | None = None
     output_cost: float | None = None
@@ -57,7 +58,7 @@ class ModelInfo:
     # Takes images (``imageInput``; else the catalog's default by name): images are sent to it, otherwise described.
     image_input: bool = False
     # named payload presets (engine/config/_variants.py): built-in reasoning efforts and the config's ``variants``
-    variants: dict[str, dict[str, Any]] = field(default_factory=dict)
+    variants: dict[str, JsonObject] = field(default_factory=dict)
 
     def cost(
         self, input_tokens: int, output_tokens: int, cache_read_tokens: int = 0, cache_write_tokens: int = 0

@@ -20,6 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator,
 from pydantic.alias_generators import to_camel
 
 from ..._merge import deep_merge
+from ...protocol import JsonObject
 
 __all__ = [
     "ApprovalConfig",
@@ -105,7 +106,7 @@ class ModelConfig(_ConfigModel):
     """
 
     model_name: str | None = None
-    extra_payload: dict[str, Any] = Field(default_factory=dict)
+    extra_payload: JsonObject = Field(default_factory=dict)
     extra_headers: dict[str, str] = Field(default_factory=dict)
     reasoning_history: Literal["all", "turn", "off"] | None = None
     input_cost: float | None = Field(default=None, ge=0)
@@ -122,7 +123,7 @@ class ModelConfig(_ConfigModel):
     # embedded model always is); for tiny Ollama / llama.cpp models
     compact: bool = False
     # the reference's: named payload presets (reasoning effort…) merged over the built-in ones; ``{}`` removes one
-    variants: dict[str, dict[str, Any]] = Field(default_factory=dict)
+    variants: dict[str, JsonObject] = Field(default_factory=dict)
     cost: _CostConfig | None = None
     limit: _LimitConfig | None = None
 

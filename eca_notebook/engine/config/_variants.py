@@ -17,6 +17,8 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from ...protocol import JsonObject
+
 __all__ = ["ANTHROPIC_BUDGETS", "builtin_variants", "effective_variants", "selectable", "variant_payload"]
 
 EFFORTS = ("low", "medium", "high")
@@ -27,7 +29,7 @@ _OLLAMA_THINKING = re.compile(r"(^|[/:])(qwen3|deepseek-r1|deepseek-v3\.1|gpt-os
                               re.IGNORECASE)
 
 
-def builtin_variants(api: str, name: str, reasoning: bool) -> dict[str, dict[str, Any]]:
+def builtin_variants(api: str, name: str, reasoning: bool) -> dict[str, JsonObject]:
     """The built-in variants of a model served over ``api`` (none for a model that does not reason)."""
     if api == "ollama" and (reasoning or _OLLAMA_THINKING.search(name)):
         return {e: {"think": e} for e in EFFORTS}
@@ -43,7 +45,7 @@ def builtin_variants(api: str, name: str, reasoning: bool) -> dict[str, dict[str
 
 
 def effective_variants(api: str, name: str, reasoning: bool,
-                       configured: Mapping[str, Mapping[str, Any]] | None) -> dict[str, dict[str, Any]]:
+                       configured: Mapping[str, Mapping[str, Any]] | None) -> dict[str, JsonObject]:
     """Built-in variants with the configured ones merged over them (same name: the config's wins; ``{}`` removes)."""
     merged = dict(builtin_variants(api, name, reasoning))
     for key, payload in (configured or {}).items():
@@ -59,7 +61,7 @@ def selectable(variants: Mapping[str, Any]) -> list[str]:
     return sorted(k for k in variants if k != "default")
 
 
-def variant_payload(variants: Mapping[str, dict[str, Any]], selected: str | None) -> dict[str, Any]:
+def variant_payload(variants: Mapping[str, JsonObject], selected: str | None) -> JsonObject:
     """The payload for the selected variant; ``default`` when none (or an unknown one) is selected; else empty."""
     if selected and selected in variants:
         return variants[selected]

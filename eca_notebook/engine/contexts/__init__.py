@@ -30,6 +30,7 @@ from pydantic import ValidationError
 
 from ..._images import ImagePart
 from ..._redact import redact
+from ...protocol import JsonObject
 from ...protocol.context import (
     ChatContext,
     CursorContext,
@@ -93,7 +94,7 @@ class RenderedContexts:
 
 
 async def render_contexts(
-    contexts: Sequence[ChatContext | dict[str, Any]],
+    contexts: Sequence[ChatContext | JsonObject],
     *,
     folders: Sequence[Path],
     http: httpx.AsyncClient,

@@ -23,6 +23,7 @@ from urllib.parse import unquote, urlparse
 from pydantic import ValidationError
 
 from ..._fuzzy import is_subsequence
+from ...protocol import JsonObject
 from ...protocol.context import (
     ChatContext,
     DirectoryContext,
@@ -57,12 +58,12 @@ async def query_context(
     query: str,
     *,
     index: WorkspaceIndex,
-    already: Sequence[ChatContext | dict[str, Any]],
+    already: Sequence[ChatContext | JsonObject],
     limit: int = 50,
-    extra: Sequence[ChatContext | dict[str, Any]] = (),
+    extra: Sequence[ChatContext | JsonObject] = (),
     code_index: _SymbolSource | None = None,
     files_only: bool = False,
-) -> list[dict[str, Any]]:
+) -> list[JsonObject]:
     """Contexts the user may attach for `query`, as wire dicts, best first, at most `limit`.
 
     `files_only` (``chat/queryFiles``, the reference's file picker): only the ``file`` contexts of the same search
@@ -79,7 +80,7 @@ async def query_context(
     base = index.folders[0] if index.folders else Path.cwd()
     attached = {_key(c, base) for c in _validated(already)}
     attached.discard(None)
-    out: list[dict[str, Any]] = []
+    out: list[JsonObject] = []
 
     def offer(ctx: Any) -> None:
         key = _key(ctx, base)

@@ -25,14 +25,14 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Literal, TypedDict
 
 from ._map import render_repo_map
 from ._rank import Query, discover
 from ._snapshot import Snapshot, fold
 from ._walk import Walker
 
-__all__ = ["Entry", "WorkspaceIndex"]
+__all__ = ["Entry", "IndexState", "WorkspaceIndex"]
 
 log = logging.getLogger(__name__)
 
@@ -42,6 +42,18 @@ _CACHE_MAX = 5_000
 # The names other modules import from here (the context renderers ``_fold``, the query benchmark ``_Query``).
 _fold = fold
 _Query = Query
+
+
+class IndexState(TypedDict):
+    """What :meth:`WorkspaceIndex.status` reports (the panel's index status reads it)."""
+
+    state: Literal["empty", "building", "ready"]
+    files: int
+    dirs: int
+    builtAt: float | None  # epoch seconds, None before the first build
+    durationMs: float | None
+    refreshedAt: float | None
+    truncated: bool  # max_files was reached
 
 
 @dataclass(frozen=True, slots=True)
@@ -106,10 +118,11 @@ class WorkspaceIndex:
         """When the last full build finished (``time.time()`` seconds), None before the first."""
         return self._built_at
 
-    def status(self) -> dict[str, Any]:
+    def status(self) -> IndexState:
         """``{"state", "files", "dirs", "builtAt", "durationMs", "refreshedAt", "truncated"}`` — ``builtAt`` and
         ``refreshedAt`` are epoch seconds; ``truncated`` means ``max_files`` was reached."""
-        state = "building" if self._building else ("ready" if self._snap is not None else "empty")
+        state: Literal["empty", "building", "ready"] = (
+            "building" if self._building else ("ready" if self._snap is not None else "empty"))
         return {
             "state": state,
             "files": self.file_count,

@@ -7,9 +7,9 @@ A file's front matter is a first line ``---``, YAML, and a closing ``---`` (or `
 
 from __future__ import annotations
 
-from typing import Any
-
 import yaml
+
+from ...protocol import JsonObject
 
 __all__ = ["FrontMatterError", "parse_front_matter", "split_front_matter"]
 
@@ -29,7 +29,7 @@ def split_front_matter(text: str) -> tuple[str, str] | None:
     return None
 
 
-def parse_front_matter(text: str) -> tuple[dict[str, Any], str]:
+def parse_front_matter(text: str) -> tuple[JsonObject, str]:
     """(front matter as a map, body); ``({}, text)`` when the file has no closed front matter block.
 
     Raises :class:`FrontMatterError` when the block is not valid YAML or not a map of keys."""

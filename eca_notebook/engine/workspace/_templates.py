@@ -23,6 +23,8 @@ from typing import Any
 from jinja2 import TemplateError, nodes
 from jinja2.sandbox import SandboxedEnvironment
 
+from ...protocol import JsonObject
+
 __all__ = ["is_template", "render_prompt_template", "template_variables"]
 
 log = logging.getLogger(__name__)
@@ -82,11 +84,11 @@ def is_template(text: str) -> bool:
 
 
 def template_variables(*, subagent: bool, workspace_folders: Sequence[Path],
-                       tool_names: Iterable[str]) -> dict[str, Any]:
+                       tool_names: Iterable[str]) -> JsonObject:
     """The reference's variables: ``isSubagent``, ``workspaceRoots`` (the folders, comma-separated),
     ``toolEnabled_<full tool name>`` for each tool offered, plus its ``osName``, ``shell``, ``userName``,
     ``homeDir``."""
-    variables: dict[str, Any] = {
+    variables: JsonObject = {
         "isSubagent": subagent,
         "workspaceRoots": ", ".join(str(f) for f in workspace_folders),
         "osName": f"{os.uname().sysname} {os.uname().release}" if hasattr(os, "uname") else os.name,
