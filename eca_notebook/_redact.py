@@ -228,10 +228,35 @@ def _redact(text: str, ordered: tuple[str, ...], extra: Iterable[str]) -> str:
 
 def redact_json(value: Any, extra: Iterable[str] = ()) -> Any:
     """A copy of a JSON-like value (dicts, lists, strings…) with every string — keys too — redacted."""
-    return _walk(value, tuple(extra))
+    extra = tuple(extra)
+    return _walk(value, extra) if extra else _walk_plain(value)
 
 
 _SCALARS = frozenset({int, float, bool, type(None)})
+
+
+def _walk_plain(value: Any) -> Any:
+    """:func:`_walk` without extra values, for the doors' every message: strings too short to hold a secret are
+    kept without a call, the others answered from the memo where it knows them (what :func:`redact` would do)."""
+    kind = type(value)
+    if kind is dict:
+        out = {}
+        for k, v in value.items():
+            if type(k) is str and len(k) >= MIN_SECRET_LENGTH:
+                k = _memo.get(k) or redact(k)  # (the memo of now: add_secrets may replace it any time)
+            t = type(v)
+            if t is str:
+                if len(v) >= MIN_SECRET_LENGTH:
+                    v = _memo.get(v) or redact(v)
+            elif t is dict or t is list:
+                v = _walk_plain(v)
+            elif t not in _SCALARS:
+                v = _walk(v, ())
+            out[k] = v
+        return out
+    if kind is list:
+        return [_walk_plain(v) for v in value]
+    return _walk(value, ())
 
 
 def _walk(value: Any, extra: tuple[str, ...]) -> Any:

@@ -96,6 +96,22 @@ def test_json_values_are_redacted_keys_included_and_not_mutated():
     assert redact_json("extra-only-value-1", ["extra-only-value-1"]) == "***"
 
 
+def test_json_values_of_every_shape_are_redacted():
+    """The quick walk of plain dicts and lists hands other shapes to the general one: tuples, read-only mappings,
+    str subclasses, numbers; long keys and values too."""
+    from types import MappingProxyType
+
+    class Name(str):
+        pass
+
+    add_secrets(["shape-secret-6Z6Z"])
+    value = {"t": ("x shape-secret-6Z6Z", 1.5), "m": MappingProxyType({"k": "shape-secret-6Z6Z"}),
+             "s": Name("shape-secret-6Z6Z"), "n": [True, None, 3], "shape-secret-6Z6Z longer key": "ok value",
+             "deep": [{"a": [{"b": "token=ab12cd34"}]}]}
+    assert redact_json(value) == {"t": ["x ***", 1.5], "m": {"k": "***"}, "s": "***", "n": [True, None, 3],
+                                  "*** longer key": "ok value", "deep": [{"a": [{"b": "token=***"}]}]}
+
+
 def test_a_text_seen_before_its_secret_was_registered_is_redacted_after():
     """Short texts are remembered once redacted (the streaming hot path sends the same ones again and again); a
     secret registered later must still be caught in a text remembered before — as a whole, inside a JSON value, and
