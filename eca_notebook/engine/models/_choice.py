@@ -6,8 +6,9 @@ receive this view of the engine (which satisfies it) rather than the engine itse
 
 from __future__ import annotations
 
-from typing import Any, Protocol
+from typing import Protocol
 
+from ...protocol import JsonObject
 from ..config import Config, selectable
 from ._registry import ModelRegistry
 
@@ -29,8 +30,8 @@ class ModelChoice(Protocol):
         ...
 
 
-def variant_selection(registry: ModelRegistry, model: str | None, variant: str | None) -> dict[str, Any]:
+def variant_selection(registry: ModelRegistry, model: str | None, variant: str | None) -> JsonObject:
     """``variants`` of a model and the ``selectVariant`` for it: the given one when the model has it, else None."""
     info = registry.model_infos().get(model) if model else None
     names = selectable(info.variants) if info is not None else []
-    return {"variants": names, "select_variant": variant if variant in names else None}
+    return {"variants": [*names], "select_variant": variant if variant in names else None}

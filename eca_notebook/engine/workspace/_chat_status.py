@@ -19,6 +19,8 @@ import logging
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+from ...protocol import JsonObject
+
 if TYPE_CHECKING:
     from ..chats import Chat
     from ._hooks import Hooks
@@ -38,7 +40,7 @@ class ChatStatusHooks:
     def __init__(self, hooks: Hooks) -> None:
         self.hooks = hooks
         self._calls: dict[str, dict[str, tuple[str, str]]] = {}  # chat id → call id → (state, tool name)
-        self._last: dict[str, dict[str, Any]] = {}  # chat id → the snapshot the hooks last saw
+        self._last: dict[str, JsonObject] = {}  # chat id → the snapshot the hooks last saw
         self._tail: dict[str, asyncio.Task[None]] = {}  # chat id → its latest hook run (the next one waits on it)
 
     def content(self, chat: Chat, content: Mapping[str, Any]) -> None:
@@ -71,16 +73,16 @@ class ChatStatusHooks:
         self._calls.pop(chat_id, None)
         self._last.pop(chat_id, None)
 
-    def snapshot(self, chat: Chat) -> dict[str, Any]:
+    def snapshot(self, chat: Chat) -> JsonObject:
         """The reference's aggregate status of the chat."""
         calls = self._calls.get(chat.id, {})
         approval = sorted(i for i, (state, _) in calls.items() if state == _WAITING)
         question = sorted(i for i, (state, name) in calls.items() if state == _RUNNING and name == QUESTION_TOOL)
         running = sorted(i for i, (state, name) in calls.items() if state == _RUNNING and name != QUESTION_TOOL)
         awaiting = bool(approval or question)
-        snap: dict[str, Any] = {"status": chat.status or "idle", "awaiting_user_input": awaiting,
-                                "pending_approval_tool_call_ids": approval,
-                                "pending_question_tool_call_ids": question, "running_tool_call_ids": running}
+        snap: JsonObject = {"status": chat.status or "idle", "awaiting_user_input": awaiting,
+                            "pending_approval_tool_call_ids": [*approval],
+                            "pending_question_tool_call_ids": [*question], "running_tool_call_ids": [*running]}
         if awaiting:
             snap["waiting_reason"] = "toolApproval" if approval else "userQuestion"
         return snap
@@ -108,7 +110,7 @@ class ChatStatusHooks:
 
         task.add_done_callback(done)
 
-    async def _run(self, previous: asyncio.Task[None] | None, data: dict[str, Any]) -> None:
+    async def _run(self, previous: asyncio.Task[None] | None, data: JsonObject) -> None:
         if previous is not None:  # the hooks see the snapshots in the order they happened
             await asyncio.gather(previous, return_exceptions=True)
         # no chat given: an advisory hook has no UI (its systemMessage is not shown), the chat fields are in data

@@ -38,7 +38,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from ..._redact import redact
-from ...protocol import TextContent
+from ...protocol import JsonObject, JsonValue, TextContent
 from ._chat_status import ChatStatusHooks
 
 if TYPE_CHECKING:
@@ -71,11 +71,11 @@ class HookResult:
     exit: int
     stdout: str = ""
     stderr: str = ""
-    parsed: dict[str, Any] | None = None
+    parsed: JsonObject | None = None
     timed_out: bool = False
 
     @property
-    def effects(self) -> dict[str, Any]:
+    def effects(self) -> JsonObject:
         """The JSON fields to apply: only on exit 0, as the reference."""
         return self.parsed if self.exit == 0 and self.parsed is not None else {}
 
@@ -91,7 +91,7 @@ class HookOutcome:
     stop_reason: str = ""
     additional_context: list[str] = field(default_factory=list)
     replaced_prompt: str | None = None
-    updated_input: dict[str, Any] = field(default_factory=dict)
+    updated_input: JsonObject = field(default_factory=dict)
     approval: str | None = None  # "allow" | "ask" | "deny", merged deny > ask > allow
     replaced_output: str | None = None
     system_messages: list[str] = field(default_factory=list)
@@ -166,7 +166,7 @@ def _kill(proc: asyncio.subprocess.Process) -> None:
             proc.kill()
 
 
-def _json_object(text: str) -> dict[str, Any] | None:
+def _json_object(text: str) -> JsonObject | None:
     if not text.startswith("{"):
         return None
     try:
@@ -262,11 +262,11 @@ class Hooks:
         """Whether any hook listens to this event (call sites skip building its data otherwise)."""
         return any(_hook_type(h) == hook_type for h in self.configured().values())
 
-    def base_data(self, chat: Chat | None = None) -> dict[str, Any]:
+    def base_data(self, chat: Chat | None = None) -> JsonObject:
         """The reference's base input; with ``chat``, its chat fields too."""
-        folders = [str(f) for f in self.host.workspace_folders]
-        data: dict[str, Any] = {"workspaces": folders, "cwd": folders[0] if folders else os.getcwd(),
-                                "eca_executable": sys.executable}
+        folders: list[JsonValue] = [str(f) for f in self.host.workspace_folders]
+        data: JsonObject = {"workspaces": folders, "cwd": folders[0] if folders else os.getcwd(),
+                            "eca_executable": sys.executable}
         if chat is not None:
             data.update(chat_id=chat.id, agent=chat.behavior, behavior=chat.behavior, full_model=chat.model)
         return data
@@ -313,16 +313,19 @@ class Hooks:
         context = effects.get("additionalContext")
         if isinstance(context, str) and context.strip():
             outcome.additional_context.append(context.strip())
-        if isinstance(effects.get("replacedPrompt"), str):
-            outcome.replaced_prompt = effects["replacedPrompt"]
-        if isinstance(effects.get("updatedInput"), Mapping):
-            outcome.updated_input.update(effects["updatedInput"])
+        replaced_prompt = effects.get("replacedPrompt")
+        if isinstance(replaced_prompt, str):
+            outcome.replaced_prompt = replaced_prompt
+        updated_input = effects.get("updatedInput")
+        if isinstance(updated_input, Mapping):
+            outcome.updated_input.update(updated_input)
         approval = effects.get("approval")
         order = {"allow": 0, "ask": 1, "deny": 2}
         if approval in order and (outcome.approval is None or order[approval] > order[outcome.approval]):
             outcome.approval = approval
-        if isinstance(effects.get("replacedOutput"), str):
-            outcome.replaced_output = effects["replacedOutput"]
+        replaced_output = effects.get("replacedOutput")
+        if isinstance(replaced_output, str):
+            outcome.replaced_output = replaced_output
         message = effects.get("systemMessage")
         if isinstance(message, str) and message.strip():
             outcome.system_messages.append(f"Hook '{result.name}': {message.strip()}")
@@ -408,9 +411,9 @@ class RequestHooks:
         self.hooks.spawn("postRequest", {"response": getattr(last, "text", "") or "", "follow_up_active": False},
                          chat=chat)
 
-    def tool_hooks(self, chat: Chat) -> Callable[[str, dict[str, Any]], Awaitable[HookOutcome | None]]:
+    def tool_hooks(self, chat: Chat) -> Callable[[str, JsonObject], Awaitable[HookOutcome | None]]:
         """The tool-call runner's ``hooks``: runs ``preToolCall``/``postToolCall`` of this chat (None: none)."""
-        async def run(hook_type: str, data: dict[str, Any]) -> HookOutcome | None:
+        async def run(hook_type: str, data: JsonObject) -> HookOutcome | None:
             if not self.hooks.has(hook_type):
                 return None
             return await self.hooks.run(hook_type, data, chat=chat)

@@ -22,6 +22,7 @@ from typing import Any
 
 from ..._fuzzy import is_subsequence
 from ...plugins import Command, CommandArgument
+from ...protocol import JsonObject, JsonValue
 from ._front_matter import FrontMatterError, parse_front_matter
 from ._rules import outside_root
 
@@ -399,11 +400,11 @@ def query_commands(query: str, commands: Sequence[Command]) -> list[Command]:
     return prefix + substring + fuzzy
 
 
-def to_wire(command: Command) -> dict[str, Any]:
+def to_wire(command: Command) -> JsonObject:
     """The ``ChatCommand`` wire shape: ``{name, description, type, arguments: [{name, description?, required}]}``."""
-    arguments = []
+    arguments: list[JsonValue] = []
     for arg in command.arguments:
-        entry: dict[str, Any] = {"name": arg.name}
+        entry: JsonObject = {"name": arg.name}
         if arg.description is not None:
             entry["description"] = arg.description
         entry["required"] = arg.required
