@@ -30,13 +30,14 @@ import re
 from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, NotRequired, Protocol, TypedDict, cast
 
 import anyio
 import httpx
 
 from .._redact import add_secrets, redact, secret_env_values, secret_header_values, secrets_of_url
 from .._tasks import BackgroundTasks
+from ..protocol import JsonObject
 from ._convert import dump
 
 
@@ -50,6 +51,48 @@ class McpServerConfig(Protocol):
     url: str | None
     headers: dict[str, str]
     disabled: bool
+
+
+
+# What a server lists, as the SDK validated and dumped it (by alias, ``None`` fields left out; the keys read here):
+class McpToolSpec(TypedDict):
+    """An MCP ``Tool``."""
+
+    name: str
+    title: NotRequired[str]
+    description: NotRequired[str]
+    #: The tool's JSON Schema for its arguments (any JSON object: the server's to say).
+    inputSchema: JsonObject
+    #: Hints (``readOnlyHint``, ``destructiveHint``…).
+    annotations: NotRequired[JsonObject]
+
+
+class McpPromptArgument(TypedDict):
+    """An argument of an MCP ``Prompt``."""
+
+    name: str
+    description: NotRequired[str]
+    required: NotRequired[bool]
+
+
+class McpPromptSpec(TypedDict):
+    """An MCP ``Prompt``."""
+
+    name: str
+    title: NotRequired[str]
+    description: NotRequired[str]
+    arguments: NotRequired[list[McpPromptArgument]]
+
+
+class McpResourceSpec(TypedDict):
+    """An MCP ``Resource``."""
+
+    uri: str
+    name: str
+    title: NotRequired[str]
+    description: NotRequired[str]
+    mimeType: NotRequired[str]
+
 
 log = logging.getLogger(__name__)
 
@@ -280,10 +323,10 @@ class McpConnection:
                      *secrets_of_url(config.url)])
         self.error: str | None = None
         self.session: Any = None
-        self.tools: list[dict[str, Any]] = []  # wire-shaped MCP Tool dicts
-        self.prompts: list[dict[str, Any]] = []
-        self.resources: list[dict[str, Any]] = []
-        self._capabilities: dict[str, Any] = {}
+        self.tools: list[McpToolSpec] = []
+        self.prompts: list[McpPromptSpec] = []
+        self.resources: list[McpResourceSpec] = []
+        self._capabilities: JsonObject = {}
         self._task: asyncio.Task[None] | None = None
         self._wake = asyncio.Event()
         self._stopping = False
@@ -302,7 +345,7 @@ class McpConnection:
     def is_stdio(self) -> bool:
         return self.config.command is not None
 
-    def describe(self) -> dict[str, Any]:
+    def describe(self) -> JsonObject:
         """The transport part of ``tool/serverUpdated``: command/args or url."""
         if self.is_stdio:
             return {"command": self.config.command, "args": list(self.config.args)}
@@ -491,9 +534,9 @@ class McpConnection:
 
     async def _load_lists(self, session: Any) -> None:
         caps = self._capabilities
-        self.tools = await self._list(session, "tools") if "tools" in caps else []
+        self.tools = cast("list[McpToolSpec]", await self._list(session, "tools")) if "tools" in caps else []
         for kind in ("prompts", "resources"):
-            items: list[dict[str, Any]] = []
+            items: list[JsonObject] = []
             if kind in caps:
                 try:
                     items = await self._list(session, kind)
@@ -501,12 +544,14 @@ class McpConnection:
                     log.warning("MCP server %s: listing %s failed: %s", self.name, kind, describe_error(exc))
             setattr(self, kind, items)
 
-    async def _list(self, session: Any, kind: str) -> list[dict[str, Any]]:
+    async def _list(self, session: Any, kind: str) -> list[JsonObject]:
+        """Every page of a listing, as the SDK validated it into its models (so each item is the kind's
+        ``Mcp*Spec``), the items without a name (a resource: a ``uri``) left out."""
         from mcp import types
 
         method = {"tools": session.list_tools, "prompts": session.list_prompts,
                   "resources": session.list_resources}[kind]
-        items: list[dict[str, Any]] = []
+        items: list[JsonObject] = []
         cursor = None
         for _ in range(MAX_PAGES):
             params = types.PaginatedRequestParams(cursor=cursor) if cursor else None

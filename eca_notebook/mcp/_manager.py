@@ -23,9 +23,9 @@ from typing import TYPE_CHECKING, Any
 
 from .._fuzzy import is_subsequence
 from ..plugins import BasePlugin, Command, CommandArgument
-from ..protocol import ImageContent
+from ..protocol import ImageContent, JsonObject, JsonValue, McpServerUpdatedParams
 from ..tools.base import ToolContext, ToolResult, llm_name
-from ._connection import McpConnection, ServerGone, describe_error
+from ._connection import McpConnection, McpPromptSpec, ServerGone, describe_error
 from ._convert import (
     call_result_images,
     call_result_to_text,
@@ -77,7 +77,7 @@ class McpManager(BasePlugin):
         }
         self._tools: dict[str, list[McpTool]] = {}
         self._commands: list[Command] = []
-        self._prompt_specs: dict[tuple[str, str], dict[str, Any]] = {}  # (server, command name) → MCP prompt
+        self._prompt_specs: dict[tuple[str, str], McpPromptSpec] = {}  # (server, command name) → MCP prompt
         self._progress: set[str] = set()
         self._closed = False
         # name → why it does not start: a server from an untrusted workspace's config (engine/workspace/_trust.py)
@@ -107,7 +107,7 @@ class McpManager(BasePlugin):
         """Start every enabled server concurrently; returns when each is running or failed. Never raises."""
         for connection in self._servers.values():
             if connection.status == "disabled" or connection.name in self.held:
-                self._broadcast("tool/serverUpdated", self.status(connection.name))
+                self._broadcast("tool/serverUpdated", self.status(connection.name).dump())
         enabled = [c for c in self._servers.values() if c.status != "disabled" and c.name not in self.held]
         results = await asyncio.gather(*(self._place(c).start() for c in enabled), return_exceptions=True)
         for connection, result in zip(enabled, results, strict=True):
@@ -130,7 +130,7 @@ class McpManager(BasePlugin):
         self.held = {name: why for name, why in held.items() if name in self._servers}
         for name in self.held:
             await self._servers[name].stop()
-            self._broadcast("tool/serverUpdated", self.status(name))
+            self._broadcast("tool/serverUpdated", self.status(name).dump())
 
     async def release(self, names: list[str]) -> None:
         """Stop holding *names* and start those not disabled (the workspace was trusted); returns when each is
@@ -221,26 +221,26 @@ class McpManager(BasePlugin):
 
     # -- statuses ------------------------------------------------------------------------------------------------
 
-    def status(self, name: str) -> dict[str, Any]:
-        """The ``tool/serverUpdated`` params (``McpServerUpdatedParams``) for one server."""
+    def status(self, name: str) -> McpServerUpdatedParams:
+        """The ``tool/serverUpdated`` params for one server."""
         connection = self._servers[name]
-        params: dict[str, Any] = {"type": "mcp", "name": name, **connection.describe(), "status": connection.status,
+        params: JsonObject = {"type": "mcp", "name": name, **connection.describe(), "status": connection.status,
                                   "disabled": bool(connection.config.disabled)}
         if name in self.held and connection.status != "running":
             params["status"], params["reason"] = "disabled", self.held[name]
         if connection.status == "running":
             offered = self._offered()
-            tools = []
+            tools: list[JsonValue] = []
             for tool in self._tools.get(name, []):
-                entry: dict[str, Any] = {"name": tool.name, "description": tool.description,
+                entry: JsonObject = {"name": tool.name, "description": tool.description,
                                          "parameters": tool.parameters}
                 if offered is not None and llm_name(tool) not in offered:
                     entry["disabled"] = True
                 tools.append(entry)
             params["tools"] = tools
-        return params
+        return McpServerUpdatedParams.model_validate(params)
 
-    def statuses(self) -> list[dict[str, Any]]:
+    def statuses(self) -> list[McpServerUpdatedParams]:
         """Every server's status, for a client that connects later (or after the native tools' status)."""
         return [self.status(name) for name in self._servers]
 
@@ -259,7 +259,7 @@ class McpManager(BasePlugin):
             log.exception("could not compute the offered tools")
             return None
 
-    def _broadcast(self, method: str, params: dict[str, Any]) -> None:
+    def _broadcast(self, method: str, params: JsonObject) -> None:
         if self.engine is not None:
             self.engine.broadcast(method, params)
 
@@ -281,7 +281,7 @@ class McpManager(BasePlugin):
             self._progress.discard(connection.name)
             self._broadcast("$/progress", {"type": "finish", "taskId": task_id,
                                            "title": f"Starting MCP server {connection.name}"})
-        self._broadcast("tool/serverUpdated", self.status(connection.name))
+        self._broadcast("tool/serverUpdated", self.status(connection.name).dump())
         if before != [(t.name, t.spec) for t in self._tools[connection.name]] and self.engine is not None:
             self.engine.tools_changed()
 
@@ -296,7 +296,7 @@ class McpManager(BasePlugin):
         return [tool for name, connection in self._servers.items() if connection.status == "running"
                 for tool in self._tools.get(name, [])]
 
-    async def call_tool(self, server: str, tool: str, args: dict[str, Any],
+    async def call_tool(self, server: str, tool: str, args: JsonObject,
                         ctx: ToolContext | None = None) -> ToolResult:
         """Call one tool; every failure is a ``ToolResult(error=True)`` the model can read, never an exception
         (except cancellation: a stopped chat cancels the call)."""
@@ -354,7 +354,7 @@ class McpManager(BasePlugin):
 
     def _rebuild_commands(self) -> None:
         commands: list[Command] = []
-        specs: dict[tuple[str, str], dict[str, Any]] = {}
+        specs: dict[tuple[str, str], McpPromptSpec] = {}
         taken = set(self.engine.reserved_command_names()) if self.engine is not None else set()
         for server, connection in self._servers.items():
             if connection.status != "running":
@@ -394,18 +394,19 @@ class McpManager(BasePlugin):
 
     # -- resources as contexts -----------------------------------------------------------------------------------
 
-    async def query_contexts(self, query: str, contexts: Sequence[Any] = ()) -> list[dict[str, Any]]:
+    async def query_contexts(self, query: str, contexts: Sequence[Any] = ()) -> list[JsonObject]:
         q = "".join((query or "").split()).lower()
         found = []
         for server, connection in self._servers.items():
             if connection.status != "running":
                 continue
             for resource in connection.resources:
-                context = {"type": "mcpResource", "uri": resource["uri"],
-                           "name": resource.get("name") or resource["uri"],
-                           "description": resource.get("description") or "",
-                           "mimeType": resource.get("mimeType") or "", "server": server}
-                texts = (context["name"], context["uri"], context["description"])
+                name = resource.get("name") or resource["uri"]
+                description = resource.get("description") or ""
+                context: JsonObject = {"type": "mcpResource", "uri": resource["uri"], "name": name,
+                                       "description": description, "mimeType": resource.get("mimeType") or "",
+                                       "server": server}
+                texts = (name, resource["uri"], description)
                 if not q or any(is_subsequence(q, t.lower()) for t in texts if t):
                     found.append(context)
         return found

@@ -10,17 +10,19 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from ..protocol import JsonObject
 from ..tools.base import Approval, Prepared, ToolContext, ToolResult
 
 if TYPE_CHECKING:
+    from ._connection import McpToolSpec
     from ._manager import McpManager
 
 __all__ = ["McpTool"]
 
 
-def _object_schema(schema: Any) -> dict[str, Any]:
+def _object_schema(schema: Any) -> JsonObject:
     """The tool's input schema as the providers expect it: a JSON Schema object with ``properties``."""
-    result: dict[str, Any] = dict(schema) if isinstance(schema, dict) else {}
+    result: JsonObject = dict(schema) if isinstance(schema, dict) else {}
     result.setdefault("type", "object")
     if result.get("type") == "object":
         result.setdefault("properties", {})
@@ -32,7 +34,7 @@ class McpTool:
     mutates = False
     default_approval: Approval = "ask"
 
-    def __init__(self, manager: McpManager, server: str, spec: dict[str, Any]) -> None:
+    def __init__(self, manager: McpManager, server: str, spec: McpToolSpec) -> None:
         self._manager = manager
         self.server = server
         self.mcp_name: str = spec["name"]  # what the server calls it
@@ -41,17 +43,17 @@ class McpTool:
         self.name: str = self.mcp_name
         self.description: str = (spec.get("description") or spec.get("title")
                                  or f"Tool {self.name} of MCP server {server}")
-        self.parameters: dict[str, Any] = _object_schema(spec.get("inputSchema"))
+        self.parameters: JsonObject = _object_schema(spec.get("inputSchema"))
         # The server's hints (readOnlyHint, destructiveHint, openWorldHint…), None when it gave none: the engine's
         # risk level of a call reads them (engine/turn/_risk.py).
         annotations = spec.get("annotations")
-        self.annotations: dict[str, Any] | None = annotations if isinstance(annotations, dict) else None
+        self.annotations: JsonObject | None = annotations if isinstance(annotations, dict) else None
         self.spec = spec
 
     def __repr__(self) -> str:
         return f"McpTool({self.server}__{self.name})"
 
-    def prepare(self, args: dict[str, Any], ctx: ToolContext) -> Prepared:
+    def prepare(self, args: JsonObject, ctx: ToolContext) -> Prepared:
         summary = f"Calling {self.server} tool {self.name}"
         if not isinstance(args, dict):
             return Prepared(args={}, summary=summary, error=f"the arguments of {self.name} must be a JSON object")

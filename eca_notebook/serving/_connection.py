@@ -65,6 +65,7 @@ from ..protocol import (
     InitializeResult,
     JobsKillParams,
     JobsReadOutputParams,
+    JsonObject,
     McpAddServerParams,
     McpDisableServerParams,
     McpEnableServerParams,
@@ -304,7 +305,7 @@ class ServerConnection:
         self.send("tool/serverUpdated", engine.native_tools().dump())
         if engine.mcp is not None:  # one per MCP server; they may still be starting (their updates follow)
             for status in engine.mcp.statuses():
-                self.send("tool/serverUpdated", status)
+                self.send("tool/serverUpdated", status.dump())
         for problem in engine.problems:
             self.send("$/showMessage", {"type": "warning", "message": f"Config problem: {problem}"})
         if not engine.registry.models():
@@ -329,10 +330,10 @@ class ServerConnection:
         assert self.engine is not None  # the guard refuses calls before initialize
         return self.engine
 
-    async def chat_prompt(self, params: ChatPromptParams) -> dict[str, Any]:
+    async def chat_prompt(self, params: ChatPromptParams) -> JsonObject:
         # (answered after the contents the engine streamed meanwhile: they were queued first)
         result = (await self._engine().prompt(params)).dump()
-        answer: dict[str, Any] = self.aliases.outgoing(result)
+        answer: JsonObject = self.aliases.outgoing(result)
         return answer
 
     def chat_prompt_stop(self, params: ChatPromptStopParams) -> None:
@@ -344,32 +345,32 @@ class ServerConnection:
     def chat_prompt_steer_remove(self, params: ChatPromptSteerRemoveParams) -> None:
         self._engine().remove_steer(params.chat_id)
 
-    def jobs_list(self, params: Any) -> dict[str, Any]:
-        return {"jobs": self._engine().job_summaries()}
+    def jobs_list(self, params: Any) -> JsonObject:
+        return {"jobs": [*self._engine().job_summaries()]}
 
-    async def jobs_kill(self, params: JobsKillParams) -> dict[str, Any]:
+    async def jobs_kill(self, params: JobsKillParams) -> JsonObject:
         return {"killed": await self._engine().kill_job(params.job_id)}
 
-    def jobs_read_output(self, params: JobsReadOutputParams) -> dict[str, Any]:
+    def jobs_read_output(self, params: JobsReadOutputParams) -> JsonObject:
         output = self._engine().job_output(params.job_id)
         if output is None:
             raise RpcError(INVALID_REQUEST, f"Unknown job: {params.job_id}")
         return output
 
-    async def chat_delete(self, params: ChatDeleteParams) -> dict[str, Any]:
+    async def chat_delete(self, params: ChatDeleteParams) -> JsonObject:
         await self._engine().delete(params.chat_id)
         return {}
 
-    def chat_update(self, params: ChatUpdateParams) -> dict[str, Any]:
+    def chat_update(self, params: ChatUpdateParams) -> JsonObject:
         if not self._engine().update_chat(params.chat_id, title=params.title, trust=params.trust):
             raise RpcError(INVALID_REQUEST, f"Unknown chat: {params.chat_id}")
         return {}
 
-    def chat_list(self, params: ChatListParams | None) -> dict[str, Any]:
+    def chat_list(self, params: ChatListParams | None) -> JsonObject:
         chats = self._engine().list_chats(params)
         return {"chats": [{**c, "id": self.aliases.external(c["id"])} for c in chats]}
 
-    def chat_open(self, params: ChatOpenParams) -> dict[str, Any]:
+    def chat_open(self, params: ChatOpenParams) -> JsonObject:
         windowed = bool({"limit", "before", "after"} & params.model_fields_set)  # (the reference: any given)
         # the replayed contents were queued before this answer
         result = self._engine().replay(params.chat_id, self, params.limit, params.before, params.after, windowed)
@@ -377,23 +378,23 @@ class ServerConnection:
             result["chatId"] = self.aliases.external(result["chatId"])
         return result
 
-    def chat_history(self, params: ChatHistoryParams) -> dict[str, Any]:
+    def chat_history(self, params: ChatHistoryParams) -> JsonObject:
         answer = self._engine().history(params.chat_id, params.limit, params.before, params.after)
         if "contents" in answer:
             answer["contents"] = [self.aliases.outgoing(item) for item in answer["contents"]]
         return answer
 
-    async def chat_rollback(self, params: ChatRollbackParams) -> dict[str, Any]:
+    async def chat_rollback(self, params: ChatRollbackParams) -> JsonObject:
         # chat/cleared and the replay were queued before this answer; refusals are RpcErrors (the chat is unchanged)
         await self._engine().rollback(params.chat_id, params.content_id, params.include)
         return ChatRollbackResult().dump()
 
-    def chat_clear(self, params: ChatClearParams) -> dict[str, Any]:
+    def chat_clear(self, params: ChatClearParams) -> JsonObject:
         # chat/cleared was queued before this answer; an unknown chat is ignored, as the reference does
         self._engine().clear(params.chat_id, params.messages)
         return ChatClearResult().dump()
 
-    def chat_fork(self, params: ChatForkParams) -> dict[str, Any]:
+    def chat_fork(self, params: ChatForkParams) -> JsonObject:
         new_id = self._engine().fork(params.chat_id, params.content_id)
         return ChatForkResult(chat_id=new_id).dump()
 
@@ -419,20 +420,20 @@ class ServerConnection:
         # the reference answers with the model's variants and the one to select (scoped to the chat when given)
         self.send("config/updated", engine.variants_updated(params.chat_id).dump())
 
-    async def query_context(self, params: ChatQueryContextParams) -> dict[str, Any]:
+    async def query_context(self, params: ChatQueryContextParams) -> JsonObject:
         contexts = await self._engine().query_context(params.query, list(params.contexts))
         chat_id = self.aliases.external(params.chat_id)
-        return {"chatId": chat_id, "contexts": contexts} if params.chat_id else {"contexts": contexts}
+        return {"chatId": chat_id, "contexts": [*contexts]} if params.chat_id else {"contexts": [*contexts]}
 
-    async def query_files(self, params: ChatQueryFilesParams) -> dict[str, Any]:
+    async def query_files(self, params: ChatQueryFilesParams) -> JsonObject:
         files = await self._engine().query_files(params.query)
         chat_id = self.aliases.external(params.chat_id)
-        return {"chatId": chat_id, "files": files} if params.chat_id else {"files": files}
+        return {"chatId": chat_id, "files": [*files]} if params.chat_id else {"files": [*files]}
 
-    def query_commands(self, params: ChatQueryCommandsParams) -> dict[str, Any]:
+    def query_commands(self, params: ChatQueryCommandsParams) -> JsonObject:
         commands = self._engine().query_commands(params.query)
         chat_id = self.aliases.external(params.chat_id)
-        return {"chatId": chat_id, "commands": commands} if params.chat_id else {"commands": commands}
+        return {"chatId": chat_id, "commands": [*commands]} if params.chat_id else {"commands": [*commands]}
 
     def tool_call_approve(self, params: ChatToolCallApproveParams) -> None:
         self._engine().approve(params.chat_id, params.tool_call_id, params.save, params.hunks)
@@ -440,7 +441,7 @@ class ServerConnection:
     def tool_call_reject(self, params: ChatToolCallRejectParams) -> None:
         self._engine().reject(params.chat_id, params.tool_call_id)
 
-    async def tool_call_undo(self, params: ChatToolCallUndoParams) -> dict[str, Any]:
+    async def tool_call_undo(self, params: ChatToolCallUndoParams) -> JsonObject:
         return (await self._engine().undo_tool_call(params.chat_id, params.tool_call_id)).dump()
 
     def _mcp(self, name: str) -> Any:
@@ -462,13 +463,13 @@ class ServerConnection:
 
     # mcp/addServer|removeServer|updateServer|enableServer|disableServer: engine/_mcp_admin.py (errors are results)
 
-    async def mcp_add_server(self, params: McpAddServerParams) -> dict[str, Any]:
+    async def mcp_add_server(self, params: McpAddServerParams) -> JsonObject:
         return (await self._engine().add_mcp_server(params)).dump()
 
-    async def mcp_remove_server(self, params: McpRemoveServerParams) -> dict[str, Any]:
+    async def mcp_remove_server(self, params: McpRemoveServerParams) -> JsonObject:
         return (await self._engine().remove_mcp_server(params.name)).dump()
 
-    async def mcp_update_server(self, params: McpUpdateServerParams) -> dict[str, Any]:
+    async def mcp_update_server(self, params: McpUpdateServerParams) -> JsonObject:
         return (await self._engine().update_mcp_server(params)).dump()
 
     def mcp_enable_server(self, params: McpEnableServerParams) -> None:
@@ -482,11 +483,11 @@ class ServerConnection:
         if warning:
             self.send("$/showMessage", {"type": "warning", "message": warning})
 
-    async def completion_inline(self, params: CompletionInlineParams) -> dict[str, Any]:
+    async def completion_inline(self, params: CompletionInlineParams) -> JsonObject:
         # a newer request of this connection without a path supersedes this one (engine/completion/_inline.py)
         return (await self._engine().complete_inline(params, origin=self)).dump()
 
-    def rewrite_prompt(self, params: RewritePromptParams) -> dict[str, Any]:
+    def rewrite_prompt(self, params: RewritePromptParams) -> JsonObject:
         # synchronous: this answer is queued before the rewrite's first rewrite/contentReceived
         return self._engine().rewrite(params, self).dump()
 

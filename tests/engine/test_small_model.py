@@ -174,10 +174,10 @@ async def test_a_hosts_guidance_before_the_prompt_does_not_choose_the_tools(work
     eca = await EcaClient.start(workspace=workspace, config=config, env=env, approval=lambda content: False)
     try:
         for _ in range(900):  # up to 90 s for the MCP server to start on a busy machine
-            if eca.engine.mcp.status("demo").get("status") == "running":
+            if eca.engine.mcp.status("demo").status == "running":
                 break
             await asyncio.sleep(0.1)
-        assert eca.engine.mcp.status("demo").get("status") == "running", eca.engine.mcp.status("demo")
+        assert eca.engine.mcp.status("demo").status == "running", eca.engine.mcp.status("demo")
         plain = await eca.prompt(f"{HOST_GUIDANCE}\n\nSay hello in five words.")
         assert plain.ok, plain.error
         first = llm.requests[-1].body

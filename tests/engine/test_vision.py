@@ -344,10 +344,10 @@ async def test_an_mcp_tools_image_reaches_the_model_and_the_chat(tool_engine: En
     finally:
         sys.path.remove(str(DEMO.parent))
     for _ in range(900):  # up to 90 s for the MCP server to start on a busy machine
-        if tool_engine.mcp.status("demo").get("status") == "running":
+        if tool_engine.mcp.status("demo").status == "running":
             break
         await asyncio.sleep(0.1)
-    assert tool_engine.mcp.status("demo").get("status") == "running", tool_engine.mcp.status("demo")
+    assert tool_engine.mcp.status("demo").status == "running", tool_engine.mcp.status("demo")
     for api, model in VISION.items():
         llm.enqueue(*tool_round("demo__chart", {}))
         _, contents = await run(tool_engine, model, message="draw the chart")

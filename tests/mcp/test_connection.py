@@ -81,7 +81,7 @@ async def test_http_server_crash_mid_call(eca, llm, http_demo, workspace):
     # on mcp 1.x too, whose HTTP client never answers a request whose response stream broke (_ResponseWatch)
     assert called["error"] is True and "MCP server 'web' closed the connection" in called["outputs"][0]["text"]
     assert (await h.settled("web", after=2))["status"] == "failed"
-    assert h.manager.status("local")["status"] == "running"
+    assert h.manager.status("local").status == "running"
     echo = next(t for t in h.manager.tools() if t.name == "echo" and t.server == "local")
     ctx = h.engine.tool_context()
     assert (await echo.run(echo.prepare({"text": "x"}, ctx), ctx)).output == "echo: x"
@@ -101,7 +101,7 @@ async def test_unreachable_http_server_fails(workspace):
 
 async def test_userinfo_is_not_shown_in_the_url(workspace):
     manager, _ = manager_for({"web": McpServerConfig(url="https://user:pw-123@example.invalid/mcp")}, workspace)
-    assert manager.status("web")["url"] == "https://example.invalid/mcp"
+    assert manager.status("web").url == "https://example.invalid/mcp"
 
 
 async def test_a_server_that_never_answers_initialize(workspace):

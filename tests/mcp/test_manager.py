@@ -79,13 +79,13 @@ async def test_approval_rules_select_by_server_and_by_tool(eca, llm):
     assert h.contents(chat, "toolCalled")[0]["outputs"][0]["text"] == "42"
     # a deny rule without matchers hides the tool from the model, and the status says it is disabled
     assert "demo__where" not in tool_names(llm.requests[-1].body)
-    where = next(t for t in h.manager.status("demo")["tools"] if t["name"] == "where")
-    assert where.get("disabled") is True
+    where = next(t for t in h.manager.status("demo").tools if t.name == "where")
+    assert where.disabled is True
 
 
 async def test_tool_names_are_made_safe_for_the_model(eca, llm):
     h = await eca({"demo": stdio()}, approval={"allow": {"demo__text.upper": {}}})  # approvals: the real name
-    assert "text.upper" in {t["name"] for t in h.manager.status("demo")["tools"]}  # users see the server's name
+    assert "text.upper" in {t.name for t in h.manager.status("demo").tools}  # users see the server's name
     offered = provider_tool_name("demo", "text.upper")
     assert re.fullmatch(r"demo_[0-9a-f]{8}__text_upper", offered)
     llm.enqueue(call(offered, {"text": "shout"}), Reply.text("done"))
@@ -104,7 +104,7 @@ async def test_tool_errors_come_back_as_tool_errors(eca, llm):
     called = h.contents(chat, "toolCalled")[0]
     assert called["error"] is True and "the disk is full" in called["outputs"][0]["text"]
     assert "the disk is full" in tool_results(llm.requests[-1].body)[0]
-    assert h.manager.status("demo")["status"] == "running"
+    assert h.manager.status("demo").status == "running"
 
 
 async def test_non_text_content_is_described(eca, llm):
@@ -228,7 +228,7 @@ async def test_a_crash_mid_call_fails_that_server_only(eca, llm):
     status = await h.settled("demo", after=2)
     assert status["status"] == "failed" and "tools" not in status
     assert any("'demo' failed" in m["message"] and "crashing on purpose" in m["message"] for m in h.messages("error"))
-    assert h.manager.status("other")["status"] == "running"
+    assert h.manager.status("other").status == "running"
 
     # the chat continues with the other server; the crashed one's tools are gone
     llm.enqueue(call("other__echo", {"text": "still here"}), Reply.text("ok"))
@@ -253,7 +253,7 @@ async def test_a_hanging_call_times_out(eca, llm):
     assert "MCP server 'demo' did not answer the call to tool hang within 1.5 s" in called["outputs"][0]["text"]
     assert {"type": "text", "text": "it hung"} in h.contents(chat)
     # a slow call is not a dead server
-    assert h.manager.status("demo")["status"] == "running"
+    assert h.manager.status("demo").status == "running"
     llm.enqueue(call("demo__echo", {"text": "alive"}), Reply.text("ok"))
     await h.prompt("echo", chatId=chat)
     await h.until(lambda m, p: len(h.contents(chat, "toolCalled")) == 2)
@@ -272,7 +272,7 @@ async def test_a_malformed_result_is_a_tool_error(eca, llm):
     good = next(t for t in h.manager.tools() if t.name == "good")
     ctx = h.engine.tool_context()
     assert (await good.run(good.prepare({}, ctx), ctx)).output == "fine"
-    assert h.manager.status("bad")["status"] == "running"
+    assert h.manager.status("bad").status == "running"
 
 
 async def test_servers_stop_with_the_engine(eca):

@@ -40,7 +40,7 @@ async def test_sse_server_lists_and_calls_tools(workspace, sse_url):
     await manager.start()
     try:
         assert recorder.statuses("old")[-1] == "running"
-        assert {"echo", "add"} <= {t["name"] for t in manager.status("old")["tools"]}
+        assert {"echo", "add"} <= {t.name for t in manager.status("old").tools}
         result = await manager.call_tool("old", "echo", {"text": "over sse"})
         assert not result.error and result.output == "echo: over sse"
     finally:

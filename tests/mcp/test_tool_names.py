@@ -74,8 +74,8 @@ async def engine(tmp_path: Path, llm: ScriptedLLMServer):
     try:
         loop = asyncio.get_running_loop()
         deadline = loop.time() + 90
-        while any(manager.status(name)["status"] != "running" for name in SERVERS):
-            assert loop.time() < deadline, [manager.status(name)["status"] for name in SERVERS]
+        while any(manager.status(name).status != "running" for name in SERVERS):
+            assert loop.time() < deadline, [manager.status(name).status for name in SERVERS]
             await asyncio.sleep(0.1)
         yield eng, manager, recorder
     finally:
@@ -105,5 +105,5 @@ async def test_odd_server_names_in_every_wire_format(engine, llm: ScriptedLLMSer
     assert done["error"] is False and done["outputs"][0]["text"] == "SHOUT"
     [run] = recorder.contents(chat.id, "toolCallRun")
     assert run["manualApproval"] is False  # the approval rule written with the real names matched
-    listed = {t["name"] for t in manager.status("données")["tools"]}
+    listed = {t.name for t in manager.status("données").tools}
     assert "text.upper" in listed  # users see the server's own tool names

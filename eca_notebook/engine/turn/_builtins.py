@@ -147,8 +147,8 @@ def doctor(engine: ReportHost) -> str:
     if engine.mcp is not None:
         lines += ["", "MCP servers:"]
         for server in engine.mcp.statuses():
-            error = engine.mcp.error(server["name"])
-            lines.append(f"  {server['name']}: {server['status']}" + (f" — {error}" if error else ""))
+            error = engine.mcp.error(server.name)
+            lines.append(f"  {server.name}: {server.status}" + (f" — {error}" if error else ""))
     lines += _custom_tools(engine)
     status = engine.registry.local_status
     embedded = status.message if status is not None else "disabled (localModel: false)"
