@@ -10,13 +10,15 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..protocol import JsonObject
+
 __all__ = ["MERGE_BACKLOG", "merge_chunks"]
 
 # Chunks merge only once this many messages wait for the client.
 MERGE_BACKLOG = 256
 
 
-def merge_chunks(method: str, first: Any, second: Any) -> dict[str, Any] | None:
+def merge_chunks(method: str, first: Any, second: Any) -> JsonObject | None:
     """One ``chat/contentReceived`` for two consecutive ones when a client would show the same: text chunks of the
     same chat and (non-user) role, or reasoning chunks of the same reasoning id. None for anything else. Never
     mutates its inputs (the engine hands the same dict to every listener)."""
