@@ -370,10 +370,17 @@ def _caused_by(exc: BaseException, kind: type[BaseException]) -> bool:
     return False
 
 
+_raw_decode = json.JSONDecoder().raw_decode
+
+
 def parse_json(data: str) -> Any:
     """JSON from one stream frame, or ``None`` (logged) for a frame that isn't JSON — skip it, don't die."""
     try:
-        return json.loads(data)
+        if data[:1] == "{" and data[-1:] == "}":  # a chunk as servers write it: no whitespace to skip around it
+            value, end = _raw_decode(data)
+            if end == len(data):
+                return value
+        return json.loads(data)  # (and its error for anything after the value)
     except ValueError:
         log.warning("skipping a stream frame that is not JSON (%d chars)", len(data))
         return None

@@ -151,7 +151,7 @@ class OpenAIChatProvider(HttpProvider):
             try:
                 for sse in batch:
                     data = sse.data
-                    if data == "[DONE]" or data.strip() == "[DONE]":
+                    if data[:1] != "{" and data.strip() == "[DONE]":  # (a chunk is a JSON object)
                         done = True
                         break
                     chunk = parse_json(data)
