@@ -14,8 +14,8 @@ from collections.abc import Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from .._redact import redact_json
-from ..protocol import ChatListParams
-from .chats import Chat, history_page, now_ms
+from ..protocol import ChatListParams, JsonObject
+from .chats import Chat, ContentRecord, history_page, now_ms
 from .chats.store import snapshot
 from .models import redact_content, variant_selection
 from .turn import Turn
@@ -59,7 +59,7 @@ class ChatBookHost(Protocol):
     @property
     def agents(self) -> Agents: ...
     def behaviors(self) -> list[str]: ...
-    def broadcast(self, method: str, params: dict[str, Any]) -> None: ...
+    def broadcast(self, method: str, params: JsonObject) -> None: ...
 
 
 class ChatBook:
@@ -260,7 +260,7 @@ class ChatBook:
         records = chat.contents[window.start:window.end]
         return {"contents": list(self._wire_items(chat, records)), "meta": window.meta(chat.contents)}
 
-    def _wire_items(self, chat: Chat, records: Sequence[dict[str, Any]]) -> Iterator[dict[str, Any]]:
+    def _wire_items(self, chat: Chat, records: Sequence[ContentRecord]) -> Iterator[JsonObject]:
         """``chat/contentReceived`` params for *records*, each subagent's contents right after the call that
         spawned it."""
         children = dict(chat.subagent_contents)

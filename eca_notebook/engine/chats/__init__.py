@@ -9,7 +9,17 @@ chat-level slash commands (``/fork``, ``/export`` …). ``_host`` names what the
 
 from __future__ import annotations
 
-from ._chat import COMPACT_PREFIX, SUBAGENT_PREFIX, Chat, invalid_chat_id, now_ms, title_from
+from ._chat import (
+    COMPACT_PREFIX,
+    SUBAGENT_PREFIX,
+    Chat,
+    ChatRecord,
+    ContentRecord,
+    SubagentRecord,
+    invalid_chat_id,
+    now_ms,
+    title_from,
+)
 from ._commands import export as export_chat
 from ._commands import fork as fork_command
 from ._commands import import_chat, init_prompt
@@ -25,7 +35,10 @@ __all__ = [
     "SUBAGENT_PREFIX",
     "Chat",
     "ChatHost",
+    "ChatRecord",
     "ChatSaver",
+    "ContentRecord",
+    "SubagentRecord",
     "clear_chat",
     "export_chat",
     "fork_chat",

@@ -19,10 +19,11 @@ import asyncio
 import dataclasses
 import time
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NotRequired, TypedDict
 
 from ..._images import ImageError, ImagePart, image_from_base64
 from ..._text import user_words
+from ...protocol import JsonObject
 from ...providers.base import AssistantMessage, Message, Reasoning, ToolCall, ToolResultMessage, UserMessage
 
 MAX_CHAT_ID_LENGTH = 256
@@ -79,6 +80,41 @@ class Usage:
         return self.input_tokens + self.cache_read_tokens + self.cache_write_tokens + self.output_tokens
 
 
+class ContentRecord(TypedDict):
+    """One content a client was shown, as the chat keeps it (``Chat.contents``) and its saved record holds it: who
+    sent it and its wire form (redacted; text and reasoning chunks merged)."""
+
+    role: str
+    content: JsonObject
+
+
+class SubagentRecord(TypedDict):
+    """A subagent's contents in its parent's saved record (``subagents``)."""
+
+    chatId: str
+    contents: list[ContentRecord]
+
+
+class ChatRecord(TypedDict):
+    """A chat as it is saved (version 1, :meth:`Chat.to_record`) and exported. Read back from a file anyone may have
+    written, so :meth:`Chat.from_record` and the store check each field as they read it."""
+
+    version: int
+    id: str
+    title: str | None
+    model: str | None
+    behavior: str | None
+    createdAt: int
+    updatedAt: int
+    messageCount: int
+    messages: list[JsonObject]
+    contents: list[ContentRecord]
+    usage: JsonObject
+    trust: NotRequired[bool]
+    variant: NotRequired[str]
+    subagents: NotRequired[list[SubagentRecord]]
+
+
 @dataclass
 class Chat:
     id: str
@@ -88,7 +124,7 @@ class Chat:
     created_at: int = field(default_factory=now_ms)
     updated_at: int = field(default_factory=now_ms)
     messages: list[Message] = field(default_factory=list)
-    contents: list[dict[str, Any]] = field(default_factory=list)
+    contents: list[ContentRecord] = field(default_factory=list)
     usage: Usage = field(default_factory=Usage)
     # trust mode (chat/prompt or chat/update ``trust``): calls that would ask run without asking (_toolcall.py)
     trust: bool = False
@@ -111,7 +147,7 @@ class Chat:
     parent_chat_id: str | None = field(default=None, compare=False)
     # a parent's subagents as they were shown (subagent chat id → its contents): saved inside the parent's record,
     # so ``chat/open`` after a reload or a restart replays them nested under the parent's spawn_agent call
-    subagent_contents: dict[str, list[dict[str, Any]]] = field(default_factory=dict, compare=False)
+    subagent_contents: dict[str, list[ContentRecord]] = field(default_factory=dict, compare=False)
 
     @property
     def running(self) -> bool:
@@ -123,26 +159,25 @@ class Chat:
         """How many messages the model would see on the next turn (``chat/list`` reports it)."""
         return len(self.messages)
 
-    def record_content(self, role: str, content: dict[str, Any]) -> None:
+    def record_content(self, role: str, content: JsonObject) -> None:
         """Remember what a client was shown, merging text/reasoning chunks into the previous one of the same kind."""
         if self.contents:
             last = self.contents[-1]
             prev = last["content"]
             kind = content.get("type")
-            if last["role"] == role and prev.get("type") == kind:
-                if kind == "text" and role != "user":
-                    prev["text"] += content.get("text", "")
-                    return
-                if kind == "reasonText" and prev.get("id") == content.get("id"):
-                    prev["text"] += content.get("text", "")
+            if last["role"] == role and prev.get("type") == kind and ((kind == "text" and role != "user") or (
+                    kind == "reasonText" and prev.get("id") == content.get("id"))):
+                text, more = prev.get("text"), content.get("text", "")
+                if isinstance(text, str) and isinstance(more, str):
+                    prev["text"] = text + more
                     return
         self.contents.append({"role": role, "content": dict(content)})
 
     # -- persistence ---------------------------------------------------------------------------------------------
 
-    def to_record(self) -> dict[str, Any]:
+    def to_record(self) -> ChatRecord:
         """The chat as the saved record (version 1): what :meth:`from_record` reads back."""
-        return {
+        record: ChatRecord = {
             "version": 1,
             "id": self.id,
             "title": self.title,
@@ -154,17 +189,22 @@ class Chat:
             "messages": [_message_to_dict(m) for m in self.messages],
             "contents": self.contents,
             "usage": dataclasses.asdict(self.usage),
-            **({"trust": True} if self.trust else {}),
-            **({"variant": self.variant} if self.variant else {}),
-            **({"subagents": [{"chatId": k, "contents": v} for k, v in self.subagent_contents.items()]}
-               if self.subagent_contents else {}),
         }
+        if self.trust:
+            record["trust"] = True
+        if self.variant:
+            record["variant"] = self.variant
+        if self.subagent_contents:
+            record["subagents"] = [{"chatId": k, "contents": v} for k, v in self.subagent_contents.items()]
+        return record
 
     @classmethod
-    def from_record(cls, record: dict[str, Any]) -> Chat:
+    def from_record(cls, record: ChatRecord) -> Chat:
         """A chat from its saved record; unknown usage fields of a newer version are ignored."""
         usage_fields = {f.name for f in dataclasses.fields(Usage)}
-        usage = Usage(**{k: v for k, v in (record.get("usage") or {}).items() if k in usage_fields})
+        # the saved counts as they are (a file anyone may have written; Usage takes what it is given)
+        saved = {k: v for k, v in (record.get("usage") or {}).items() if k in usage_fields}
+        usage = Usage(**saved)  # type: ignore[arg-type]
         return cls(
             id=str(record["id"]),
             title=record.get("title"),

@@ -22,14 +22,14 @@ import time
 import uuid
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, cast
 
 from ..._fileio import atomic_write
 from ..._redact import redact_json
 from ...protocol import ChatOpenedParams, ConfigUpdatedParams, MetadataContent, TextContent
 from ...protocol.errors import RpcError
 from . import _rewind
-from ._chat import Chat
+from ._chat import Chat, ChatRecord
 from ._host import ChatHost
 
 if TYPE_CHECKING:
@@ -285,7 +285,7 @@ def _read_import(workspace_folders: Sequence[Path], argument: str) -> Chat:
     try:
         # an exported chat is a file anyone may have written (a repository's "session.json"): its trust mode would
         # auto-approve the writes and commands its forged history steers the model to — the user turns it on
-        return Chat.from_record({**record, "id": str(uuid.uuid4()), "trust": False})
+        return Chat.from_record(cast(ChatRecord, {**record, "id": str(uuid.uuid4()), "trust": False}))
     except (TypeError, ValueError, KeyError, AttributeError) as exc:
         raise ValueError(f"{path} is not an exported chat ({exc})") from None
 

@@ -20,7 +20,9 @@ import binascii
 import hashlib
 import json
 from dataclasses import dataclass
-from typing import Any
+
+from ...protocol import JsonObject
+from ._chat import ContentRecord
 
 __all__ = ["LAST_COMPACTION", "Page", "compaction_cursor", "page"]
 
@@ -38,18 +40,18 @@ class Page:
     before_cursor: str | None
     after_cursor: str | None
 
-    def meta(self, records: list[dict[str, Any]]) -> dict[str, Any]:
+    def meta(self, records: list[ContentRecord]) -> JsonObject:
         """The reference's ``ChatHistoryMeta``."""
         return {"total": self.total, "returned": self.end - self.start, "beforeCursor": self.before_cursor,
                 "afterCursor": self.after_cursor, "compactionCursor": compaction_cursor(records)}
 
 
-def _checksum(record: dict[str, Any]) -> str:
+def _checksum(record: ContentRecord) -> str:
     raw = json.dumps([record.get("role"), record.get("content")], sort_keys=True, default=str)
     return hashlib.sha256(raw.encode("utf-8")).hexdigest()[:16]
 
 
-def _encode(index: int, record: dict[str, Any]) -> str:
+def _encode(index: int, record: ContentRecord) -> str:
     raw = f"{index}.{_checksum(record)}".encode()
     return base64.urlsafe_b64encode(raw).decode("ascii").rstrip("=")
 
@@ -63,21 +65,21 @@ def _decode(cursor: str) -> tuple[int, str] | None:
         return None
 
 
-def _is_compaction(record: dict[str, Any]) -> bool:
+def _is_compaction(record: ContentRecord) -> bool:
     content = record.get("content") or {}
     text = content.get("text") if isinstance(content, dict) else None
     return (record.get("role") == "system" and isinstance(text, str)
             and (text.startswith("Chat compacted:") or "compacted the earlier conversation" in text))
 
 
-def _last_compaction(records: list[dict[str, Any]]) -> int | None:
+def _last_compaction(records: list[ContentRecord]) -> int | None:
     for index in range(len(records) - 1, -1, -1):
         if _is_compaction(records[index]):
             return index
     return None
 
 
-def _resolve(records: list[dict[str, Any]], value: str | None) -> int | str | None:
+def _resolve(records: list[ContentRecord], value: str | None) -> int | str | None:
     """An index, ``"expired"``, or None (no bound: absent, or ``lastCompaction`` in a chat never compacted)."""
     if value is None:
         return None
@@ -95,13 +97,13 @@ def _resolve(records: list[dict[str, Any]], value: str | None) -> int | str | No
     return _EXPIRED
 
 
-def compaction_cursor(records: list[dict[str, Any]]) -> str | None:
+def compaction_cursor(records: list[ContentRecord]) -> str | None:
     """A cursor at the last compaction note; None when the chat was never compacted."""
     index = _last_compaction(records)
     return None if index is None else _encode(index, records[index])
 
 
-def page(records: list[dict[str, Any]], limit: int | None, before: str | None, after: str | None) -> Page | None:
+def page(records: list[ContentRecord], limit: int | None, before: str | None, after: str | None) -> Page | None:
     """The window of *records* the bounds and *limit* select; None when a cursor is expired."""
     n = len(records)
     lo, hi = _resolve(records, after), _resolve(records, before)

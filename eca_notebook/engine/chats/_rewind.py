@@ -28,12 +28,12 @@ import logging
 import re
 import uuid
 from collections.abc import Awaitable, Callable, Iterable
-from typing import Any, Protocol
+from typing import Protocol
 
-from ...protocol import ChatClearedParams, ChatOpenedParams, MetadataContent, TextContent
+from ...protocol import ChatClearedParams, ChatOpenedParams, JsonObject, MetadataContent, TextContent
 from ...protocol.errors import INVALID_PARAMS, INVALID_REQUEST, RpcError
 from ...providers.base import AssistantMessage, Message, ToolResultMessage, UserMessage
-from ._chat import COMPACT_PREFIX, Chat, Usage
+from ._chat import COMPACT_PREFIX, Chat, ContentRecord, Usage
 from ._host import ChatHost
 
 __all__ = ["RewindHost", "Undos", "fork", "fork_title", "last_prompt_id", "rollback"]
@@ -68,7 +68,7 @@ class RewindHost(ChatHost, Protocol):
 # -- finding points in a chat ------------------------------------------------------------------------------------
 
 
-def _prompt_id(item: dict[str, Any]) -> str | None:
+def _prompt_id(item: ContentRecord) -> str | None:
     """The ``contentId`` of a recorded content when it is a prompt's user echo."""
     content = item.get("content") or {}
     if item.get("role") != "user" or content.get("type") != "text":
@@ -77,7 +77,7 @@ def _prompt_id(item: dict[str, Any]) -> str | None:
     return value if isinstance(value, str) and value else None
 
 
-def _is_prompt(item: dict[str, Any]) -> bool:
+def _is_prompt(item: ContentRecord) -> bool:
     content = item.get("content") or {}
     return item.get("role") == "user" and content.get("type") == "text"
 
@@ -166,7 +166,7 @@ async def rollback(engine: RewindHost, chat_id: str, content_id: str, include: I
             engine.chat_book.save(chat)
 
 
-async def _revert(engine: RewindHost, chat: Chat, calls: list[dict[str, Any]], *, kept: bool) -> str | None:
+async def _revert(engine: RewindHost, chat: Chat, calls: list[JsonObject], *, kept: bool) -> str | None:
     """Undo what *calls* changed, in order; a sentence for the user, None when none of them changed anything.
 
     *kept*: the calls stay in the chat (``include: ["tools"]`` alone), so they are marked undone the way
@@ -176,7 +176,7 @@ async def _revert(engine: RewindHost, chat: Chat, calls: list[dict[str, Any]], *
     for content in calls:
         call_id = str(content.get("id") or "")
         raw = content.get("details")
-        details: dict[str, Any] = raw if isinstance(raw, dict) else {}
+        details: JsonObject = raw if isinstance(raw, dict) else {}
         label = _label(content, details)
         undo = engine.undo_log.pop(chat.id, call_id)
         if undo is None:
@@ -206,7 +206,7 @@ async def _revert(engine: RewindHost, chat: Chat, calls: list[dict[str, Any]], *
     return "\n\n".join(parts) or None
 
 
-def _label(content: dict[str, Any], details: dict[str, Any]) -> str:
+def _label(content: JsonObject, details: JsonObject) -> str:
     name = str(content.get("name") or "tool call")
     path = details.get("path")
     return f"{name} ({path})" if path else name
@@ -291,7 +291,7 @@ def fork(engine: ChatHost, chat_id: str, content_id: str) -> Chat:
     return new
 
 
-def _upto_prompt(chat: Chat, start: int) -> tuple[list[dict[str, Any]], list[Message]]:
+def _upto_prompt(chat: Chat, start: int) -> tuple[list[ContentRecord], list[Message]]:
     """The contents and messages up to the end of the turn the prompt at *start* began."""
     end = next((i for i in range(start + 1, len(chat.contents)) if _is_prompt(chat.contents[i])),
                len(chat.contents))
@@ -303,7 +303,7 @@ def _upto_prompt(chat: Chat, start: int) -> tuple[list[dict[str, Any]], list[Mes
     return chat.contents[:end], chat.messages[:cut]
 
 
-def _upto_tool_call(chat: Chat, call_id: str) -> tuple[list[dict[str, Any]], list[Message]]:
+def _upto_tool_call(chat: Chat, call_id: str) -> tuple[list[ContentRecord], list[Message]]:
     """The contents up to the call's last content and the messages up to its result (the round's later calls left
     out: a call the model made must have its result in the history, and they never happened in the fork)."""
     last = next((i for i in range(len(chat.contents) - 1, -1, -1)
@@ -329,17 +329,17 @@ def _upto_tool_call(chat: Chat, call_id: str) -> tuple[list[dict[str, Any]], lis
     return chat.contents[:last + 1], [*chat.messages[:at], trimmed, *(results[c.id] for c in kept_calls)]
 
 
-def _kept(item: dict[str, Any], calls: set[str]) -> bool:
+def _kept(item: ContentRecord, calls: set[str]) -> bool:
     """A tool call's contents go with the fork only when the call is in its history (not a later call of the same
     round, whose arguments had streamed before the fork point)."""
     content = item.get("content") or {}
     return content.get("type") not in _TOOL_CONTENTS or content.get("id") in calls
 
 
-def _forked(item: dict[str, Any], title: str) -> dict[str, Any]:
+def _forked(item: ContentRecord, title: str) -> ContentRecord:
     """A content as the fork records it: the fork's title, and no Undo — the undo stays with the original chat's
     call, which made the change."""
-    copied: dict[str, Any] = copy.deepcopy(item)
+    copied: ContentRecord = copy.deepcopy(item)
     content = copied.get("content") or {}
     if content.get("type") == "metadata":
         content["title"] = title

@@ -40,13 +40,14 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict, cast
 
 from ..._fileio import PRIVATE_MODE, atomic_write
 from ..._redact import redact_json
 from ..config import commit_temp, ensure_private_dir, sync_dir, write_temp, xdg_cache_home
+from ._chat import ChatRecord
 
-__all__ = ["MAX_CHAT_ID_LENGTH", "ChatStore", "chats_dir_for", "serialize", "snapshot"]
+__all__ = ["MAX_CHAT_ID_LENGTH", "ChatStore", "StoredSummary", "chats_dir_for", "serialize", "snapshot"]
 
 logger = logging.getLogger(__name__)
 
@@ -142,13 +143,31 @@ def _has_image(items: Any, marker: str) -> bool:
                for i in items)
 
 
+class StoredSummary(TypedDict):
+    """A saved chat in :meth:`ChatStore.list` (and the index file that caches the list)."""
+
+    id: str
+    title: str | None
+    createdAt: int
+    updatedAt: int
+    model: str | None
+    messageCount: int
+
+
+class _IndexEntry(StoredSummary):
+    """A chat in the index file: its summary and what says the file is unchanged since."""
+
+    mtimeNs: int
+    size: int
+
+
 def _number(value: Any) -> int | None:
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         return None
     return int(value)
 
 
-def _summary(record: Mapping[str, Any], mtime_ns: int) -> dict[str, Any]:
+def _summary(record: Mapping[str, Any], mtime_ns: int) -> StoredSummary:
     updated = _number(record.get("updatedAt"))
     if updated is None:
         updated = mtime_ns // 1_000_000
@@ -179,7 +198,7 @@ class ChatStore:
         # The background writer: saves waiting (one per chat, oldest first), the chat being written, and per chat a
         # generation bumped by delete so a save in flight knows it lost.
         self._queue = threading.Condition()
-        self._waiting: dict[str, tuple[dict[str, Any], int]] = {}
+        self._waiting: dict[str, tuple[ChatRecord, int]] = {}
         self._writing: str | None = None
         self._worker: threading.Thread | None = None
         self._generation: dict[str, int] = {}
@@ -198,7 +217,7 @@ class ChatStore:
 
     # -- public API ----------------------------------------------------------------------------------------------
 
-    def save(self, record: dict[str, Any]) -> None:
+    def save(self, record: ChatRecord) -> None:
         """Write *record* (must have a string ``id`` of 1–256 chars) atomically, secrets scrubbed to ``***``.
 
         Raises ``ValueError`` for a bad id, ``TypeError`` for a value JSON can't hold, ``OSError`` for disk errors;
@@ -207,7 +226,7 @@ class ChatStore:
         chat_id = self._check(record)
         self._write(chat_id, record, None)
 
-    def save_in_background(self, record: dict[str, Any], *, copy: bool = True) -> None:
+    def save_in_background(self, record: ChatRecord, *, copy: bool = True) -> None:
         """Queue *record* for the writer thread and return at once (see the module docstring). With ``copy=False``
         the caller promises nothing in *record* changes any more (it made its own :func:`snapshot`).
 
@@ -300,7 +319,7 @@ class ChatStore:
                     with contextlib.suppress(OSError):
                         leftover.unlink()
 
-    def load(self, chat_id: str) -> dict[str, Any] | None:
+    def load(self, chat_id: str) -> ChatRecord | None:
         """The saved record, or None when absent, unreadable (moved aside to ``*.corrupt``) or not this id's."""
         if not _valid_id(chat_id):
             return None
@@ -308,7 +327,8 @@ class ChatStore:
             record = self._read_chat(self.path_for(chat_id))
         if record is None or record.get("id") != chat_id:
             return None
-        return self._images_in(record)
+        # a file anyone may have written: a ChatRecord in shape only, Chat.from_record checks each field it reads
+        return cast(ChatRecord, self._images_in(record))
 
     # -- images in side files --------------------------------------------------------------------------------------
 
@@ -438,7 +458,7 @@ class ChatStore:
                             "base64": base64.b64encode(data).decode("ascii")}
         return record
 
-    def list(self) -> list[dict[str, Any]]:
+    def list(self) -> list[StoredSummary]:
         """Summaries ``{id, title, createdAt, updatedAt, model, messageCount}``, most recently updated first."""
         with self._lock:
             if not self.root.is_dir():
@@ -446,7 +466,7 @@ class ChatStore:
             index = self._read_index()
             changed = index is None
             known = index or {}
-            fresh: dict[str, dict[str, Any]] = {}
+            fresh: dict[str, _IndexEntry] = {}
             try:
                 entries = list(os.scandir(self.root))
             except OSError:
@@ -475,7 +495,7 @@ class ChatStore:
                     self._write_index(fresh)
                 except OSError:
                     logger.warning("could not write the chat index in %s", self.root, exc_info=True)
-        summaries = [{k: entry.get(k) for k in _SUMMARY_KEYS} for entry in fresh.values()]
+        summaries = [cast(StoredSummary, {k: entry.get(k) for k in _SUMMARY_KEYS}) for entry in fresh.values()]
         summaries.sort(key=lambda s: s.get("updatedAt") or 0, reverse=True)
         return summaries
 
@@ -575,7 +595,7 @@ class ChatStore:
             return
         logger.warning("saved chat %s is unreadable (%s); moved aside to %s", path.name, reason, target.name)
 
-    def _read_index(self) -> dict[str, dict[str, Any]] | None:
+    def _read_index(self) -> dict[str, _IndexEntry] | None:
         try:
             data = json.loads(self.index_path.read_bytes().decode("utf-8"))
         except FileNotFoundError:
@@ -587,7 +607,9 @@ class ChatStore:
             return None
         if not isinstance(data.get("chats"), dict):
             return None
-        return {k: v for k, v in data["chats"].items() if isinstance(v, dict) and _valid_id(v.get("id"))}
+        # our own cache file, but read back as any file: list() takes each entry's keys with .get
+        return {k: cast(_IndexEntry, v) for k, v in data["chats"].items()
+                if isinstance(v, dict) and _valid_id(v.get("id"))}
 
     def _write_index(self, chats: Mapping[str, Mapping[str, Any]], *, durable: bool = True) -> None:
         ensure_private_dir(self.root)

@@ -328,8 +328,9 @@ class Subagents:
             return ToolResult(output=f"## Agent '{agent.id}' Stopped\n\nThe subagent was stopped before it finished."
                                      f"{partial}", error=True, details=wire)
         if not turn.ok:
-            notes = [c["content"].get("text", "") for c in child.contents
-                     if c.get("role") == "system" and (c.get("content") or {}).get("type") == "text"]
+            notes = [text for c in child.contents
+                     if c.get("role") == "system" and (c.get("content") or {}).get("type") == "text"
+                     and isinstance(text := c["content"].get("text", ""), str)]
             why = notes[-1].strip() if notes else "The subagent's prompt failed."
             partial = f"\n\n## Partial result\n\n{answer}" if answer else ""
             return ToolResult(output=f"## Agent '{agent.id}' Failed\n\n{why}{partial}", error=True, details=wire)
