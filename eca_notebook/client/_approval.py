@@ -21,6 +21,8 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from ..protocol import JsonObject
+
 __all__ = [
     "DEFAULT_UNATTENDED_POLICY",
     "MANUAL",
@@ -41,7 +43,7 @@ ApprovalAnswer = bool | str
 MANUAL: Literal["manual"] = "manual"
 
 
-def tool_names(content: dict[str, Any]) -> list[str]:
+def tool_names(content: JsonObject) -> list[str]:
     """Every name a rule may use for the call: ``read_file`` and ``eca__read_file`` for a native tool,
     ``github__search`` for an MCP tool (the bare MCP tool name is *not* one of them: it could collide with a native
     tool of the same name)."""
@@ -68,7 +70,7 @@ class ApprovalRules:
     default: Any = False
 
     @staticmethod
-    def _matches(patterns: list[str], content: dict[str, Any]) -> bool:
+    def _matches(patterns: list[str], content: JsonObject) -> bool:
         names = tool_names(content)
         server = str(content.get("server") or NATIVE_SERVER)
         for pattern in patterns:
@@ -78,7 +80,7 @@ class ApprovalRules:
                 return True
         return False
 
-    def __call__(self, content: dict[str, Any]) -> ApprovalAnswer | Awaitable[ApprovalAnswer]:
+    def __call__(self, content: JsonObject) -> ApprovalAnswer | Awaitable[ApprovalAnswer]:
         if self._matches(self.deny, content):
             return False
         if self._matches(self.allow, content):
@@ -110,7 +112,7 @@ class UnattendedPolicy:
     allow the tools in config (``toolCall.approval.allow``), which never reaches a policy at all.
     """
 
-    def __call__(self, content: dict[str, Any]) -> bool:
+    def __call__(self, content: JsonObject) -> bool:
         name = str(content.get("name") or "")
         server = str(content.get("server") or NATIVE_SERVER)
         if content.get("origin") == "mcp" or server != NATIVE_SERVER:
@@ -129,11 +131,11 @@ class UnattendedPolicy:
 DEFAULT_UNATTENDED_POLICY = UnattendedPolicy()
 
 ApprovalPolicy = (
-    Callable[[dict[str, Any]], ApprovalAnswer | Awaitable[ApprovalAnswer]] | ApprovalRules | Literal["manual"]
+    Callable[[JsonObject], ApprovalAnswer | Awaitable[ApprovalAnswer]] | ApprovalRules | Literal["manual"]
 )
 
 
-async def decide(policy: Any, content: dict[str, Any]) -> tuple[bool, str | None]:
+async def decide(policy: Any, content: JsonObject) -> tuple[bool, str | None]:
     """Run a policy: ``(approved, save)``. A policy that fails or answers something unexpected rejects (fail safe)."""
     try:
         answer = policy(content)

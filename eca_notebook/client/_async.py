@@ -12,14 +12,14 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Unpack
 
-from ..protocol import ChatContentReceivedParams
+from ..protocol import ChatContentReceivedParams, ChatContext, JsonObject
 from ._approval import ApprovalPolicy
 from ._connection import START_TIMEOUT, STOP_WAIT, ClientConnection, new_chat_id
-from ._executor import batch_executor
+from ._executor import BatchPrompt, PromptOptions, StartOptions, batch_executor
 from ._result import PromptResult
 from ._stream import PROMPT_KEYS, PromptStream, batch_job
 
@@ -49,13 +49,13 @@ class EcaClient(ClientConnection):
         cls,
         *,
         workspace: str | Path | None = None,
-        config: dict[str, Any] | None = None,
+        config: JsonObject | None = None,
         env: Mapping[str, str] | None = None,
         approval: ApprovalPolicy | None = None,
         engine: Engine | None = None,
         client_name: str = "eca-notebook-client",
         start_timeout: float = START_TIMEOUT,
-        ask_question: Callable[[dict[str, Any]], Any] | None = None,
+        ask_question: Callable[[JsonObject], Any] | None = None,
     ) -> EcaClient:
         """Start an engine in this process and connect to it.
 
@@ -76,7 +76,7 @@ class EcaClient(ClientConnection):
         if engine is not None:
             folders = list(engine.workspace_folders)
             shared = engine
-            start_options = {"workspace": str(folders[0]) if folders else None,
+            start_options: StartOptions = {"workspace": str(folders[0]) if folders else None,
                              "config": engine.options.initialization_options,
                              "env": dict(engine.options.env) if engine.options.env is not None else None}
 
@@ -114,7 +114,7 @@ class EcaClient(ClientConnection):
         stream: MessageStream,
         *,
         workspace: str | Path | None = None,
-        config: dict[str, Any] | None = None,
+        config: JsonObject | None = None,
         approval: ApprovalPolicy | None = None,
         client_name: str = "eca-notebook-client",
         start_timeout: float = START_TIMEOUT,
@@ -144,7 +144,7 @@ class EcaClient(ClientConnection):
         chat_id: str | None = None,
         model: str | None = None,
         behavior: str | None = None,
-        contexts: list[dict[str, Any]] | None = None,
+        contexts: Sequence[ChatContext | JsonObject] | None = None,
         approval: ApprovalPolicy | None = None,
         timeout: float | None = None,
         variant: str | None = None,
@@ -168,7 +168,7 @@ class EcaClient(ClientConnection):
         chat_id: str | None = None,
         model: str | None = None,
         behavior: str | None = None,
-        contexts: list[dict[str, Any]] | None = None,
+        contexts: Sequence[ChatContext | JsonObject] | None = None,
         approval: ApprovalPolicy | None = None,
         timeout: float | None = None,
     ) -> PromptStream:
@@ -187,11 +187,11 @@ class EcaClient(ClientConnection):
 
     async def batch(
         self,
-        prompts: Iterable[str | dict[str, Any]],
+        prompts: Iterable[str | BatchPrompt],
         *,
         concurrency: int = 4,
         executor: Any = None,
-        **defaults: Any,
+        **defaults: Unpack[PromptOptions],
     ) -> list[PromptResult]:
         """Run prompts, each in its own new chat, at most ``concurrency`` at a time; results in input order.
 
@@ -218,11 +218,13 @@ class EcaClient(ClientConnection):
             return await batch_executor(executor).run_client_batch(self, jobs)
         gate = asyncio.Semaphore(max(1, int(concurrency)))
 
-        async def run(message: str, kwargs: dict[str, Any]) -> PromptResult:
-            chat_id = kwargs.pop("chat_id", None) or new_chat_id()
+        async def run(message: str, kwargs: PromptOptions) -> PromptResult:
+            chat_id = kwargs.get("chat_id") or new_chat_id()
             async with gate:
                 try:
-                    return await self.prompt(message, chat_id=chat_id, **kwargs)
+                    return await self.prompt(message, chat_id=chat_id, model=kwargs.get("model"),
+                                             behavior=kwargs.get("behavior"), contexts=kwargs.get("contexts"),
+                                             approval=kwargs.get("approval"), timeout=kwargs.get("timeout"))
                 except Exception as exc:
                     log.info("%s: batch prompt in chat %s failed: %r", self.client_name, chat_id, exc)
                     return PromptResult(chat_id=chat_id, prompt=message, error=f"{type(exc).__name__}: {exc}")
@@ -250,7 +252,7 @@ class EcaClient(ClientConnection):
         """Take back the steer text not yet taken in (``chat/promptSteerRemove``); idempotent."""
         await self._endpoint.notify("chat/promptSteerRemove", {"chatId": chat_id})
 
-    async def jobs(self) -> list[dict[str, Any]]:
+    async def jobs(self) -> list[JsonObject]:
         """The background jobs (``jobs/list``): ``id``, ``status``, ``label`` (the command), ``summary``,
         ``elapsed``, ``exitCode``, ``chatId``… — running ones and those ended in the last half hour."""
         result = await self._endpoint.request("jobs/list", {}) or {}
@@ -261,20 +263,20 @@ class EcaClient(ClientConnection):
         result = await self._endpoint.request("jobs/kill", {"jobId": job_id}) or {}
         return bool(result.get("killed"))
 
-    async def job_output(self, job_id: str) -> dict[str, Any]:
+    async def job_output(self, job_id: str) -> JsonObject:
         """A snapshot of a job's last output lines (``jobs/readOutput``): ``lines`` (``text``, ``stream``),
         ``status``, ``exitCode``."""
-        result: dict[str, Any] = await self._endpoint.request("jobs/readOutput", {"jobId": job_id}) or {}
+        result: JsonObject = await self._endpoint.request("jobs/readOutput", {"jobId": job_id}) or {}
         return result
 
     async def delete(self, chat_id: str) -> None:
         """Delete a chat (stopping it first when it is running), from memory and from the saved chats."""
         await self._endpoint.request("chat/delete", {"chatId": chat_id})
 
-    async def list_chats(self, *, limit: int | None = None, sort_by: str | None = None) -> list[dict[str, Any]]:
+    async def list_chats(self, *, limit: int | None = None, sort_by: str | None = None) -> list[JsonObject]:
         """Chat summaries (``id``, ``title``, ``status``, ``createdAt``, ``updatedAt``, ``model``, ``messageCount``),
         most recently updated first."""
-        params: dict[str, Any] = {}
+        params: JsonObject = {}
         if limit is not None:
             params["limit"] = limit
         if sort_by is not None:
@@ -321,7 +323,7 @@ class EcaClient(ClientConnection):
         model the engine does not offer."""
         if self.models and model not in self.models:
             raise ValueError(f"unknown model {model!r}; available: {', '.join(self.models)}")
-        params: dict[str, Any] = {"model": model}
+        params: JsonObject = {"model": model}
         if chat_id is not None:
             params["chatId"] = chat_id
         await self._endpoint.notify("chat/selectedModelChanged", params)
@@ -334,18 +336,18 @@ class EcaClient(ClientConnection):
             behavior = "code"
         if self.behaviors and behavior not in self.behaviors:
             raise ValueError(f"unknown behavior {behavior!r}; available: {', '.join(self.behaviors)}")
-        params: dict[str, Any] = {"behavior": behavior}
+        params: JsonObject = {"behavior": behavior}
         if chat_id is not None:
             params["chatId"] = chat_id
         await self._endpoint.notify("chat/selectedBehaviorChanged", params)
         self.default_behavior = behavior
 
-    async def query_commands(self, query: str = "") -> list[dict[str, Any]]:
+    async def query_commands(self, query: str = "") -> list[JsonObject]:
         """Commands matching ``query`` (``/doctor``, custom ``.eca/commands``, plug-in commands)."""
         result = await self._endpoint.request("chat/queryCommands", {"query": query}) or {}
         return list(result.get("commands") or [])
 
-    async def query_context(self, query: str) -> list[dict[str, Any]]:
+    async def query_context(self, query: str) -> list[JsonObject]:
         """Contexts (files, directories, …) matching ``query``, ready to pass as ``contexts=`` to a prompt."""
         result = await self._endpoint.request("chat/queryContext", {"query": query}) or {}
         return list(result.get("contexts") or [])

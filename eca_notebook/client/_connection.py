@@ -17,21 +17,25 @@ import contextlib
 import functools
 import logging
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .._tasks import BackgroundTasks
 from ..protocol import (
     ChatContentReceivedParams,
+    ChatContext,
     ChatToolCallApproveParams,
     ChatToolCallUndoResult,
+    JsonObject,
+    JsonValue,
     server_to_client,
 )
 from ..protocol.errors import RpcError
 from ..protocol.turn import Change
 from ..rpc import Endpoint
 from ._approval import DEFAULT_UNATTENDED_POLICY, MANUAL, ApprovalPolicy, decide
+from ._executor import StartOptions
 from ._result import PromptResult, TurnCollector
 
 if TYPE_CHECKING:
@@ -52,6 +56,16 @@ def new_chat_id() -> str:
     return str(uuid.uuid4())
 
 
+def _object(value: JsonValue) -> JsonObject:
+    """A JSON object a peer sent, or an empty one for anything else (absent, null, malformed)."""
+    return value if isinstance(value, dict) else {}
+
+
+def _strings(value: JsonValue) -> list[str]:
+    """The strings of a JSON list a peer sent (model and agent names)."""
+    return [item for item in value if isinstance(item, str)] if isinstance(value, list) else []
+
+
 class ClientConnection:
     """State and plumbing of one client connection; see :class:`~eca_notebook.client.EcaClient` for the API."""
 
@@ -62,14 +76,14 @@ class ClientConnection:
         self.approval = approval if approval is not None else DEFAULT_UNATTENDED_POLICY
         self.engine: Engine | None = None
         #: the workspace, config and env :meth:`EcaClient.start` built the engine from (None for ``connect``)
-        self.start_options: dict[str, Any] | None = None
+        self.start_options: StartOptions | None = None
         self.models: list[str] = []
         self.default_model: str | None = None
         self.behaviors: list[str] = []
         self.default_behavior: str | None = None
         self.welcome_message: str | None = None
-        self.tools: list[dict[str, Any]] = []
-        self.messages: list[dict[str, Any]] = []
+        self.tools: list[JsonObject] = []
+        self.messages: list[JsonObject] = []
         self._endpoint = Endpoint(stream, name=client_name)
         self._turns: dict[str, TurnCollector] = {}
         self._openers: dict[str, list[ChatContentReceivedParams]] = {}
@@ -84,22 +98,23 @@ class ClientConnection:
         self._closing: asyncio.Future[None] | None = None
         #: answers ``chat/askQuestion`` (params dict → result dict); set before the handshake, it is declared as
         #: ``chatCapabilities.askQuestion`` so the model's ``ask_user`` asks here (see ``EcaClient.start``)
-        self.ask_question: Callable[[dict[str, Any]], Any] | None = None
+        self.ask_question: Callable[[JsonObject], Any] | None = None
         for spec in server_to_client("notification"):
             method = spec.name
             if method != "$/cancelRequest":
                 self._endpoint.register(method, functools.partial(self._on_notification, method))
 
-    async def _handshake(self, folders: list[Path], config: dict[str, Any] | None, timeout: float) -> None:
+    async def _handshake(self, folders: list[Path], config: JsonObject | None, timeout: float) -> None:
         self._runner = asyncio.create_task(self._endpoint.run(), name=f"{self.client_name}-reader")
-        params: dict[str, Any] = {
+        code_assistant: JsonObject = {"chat": True}
+        params: JsonObject = {
             "processId": None,
             "clientInfo": {"name": self.client_name, "version": _version()},
-            "capabilities": {"codeAssistant": {"chat": True}},
+            "capabilities": {"codeAssistant": code_assistant},
             "workspaceFolders": [{"uri": f.as_uri(), "name": f.name or str(f)} for f in folders],
         }
         if self.ask_question is not None:
-            params["capabilities"]["codeAssistant"]["chatCapabilities"] = {"askQuestion": True}
+            code_assistant["chatCapabilities"] = {"askQuestion": True}
             self._endpoint.register("chat/askQuestion", self.ask_question)
         if config is not None:
             params["initializationOptions"] = config
@@ -137,14 +152,14 @@ class ClientConnection:
             except Exception:
                 log.exception("%s: subscriber failed on %s", self.client_name, method)
 
-    def _route(self, method: str, params: dict[str, Any]) -> None:
+    def _route(self, method: str, params: JsonObject) -> None:
         if method == "chat/contentReceived":
             chat_id = params.get("chatId")
             opener = self._openers.get(chat_id) if isinstance(chat_id, str) else None
             if opener is not None:
                 opener.append(ChatContentReceivedParams.model_validate(params))
             turn = self._turns.get(chat_id) if isinstance(chat_id, str) else None
-            content = params.get("content") or {}
+            content = _object(params.get("content"))
             if turn is None:
                 # A subagent's chat (``parentChatId``) is part of its parent's turn: its content is not the turn's
                 # answer, but its approvals are asked of this client under the parent turn's policy.
@@ -165,29 +180,32 @@ class ClientConnection:
                 elif status == "running":
                     turn.running = True
         elif method == "config/updated":
-            chat = params.get("chat") or {}
+            chat = _object(params.get("chat"))
             if "models" in chat:
-                self.models = list(chat.get("models") or [])
+                self.models = _strings(chat.get("models"))
             agents_key = "agents" if "agents" in chat else "behaviors"  # (the newer name wins when both are sent)
             if agents_key in chat:
-                self.behaviors = list(chat.get(agents_key) or [])
-            if chat.get("selectModel") is not None and not params.get("chatId"):
+                self.behaviors = _strings(chat.get(agents_key))
+            model = chat.get("selectModel")
+            if isinstance(model, str) and not params.get("chatId"):
                 # (a chat-scoped one, chat/open realigning a reopened chat's model, is that chat's alone)
-                self.default_model = chat["selectModel"]
+                self.default_model = model
             selected = chat.get("selectAgent") or chat.get("selectBehavior")
-            if selected is not None:
+            if isinstance(selected, str):
                 self.default_behavior = selected
-            if chat.get("welcomeMessage") is not None:
-                self.welcome_message = chat["welcomeMessage"]
+            welcome = chat.get("welcomeMessage")
+            if isinstance(welcome, str):
+                self.welcome_message = welcome
             self._config_seen.set()
         elif method == "tool/serverUpdated":
             if params.get("type") == "native":
-                self.tools = list(params.get("tools") or [])
+                tools = params.get("tools")
+                self.tools = [tool for tool in tools if isinstance(tool, dict)] if isinstance(tools, list) else []
                 self._tools_seen.set()
         elif method == "$/showMessage":
             self.messages.append(params)
 
-    def _answer_approval(self, turn: TurnCollector, content: dict[str, Any], chat_id: str) -> None:
+    def _answer_approval(self, turn: TurnCollector, content: JsonObject, chat_id: str) -> None:
         policy = turn.policy
         if policy == MANUAL or self._closed:
             return
@@ -258,7 +276,7 @@ class ClientConnection:
         if self._turns.get(turn.chat_id) is turn:
             del self._turns[turn.chat_id]
 
-    async def _run_turn(self, turn: TurnCollector, params: dict[str, Any], timeout: float | None) -> PromptResult:
+    async def _run_turn(self, turn: TurnCollector, params: JsonObject, timeout: float | None) -> PromptResult:
         """Send the prompt and wait for its end (``progress finished``); stop it on timeout or cancellation."""
         try:
             try:
@@ -305,8 +323,8 @@ class ClientConnection:
 
     @staticmethod
     def _prompt_params(chat_id: str, message: str, model: str | None, behavior: str | None,
-                       contexts: list[dict[str, Any]] | None, variant: str | None = None) -> dict[str, Any]:
-        params: dict[str, Any] = {"chatId": chat_id, "message": message}
+                       contexts: Sequence[ChatContext | JsonObject] | None, variant: str | None = None) -> JsonObject:
+        params: JsonObject = {"chatId": chat_id, "message": message}
         if variant is not None:  # the model's variant (reasoning effort…): kept by the chat
             params["variant"] = variant
         if model is not None:
@@ -314,7 +332,7 @@ class ClientConnection:
         if behavior is not None:
             params["behavior"] = behavior
         if contexts:
-            params["contexts"] = list(contexts)
+            params["contexts"] = [c if isinstance(c, dict) else c.dump() for c in contexts]
         return params
 
     # -- shutdown ------------------------------------------------------------------------------------------------

@@ -20,14 +20,17 @@ from __future__ import annotations
 
 import concurrent.futures
 import importlib
-from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any, Protocol, Required, TypedDict, runtime_checkable
 
+from ..protocol import ChatContext, JsonObject
+from ._approval import ApprovalPolicy
 from ._result import PromptResult
 
 if TYPE_CHECKING:
     from ._async import EcaClient
 
-__all__ = ["ADAPTERS", "BatchExecutor", "Job", "batch_executor"]
+__all__ = ["ADAPTERS", "BatchExecutor", "BatchPrompt", "Job", "PromptOptions", "StartOptions", "batch_executor"]
 
 #: Executors of other libraries, by the top-level module of their type: ``"module:callable"`` that wraps one into a
 #: :class:`BatchExecutor` (imported by name when first needed; see the module docstring).
@@ -35,9 +38,36 @@ ADAPTERS: dict[str, str] = {
     "distributed": "eca_notebook.batch:DaskExecutor",  # a dask.distributed.Client: its cluster runs the prompts
 }
 
-#: One prompt of a batch: its message and the keywords of :meth:`EcaClient.prompt` it sets (``model``,
-#: ``behavior``, ``contexts``, ``approval``, ``timeout``), defaults applied.
-Job = tuple[str, dict[str, Any]]
+
+
+class PromptOptions(TypedDict, total=False):
+    """The keywords of :meth:`EcaClient.prompt` a batch prompt sets (a ``chat_id`` only from an executor)."""
+
+    chat_id: str | None
+    model: str | None
+    behavior: str | None
+    contexts: Sequence[ChatContext | JsonObject] | None
+    approval: ApprovalPolicy | None
+    timeout: float | None
+
+
+class BatchPrompt(PromptOptions, total=False):
+    """One prompt of :meth:`EcaClient.batch` given as a dict: its message and the keywords it overrides."""
+
+    message: Required[str]
+
+
+class StartOptions(TypedDict):
+    """What :meth:`EcaClient.start` built its engine from, for a batch executor to build its workers' engines alike."""
+
+    workspace: str | None
+    #: The config layer (``initializationOptions``).
+    config: JsonObject | None
+    env: dict[str, str] | None
+
+
+#: One prompt of a batch: its message and the keywords of :meth:`EcaClient.prompt` it sets, defaults applied.
+Job = tuple[str, PromptOptions]
 
 
 @runtime_checkable

@@ -17,7 +17,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from ..protocol import ChatContentReceivedParams, ProgressContent, UnknownContent
+from ..protocol import ChatContentReceivedParams, JsonObject, ProgressContent, UnknownContent
 from ..protocol.turn import Change, Content, ToolCallState, ToolCallStatus, TurnFold
 
 __all__ = ["PromptResult", "ToolCallRecord", "TurnCollector", "results_table"]
@@ -35,10 +35,10 @@ class ToolCallRecord:
     id: str
     name: str
     server: str
-    arguments: dict[str, Any]
+    arguments: JsonObject
     status: ToolCallStatus
     output: str | None = None
-    details: dict[str, Any] | None = None
+    details: JsonObject | None = None
     summary: str | None = None
     reason: str | None = None  # for "rejected": "user-choice" (policy or user) or "user-config" (a deny rule)
     manual_approval: bool = False  # whether the call asked for approval
@@ -68,7 +68,7 @@ class PromptResult:
     text: str = ""
     contents: list[ChatContentReceivedParams] = field(default_factory=list)
     tool_calls: list[ToolCallRecord] = field(default_factory=list)
-    usage: dict[str, Any] | None = None
+    usage: JsonObject | None = None
     error: str | None = None
     stopped: bool = False
     system: list[str] = field(default_factory=list)
@@ -121,35 +121,39 @@ class TurnCollector:
 
     # -- feeding -------------------------------------------------------------------------------------------------
 
-    def add(self, params: dict[str, Any]) -> Change | None:
+    def add(self, params: JsonObject) -> Change | None:
         """Fold one ``chat/contentReceived`` of the turn's chat (parsed once, here); what it changed in the fold."""
         if self.done.is_set():
             return None
-        content: Content | dict[str, Any]
+        content: Content | JsonObject
+        role = params.get("role")
         try:
             typed = ChatContentReceivedParams.model_validate(params)
             content = typed.content
         except ValidationError:  # off-spec content from some server: keep it, untyped, rather than lose the turn
-            log.warning("chat %s: content of type %r does not match the protocol", self.chat_id,
-                        (params.get("content") or {}).get("type"))
+            raw = params.get("content")
+            wire: JsonObject = raw if isinstance(raw, dict) else {}
+            log.warning("chat %s: content of type %r does not match the protocol", self.chat_id, wire.get("type"))
             typed = ChatContentReceivedParams.model_construct(
-                chat_id=self.chat_id, role=params.get("role"),
-                content=UnknownContent.model_construct(**(params.get("content") or {"type": "unknown"})))
-            content = params.get("content") or {}  # the fold keeps what is valid of it
+                chat_id=self.chat_id, role=role,
+                content=UnknownContent.model_construct(None, **(wire or {"type": "unknown"})))
+            content = wire  # the fold keeps what is valid of it
         self.contents.append(typed)
-        change = self.fold.step(params.get("role"), content)
+        change = self.fold.step(role if isinstance(role, str) else None, content)
         if self.queue is not None:
             self.queue.put_nowait(typed)
         if isinstance(change.content, ProgressContent) and change.content.state == "finished":
             self.finish()
         return change
 
-    def add_subagent(self, child_id: str, params: dict[str, Any]) -> Change | None:
+    def add_subagent(self, child_id: str, params: JsonObject) -> Change | None:
         """Fold one content of a subagent's chat (``parentChatId`` is this turn's): the subagent's fold of the turn's
         fold — not the turn's answer."""
         if self.done.is_set():
             return None
-        return self.fold.step_subagent(child_id, params.get("role"), params.get("content") or {})
+        role, content = params.get("role"), params.get("content")
+        return self.fold.step_subagent(child_id, role if isinstance(role, str) else None,
+                                       content if isinstance(content, dict) else {})
 
     def finish(self, error: str | None = None) -> None:
         """End the turn (idempotent); an ``error`` is kept unless an earlier one is already known."""
@@ -189,7 +193,7 @@ class TurnCollector:
         return notes
 
     @property
-    def usage(self) -> dict[str, Any] | None:
+    def usage(self) -> JsonObject | None:
         """The last ``usage`` content (wire form)."""
         return self.fold.usage_content
 

@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from typing import TYPE_CHECKING, Any
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any, cast
 
-from ..protocol import ChatContentReceivedParams
+from ..protocol import ChatContentReceivedParams, ChatContext, JsonObject
+from ._executor import Job, PromptOptions
 from ._result import PromptResult, TurnCollector
 
 if TYPE_CHECKING:
@@ -23,7 +25,7 @@ class PromptStream:
     """The contents of one prompt as an async iterator; see :meth:`EcaClient.stream`."""
 
     def __init__(self, client: ClientConnection, message: str, *, chat_id: str, model: str | None, behavior: str | None,
-                 contexts: list[dict[str, Any]] | None, approval: Any, timeout: float | None) -> None:
+                 contexts: Sequence[ChatContext | JsonObject] | None, approval: Any, timeout: float | None) -> None:
         self.client = client
         self.message = message
         self.chat_id = chat_id
@@ -78,8 +80,9 @@ class PromptStream:
         await self.aclose()
 
 
-def batch_job(item: Any, defaults: dict[str, Any], index: int) -> tuple[str, dict[str, Any]]:
-    kwargs = dict(defaults)
+def batch_job(item: Any, defaults: PromptOptions, index: int) -> Job:
+    """A batch prompt (a message, or a :class:`BatchPrompt` dict) as its message and keywords, over *defaults*."""
+    kwargs = defaults.copy()
     if isinstance(item, str):
         return item, kwargs
     if not isinstance(item, dict):
@@ -91,5 +94,5 @@ def batch_job(item: Any, defaults: dict[str, Any], index: int) -> tuple[str, dic
     unknown = set(item) - PROMPT_KEYS
     if unknown:
         raise TypeError(f"batch prompt #{index} has unexpected key(s): {', '.join(sorted(unknown))}")
-    kwargs.update(item)
+    kwargs.update(cast("PromptOptions", item))  # (its keys are checked above; prompt() checks the values)
     return message, kwargs

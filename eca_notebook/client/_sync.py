@@ -19,9 +19,10 @@ from collections.abc import Callable, Coroutine, Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from ..protocol import ChatContentReceivedParams, ChatToolCallUndoResult
+from ..protocol import ChatContentReceivedParams, ChatToolCallUndoResult, JsonObject
 from ._approval import ApprovalPolicy
 from ._async import START_TIMEOUT, STOP_WAIT, EcaClient, PromptStream
+from ._executor import BatchPrompt
 from ._result import PromptResult
 
 if TYPE_CHECKING:
@@ -48,7 +49,7 @@ class SyncEcaClient:
         self,
         *,
         workspace: str | Path | None = None,
-        config: dict[str, Any] | None = None,
+        config: JsonObject | None = None,
         env: Mapping[str, str] | None = None,
         approval: ApprovalPolicy | None = None,
         engine: Engine | None = None,
@@ -202,12 +203,12 @@ class SyncEcaClient:
         return self._client.welcome_message
 
     @property
-    def tools(self) -> list[dict[str, Any]]:
+    def tools(self) -> list[JsonObject]:
         """The tools the server reported (``tool/serverUpdated``), by server."""
         return self._client.tools
 
     @property
-    def messages(self) -> list[dict[str, Any]]:
+    def messages(self) -> list[JsonObject]:
         """The ``$/showMessage`` notifications received so far."""
         return self._client.messages
 
@@ -221,7 +222,7 @@ class SyncEcaClient:
         """Blocking :meth:`EcaClient.stream`: iterate with a plain ``for``; ``close()`` (or ``with``) stops it."""
         return SyncPromptStream(self, self._client.stream(message, **kwargs))
 
-    def batch(self, prompts: Iterable[str | dict[str, Any]], *, concurrency: int = 4, executor: Any = None,
+    def batch(self, prompts: Iterable[str | BatchPrompt], *, concurrency: int = 4, executor: Any = None,
               **defaults: Any) -> list[PromptResult]:
         """Blocking :meth:`EcaClient.batch` (``executor``: see there)."""
         return self._call(self._client.batch(list(prompts), concurrency=concurrency, executor=executor,
@@ -239,7 +240,7 @@ class SyncEcaClient:
         """Blocking :meth:`EcaClient.remove_steer`: take back the steer not yet taken in."""
         self._call(self._client.remove_steer(chat_id))
 
-    def jobs(self) -> list[dict[str, Any]]:
+    def jobs(self) -> list[JsonObject]:
         """Blocking :meth:`EcaClient.jobs`: the background jobs."""
         return self._call(self._client.jobs())
 
@@ -247,7 +248,7 @@ class SyncEcaClient:
         """Blocking :meth:`EcaClient.kill_job`: kill a background job."""
         return self._call(self._client.kill_job(job_id))
 
-    def job_output(self, job_id: str) -> dict[str, Any]:
+    def job_output(self, job_id: str) -> JsonObject:
         """Blocking :meth:`EcaClient.job_output`: a job's last output lines."""
         return self._call(self._client.job_output(job_id))
 
@@ -255,7 +256,7 @@ class SyncEcaClient:
         """Blocking :meth:`EcaClient.delete`: delete the chat (and its saved history)."""
         self._call(self._client.delete(chat_id))
 
-    def list_chats(self, **kwargs: Any) -> list[dict[str, Any]]:
+    def list_chats(self, **kwargs: Any) -> list[JsonObject]:
         """Blocking :meth:`EcaClient.list_chats`: the saved chats, newest first."""
         return self._call(self._client.list_chats(**kwargs))
 
@@ -294,11 +295,11 @@ class SyncEcaClient:
         """Blocking :meth:`EcaClient.select_behavior`."""
         self._call(self._client.select_behavior(behavior, chat_id))
 
-    def query_commands(self, query: str = "") -> list[dict[str, Any]]:
+    def query_commands(self, query: str = "") -> list[JsonObject]:
         """Blocking :meth:`EcaClient.query_commands`: the chat commands matching ``query``."""
         return self._call(self._client.query_commands(query))
 
-    def query_context(self, query: str) -> list[dict[str, Any]]:
+    def query_context(self, query: str) -> list[JsonObject]:
         """Blocking :meth:`EcaClient.query_context`: the contexts matching ``query`` for ``@`` completion."""
         return self._call(self._client.query_context(query))
 

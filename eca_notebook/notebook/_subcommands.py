@@ -128,8 +128,9 @@ async def _jobs(client: EcaClient, arg: str) -> None:
         except Exception as exc:  # an unknown job is an RPC error
             print(f"%eca: {exc}", file=sys.stderr)
             return
+        listed = output.get("lines")
         lines = [("[stderr] " if line.get("stream") == "stderr" else "") + str(line.get("text", ""))
-                 for line in output.get("lines", [])[-50:]]
+                 for line in (listed if isinstance(listed, list) else [])[-50:] if isinstance(line, dict)]
         print(f"{job_id}: {output.get('status')}" + (f" (exit {output['exitCode']})"
                                                     if output.get("exitCode") is not None else ""))
         print("\n".join(lines) or "(no output)")
