@@ -20,8 +20,8 @@ from __future__ import annotations
 import json
 import re
 from pathlib import Path
-from typing import Any
 
+from ...protocol import JsonObject
 from ._blocks import NOTEBOOK_MAX_BYTES, Block
 from ._files import _joined, _output_summary, _short
 
@@ -68,7 +68,7 @@ def render_notebook_focus(raw: str, path: Path, request: str) -> Block | None:
                  more_hint="use the read_file tool for the whole notebook")
 
 
-def _focus(cells: list[dict[str, Any]], request: str) -> list[int]:
+def _focus(cells: list[JsonObject], request: str) -> list[int]:
     """The cells to show, in notebook order: the error, then the definitions the request names."""
     chosen: list[int] = []
     if _ERROR_WORDS.search(request):
@@ -85,16 +85,21 @@ def _focus(cells: list[dict[str, Any]], request: str) -> list[int]:
     return sorted(chosen)
 
 
-def _defined(cell: dict[str, Any]) -> set[str]:
+def _defined(cell: JsonObject) -> set[str]:
     return {next(g for g in m.groups() if g) for m in _DEFINED.finditer(_joined(cell.get("source")))}
 
 
-def _error(cell: dict[str, Any]) -> dict[str, Any] | None:
-    return next((o for o in cell.get("outputs") or () if isinstance(o, dict) and o.get("output_type") == "error"),
-                None)
+def _outputs(cell: JsonObject) -> list[JsonObject]:
+    """The cell's outputs that are objects (a file anyone may have written: anything else is left out)."""
+    outputs = cell.get("outputs")
+    return [o for o in outputs if isinstance(o, dict)] if isinstance(outputs, list) else []
 
 
-def _overview(cells: list[dict[str, Any]]) -> list[str]:
+def _error(cell: JsonObject) -> JsonObject | None:
+    return next((o for o in _outputs(cell) if o.get("output_type") == "error"), None)
+
+
+def _overview(cells: list[JsonObject]) -> list[str]:
     """The first markdown cell (its introduction, shortened) and every heading after it."""
     markdown = [_joined(c.get("source")).strip() for c in cells if c.get("cell_type") == "markdown"]
     if not markdown:
@@ -107,7 +112,7 @@ def _overview(cells: list[dict[str, Any]]) -> list[str]:
     return [f"Introduction:\n{intro}"] + ([f"Sections: {' · '.join(headings)}"] if headings else [])
 
 
-def _cell(index: int, cell: dict[str, Any], language: str) -> str:
+def _cell(index: int, cell: JsonObject, language: str) -> str:
     """A cell as Markdown — its source and outputs fenced, the way the small model was trained to read code."""
     kind = cell.get("cell_type", "code")
     count = cell.get("execution_count")
@@ -118,9 +123,7 @@ def _cell(index: int, cell: dict[str, Any], language: str) -> str:
     if len(source) > _SOURCE_CHARS:
         source = source[:_SOURCE_CHARS] + f"\n[… {len(source) - _SOURCE_CHARS} more characters]"
     lines = [head, _fenced(source, language if kind == "code" else "markdown")]
-    for output in cell.get("outputs") or ():
-        if not isinstance(output, dict):
-            continue
+    for output in _outputs(cell):
         if output is error:
             lines += ["Traceback:", _fenced(_traceback(output), "")]
         else:
@@ -128,11 +131,13 @@ def _cell(index: int, cell: dict[str, Any], language: str) -> str:
     return "\n".join(lines)
 
 
-def _output_text(output: dict[str, Any]) -> str:
+def _output_text(output: JsonObject) -> str:
     """An output as its text (shortened); one without text by its types, e.g. ``(image/png)``."""
     if output.get("output_type") == "stream":
         return _short(_joined(output.get("text")))
-    data = output.get("data") or {}
+    data = output.get("data")
+    if not isinstance(data, dict):
+        data = {}
     if "text/plain" in data:
         return _short(_joined(data["text/plain"]))
     return "(" + ", ".join(data) + ")" if data else _output_summary(output)
@@ -143,10 +148,12 @@ def _fenced(text: str, language: str) -> str:
     return f"{fence}{language}\n{text}\n{fence}"
 
 
-def _traceback(error: dict[str, Any]) -> str:
+def _traceback(error: JsonObject) -> str:
     """An error output as the user saw it, without colours; a long traceback keeps its start (the cell's own
     frame) and its end (the exception)."""
-    lines = [line for frame in error.get("traceback") or () for line in _ANSI.sub("", str(frame)).splitlines()]
+    frames_out = error.get("traceback")
+    lines = [line for frame in (frames_out if isinstance(frames_out, list) else ())
+             for line in _ANSI.sub("", str(frame)).splitlines()]
     lines = [line for line in lines if line.strip() and not set(line.strip()) <= {"-"}]
     if not lines:
         return f"{error.get('ename', 'Error')}: {error.get('evalue', '')}"
