@@ -11,7 +11,10 @@ every tool call of that turn reads it back here. Outside a session (no context) 
 from __future__ import annotations
 
 import contextvars
+import errno
 import logging
+import os
+import stat
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
@@ -96,31 +99,35 @@ def read_for_client(roots: list[Path], path: str, line: int | None = None, limit
     """``fs/read_text_file`` sent *to* the agent (acp-messages.md "Error Scenarios" shows a client's read answered
     ``-31700``): the file as the agent sees it on disk, for a client that compares it with its buffer. Only files of
     the session's folders (*roots*; symlinks resolved, so a link cannot lead out): anything else is ``-31701``, a
-    missing file ``-31700``, one over the spec's fs/* size (10 MB) ``-31702``. *line* (1-based) and *limit* (lines)
-    cut it as the spec's parameters say."""
-    wanted = Path(path)
+    missing file ``-31700``, one over the spec's fs/* size (10 MB) ``-31702``; the path is checked again as it is
+    opened (:func:`_read_inside`). *line* (1-based) and *limit* (lines) cut it as the spec's parameters say."""
     try:
-        real = wanted.resolve(strict=True)
-    except FileNotFoundError:
+        real = Path(os.path.realpath(path))
+    except OSError:  # a symlink on the way removed as it was read
         raise RpcError(FILE_NOT_FOUND, f"File not found: {path}", {"path": path}) from None
-    except (OSError, RuntimeError) as exc:  # a symlink loop, a component that is not a folder
-        raise RpcError(FILE_NOT_FOUND, f"File not found: {path} ({exc.strerror or exc})"
-                       if isinstance(exc, OSError) else f"File not found: {path}", {"path": path}) from None
-    if not any(real.is_relative_to(root.resolve()) for root in roots):
+    root = max((r for r in (Path(os.path.realpath(x)) for x in roots) if real.is_relative_to(r)),
+               key=lambda r: len(r.parts), default=None)
+    if root is None:
+        if not os.path.lexists(real):  # the spec's example: /nonexistent is File not found (the client, on this
+            raise RpcError(FILE_NOT_FOUND, f"File not found: {path}", {"path": path})  # machine, can see that itself)
         raise RpcError(PERMISSION_DENIED, f"Permission denied: {path} is not in the session's folders",
                        {"path": path})
-    if not real.is_file():
-        raise RpcError(FILE_NOT_FOUND, f"File not found: {path} is not a file", {"path": path})
     try:
-        size = real.stat().st_size
-        if size > READ_LIMIT:
-            raise RpcError(FILE_TOO_LARGE, f"File too large: {path} is {size} bytes (the limit is {READ_LIMIT})",
-                           {"path": path, "size": size, "limit": READ_LIMIT})
-        data = real.read_bytes()[:READ_LIMIT + 1]
-    except PermissionError:
-        raise RpcError(PERMISSION_DENIED, f"Permission denied: {path}", {"path": path}) from None
-    except FileNotFoundError:  # gone since
+        data = _read_inside(root, real)
+    except FileNotFoundError:
         raise RpcError(FILE_NOT_FOUND, f"File not found: {path}", {"path": path}) from None
+    except _NotAFile:
+        raise RpcError(FILE_NOT_FOUND, f"File not found: {path} is not a file", {"path": path}) from None
+    except _TooLarge as exc:
+        raise RpcError(FILE_TOO_LARGE, f"File too large: {path} is {exc.size} bytes (the limit is {READ_LIMIT})",
+                       {"path": path, "size": exc.size, "limit": READ_LIMIT}) from None
+    except OSError as exc:
+        if exc.errno in (errno.ELOOP, errno.EMLINK):  # a folder of it became a symlink since it was resolved
+            raise RpcError(PERMISSION_DENIED, f"Permission denied: {path} changed to a symlink while being read",
+                           {"path": path}) from None
+        if exc.errno in (errno.EACCES, errno.EPERM):
+            raise RpcError(PERMISSION_DENIED, f"Permission denied: {path}", {"path": path}) from None
+        raise RpcError(FILE_NOT_FOUND, f"File not found: {path} ({exc.strerror or exc})", {"path": path}) from None
     if len(data) > READ_LIMIT:  # grew since
         raise RpcError(FILE_TOO_LARGE, f"File too large: {path} is over {READ_LIMIT} bytes",
                        {"path": path, "limit": READ_LIMIT})
@@ -133,3 +140,44 @@ def read_for_client(roots: list[Path], path: str, line: int | None = None, limit
         start = (line or 1) - 1
         text = "".join(lines[start:] if limit is None else lines[start:start + limit])
     return {"content": text}
+
+
+class _NotAFile(Exception):
+    pass
+
+
+class _TooLarge(Exception):
+    def __init__(self, size: int) -> None:
+        self.size = size
+
+
+_O_DIR = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | getattr(os, "O_CLOEXEC", 0)
+
+
+def _read_inside(root: Path, real: Path) -> bytes:
+    """At most ``READ_LIMIT + 1`` bytes of the regular file *real* (resolved, under *root*), reached from *root* one
+    folder at a time without following a symlink — one swapped in after *real* was resolved fails with ``ELOOP`` or
+    ``ENOTDIR`` instead of leading out — and opened without blocking (a FIFO swapped in opens at once and is refused
+    by its type; nothing but a regular file is opened at all)."""
+    names = real.relative_to(root).parts
+    if not names:
+        raise _NotAFile
+    fd = os.open(root, _O_DIR)
+    try:
+        for name in names[:-1]:
+            next_fd = os.open(name, _O_DIR | os.O_NOFOLLOW, dir_fd=fd)
+            os.close(fd)
+            fd = next_fd
+        if not stat.S_ISREG(os.stat(names[-1], dir_fd=fd, follow_symlinks=False).st_mode):
+            raise _NotAFile
+        file_fd = os.open(names[-1], os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0),
+                          dir_fd=fd)
+    finally:
+        os.close(fd)
+    with open(file_fd, "rb", closefd=True) as f:
+        st = os.fstat(f.fileno())
+        if not stat.S_ISREG(st.st_mode):
+            raise _NotAFile
+        if st.st_size > READ_LIMIT:
+            raise _TooLarge(st.st_size)
+        return f.read(READ_LIMIT + 1)  # never more, however much it grew since

@@ -259,3 +259,84 @@ async def test_as_a_guest_notebooks_are_never_written_as_json(ws: Path):
     assert not (ws / "new.ipynb").exists()
     assert WriteFileTool().prepare({"path": "new.ipynb", "content": notebook}, ToolContext(workspace_folders=[ws])
                                    ).error is None  # not a guest: a new valid notebook may be created
+
+
+# -- fs/read_text_file sent to the agent: only the session's folders, checked at the moment of the read -------------
+
+
+def _code(roots: list[Path], path: str) -> int | dict[str, Any]:
+    from eca_notebook.acp._files import read_for_client
+
+    try:
+        return read_for_client(roots, path)
+    except RpcError as exc:
+        return exc.code
+
+
+def test_a_client_read_outside_the_folders_is_refused(tmp_path: Path) -> None:
+    """-31701 for a file outside the session's folders however it is named: by itself, through ``..``, through a
+    symlink in a folder, ``/proc``. (A missing path is -31700, the spec's ``/nonexistent``.)"""
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (tmp_path / "secret.txt").write_text("outside")
+    (ws / "out").symlink_to(tmp_path / "secret.txt")
+    (ws / "dangling").symlink_to(tmp_path / "nowhere.txt")
+    assert _code([ws], str(tmp_path / "secret.txt")) == -31701
+    assert _code([ws], str(ws / ".." / "secret.txt")) == -31701
+    assert _code([ws], str(ws / "out")) == -31701
+    assert _code([ws], str(ws / "dangling")) == -31700  # leads out, to nothing
+    assert _code([ws], str(ws / "missing.txt")) == -31700  # inside: missing is missing
+    assert _code([ws], "/proc/self/environ") == -31701
+
+
+def test_a_client_read_of_a_fifo_or_a_huge_file_answers_at_once(tmp_path: Path) -> None:
+    import os
+    import threading
+
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    os.mkfifo(ws / "pipe")
+    with open(ws / "sparse", "wb") as f:
+        f.truncate(64 * 1024 * 1024 * 1024)  # 64 GB, sparse: refused by its size, never read
+    answers: list[Any] = []
+    reader = threading.Thread(target=lambda: answers.extend([_code([ws], str(ws / "pipe")),
+                                                              _code([ws], str(ws / "sparse"))]), daemon=True)
+    reader.start()
+    reader.join(60)
+    assert answers == [-31700, -31702]
+
+
+def test_a_client_read_never_follows_a_folder_swapped_for_a_symlink_out(tmp_path: Path) -> None:
+    """The path is checked, then opened: a folder of it swapped for a symlink out of the workspace in between (by
+    another process) must not make the read answer the outside file. Another process swaps it as fast as it can
+    while the client reads; every answer is the inside text or a refusal."""
+    import subprocess
+    import sys
+    import time
+
+    ws = tmp_path / "ws"
+    (ws / "d").mkdir(parents=True)
+    (ws / "d" / "f.txt").write_text("inside")
+    (tmp_path / "outside").mkdir()
+    (tmp_path / "outside" / "f.txt").write_text("SECRET")
+    swapper = subprocess.Popen([sys.executable, "-c", (
+        "import os, sys\n"
+        "ws, out = sys.argv[1], sys.argv[2]\n"
+        "os.symlink(out, ws + '/link')\n"
+        "while True:\n"
+        "    os.rename(ws + '/d', ws + '/real')\n"
+        "    os.rename(ws + '/link', ws + '/d')\n"
+        "    os.rename(ws + '/d', ws + '/link')\n"
+        "    os.rename(ws + '/real', ws + '/d')\n"), str(ws), str(tmp_path / "outside")])
+    try:
+        seen: set[Any] = set()
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline and len(seen) < 3 and "SECRET" not in str(seen):
+            for _ in range(200):
+                answer = _code([ws], str(ws / "d" / "f.txt"))
+                seen.add(answer["content"] if isinstance(answer, dict) else answer)
+    finally:
+        swapper.kill()
+        swapper.wait()
+    assert "SECRET" not in seen
+    assert "inside" in seen  # the race was really run: the file was read between the swaps
