@@ -61,8 +61,12 @@ def _rules_below(engine: Engine, folders: Sequence[Path]) -> dict[str, set[str]]
         config_file=engine.options.config_file,
         env=engine.env,
     )
-    approval = (below.raw.get("toolCall") or {}).get("approval") or {}
-    return {kind: {k for k, v in (approval.get(kind) or {}).items() if v is not None} for kind in RULE_KINDS}
+    tool_call = below.raw.get("toolCall")
+    approval = tool_call.get("approval") if isinstance(tool_call, dict) else None
+    if not isinstance(approval, dict):
+        approval = {}
+    return {kind: {k for k, v in rules.items() if v is not None} if isinstance(rules := approval.get(kind), dict)
+            else set() for kind in RULE_KINDS}
 
 
 def layer_for(approval: dict[str, Any], below: dict[str, set[str]]) -> dict[str, Any]:

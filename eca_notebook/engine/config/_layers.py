@@ -20,11 +20,12 @@ import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from pydantic import ValidationError
 
 from ..._merge import deep_merge
+from ...protocol import JsonObject
 from ._hold import held_view
 from ._paths import xdg_config_home
 from ._schema import Config
@@ -47,7 +48,7 @@ PLAN_DENIED_SHELL = [
     r".*bash.*-c.*[12&]?>>?\s*(?!/dev/null($|\s))(?!&\d+($|\s))\S+.*",
 ]
 
-DEFAULTS: dict[str, Any] = {
+DEFAULTS: JsonObject = {
     "providers": {},
     "defaultModel": None,
     "defaultBehavior": "code",
@@ -56,7 +57,7 @@ DEFAULTS: dict[str, Any] = {
         "plan": {
             "disabledTools": ["edit_file", "write_file", "move_file", "delete_file"],
             "toolCall": {
-                "approval": {"deny": {"eca__shell_command": {"argsMatchers": {"command": PLAN_DENIED_SHELL}}}}
+                "approval": {"deny": {"eca__shell_command": {"argsMatchers": {"command": [*PLAN_DENIED_SHELL]}}}}
             },
         },
     },
@@ -100,22 +101,22 @@ class LoadedConfig:
     """``raw`` is the merged, interpolated dict (unknown keys included; holds secrets — never log it)."""
 
     config: Config
-    raw: dict[str, Any]
+    raw: JsonObject
     sources: list[ConfigSource] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
     #: each workspace folder's own layer as read (before merging), for workspace trust (engine/workspace/_trust.py)
-    workspace_layers: dict[str, dict[str, Any]] = field(default_factory=dict)
+    workspace_layers: dict[str, JsonObject] = field(default_factory=dict)
     #: the config of the user's own layers (every layer before the workspace files): the approvals an untrusted
     #: workspace may tighten but not loosen (engine/workspace/_trust.py)
     user_config: Config | None = None
     #: the user's own layers merged and interpolated (the ``below`` of engine/config/_hold.py)
-    user_raw: dict[str, Any] = field(default_factory=dict)
+    user_raw: JsonObject = field(default_factory=dict)
     #: each workspace folder's own layer as written (before its dynamic strings are resolved)
-    workspace_written: dict[str, dict[str, Any]] = field(default_factory=dict)
+    workspace_written: dict[str, JsonObject] = field(default_factory=dict)
     #: the config with each workspace layer's held parts left out (engine/config/_hold.py): what applies while a
     #: workspace is untrusted. None when no workspace file was applied (then it is ``config``)
     held_config: Config | None = None
-    held_raw: dict[str, Any] | None = None
+    held_raw: JsonObject | None = None
 
 
 def global_config_path(env: Mapping[str, str] | None = None) -> Path:
@@ -123,7 +124,7 @@ def global_config_path(env: Mapping[str, str] | None = None) -> Path:
     return xdg_config_home(os.environ if env is None else env) / "eca" / "config.json"
 
 
-def _normalize_layer(layer: Mapping[str, Any]) -> dict[str, Any]:
+def _normalize_layer(layer: Mapping[str, Any]) -> JsonObject:
     """Map other spellings onto our keys, per layer (so "later wins" still holds across spellings).
 
     ``chatBehavior``/``chatAgent`` (early clients' initializationOptions) and ``defaultAgent`` → ``defaultBehavior``;
@@ -210,12 +211,12 @@ def _has_entry(layer: Mapping[str, Any], entry: tuple[str, ...]) -> bool:
     return True
 
 
-def _remove_entry(layer: dict[str, Any], entry: tuple[str, ...]) -> None:
+def _remove_entry(layer: JsonObject, entry: tuple[str, ...]) -> None:
     """Remove *entry* from *layer* without mutating the caller's data (each dict on the way is copied)."""
     node = layer
     for key in entry[:-1]:
-        node[key] = dict(node[key])
-        node = node[key]
+        # each step is an object: _broken_entries found the entry through them
+        node[key] = node = dict(cast(JsonObject, node[key]))
     del node[entry[-1]]
 
 
@@ -237,14 +238,14 @@ def _read_file_layer(path: Path) -> tuple[Any, str | None, bool]:
 class _Loader:
     def __init__(self, env: Mapping[str, str]) -> None:
         self.env = env
-        self.merged: dict[str, Any] = copy.deepcopy(DEFAULTS)
+        self.merged: JsonObject = copy.deepcopy(DEFAULTS)
         self.config = Config.model_validate(interpolate_env(self.merged, env))
         self.sources = [ConfigSource("defaults", None, True, None)]
         self.problems: list[str] = []
-        self.workspace_layers: dict[str, dict[str, Any]] = {}
-        self.workspace_written: dict[str, dict[str, Any]] = {}
-        self.held_merged: dict[str, Any] = self.merged  # the same, but each workspace layer's held view
-        self.user_merged: dict[str, Any] | None = None  # the user's own layers, before any workspace file
+        self.workspace_layers: dict[str, JsonObject] = {}
+        self.workspace_written: dict[str, JsonObject] = {}
+        self.held_merged: JsonObject = self.merged  # the same, but each workspace layer's held view
+        self.user_merged: JsonObject | None = None  # the user's own layers, before any workspace file
         self.cmd_cache: dict[str, str | None] = {}  # each ${cmd:} runs once per load
 
     def dynamic(self, data: Any, label: str, path: Path | None = None, workspace: Path | None = None) -> Any:
@@ -253,7 +254,8 @@ class _Loader:
         merge. A workspace layer's commands run only when the user's own layers trust that folder."""
         netrc_file = data.get("netrcFile") if isinstance(data, Mapping) else None
         if not isinstance(netrc_file, str):
-            netrc_file = self.merged.get("netrcFile") if isinstance(self.merged.get("netrcFile"), str) else None
+            merged_netrc = self.merged.get("netrcFile")
+            netrc_file = merged_netrc if isinstance(merged_netrc, str) else None
         trusted = interpolate_env(self.merged.get("trustedWorkspaces"), self.env)
         source = DynamicSource(label=label, env=self.env, base_dir=path.parent if path is not None else None,
                                workspace=workspace,
@@ -267,8 +269,8 @@ class _Loader:
         for p in problems:
             logger.warning("config layer skipped: %s", p)
 
-    def merge(self, merged: dict[str, Any], layer: dict[str, Any],
-              label: str) -> tuple[dict[str, Any], Config, list[str]] | list[str]:
+    def merge(self, merged: JsonObject, layer: JsonObject,
+              label: str) -> tuple[JsonObject, Config, list[str]] | list[str]:
         """*layer* merged over *merged* and validated: (merged, config, entries skipped), or why it is rejected."""
         skipped: list[str] = []
         while True:
