@@ -10,8 +10,10 @@ The reference is quoted so that the value stays *one* word wherever the template
 where it is bare, ``${1}`` inside double quotes or a here-document, ``'"${1}"'`` inside single quotes (closing and
 reopening them). A quoted here-document (``<< 'EOF'``, whose body nothing expands — the reference's own nREPL
 example) is turned into an unquoted one with its text escaped, so its body is the same text and the placeholder
-expands. A placeholder inside ``$((…))`` is refused: some shells evaluate an arithmetic operand's value as an
-expression again (``a[$(cmd)]``).
+expands. A placeholder in arithmetic is refused: some shells evaluate an arithmetic operand's value as an
+expression again, and bash runs ``a[$(cmd)]`` in it even from a quoted parameter — ``$((…))``, and, where /bin/sh is
+bash (macOS, Fedora), a substring's offset or length (``${x:…}``), an array subscript, ``$[…]``, ``((…))``, ``let``,
+``[[ … -eq … ]]`` and a template that declares an integer variable (``declare -i``).
 
 The same scan also gives the command line as it would read with the values written in, quoted for their place
 (:meth:`CommandTemplate.display`): what the user approves, and what the path and risk analysis of the shell tool
@@ -31,6 +33,11 @@ __all__ = ["CommandTemplate", "TemplateError", "compile_template"]
 PLACEHOLDER = re.compile(r"\{\{\s*([A-Za-z0-9_.\-]+)\s*\}\}")
 _WORD_END = frozenset(" \t\n;&|()<>")
 _HEREDOC_WORD = re.compile(r"[A-Za-z0-9_.\-]+")
+_PARAMETER = re.compile(r"[#!]?(?:[A-Za-z_][A-Za-z0-9_]*|[0-9]+|[@*#?$!-])")
+_INTEGER_DECLARATION = re.compile(r"\b(?:declare|typeset|local)(?:\s+-[A-Za-z]*)*\s+-[A-Za-z]*i")
+_LET = re.compile(r"[\s({!]*let\s")
+_TEST_ARITHMETIC = re.compile(r"\s-(?:eq|ne|lt|le|gt|ge)\s")
+_ARITHMETIC = "a {{placeholder}} in arithmetic ({}) would be evaluated as an expression, which can run commands"
 
 
 class TemplateError(ValueError):
@@ -90,7 +97,10 @@ class CommandTemplate:
 def compile_template(command: str, names: Iterable[str]) -> CommandTemplate:
     """Parse *command*, taking ``{{name}}`` as a placeholder for each of *names* (other braces stay text). Raises
     :class:`TemplateError` when a placeholder sits where no value can be kept literal, or a quote is not closed."""
-    return _Scanner(command, frozenset(names)).run()
+    template = _Scanner(command, frozenset(names)).run()
+    if template.names and _INTEGER_DECLARATION.search(command):
+        raise TemplateError(_ARITHMETIC.format("an integer variable: declare -i"))
+    return template
 
 
 class _Scanner:
@@ -105,7 +115,7 @@ class _Scanner:
         self.used: list[str] = []
         self.buf: list[str] = []
         # each entry: (kind, depth): "U" unquoted, "D" double, "S" single, "A" $'…', "P" $(…), "B" `…`, "R" ${…},
-        # "M" $((…))
+        # "M" $((…)) or ((…)), "Q" $[…]; an "R" keeps where its text starts instead of a depth
         self.stack: list[list[object]] = [["U", 0]]
         self.heredocs: list[tuple[str, bool, bool]] = []  # (delimiter, quoted, strip tabs) waiting for the newline
 
@@ -134,6 +144,7 @@ class _Scanner:
             kind = self.stack[-1][0]
             m = self.placeholder_here()
             if m is not None:
+                self.command_arithmetic()
                 self.slot(m.group(1), self.context(kind))
                 self.i = m.end()
                 continue
@@ -161,18 +172,46 @@ class _Scanner:
         if self.heredocs:
             self.bodies()  # a here-document opened on the last line has no body: the shell warns, nothing to fill
         if len(self.stack) != 1:
-            raise TemplateError("the command has an unclosed quote, $(, ${ or backquote")
+            raise TemplateError("the command has an unclosed quote, $(, ${, $[, (( or backquote")
         if self.buf:
             self.parts.append("".join(self.buf))
         return CommandTemplate(tuple(self.parts), tuple(self.used))
 
     def context(self, kind: object) -> str:
-        if kind == "M":
-            raise TemplateError("a {{placeholder}} inside $((…)) would be evaluated as an expression")
+        if kind in ("M", "Q"):
+            raise TemplateError(_ARITHMETIC.format("$((…)), ((…)) or $[…]"))
         if kind == "R":  # ${x:-{{a}}}: as quoted as the expansion itself
+            self.parameter_arithmetic(int(str(self.stack[-1][1])))
             outer = next((k for k, _ in reversed(self.stack[:-1]) if k != "R"), "U")
             return "double" if outer == "D" else "bare"
         return {"S": "single", "A": "ansi", "D": "double"}.get(str(kind), "bare")
+
+    def parameter_arithmetic(self, start: int) -> None:
+        """In ``${…}`` only an operator's word is text: the name's subscript and a substring's offset and length
+        (``${x:…}``, but not ``${x:-…}`` and the like) are arithmetic."""
+        inside = self.text[start:self.i]
+        m = _PARAMETER.match(inside)
+        rest = inside[m.end():] if m is not None else inside
+        if rest.startswith("["):
+            close = rest.find("]")
+            if close < 0:
+                raise TemplateError(_ARITHMETIC.format("an array subscript"))
+            rest = rest[close + 1:]
+        if rest.startswith(":") and rest[1:2] not in ("-", "=", "+", "?"):
+            raise TemplateError(_ARITHMETIC.format("a substring's offset or length"))
+
+    def command_arithmetic(self) -> None:
+        """bash's commands whose words are arithmetic: ``let …`` and ``[[ … -eq … ]]`` around the placeholder."""
+        before = self.text[:self.i]
+        opened = before.rfind("[[")
+        if opened >= 0 and "]]" not in before[opened:]:
+            closed = self.text.find("]]", self.i)
+            test = self.text[opened:len(self.text) if closed < 0 else closed]
+            if _TEST_ARITHMETIC.search(PLACEHOLDER.sub(" x ", test)):
+                raise TemplateError(_ARITHMETIC.format("[[ … -eq … ]]"))
+        start = max(before.rfind(sep) for sep in (";", "&", "|", "\n", "`", "$(")) + 1
+        if _LET.match(self.text, start if before[start - 1:start + 1] != "$(" else start + 1):
+            raise TemplateError(_ARITHMETIC.format("let"))
 
     def expansion(self, kind: str) -> bool:
         """``$(``, ``$((``, ``${`` and a backquote, in an unquoted or double-quoted context: push their context."""
@@ -188,8 +227,13 @@ class _Scanner:
             self.i += 2
             return True
         if text.startswith("${", i):
-            self.stack.append(["R", 0])
+            self.stack.append(["R", i + 2])
             self.emit("${")
+            self.i += 2
+            return True
+        if text.startswith("$[", i):  # bash's old $((…))
+            self.stack.append(["Q", 0])
+            self.emit("$[")
             self.i += 2
             return True
         if text[i] == "`":
@@ -237,6 +281,18 @@ class _Scanner:
             self.stack.pop()
         elif kind == "R" and ch == "}":
             self.stack.pop()
+        elif text.startswith("((", self.i) and kind in ("U", "P", "B"):  # bash's arithmetic command
+            self.stack.append(["M", 0])
+            self.emit("((")
+            self.i += 2
+            return
+        elif kind == "Q" and ch == "[":
+            top[1] = int(str(top[1])) + 1
+        elif kind == "Q" and ch == "]":
+            if int(str(top[1])) == 0:
+                self.stack.pop()
+            else:
+                top[1] = int(str(top[1])) - 1
         elif kind in ("P", "M") and ch == "(":
             top[1] = int(str(top[1])) + 1
         elif kind in ("P", "M") and ch == ")":

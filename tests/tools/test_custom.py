@@ -179,3 +179,26 @@ def test_a_placeholder_in_arithmetic_is_refused() -> None:
     with pytest.raises(TemplateError):
         compile_template("echo $(( {{n}} + 1 ))", ["n"])
     assert compile_template("echo $(( 1 + 1 )) {{n}}", ["n"]).script() == 'echo $(( 1 + 1 )) "${1}"'
+
+
+@pytest.mark.parametrize("template", [
+    "x=hello; echo ${x:{{n}}}", "echo ${x: {{n}}}", "echo ${x:0:{{n}}}", "echo ${arr[{{n}}]}", "echo ${#arr[{{n}}]}",
+    "echo $[{{n}} + 1]", "(( {{n}} > 1 )) && echo big", "for (( i = 0; i < {{n}}; i++ )); do :; done",
+    "let x={{n}}", "true; let \"x = {{n}}\"", "declare -i x={{n}}", "[[ {{n}} -eq 1 ]] && echo one",
+    "[[ \"{{n}}\" -gt 1 ]]",
+])
+def test_a_placeholder_in_bashs_arithmetic_is_refused(template: str) -> None:
+    """Where /bin/sh is bash (macOS, Fedora), an operand of its arithmetic is evaluated again as an expression, so a
+    value ``a[$(cmd)]`` runs cmd even from a quoted parameter: a substring offset or length, an array subscript,
+    ``$[…]``, ``((…))``, ``let``, ``declare -i`` and ``[[ … -eq … ]]`` are refused like ``$((…))``."""
+    with pytest.raises(TemplateError):
+        compile_template(template, ["n"])
+
+
+@pytest.mark.parametrize("template", [
+    "echo ${x:-{{n}}}", "echo ${x:={{n}}}", "echo ${x:+{{n}}}", "echo ${x-{{n}}}", "echo ${x#{{n}}}",
+    "[[ -f {{n}} ]] && cat {{n}}", "echo let {{n}}", "echo '((' {{n}}", "( (echo {{n}}) )",
+])
+def test_a_placeholder_beside_arithmetic_words_is_kept(template: str) -> None:
+    assert compile_template(template, ["n"]).names == ("n",)
+
