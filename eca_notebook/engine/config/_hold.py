@@ -31,6 +31,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from ...protocol import JsonObject
 from ._catalog import BUILTIN_PROVIDERS
 from ._providers import env_prefix
 
@@ -90,22 +91,22 @@ def _user_providers(below: Mapping[str, Any]) -> Mapping[str, Any]:
     return providers if isinstance(providers, Mapping) else {}
 
 
-def held_providers(layer: Mapping[str, Any], below: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
+def held_providers(layer: Mapping[str, Any], below: Mapping[str, Any]) -> dict[str, JsonObject]:
     """Provider id → the part of the workspace's entry held: its connection fields (and its models' extra headers
     and payloads); the whole entry when the provider is the workspace's own (neither built in nor the user's)."""
     providers = layer.get("providers")
     if not isinstance(providers, Mapping):
         return {}
     mine = _user_providers(below)
-    out: dict[str, dict[str, Any]] = {}
+    out: dict[str, JsonObject] = {}
     for pid, entry in providers.items():
         if not isinstance(entry, Mapping):
             continue
-        part: dict[str, Any] = {k: entry[k] for k in CONNECTION_KEYS if k in entry}
+        part: JsonObject = {k: entry[k] for k in CONNECTION_KEYS if k in entry}
         models = entry.get("models")
         if isinstance(models, Mapping):
-            extras = {str(m): {k: v[k] for k in _MODEL_CONNECTION_KEYS if k in v}
-                      for m, v in models.items() if isinstance(v, Mapping)}
+            extras: JsonObject = {str(m): {k: v[k] for k in _MODEL_CONNECTION_KEYS if k in v}
+                                  for m, v in models.items() if isinstance(v, Mapping)}
             extras = {m: e for m, e in extras.items() if e}
             if extras:
                 part["models"] = extras
@@ -142,7 +143,7 @@ def outside_skills(layer: Mapping[str, Any], folder: Path | None) -> list[str]:
     return out
 
 
-def held_view(layer: Mapping[str, Any], below: Mapping[str, Any], folder: Path | None = None) -> dict[str, Any]:
+def held_view(layer: Mapping[str, Any], below: Mapping[str, Any], folder: Path | None = None) -> JsonObject:
     """*layer* (a workspace file as written, before its dynamic strings are resolved) without what waits for trust:
     its hooks, its ``customTools``, its providers' connection fields (a provider of its own, whole), every value
     reading a secret or a file (``${env:}``, ``${netrc:}``, ``${file:}``), ``netrcFile`` and its ``skills`` entries
@@ -151,7 +152,7 @@ def held_view(layer: Mapping[str, Any], below: Mapping[str, Any], folder: Path |
     held = held_providers(layer, below)
     mine = _user_providers(below)
     own = tuple(f"{pid}/" for pid in held if pid not in mine and pid not in BUILTIN_PROVIDERS)
-    out: dict[str, Any] = {}
+    out: JsonObject = {}
     for key, value in layer.items():
         if key in _LEFT_OUT:
             continue
@@ -184,8 +185,8 @@ def _without_models(value: Any, own: tuple[str, ...]) -> Any:
     return value
 
 
-def _providers_view(providers: Mapping[str, Any], held: Mapping[str, Any], mine: Mapping[str, Any]) -> dict[str, Any]:
-    out: dict[str, Any] = {}
+def _providers_view(providers: Mapping[str, Any], held: Mapping[str, Any], mine: Mapping[str, Any]) -> JsonObject:
+    out: JsonObject = {}
     for pid, entry in providers.items():
         if pid not in held or not isinstance(entry, Mapping):
             out[pid] = entry

@@ -23,6 +23,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from ..._merge import deep_merge
+from ...protocol import JsonObject, JsonValue
 from ..config import (
     PLAN_DENIED_SHELL,
     BehaviorConfig,
@@ -78,7 +79,7 @@ _EDIT_TOOLS = ["edit_file", "write_file", "move_file", "delete_file", "notebook_
 
 # The built-ins' own settings, under whatever the config layers say about the same ids (plan's disabled tools and
 # shell denials live in the config defaults, engine/config/_layers.py, so /config shows them).
-_BUILTIN: dict[str, dict[str, Any]] = {
+_BUILTIN: dict[str, JsonObject] = {
     "code": {"mode": "primary",
              "description": "Default, generic agent used to do most tasks; has access to all tools by default."},
     "plan": {"mode": "primary", "readOnly": True,
@@ -88,10 +89,10 @@ _BUILTIN: dict[str, dict[str, Any]] = {
                  "description": "Codebase search specialist. Focuses on finding and reading file contents without "
                                 "modifying the system. Read-only, no edit tools.",
                  "systemPrompt": EXPLORER_SYSTEM_PROMPT,
-                 "disabledTools": _EDIT_TOOLS,
+                 "disabledTools": [*_EDIT_TOOLS],
                  # (shell commands that write are denied as in plan)
                  "toolCall": {"approval": {"deny": {"eca__shell_command": {
-                     "argsMatchers": {"command": PLAN_DENIED_SHELL}}}}}},
+                     "argsMatchers": {"command": [*PLAN_DENIED_SHELL]}}}}}},
     "general": {"mode": "subagent",
                 "description": "General-purpose agent for researching complex questions and executing multi-step "
                                "tasks. Use this agent to execute multiple units of work in parallel.",
@@ -215,7 +216,7 @@ def _names(value: Any) -> list[str] | None:
     return [str(v).strip() for v in items if str(v).strip()]
 
 
-def _md_tools(tools: Any) -> dict[str, Any] | None:
+def _md_tools(tools: Any) -> JsonObject | None:
     """Markdown ``tools``: ``{byDefault, allow, ask, deny}`` with lists of tool names, or a flat list (Claude Code's
     shape: ask by default, allow those)."""
     if tools is None:
@@ -224,7 +225,7 @@ def _md_tools(tools: Any) -> dict[str, Any] | None:
         tools = {"byDefault": "ask", "allow": tools}
     if not isinstance(tools, Mapping):
         raise ValueError("'tools' must be a map (byDefault, allow, ask, deny) or a list of tool names")
-    approval: dict[str, Any] = {}
+    approval: JsonObject = {}
     if tools.get("byDefault") is not None:
         approval["byDefault"] = tools["byDefault"]
     for key in ("allow", "ask", "deny"):
@@ -235,7 +236,7 @@ def _md_tools(tools: Any) -> dict[str, Any] | None:
 
 
 def parse_agent_markdown(path: Path, dynamic: DynamicSource | None = None,
-                         problems: list[str] | None = None) -> tuple[str, dict[str, Any]] | str:
+                         problems: list[str] | None = None) -> tuple[str, JsonObject] | str:
     """(agent id, its settings in config spelling) from a markdown agent file, or a problem in words.
 
     The id is the front matter's ``name`` or the file name without extensions, trimmed and lowercased; the body is
@@ -258,7 +259,7 @@ def parse_agent_markdown(path: Path, dynamic: DynamicSource | None = None,
     agent_id = str(meta.get("name") or path.name.split(".", 1)[0]).strip().lower()
     if not agent_id or any(c.isspace() for c in agent_id):
         return f"agent file {path}: the agent id '{agent_id}' is empty or has spaces"
-    settings: dict[str, Any] = {}
+    settings: JsonObject = {}
     try:
         for key in ("inherit", "description", "defaultModel", "variant", "maxSteps", "toolCall", "prompts",
                     "systemPrompt"):
@@ -273,10 +274,11 @@ def parse_agent_markdown(path: Path, dynamic: DynamicSource | None = None,
             settings["mode"] = [str(m).strip() for m in mode] if isinstance(mode, list) else str(mode).strip()
         disabled = _names(meta.get("disabledTools"))
         if disabled is not None:
-            settings["disabledTools"] = disabled
+            settings["disabledTools"] = [*disabled]
         spawnable = _names(meta.get("spawnableBy"))
         if spawnable is not None:
-            settings["spawnableBy"] = [s.lower() for s in spawnable]
+            lowered: list[JsonValue] = [s.lower() for s in spawnable]
+            settings["spawnableBy"] = lowered
         tools = _md_tools(meta.get("tools"))
         if tools is not None and "toolCall" not in settings:
             settings["toolCall"] = tools
@@ -374,7 +376,7 @@ def build_agents(config: Config, workspace_folders: Sequence[Path], global_confi
     trusted = (config.model_extra or {}).get("trustedWorkspaces")
     netrc_file = (config.model_extra or {}).get("netrcFile")
     cmd_cache: dict[str, str | None] = {}
-    layers: dict[str, dict[str, Any]] = {k: dict(v) for k, v in _BUILTIN.items()}
+    layers: dict[str, JsonObject] = {k: dict(v) for k, v in _BUILTIN.items()}
     sources: dict[str, str] = dict.fromkeys(_BUILTIN, "built-in")
     if not config.pure_config:
         problems += [f"agent file {path} skipped: {why}" for path, why in linked_out_agent_files(workspace_folders)]
@@ -398,14 +400,15 @@ def build_agents(config: Config, workspace_folders: Sequence[Path], global_confi
         layers[agent_id] = deep_merge(layers.get(agent_id, {}), own)
         sources.setdefault(agent_id, "config")
 
-    resolved: dict[str, tuple[dict[str, Any], tuple[str, ...]]] = {}
+    resolved: dict[str, tuple[JsonObject, tuple[str, ...]]] = {}
 
-    def resolve(agent_id: str, chain: tuple[str, ...]) -> tuple[dict[str, Any], tuple[str, ...]]:
+    def resolve(agent_id: str, chain: tuple[str, ...]) -> tuple[JsonObject, tuple[str, ...]]:
         if agent_id in resolved:
             return resolved[agent_id]
         own = dict(layers[agent_id])
-        parent = own.pop("inherit", None)
-        result: tuple[dict[str, Any], tuple[str, ...]] = (own, ())
+        inherit = own.pop("inherit", None)
+        parent = str(inherit) if inherit else None
+        result: tuple[JsonObject, tuple[str, ...]] = (own, ())
         if parent:
             parent = DEPRECATED_AGENT_IDS.get(parent, parent) if parent not in layers else parent
             if parent in (*chain, agent_id):
