@@ -95,13 +95,17 @@ def custom_tools(entries: Any, reserved: frozenset[str] = frozenset()) -> tuple[
         if entry is None:
             continue  # a layer's null removes the tool
         name = str(name)
+        shown = visible(name)
+        if shown != name:  # a card, the panel's list and the approval show the name as it is: it must read as it is
+            problems.append(f"{CONFIG_KEY}.{shown}: the name holds control or invisible characters; choose another")
+            continue
         if not name.strip() or name in reserved:
             problems.append(f"{CONFIG_KEY}.{name}: the name of a built-in tool; choose another")
             continue
         try:
             tools.append(CustomTool(_spec(name, entry)))
         except (ValueError, TemplateError) as exc:
-            problems.append(f"{CONFIG_KEY}.{name}: {exc}")
+            problems.append(f"{CONFIG_KEY}.{name}: {visible(str(exc))}")
     for problem in problems:
         log.warning("custom tool skipped: %s", problem)
     return tools, problems

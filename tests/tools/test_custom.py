@@ -202,3 +202,18 @@ def test_a_placeholder_in_bashs_arithmetic_is_refused(template: str) -> None:
 def test_a_placeholder_beside_arithmetic_words_is_kept(template: str) -> None:
     assert compile_template(template, ["n"]).names == ("n",)
 
+
+
+def test_a_name_with_control_or_invisible_characters_is_a_problem_written_out() -> None:
+    """A tool's name is shown as it is on its card, in the panel's list and in the approval: a newline, a bidi
+    override or an escape sequence in it could make it read as another tool (``run\\u202egnp.sh``). Such an entry is
+    refused, and the problem (in /doctor, the config problems, the log) shows the name written out."""
+    names = ["two\nlines", "evil\u202ehs.pdf", "\x1b]52;c;Y3VybA==\x07clip", "nul\x00", "zero\u200bwidth"]
+    tools, problems = custom_tools({name: {"description": "x", "command": "true"} for name in names})
+    assert tools == []
+    assert len(problems) == len(names)
+    for problem in problems:
+        assert all(ch.isprintable() for ch in problem) and "\u202e" not in problem and "\u200b" not in problem, problem
+    assert "evil\\u202ehs.pdf" in problems[1]
+    ok, fine = custom_tools({"web-search": {"command": "true"}, "données.v2": {"command": "true"}})
+    assert [t.name for t in ok] == ["web-search", "données.v2"] and fine == []
