@@ -41,6 +41,7 @@ import httpx
 
 from .._fileio import PRIVATE_MODE, atomic_write
 from .._redact import add_secrets, redact
+from ..protocol import JsonObject
 from ._config_watch import ConfigOptions
 from ._mcp_admin import ConfigEditError, _read_for_edit
 from .config import BUILTIN_PROVIDERS, DEFAULT_MODELS, Config, global_config_path, mask_secret
@@ -110,7 +111,7 @@ class ProviderHost(Protocol):
     def http(self) -> httpx.AsyncClient: ...
     async def reload_config(self) -> bool: ...
     def select_model(self, model: str, chat_id: str | None = None) -> None: ...
-    def broadcast(self, method: str, params: dict[str, Any]) -> None: ...
+    def broadcast(self, method: str, params: JsonObject) -> None: ...
     def config_updated(self) -> ConfigUpdatedParams: ...
 
 
@@ -256,7 +257,7 @@ def _refuse_pure(engine: ProviderHost) -> None:
                          "apply", code="pure-config")
 
 
-def _providers_of(data: Mapping[str, Any], path: Path) -> dict[str, Any]:
+def _providers_of(data: Mapping[str, Any], path: Path) -> JsonObject:
     providers = data.get("providers")
     if providers is None:
         return {}
@@ -265,7 +266,7 @@ def _providers_of(data: Mapping[str, Any], path: Path) -> dict[str, Any]:
     return providers
 
 
-def _write(path: Path, data: dict[str, Any], *, private: bool) -> None:
+def _write(path: Path, data: JsonObject, *, private: bool) -> None:
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         if private and path.exists():
@@ -287,7 +288,7 @@ def _saved_key(engine: ProviderHost, pid: str) -> str | None:
     return provider.key if provider is not None else None
 
 
-def _entry(draft: ProviderDraft, url: str | None, old: Mapping[str, Any]) -> dict[str, Any]:
+def _entry(draft: ProviderDraft, url: str | None, old: Mapping[str, Any]) -> JsonObject:
     """``providers.<id>`` as written: the old entry's other settings kept, ours replaced."""
     entry = dict(old)
     if draft.kind != "openai" and draft.kind != "anthropic":
@@ -301,7 +302,7 @@ def _entry(draft: ProviderDraft, url: str | None, old: Mapping[str, Any]) -> dic
     elif draft.key_env is not None:
         entry["key"] = f"${{env:{draft.key_env}}}"
     old_models = entry.get("models")
-    models: dict[str, Any] = dict(old_models) if isinstance(old_models, dict) else {}
+    models: JsonObject = dict(old_models) if isinstance(old_models, dict) else {}
     for name in draft.models:
         models.setdefault(name, {})
     if models:
@@ -314,11 +315,12 @@ def _save_file(path: Path, pid: str, draft: ProviderDraft, url: str | None, defa
         data = _read_for_edit(path)
         providers = dict(_providers_of(data, path))
         old = providers.get(pid)
-        providers[pid] = _entry(draft, url, old if isinstance(old, dict) else {})
+        entry = providers[pid] = _entry(draft, url, old if isinstance(old, dict) else {})
         data["providers"] = providers
         if default_model is not None:
             data["defaultModel"] = default_model
-        key_in_file = isinstance(providers[pid].get("key"), str) and _env_name(providers[pid]["key"]) is None
+        key = entry.get("key")
+        key_in_file = isinstance(key, str) and _env_name(key) is None
         _write(path, data, private=key_in_file or draft.key is not None)
 
 
@@ -405,7 +407,7 @@ def _summaries(path: Path, engine: ProviderHost) -> list[ProviderSummary]:
         listed = entry.get("models")
         models: list[Any] = list(listed) if isinstance(listed, dict) else []
         out.append(ProviderSummary(
-            id=pid, kind=cast(Kind, kind), url=entry.get("url") if isinstance(entry.get("url"), str) else None,
+            id=pid, kind=cast(Kind, kind), url=url if isinstance(url := entry.get("url"), str) else None,
             key_source=source, key_env=key_env,
             key_hint=mask_secret(resolved.key) if resolved is not None and resolved.key else None,
             models=[m for m in models if isinstance(m, str)]))

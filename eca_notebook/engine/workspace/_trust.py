@@ -54,7 +54,7 @@ import logging
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, NotRequired, Protocol, TypedDict
 
 from ..._fileio import atomic_write
 from ..._text import visible
@@ -63,6 +63,7 @@ from ...protocol import (
     ChatAskQuestionParams,
     ConfigUpdatedChat,
     ConfigUpdatedParams,
+    JsonObject,
     MetadataContent,
     TextContent,
 )
@@ -116,22 +117,39 @@ def state_path(env: Mapping[str, str]) -> Path:
     return xdg_cache_home(env) / "eca-notebook" / "trusted-workspaces.json"
 
 
+class WorkspaceCode(TypedDict):
+    """What a workspace folder's config may run, loosen, send out or read (:func:`workspace_code`,
+    :func:`folder_code`): the user trusts exactly this, by its digest. A key other than the first two is there only
+    when it has something, so a digest saved before one existed stays the same."""
+
+    mcpServers: JsonObject
+    hooks: JsonObject
+    customTools: NotRequired[JsonObject]
+    approvals: NotRequired[JsonObject]
+    providers: NotRequired[dict[str, JsonObject]]
+    secrets: NotRequired[list[str]]
+    hookChanges: NotRequired[list[str]]
+    hookFiles: NotRequired[dict[str, str | None]]
+    fileSecrets: NotRequired[list[str]]
+    outsideSkills: NotRequired[list[str]]
+
+
 def workspace_code(layer: Mapping[str, Any], below: Agents | None = None, written: Mapping[str, Any] | None = None,
-                   user_raw: Mapping[str, Any] | None = None) -> dict[str, Any]:
+                   user_raw: Mapping[str, Any] | None = None) -> WorkspaceCode:
     """The code-running part of a workspace layer: its non-null ``mcpServers`` and ``hooks`` entries, plus (only
     when it loosens any, so other digests stay as they were) its approvals: ``toolCall`` and each agent's — and,
     each only when present, what could send data out or take a secret (engine/config/_hold.py): its providers'
     connection fields (``providers``), the ``${env:}``/``${netrc:}`` it reads (``secrets``) and the user's own
     hooks it removes or replaces (``hookChanges``). *written*: the layer before its dynamic strings were resolved
     (default *layer*); *user_raw*: the user's own layers merged (their providers and hooks)."""
-    servers: dict[str, Any] = {}
+    servers: JsonObject = {}
     for key in _MCP_KEYS:
         value = layer.get(key)
         if isinstance(value, Mapping):
             servers.update({str(k): v for k, v in value.items() if v is not None})
     hooks = layer.get("hooks")
     hooks = {str(k): v for k, v in hooks.items() if v is not None} if isinstance(hooks, Mapping) else {}
-    code: dict[str, Any] = {"mcpServers": servers, "hooks": hooks}
+    code: WorkspaceCode = {"mcpServers": servers, "hooks": hooks}
     tools = _custom_tools(layer if written is None else written)
     if tools:  # (only when present: the digests of folders without any stay as they were)
         code["customTools"] = tools
@@ -151,7 +169,7 @@ def workspace_code(layer: Mapping[str, Any], below: Agents | None = None, writte
     return code
 
 
-def _custom_tools(layer: Mapping[str, Any]) -> dict[str, Any]:
+def _custom_tools(layer: Mapping[str, Any]) -> JsonObject:
     """The layer's non-null ``customTools`` entries, as written (the whole entry: its command, and its description
     and schema, which tell the model how to call it)."""
     tools = layer.get(CUSTOM_TOOLS_KEY)
@@ -187,7 +205,7 @@ def with_markdown_agents(folder: Path, layer: Mapping[str, Any]) -> Mapping[str,
     """*layer* with the approvals of the folder's ``.eca/agents/*.md`` files as its ``agent`` entries: a markdown
     agent's ``tools:`` (``allow`` lists, ``byDefault: allow``) loosens approvals just as the config file can — and a
     workspace file may make that agent the default. The config file's own entry for an id wins, as when loading."""
-    found: dict[str, Any] = {}
+    found: JsonObject = {}
     for path in sorted((folder / ".eca" / "agents").glob("*.md")):
         parsed = parse_agent_markdown(path)
         if isinstance(parsed, tuple) and isinstance(parsed[1].get("toolCall"), Mapping):
@@ -198,10 +216,10 @@ def with_markdown_agents(folder: Path, layer: Mapping[str, Any]) -> Mapping[str,
     return {**layer, "agent": {**found, **(configured if isinstance(configured, Mapping) else {})}}
 
 
-def _approvals(layer: Mapping[str, Any]) -> dict[str, Any]:
+def _approvals(layer: Mapping[str, Any]) -> JsonObject:
     """Scope (``""`` for the global ``toolCall``, else the agent id) → that scope's ``toolCall.approval`` as written
     in *layer* (the reference's ``agent`` map and our older ``behavior`` map alike)."""
-    found: dict[str, Any] = {}
+    found: JsonObject = {}
     tool_call = layer.get("toolCall")
     if isinstance(tool_call, Mapping) and tool_call.get("approval") is not None:
         found[""] = tool_call["approval"]
@@ -361,7 +379,7 @@ class HeldWorkspace:
 
 def folder_code(folder: str | Path, layer: Mapping[str, Any], below: Agents | None = None,
                 written: Mapping[str, Any] | None = None, user_raw: Mapping[str, Any] | None = None
-                ) -> tuple[dict[str, Any], str]:
+                ) -> tuple[WorkspaceCode, str]:
     """(the folder's code as :func:`workspace_code` has it, plus its hook scripts and the secrets its markdown
     agents and skills read; the digest of it all). A key is added only when present, so a digest saved before
     stays the same."""
@@ -370,8 +388,13 @@ def folder_code(folder: str | Path, layer: Mapping[str, Any], below: Agents | No
     scripts = hook_files(path, code["hooks"])
     files = sorted({f"{where} {kind}:{name}" for where, kind, name in file_secrets(path)})
     skills = outside_skills(layer if written is None else written, Path(folder))
-    full = {**code, **({"hookFiles": scripts} if scripts else {}), **({"fileSecrets": files} if files else {}),
-            **({"outsideSkills": skills} if skills else {})}
+    full = code.copy()
+    if scripts:
+        full["hookFiles"] = scripts
+    if files:
+        full["fileSecrets"] = files
+    if skills:
+        full["outsideSkills"] = skills
     return full, _digest(full)
 
 
@@ -459,7 +482,7 @@ class WorkspaceTrust:
 
     # -- state ---------------------------------------------------------------------------------------------------
 
-    def _read_state(self) -> dict[str, Any]:
+    def _read_state(self) -> JsonObject:
         try:
             data = json.loads(self.path.read_text(encoding="utf-8"))
         except FileNotFoundError:
@@ -543,8 +566,9 @@ class WorkspaceTrust:
             return False
         if any(w.folder == path for w in self.held()):
             return False
+        saved = self._read_state().get(str(path))  # a file: {"digest": …} per folder, as it was written
         return self._digest_of(key) in (self._session.get(str(path)),
-                                        (self._read_state().get(str(path)) or {}).get("digest"))
+                                        saved.get("digest") if isinstance(saved, dict) else None)
 
     def _digest_of(self, key: str) -> str:
         loaded = self.host.loaded
