@@ -33,6 +33,7 @@ from pydantic import ValidationError
 
 from .._fileio import atomic_write
 from .._redact import add_secrets
+from ..protocol import JsonObject
 from ..protocol.tools import (
     McpAddServerParams,
     McpAddServerResult,
@@ -114,7 +115,7 @@ class ConfigEditError(Exception):
 # -- the config file writer --------------------------------------------------------------------------------------
 
 
-def _read_for_edit(path: Path) -> dict[str, Any]:
+def _read_for_edit(path: Path) -> JsonObject:
     """The file's JSON object, {} for a missing or empty file; refuses what we could not write back faithfully."""
     try:
         text = path.read_text(encoding="utf-8-sig")
@@ -143,7 +144,7 @@ def _read_for_edit(path: Path) -> dict[str, Any]:
     return data
 
 
-def edit_config_file(path: Path, edit: Callable[[dict[str, Any]], bool]) -> bool:
+def edit_config_file(path: Path, edit: Callable[[JsonObject], bool]) -> bool:
     """Apply *edit* to the ``mcpServers`` object of the config file at *path* and write the file atomically.
 
     *edit* gets the (possibly new) ``mcpServers`` dict and returns whether it changed anything; nothing is written
@@ -248,7 +249,7 @@ async def _refresh_loaded(engine: McpHost) -> None:
                                   config_file=engine.options.config_file, env=engine.env)
     old = engine.loaded
 
-    def rest(raw: Mapping[str, Any]) -> dict[str, Any]:
+    def rest(raw: Mapping[str, Any]) -> JsonObject:
         return {k: v for k, v in raw.items() if k != "mcpServers"}
 
     if rest(new.raw) == rest(old.raw):
@@ -313,7 +314,7 @@ async def _add(engine: McpHost, params: McpAddServerParams) -> McpAddServerResul
             raise ConfigEditError("config-file", "pureConfig is set: no config file is read, so none is written")
         path = _global_file(engine)
 
-    def put(servers: dict[str, Any]) -> bool:
+    def put(servers: JsonObject) -> bool:
         servers[name] = entry
         return True
 
@@ -342,7 +343,7 @@ async def remove_server(engine: McpHost, name: str) -> McpRemoveServerResult:
                 raise ConfigEditError("not-in-a-file", f"MCP server '{name}' is not defined in a config file "
                                                        "(initializationOptions or ECA_CONFIG); remove it there")
 
-            def drop(servers: dict[str, Any]) -> bool:
+            def drop(servers: JsonObject) -> bool:
                 return servers.pop(name, None) is not None
 
             for path in files:
@@ -369,7 +370,7 @@ async def update_server(engine: McpHost, params: McpUpdateServerParams) -> McpUp
             if params.command is not None and params.url is not None:
                 raise ConfigEditError("invalid-config", "give either a command or a url, not both")
             current = engine.config.mcp_servers.get(name)
-            changes: dict[str, Any] = {}
+            changes: JsonObject = {}
             drop: tuple[str, ...] = ()
             if params.url is not None:
                 changes["url"] = params.url
@@ -391,8 +392,10 @@ async def update_server(engine: McpHost, params: McpUpdateServerParams) -> McpUp
             except ValidationError as exc:
                 raise _invalid(exc) from None
 
-            def change(servers: dict[str, Any]) -> bool:
+            def change(servers: JsonObject) -> bool:
                 entry = servers[name]
+                if not isinstance(entry, dict):  # (_files_defining found it an object)
+                    return False
                 for key in drop:
                     entry.pop(key, None)
                 entry.update(changes)
@@ -423,8 +426,10 @@ async def set_disabled(engine: McpHost, name: str, disabled: bool) -> str | None
             return f"Unknown MCP server '{name}'."
         warning = None
         if files:
-            def mark(servers: dict[str, Any]) -> bool:
+            def mark(servers: JsonObject) -> bool:
                 entry = servers[name]
+                if not isinstance(entry, dict):  # (_files_defining found it an object)
+                    return False
                 if disabled:
                     if entry.get("disabled") is True:
                         return False
