@@ -38,7 +38,7 @@ from .._tasks import BackgroundTasks
 from .._version import __version__
 from ..protocol import ChatPromptParams
 from ..protocol.errors import INVALID_PARAMS, INVALID_REQUEST, RpcError
-from ..protocol.turn import ToolCallState
+from ..protocol.turn import ContentEvent, ToolCallState
 from ..rpc import Endpoint
 from ..tools.base import ChatDelegate
 from ._files import CURRENT_SESSION, ClientFiles, read_for_client
@@ -165,7 +165,11 @@ class AcpConnection:
         old = self.sessions.get(session.id)
         if old is not None and old.outbox is not None:
             self._tasks.spawn(old.outbox.aclose(), "acp-outbox-close")
+        if old is not None and old.unsubscribe is not None:
+            old.unsubscribe()
         self.sessions[session.id] = session
+        # the session's chat and its subagents', typed (the engine's seam): the live contents of this session
+        session.unsubscribe = session.engine.subscribe(session.id, lambda event: self._event(session, event))
         if getattr(self.client_capabilities, "terminal", False):  # shell_command runs in the client's terminal
             runner = TerminalRunner(session.id, self.client_request, lambda call, terminal: self._show_terminal(
                 session, call, terminal))
@@ -182,36 +186,43 @@ class AcpConnection:
                                             "content": [{"type": "terminal", "terminalId": terminal_id}]})
 
     def _deliver(self, workspace: Workspace, method: str, params: dict[str, Any], replay: Session | None) -> None:
-        """One engine notification (live, or a replay's for the session *replay*) as ``session/update``\\ s."""
+        """One engine notification: a replay's content for the session *replay* as ``session/update``\\ s (the live
+        contents come typed, through :meth:`_event`)."""
         if method == "$/showMessage":
             log.info("engine message: %s", params.get("message"))
             return
-        if method != "chat/contentReceived":
+        if method != "chat/contentReceived" or replay is None or replay.workspace is not workspace:
             return
-        session = replay or self.sessions.get(str(params.get("chatId")))
-        parent = self.sessions.get(str(params.get("parentChatId"))) if session is None else None
-        if parent is not None and parent.workspace is workspace:  # a subagent of a session: shown in it
-            session = parent
-        elif session is None or session.workspace is not workspace:
-            return  # a chat of this workspace that is not open as a session here
         try:
-            if parent is not None:
-                updates, ask = session.updates.translate_subagent(str(params.get("chatId")),
-                                                                  str(params.get("role")),
-                                                                  params.get("content") or {}, live=True)
-            else:
-                updates, ask = session.updates.translate(str(params.get("role")), params.get("content") or {},
-                                                         live=replay is None)
+            updates, ask = replay.updates.translate(str(params.get("role")), params.get("content") or {}, live=False)
         except Exception:
-            log.exception("could not translate a %s of session %s", method, session.id)
+            log.exception("could not translate a %s of session %s", method, replay.id)
+            return
+        self._updates(replay, updates, ask)
+
+    def _event(self, session: Session, event: ContentEvent) -> None:
+        """A live content of *session*'s chat, or of a subagent it spawned, parsed once by the engine."""
+        if self.sessions.get(session.id) is not session:
+            return  # replaced by a session/load since
+        subagent = event.chat_id != session.id
+        try:
+            if subagent:
+                updates, ask = session.updates.translate_subagent(event.chat_id, event.role, event.content,
+                                                                  live=True)
+            else:
+                updates, ask = session.updates.translate(event.role, event.content, live=True)
+        except Exception:
+            log.exception("could not translate a content of session %s", session.id)
             return
         change = session.updates.last  # what the content changed in the session's fold
-        if replay is None and parent is None and change is not None and change.kind == "toolCalled" \
-                and change.tool is not None:
+        if not subagent and change is not None and change.kind == "toolCalled" and change.tool is not None:
             code = _tool_error_code(session, change.tool)
             for update in updates:
                 if code is not None and update.get("status") == "failed":
                     update["rawOutput"] = {"error": {"code": code, "message": SPEC_MESSAGES[code]}}
+        self._updates(session, updates, ask)
+
+    def _updates(self, session: Session, updates: list[dict[str, Any]], ask: Any) -> None:
         for update in updates:
             self.notify_update(session.id, update)
         if ask is not None:  # its request is queued behind the tool call it asks about

@@ -7,7 +7,7 @@ models, and ``configOptions`` present both as selects. This module answers what 
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -61,6 +61,8 @@ class Session:
     outbox: UpdateOutbox | None = None
     #: runs shell_command in the client's terminal, when the client offers ``terminal`` (set by the connection)
     terminal: TerminalRunner | None = None
+    #: ends the session's subscription to its chat's typed contents (``Engine.subscribe``; set by the connection)
+    unsubscribe: Callable[[], None] | None = None
 
     @property
     def engine(self) -> Engine:
