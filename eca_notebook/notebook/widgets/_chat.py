@@ -228,8 +228,9 @@ class ChatView:
             transcript.chat_id = child_id
             self.subagents[child_id] = self.transcript.subagents[child_id] = transcript
         transcript.apply(method, params)
+        parent = self.transcript.subagent_calls.get(child_id)  # the spawn_agent call that runs it, in the fold
         for block in self.transcript.blocks:
-            if block.tool is not None and (block.tool.details or {}).get("subagentChatId") == child_id:
+            if parent is not None and block.tool is parent:
                 self._mark(block)
         self.coalescer.mark()
 
@@ -478,7 +479,8 @@ class ChatView:
                 item.set_title(0, f"Reasoning{seconds}")
         elif block.kind == "tool":
             item.render()
-            child = str((block.tool.details or {}).get("subagentChatId") or "") if block.tool is not None else ""
+            subagent = block.tool.subagent if block.tool is not None else None
+            child = subagent.subagent_chat_id or "" if subagent is not None else ""
             if child:
                 transcript = self.subagents.get(child)
                 item.show_subagent(transcript.blocks if transcript is not None else [],
