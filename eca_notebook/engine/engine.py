@@ -34,6 +34,7 @@ from ..protocol import (
     CompletionInlineResult,
     ConfigUpdatedChat,
     ConfigUpdatedParams,
+    JsonObject,
     McpAddServerParams,
     McpAddServerResult,
     McpRemoveServerResult,
@@ -57,7 +58,7 @@ from .chats.store import ChatStore, chats_dir_for
 from .completion import InlineCompleter, Rewriter
 from .config import LoadedConfig, ModelInfo, global_config_path, load_config
 from .index import WorkspaceIndex
-from .models import ModelRegistry, redact_content, variant_selection
+from .models import ModelRegistry, VariantSelection, redact_content, variant_selection
 from .turn import (
     CURRENT_TURN,
     Answer,
@@ -108,7 +109,7 @@ class EngineOptions:
     """What an engine is made for: the workspace folders, the client's options, a config file, the environment."""
 
     workspace_folders: list[Path] = field(default_factory=list)
-    initialization_options: dict[str, Any] | None = None
+    initialization_options: JsonObject | None = None
     config_file: Path | None = None
     env: Mapping[str, str] | None = None  # defaults to os.environ
 
@@ -249,7 +250,7 @@ class Engine:
 
         return unsubscribe
 
-    def _publish(self, chat: Chat, role: str, clean: dict[str, Any]) -> None:
+    def _publish(self, chat: Chat, role: str, clean: JsonObject) -> None:
         subscribers = self._subscribers.get(chat.id, [])
         if chat.parent_chat_id is not None:
             subscribers = subscribers + self._subscribers.get(chat.parent_chat_id, [])
@@ -262,11 +263,11 @@ class Engine:
             except Exception:  # one broken door must not stop the others
                 log.exception("subscriber of chat %s failed", chat.id)
 
-    def broadcast(self, method: str, params: dict[str, Any]) -> None:
+    def broadcast(self, method: str, params: JsonObject) -> None:
         """Send to every listener — redacted: this is the choke point for everything the engine tells clients."""
         self._fan_out(method, redact_json(params))
 
-    def _fan_out(self, method: str, params: dict[str, Any]) -> None:
+    def _fan_out(self, method: str, params: JsonObject) -> None:
         for listener in list(self._listeners):
             try:
                 listener.send(method, params)
@@ -278,9 +279,9 @@ class Engine:
         # a streamed chunk is a plain dict (TypedDict): the exact type check spares it the model check
         wire = content if type(content) is dict else content.dump() if isinstance(content, BaseModel) else content
         # redacted before it is recorded: what is shown is what is saved and replayed
-        clean: dict[str, Any] = redact_content(wire)
+        clean: JsonObject = redact_content(wire)
         chat.record_content(role, clean)
-        params = {"chatId": chat.id, "role": role, "content": clean}
+        params: JsonObject = {"chatId": chat.id, "role": role, "content": clean}
         if chat.parent_chat_id is not None:  # a subagent's chat: clients nest it under the parent's call
             params["parentChatId"] = chat.parent_chat_id
         self._fan_out("chat/contentReceived", params)
@@ -544,7 +545,7 @@ class Engine:
         """A whole rewrite at once: (model id, text). ProviderError when the model fails."""
         return await self.rewriter.rewrite_text(params)
 
-    def propose_tool_call(self, chat_id: str | None, tool: str, arguments: dict[str, Any], message: str,
+    def propose_tool_call(self, chat_id: str | None, tool: str, arguments: JsonObject, message: str,
                           answer: bool | None = None) -> tuple[str, asyncio.Task[None]]:
         """Propose a tool call the user asked for (``%eca rewrite``'s ``notebook_edit_cell``) in a chat, with the
         same diff and approval as a model's call; see :meth:`Rewriter.propose`."""
@@ -597,7 +598,7 @@ class Engine:
             chat.job_notes.append(job.ended_note())
 
     def _jobs_changed(self) -> None:
-        self.broadcast("jobs/updated", {"jobs": self.job_summaries()})
+        self.broadcast("jobs/updated", {"jobs": [*self.job_summaries()]})
 
     def job_summaries(self) -> list[dict[str, Any]]:
         """``jobs/list``: every background job not yet evicted, as ``JobSummary`` wire dicts."""
@@ -688,7 +689,7 @@ class Engine:
         else:
             self.selected_variant = kept
 
-    def _variant_selection(self, model: str | None, variant: str | None) -> dict[str, Any]:
+    def _variant_selection(self, model: str | None, variant: str | None) -> VariantSelection:
         """``variants`` of a model and the ``selectVariant`` for it: the given one when the model has it, else None."""
         return variant_selection(self.registry, model, variant)
 

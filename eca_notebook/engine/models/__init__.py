@@ -9,7 +9,7 @@ model). Config comes from ``engine.config``; nothing here knows about chats or t
 
 from __future__ import annotations
 
-from ._choice import ModelChoice, variant_selection
+from ._choice import ModelChoice, VariantSelection, variant_selection
 from ._preload import preload_default_model
 from ._registry import ModelRegistry, UnknownModel
 from ._vision import ImagePolicy, has_images, prepare_images, redact_content
@@ -19,6 +19,7 @@ __all__ = [
     "ModelChoice",
     "ModelRegistry",
     "UnknownModel",
+    "VariantSelection",
     "has_images",
     "preload_default_model",
     "prepare_images",

@@ -6,13 +6,12 @@ receive this view of the engine (which satisfies it) rather than the engine itse
 
 from __future__ import annotations
 
-from typing import Protocol
+from typing import Protocol, TypedDict
 
-from ...protocol import JsonObject
 from ..config import Config, selectable
 from ._registry import ModelRegistry
 
-__all__ = ["ModelChoice", "variant_selection"]
+__all__ = ["ModelChoice", "VariantSelection", "variant_selection"]
 
 
 class ModelChoice(Protocol):
@@ -30,8 +29,15 @@ class ModelChoice(Protocol):
         ...
 
 
-def variant_selection(registry: ModelRegistry, model: str | None, variant: str | None) -> JsonObject:
+class VariantSelection(TypedDict):
+    """A model's selectable variants and the one selected (``config/updated``'s ``variants``/``selectVariant``)."""
+
+    variants: list[str]
+    select_variant: str | None
+
+
+def variant_selection(registry: ModelRegistry, model: str | None, variant: str | None) -> VariantSelection:
     """``variants`` of a model and the ``selectVariant`` for it: the given one when the model has it, else None."""
     info = registry.model_infos().get(model) if model else None
     names = selectable(info.variants) if info is not None else []
-    return {"variants": [*names], "select_variant": variant if variant in names else None}
+    return {"variants": names, "select_variant": variant if variant in names else None}
