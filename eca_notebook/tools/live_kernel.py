@@ -146,8 +146,14 @@ def probe_expression(args: ProbeRequest) -> str:
 
 async def probe(kernels: NotebookKernels, notebook: Path, args: ProbeRequest, *, timeout: float) -> dict[str, Any]:
     """Run the probe in the notebook's kernel; its answer. The kernel's text is untrusted: parsed as a literal only,
-    size-capped, and read by the caller as any JSON object (whatever the kernel's code made of it)."""
-    reply = await kernels.evaluate(notebook, probe_expression(args), timeout=timeout)
+    size-capped, and read by the caller as any JSON object (whatever the kernel's code made of it). Past *timeout*
+    the kernel is interrupted: it was idle when the probe was sent, so what still runs there is the probe, stuck in
+    a value's ``shape``, ``__len__`` or ``__repr__`` — left running, every cell the user runs next would wait."""
+    try:
+        reply = await kernels.evaluate(notebook, probe_expression(args), timeout=timeout)
+    except TimeoutError:
+        await asyncio.shield(kernels.interrupt(notebook))
+        raise
     if reply.get("status") != "ok":
         raise KernelError(f"{reply.get('ename', 'Error')}: {reply.get('evalue', '')}".strip())
     text = (reply.get("data") or {}).get("text/plain")
@@ -300,8 +306,7 @@ class RunPythonTool(_LiveTool[RunPythonArgs]):
         try:
             answer = await probe(self.kernels, notebook, {"op": "run", "code": prepared.args["code"]},
                                  timeout=timeout)
-        except TimeoutError:
-            await self.kernels.interrupt(notebook)  # it was idle when we sent: what runs is our code
+        except TimeoutError:  # probe interrupted the kernel: it was idle when we sent, what ran was our code
             return ToolResult(output=f"{self.name}: timed out after {timeout:g} s; the kernel was interrupted",
                               error=True)
         except asyncio.CancelledError:  # Stop: interrupt our run, then stop as asked

@@ -109,3 +109,17 @@ async def test_run_python_asks_first_then_runs_in_the_notebook_kernel(connect, l
     assert ran["error"] is False and ran["outputs"][0]["text"] == "hi\nOut: 42"
     reply = await kernel.execute_interactive("assert x == 42", timeout=60)
     assert reply["content"]["status"] == "ok"  # it ran in the user's namespace
+
+
+async def test_a_value_that_hangs_the_probe_does_not_keep_the_kernel(connect, kernel, workspace):
+    """Typing ``@sl`` describes the kernel's variables: a value whose ``shape`` (or ``__len__``, ``__repr__``) never
+    returns — a lazy remote dataset, an object a notebook loaded — must not leave the probe running in the user's
+    kernel past its timeout, with every cell the user runs next queued behind it."""
+    await run_cell(kernel, "import time\nclass Lazy:\n    @property\n    def shape(self):\n        time.sleep(600)\n"
+                           "slow = Lazy()")
+    sock = await connect()
+    await sock.initialize()
+    found = (await sock.request("chat/queryContext", {"query": "sl", "contexts": [{"type": "file", "path": NOTEBOOK}]}))
+    assert not [c for c in found["contexts"] if c.get("server") == "kernel"]  # the kernel did not answer in time
+    reply = await kernel.execute_interactive("after = 1", timeout=60)  # the user's next cell runs
+    assert reply["content"]["status"] == "ok"
