@@ -4,6 +4,7 @@ and its subagents' — as ContentEvents parsed once, in the order listeners get 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from eca_notebook.client import EcaClient
 from eca_notebook.protocol import ProgressContent, ToolCallRunContent
@@ -19,7 +20,7 @@ async def test_a_subscriber_gets_its_chats_contents_typed_and_its_subagents(env:
                 Reply.text("another chat"))
     eca = await EcaClient.start(workspace=workspace, env=env, approval=lambda c: True, config=config(llm))
     events: list[ContentEvent] = []
-    dicts: list[dict] = []
+    dicts: list[dict[str, Any]] = []
     try:
         assert eca.engine is not None
         eca.engine.add_listener(type("L", (), {"send": lambda self, m, p: dicts.append(p)
@@ -51,7 +52,8 @@ async def test_a_subscriber_gets_its_chats_contents_typed_and_its_subagents(env:
             fold.step_subagent(e.chat_id, e.role, e.content)
     [call] = fold.calls()
     assert call.name == "spawn_agent" and call.status == "done"
-    assert fold.subagents[call.subagent.subagent_chat_id].texts() == ["the subagent's findings"]  # type: ignore[union-attr]
+    assert call.subagent is not None and call.subagent.subagent_chat_id is not None
+    assert fold.subagents[call.subagent.subagent_chat_id].texts() == ["the subagent's findings"]
 
 
 def _kind(event: ContentEvent) -> str:

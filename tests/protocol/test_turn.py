@@ -86,4 +86,4 @@ def test_plan_and_usage_are_kept_typed_and_as_they_came_and_clear_forgets_the_tu
     assert fold.last_usage is not None and fold.last_usage.session_tokens == 7
     fold.add("assistant", {"type": "text", "text": "a"})
     fold.clear()  # chat/cleared (a rewind): the replay draws it again
-    assert (fold.blocks, fold.tools, fold.plan, fold.usage_content) == ([], {}, None, None)
+    assert fold.blocks == [] and fold.tools == {} and fold.plan is None and fold.usage_content is None
