@@ -48,6 +48,7 @@ class TemplateError(ValueError):
 class _Slot:
     name: str
     context: str  # "bare" | "double" | "single" | "ansi" | "heredoc"
+    delimiter: str = ""  # a here-document's
 
 
 @dataclass(frozen=True)
@@ -86,7 +87,13 @@ class CommandTemplate:
             elif part.context == "double":
                 out.append(re.sub(r'([\\$`"])', r"\\\1", value))
             elif part.context == "heredoc":
-                out.append(re.sub(r"([\\$`])", r"\\\1", value))
+                # the shell fixes the document's extent before expanding the value, so a line of the value never ends
+                # it; written in, one that reads as the delimiter would, and what follows (``: <<Z``) would hide the
+                # rest of the command line from the checks: such a line is shown after a backslash, which the shell
+                # would keep
+                escaped = re.sub(r"([\\$`])", r"\\\1", value).split("\n")
+                out.append("\n".join("\\" + line if line.strip(" \t") and line.strip(" \t") in part.delimiter
+                                      else line for line in escaped))
             elif part.context == "single":
                 out.append(value.replace("'", "'\\''"))
             else:  # ansi: $'…'
@@ -124,11 +131,11 @@ class _Scanner:
     def emit(self, text: str) -> None:
         self.buf.append(text)
 
-    def slot(self, name: str, context: str) -> None:
+    def slot(self, name: str, context: str, delimiter: str = "") -> None:
         if self.buf:
             self.parts.append("".join(self.buf))
             self.buf = []
-        self.parts.append(_Slot(name, context))
+        self.parts.append(_Slot(name, context, delimiter))
         if name not in self.used:
             self.used.append(name)
 
@@ -376,7 +383,7 @@ class _Scanner:
                         if quoted and not converted:
                             raise TemplateError("a {{placeholder}} inside a here-document whose delimiter is "
                                                 f"quoted ({delimiter!r}) cannot be filled safely")
-                        self.slot(m.group(1), "heredoc")
+                        self.slot(m.group(1), "heredoc", delimiter)
                         pos = m.end()
                         continue
                     ch = text[pos]

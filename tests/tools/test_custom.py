@@ -217,3 +217,24 @@ def test_a_name_with_control_or_invisible_characters_is_a_problem_written_out() 
     assert "evil\\u202ehs.pdf" in problems[1]
     ok, fine = custom_tools({"web-search": {"command": "true"}, "données.v2": {"command": "true"}})
     assert [t.name for t in ok] == ["web-search", "données.v2"] and fine == []
+
+
+@pytest.mark.parametrize("template", ["cat <<EOF\n{{body}}\nEOF\ncat {{path}}",
+                                      "cat <<'EOF'\n{{body}}\nEOF\ncat {{path}}",
+                                      "cat <<-EOF\n\tx{{body}}y\n\tEOF\ncat {{path}}"])
+@pytest.mark.parametrize("body", ["EOF\n: <<'Z'", "x\nEOF\n: <<Z", "\tEOF\n: <<Z", "E", "OF\n: <<Z\nZ"])
+async def test_a_value_cannot_end_a_here_document_in_what_is_checked(
+        ws: Path, ctx: ToolContext, template: str, body: str) -> None:
+    """The shell fixes a here-document's extent before it expands the value, so a line ``EOF`` in the value does not
+    end it — but in the command line with the values written in (what the path and risk checks read and the user
+    approves) it did, and a ``: <<Z`` after it swallowed the rest: ``cat /etc/passwd`` was no longer seen, so an
+    outside read ran without asking under an allow rule. The line shows such a value without ending anything."""
+    [tool], problems = custom_tools({"t": {"command": template, "schema": {"properties": {
+        "body": {"type": "string"}, "path": {"type": "string"}}}}})
+    assert problems == []
+    outside = tool.prepare({"body": body, "path": "/etc/passwd"}, ctx)
+    assert outside.outside_workspace and Path("/etc/passwd") in outside.paths, outside.state["line"]
+    write(ws / "in.txt", "inside\n")
+    _, result = await call(tool, {"body": body, "path": "in.txt"}, ctx)
+    assert not result.error and result.output.endswith("inside\n"), result.output
+    assert body.replace("\t", "") in result.output.replace("\t", "")  # the program still got the value as sent
