@@ -243,6 +243,7 @@ class Chat:
 
 
 def _get_contents(chat: Chat) -> list[ContentRecord]:
+    """What clients were shown, in order: a text still streaming is joined into its content first."""
     chat._join_streamed()
     contents: list[ContentRecord] = chat.__dict__["contents"]
     return contents
@@ -260,7 +261,7 @@ def _set_contents(chat: Chat, contents: list[ContentRecord]) -> None:
 setattr(Chat, "contents", property(_get_contents, _set_contents))  # noqa: B010  (to mypy the field stays a list)
 
 
-def _message_to_dict(message: Message) -> dict[str, Any]:
+def _message_to_dict(message: Message) -> JsonObject:
     data = dataclasses.asdict(message)  # (an image's bytes stay bytes: the store writes them to a side file)
     if data.get("content_id", "") is None:  # only prompts carry one; older readers never see the key
         del data["content_id"]

@@ -18,10 +18,14 @@ class ModelChoice(Protocol):
     """The models in effect. Read at each use, not kept: a config reload replaces the config and the registry."""
 
     @property
-    def config(self) -> Config: ...
+    def config(self) -> Config:
+        """The config in effect (replaced whole when the files change)."""
+        ...
 
     @property
-    def registry(self) -> ModelRegistry: ...
+    def registry(self) -> ModelRegistry:
+        """The models that config makes available, and their providers."""
+        ...
 
     @property
     def selected_model(self) -> str | None:

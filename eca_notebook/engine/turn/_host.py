@@ -70,7 +70,9 @@ class TurnHost(ModelChoice, Protocol):
     chat's door, and where the turn's contents go."""
 
     @property
-    def agents(self) -> Agents: ...
+    def agents(self) -> Agents:
+        """The resolved agents: the chat's agent decides the tools, prompts and approvals of its turns."""
+        ...
 
     @property
     def selected_behavior(self) -> str:
@@ -78,13 +80,19 @@ class TurnHost(ModelChoice, Protocol):
         ...
 
     @property
-    def toolbox(self) -> Toolbox: ...
+    def toolbox(self) -> Toolbox:
+        """The tools an agent is offered and the system prompts that tell the model about them."""
+        ...
 
     @property
-    def chat_book(self) -> ChatRunner: ...
+    def chat_book(self) -> ChatRunner:
+        """The chats as a turn sees them: open, start, save, stop."""
+        ...
 
     @property
-    def hooks(self) -> Hooks: ...
+    def hooks(self) -> Hooks:
+        """The configured hooks, run before and after prompts and tool calls."""
+        ...
 
     @property
     def chat_delegates(self) -> Mapping[str, ChatDelegate]:
@@ -97,7 +105,9 @@ class TurnHost(ModelChoice, Protocol):
         ...
 
     @property
-    def session_approvals(self) -> SessionApprovals: ...
+    def session_approvals(self) -> SessionApprovals:
+        """What the user allowed "for this session", per chat."""
+        ...
 
     @property
     def pending_approvals(self) -> dict[tuple[str, str], PendingApproval]:
@@ -105,7 +115,9 @@ class TurnHost(ModelChoice, Protocol):
         ...
 
     @property
-    def undo_log(self) -> UndoLog: ...
+    def undo_log(self) -> UndoLog:
+        """The undos of finished calls' notebook edits."""
+        ...
 
     def emit_content(self, chat: Chat, role: str, content: WireContent) -> None:
         """Redact, record and send one content of the chat."""
@@ -128,10 +140,14 @@ class ReportHost(ModelChoice, Protocol):
         ...
 
     @property
-    def agents(self) -> Agents: ...
+    def agents(self) -> Agents:
+        """The resolved agents: the chat's agent decides the tools, prompts and approvals of its turns."""
+        ...
 
     @property
-    def selected_behavior(self) -> str: ...
+    def selected_behavior(self) -> str:
+        """The agent of new prompts, for a chat that has none of its own."""
+        ...
 
     @property
     def toolbox(self) -> Toolbox:
@@ -139,13 +155,19 @@ class ReportHost(ModelChoice, Protocol):
         ...
 
     @property
-    def workspace_folders(self) -> Sequence[Path]: ...
+    def workspace_folders(self) -> Sequence[Path]:
+        """The workspace folders the reports name (rules, skills, config files)."""
+        ...
 
     @property
-    def global_config_dir(self) -> Path: ...
+    def global_config_dir(self) -> Path:
+        """The user's own config folder (their rules, skills and agents)."""
+        ...
 
     @property
-    def trust(self) -> WorkspaceTrust: ...
+    def trust(self) -> WorkspaceTrust:
+        """Which workspace files apply: the reports say what waits for trust."""
+        ...
 
     @property
     def mcp(self) -> McpManager | None:
