@@ -7,7 +7,9 @@ and lets the rooms above pass the engine (which satisfies these structurally) wi
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Protocol
+
+from ...protocol import JsonObject
 
 if TYPE_CHECKING:
     from ...protocol import WireContent
@@ -41,7 +43,7 @@ class ChatHost(Protocol):
         """The chat with this id, loaded from the store when it is not in memory."""
         ...
 
-    def broadcast(self, method: str, params: dict[str, Any]) -> None:
+    def broadcast(self, method: str, params: JsonObject) -> None:
         """One notification to every client, redacted."""
         ...
 

@@ -30,6 +30,7 @@ from typing import Any, Protocol
 from ..._redact import redact_json
 from ..._tasks import BackgroundTasks
 from ...protocol import (
+    JsonObject,
     MetadataContent,
     ProgressContent,
     RewriteContent,
@@ -228,7 +229,7 @@ class Rewriter:
                         parts.append(event.text)
         return model_id, normalize_rewrite("".join(parts))
 
-    def propose(self, chat_id: str | None, tool: str, arguments: dict[str, Any], message: str,
+    def propose(self, chat_id: str | None, tool: str, arguments: JsonObject, message: str,
                 answer: bool | None = None) -> tuple[str, asyncio.Task[None]]:
         """Propose one tool call the user asked for (not the model) in a chat, through the chat's normal path: the
         user echo ``message``, the call's ``toolCallRun`` with its diff and — unless the approval rules allow it —

@@ -9,6 +9,7 @@ element saying what was left out and how to get the rest. A context that cannot 
 from __future__ import annotations
 
 import html
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -58,7 +59,7 @@ class Block:
     """One context as an element: ``<tag attrs>body</tag>``, before it is fitted into the budget."""
 
     tag: str
-    attrs: dict[str, Any]
+    attrs: Mapping[str, object]  # each rendered as its text (None and "" left out)
     body: str
     more_hint: str = ""  # appended to the truncation note (how to get the rest)
     total: int | None = None  # size in bytes of the whole source when only part of it was read

@@ -22,6 +22,7 @@ from urllib.parse import unquote, urlparse
 from ..._fileio import SNIFF_BYTES, looks_binary
 from ..._text import strip_controls
 from ..._workspace_paths import is_inside, resolved_folders
+from ...protocol import JsonObject
 from ...protocol.context import CursorContext
 from ...tools.ignore import IgnoreMatcher
 from ..index import _fold
@@ -127,13 +128,15 @@ def _joined(source: Any) -> str:
     return "".join(source) if isinstance(source, list) else str(source or "")
 
 
-def _output_summary(output: dict[str, Any]) -> str:
+def _output_summary(output: JsonObject) -> str:
     kind = output.get("output_type")
     if kind == "error":
         return f"[error] {output.get('ename', 'Error')}: {_short(str(output.get('evalue', '')))}"
     if kind == "stream":
         return f"[{output.get('name', 'stdout')}] {_short(_joined(output.get('text')))}"
-    data = output.get("data") or {}
+    data = output.get("data")
+    if not isinstance(data, dict):  # (a notebook is a file anyone may have written)
+        data = {}
     pieces = []
     if "text/plain" in data:
         pieces.append(_short(_joined(data["text/plain"])))

@@ -11,7 +11,7 @@ import asyncio
 import logging
 import re
 from html.parser import HTMLParser
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 from urllib.parse import urlparse
 
 from ..._fileio import SNIFF_BYTES, looks_binary
@@ -79,7 +79,7 @@ async def render_web(url: str, http: httpx.AsyncClient, timeout: float) -> Block
     title = None
     if is_html:
         title, text = html_to_text(text)
-    attrs: dict[str, Any] = {"url": url}
+    attrs: dict[str, object] = {"url": url}
     if final_url != url:
         attrs["final-url"] = final_url
     attrs["title"] = title

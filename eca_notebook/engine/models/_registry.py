@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Awaitable, Callable, Mapping
-from typing import Any, cast
+from typing import Any, TypedDict, cast
 
 import httpx
 
@@ -185,8 +185,15 @@ _LOCAL_PROVIDER = ResolvedProvider(
 )
 
 
-def _think_tags(provider: ResolvedProvider) -> dict[str, Any]:
-    tags: dict[str, Any] = {}
+class _ThinkTags(TypedDict, total=False):
+    """The provider's think tags, passed to ProviderSettings only when configured (its defaults apply otherwise)."""
+
+    think_tag_start: str
+    think_tag_end: str
+
+
+def _think_tags(provider: ResolvedProvider) -> _ThinkTags:
+    tags: _ThinkTags = {}
     if provider.think_tag_start:
         tags["think_tag_start"] = provider.think_tag_start
     if provider.think_tag_end:
