@@ -17,10 +17,11 @@ response, so the server stops generating.
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import httpx
 
+from ..protocol import JsonObject
 from ._http import error_details, parse_json
 from ._sse import sse_batches
 
@@ -43,7 +44,7 @@ def completions_url(chat_endpoint: str) -> str:
 async def post_completion(
     provider: HttpProvider,
     url: str,
-    body: dict[str, Any],
+    body: JsonObject,
     headers: dict[str, str],
     pieces: Callable[[HttpProvider, httpx.Response], AsyncIterator[str]],
 ) -> AsyncIterator[str]:

@@ -21,6 +21,7 @@ import httpx
 
 from .._merge import deep_merge
 from .._redact import redact, secrets_of_url
+from ..protocol import JsonObject
 from ._retry import backoff_delay, is_retryable_status, parse_retry_after
 from .base import ProviderError, ProviderRequest, StreamEvent
 
@@ -145,7 +146,7 @@ class HttpProvider:
 
     # -- what subclasses provide -------------------------------------------------------------------------------
 
-    def build_body(self, request: ProviderRequest) -> dict[str, Any]:
+    def build_body(self, request: ProviderRequest) -> JsonObject:
         raise NotImplementedError
 
     def auth_headers(self) -> dict[str, str]:
@@ -179,7 +180,7 @@ class HttpProvider:
 
     # -- the request ---------------------------------------------------------------------------------------------
 
-    def request_body(self, request: ProviderRequest) -> dict[str, Any]:
+    def request_body(self, request: ProviderRequest) -> JsonObject:
         body = self.build_body(request)
         if request.extra:
             # ``null`` in extraPayload removes the key: a config can drop a field a strict server rejects (e.g.

@@ -22,6 +22,7 @@ import re
 from collections.abc import Iterable
 from typing import Any
 
+from ..protocol import JsonObject
 from ._blocks import new_id
 from .base import (
     AssistantMessage,
@@ -45,14 +46,15 @@ _DROP_KEYS = ("$schema", "$id", "$defs", "definitions", "$comment")
 # ---------------------------------------------------------------------------------------------------------------
 
 
-def tool_choice(extra: dict[str, Any], tools: list[ToolSpec]) -> tuple[str, list[ToolSpec]]:
+def tool_choice(extra: JsonObject, tools: list[ToolSpec]) -> tuple[str, list[ToolSpec]]:
     """OpenAI's ``tool_choice`` (from the request's extra payload) → ("auto" | "required" | "none", offered tools).
 
     ``{"type": "function", "function": {"name": X}}`` means "required", offering only X.
     """
     choice = extra.get("tool_choice", "auto")
     if isinstance(choice, dict):
-        name = (choice.get("function") or {}).get("name") or choice.get("name")
+        function = choice.get("function")
+        name = (function.get("name") if isinstance(function, dict) else None) or choice.get("name")
         chosen = [t for t in tools if t.name == name]
         return ("required", chosen) if chosen else ("auto", tools)
     if choice in ("none", "required"):
@@ -60,12 +62,12 @@ def tool_choice(extra: dict[str, Any], tools: list[ToolSpec]) -> tuple[str, list
     return "auto", tools
 
 
-def reply_schema(tools: list[ToolSpec], *, require_tool: bool = False, loose: bool = False) -> dict[str, Any]:
+def reply_schema(tools: list[ToolSpec], *, require_tool: bool = False, loose: bool = False) -> JsonObject:
     """The JSON schema a reply must match. ``loose`` accepts any object as arguments (for a tool schema the
     runtime's grammar converter rejects); the tool name is always one of ``tools``."""
-    branches: list[dict[str, Any]] = []
+    branches: list[JsonObject] = []
     for tool in tools:
-        arguments = {"type": "object"} if loose else parameters_schema(tool.parameters)
+        arguments: JsonObject = {"type": "object"} if loose else parameters_schema(tool.parameters)
         branches.append(
             {
                 "type": "object",
@@ -83,10 +85,10 @@ def reply_schema(tools: list[ToolSpec], *, require_tool: bool = False, loose: bo
                 "additionalProperties": False,
             }
         )
-    return branches[0] if len(branches) == 1 else {"anyOf": branches}
+    return branches[0] if len(branches) == 1 else {"anyOf": [*branches]}
 
 
-def parameters_schema(parameters: dict[str, Any] | None) -> dict[str, Any]:
+def parameters_schema(parameters: JsonObject | None) -> JsonObject:
     """A tool's parameter schema made self-contained: local ``$ref``s inlined (they would otherwise resolve
     against our wrapper's root), meta keys dropped, and ``type: object`` ensured."""
     if not isinstance(parameters, dict) or not parameters:
@@ -98,7 +100,7 @@ def parameters_schema(parameters: dict[str, Any] | None) -> dict[str, Any]:
     return schema
 
 
-def _inline(node: Any, root: dict[str, Any], depth: int) -> Any:
+def _inline(node: Any, root: JsonObject, depth: int) -> Any:
     if isinstance(node, list):
         return [_inline(item, root, depth) for item in node]
     if not isinstance(node, dict):
@@ -114,7 +116,7 @@ def _inline(node: Any, root: dict[str, Any], depth: int) -> Any:
     return {key: _inline(value, root, depth) for key, value in node.items() if key not in _DROP_KEYS}
 
 
-def _resolve(ref: str, root: dict[str, Any]) -> dict[str, Any] | None:
+def _resolve(ref: str, root: JsonObject) -> JsonObject | None:
     if not ref.startswith("#"):
         return None  # remote refs: nothing is fetched
     node: Any = root
@@ -151,14 +153,17 @@ def history_tool_names(messages: Iterable[Message]) -> list[str]:
     return names
 
 
-def required_only(parameters: dict[str, Any] | None) -> dict[str, Any]:
+def required_only(parameters: JsonObject | None) -> JsonObject:
     """A tool's parameter schema without its optional properties. A tiny model fills every field it is shown
     (``read_file`` got ``limit: 1`` and read one line, forty times); the tool's defaults are better."""
-    if not isinstance(parameters, dict) or not isinstance(parameters.get("properties"), dict):
+    properties = parameters.get("properties") if isinstance(parameters, dict) else None
+    if not isinstance(parameters, dict) or not isinstance(properties, dict):
         return parameters or {"type": "object"}
-    required = [name for name in parameters.get("required") or () if name in parameters["properties"]]
+    listed = parameters.get("required")
+    names = listed if isinstance(listed, list) else []
+    required = [name for name in names if isinstance(name, str) and name in properties]
     trimmed = dict(parameters)
-    trimmed["properties"] = {name: parameters["properties"][name] for name in required}
+    trimmed["properties"] = {name: properties[name] for name in required}
     return trimmed
 
 
@@ -180,13 +185,13 @@ def tool_instructions(tools: list[ToolSpec], *, require_tool: bool = False) -> s
     return "\n".join(lines)
 
 
-def _signature(parameters: dict[str, Any] | None) -> str:
+def _signature(parameters: JsonObject | None) -> str:
     if not isinstance(parameters, dict):
         return ""
-    props = parameters.get("properties") or {}
-    required = set(parameters.get("required") or ())
+    props, listed = parameters.get("properties"), parameters.get("required")
+    required = {name for name in listed if isinstance(name, str)} if isinstance(listed, list) else set()
     parts = []
-    for name, spec in props.items():
+    for name, spec in (props.items() if isinstance(props, dict) else ()):
         kind = spec.get("type", "any") if isinstance(spec, dict) else "any"
         if isinstance(kind, list):
             kind = "|".join(str(k) for k in kind)

@@ -22,15 +22,37 @@ import json
 import os
 import sys
 import time
-from typing import Any, TextIO
+from typing import Any, Required, TextIO, TypedDict
 
 
-def _send(channel: TextIO, message: dict[str, Any]) -> None:
+class _Reply(TypedDict, total=False):
+    """The one line on stdout: ready (``ok``, ``url``, ``load_seconds``, ``pid``) or not (``error``)."""
+
+    ok: Required[bool]
+    url: str
+    load_seconds: float
+    pid: int
+    error: str
+
+
+def _send(channel: TextIO, message: _Reply) -> None:
     channel.write(json.dumps(message) + "\n")
     channel.flush()
 
 
-def _params(settings: dict[str, Any]) -> Any:
+class Settings(TypedDict, total=False):
+    """What the engine sends the server process (``local.py``): the model file and the llama.cpp options."""
+
+    model_path: Required[str]
+    n_ctx: int
+    n_parallel: int
+    verbosity: int
+    api_key: str
+    threads: int
+    batch_threads: int
+
+
+def _params(settings: Settings) -> Any:
     import xllamacpp
 
     params = xllamacpp.CommonParams()

@@ -18,6 +18,7 @@ from typing import Any
 
 import httpx
 
+from ..protocol import JsonObject, JsonValue
 from ._blocks import new_id
 from ._http import HttpProvider, parse_json
 from ._sse import sse_batches
@@ -73,12 +74,12 @@ _ERRORS = {
 }
 
 
-def image_block(image: ImagePart) -> dict[str, Any]:
+def image_block(image: ImagePart) -> JsonObject:
     """An ``image`` content block with a base64 source (in a user message or inside a ``tool_result``)."""
     return {"type": "image", "source": {"type": "base64", "media_type": image.media_type, "data": image.base64()}}
 
 
-def tool_input(arguments: str) -> dict[str, Any]:
+def tool_input(arguments: str) -> JsonObject:
     """``tool_use.input`` must be an object; the model's raw JSON text is parsed back into one."""
     try:
         value = json.loads(arguments) if arguments else {}
@@ -108,24 +109,28 @@ class AnthropicProvider(HttpProvider):
             headers["x-api-key"] = self.settings.key
         return headers
 
-    def build_body(self, request: ProviderRequest) -> dict[str, Any]:
-        messages: list[dict[str, Any]] = []
+    def build_body(self, request: ProviderRequest) -> JsonObject:
+        messages: list[JsonValue] = []
 
-        def add(role: str, blocks: list[dict[str, Any]]) -> None:
+        def add(role: str, blocks: list[JsonValue]) -> None:
             if not blocks:
                 return
-            if messages and messages[-1]["role"] == role:
-                messages[-1]["content"].extend(blocks)  # e.g. several tool results → one user message
+            last = messages[-1] if messages else None
+            content = last.get("content") if isinstance(last, dict) and last.get("role") == role else None
+            if isinstance(content, list):
+                content.extend(blocks)  # e.g. several tool results → one user message
             else:
                 messages.append({"role": role, "content": blocks})
 
         for message in request.messages:
             if isinstance(message, UserMessage):
                 # images first: Anthropic's vision guide finds them best placed before the question
-                add("user", [image_block(i) for i in message.images]
-                    + ([{"type": "text", "text": message.text}] if message.text else []))
+                user_blocks: list[JsonValue] = [image_block(i) for i in message.images]
+                if message.text:
+                    user_blocks.append({"type": "text", "text": message.text})
+                add("user", user_blocks)
             elif isinstance(message, AssistantMessage):
-                blocks: list[dict[str, Any]] = []
+                blocks: list[JsonValue] = []
                 for reasoning in message.reasoning:
                     if reasoning.signature:
                         blocks.append(
@@ -142,32 +147,36 @@ class AnthropicProvider(HttpProvider):
                     )
                 add("assistant", blocks)
             elif isinstance(message, ToolResultMessage):
-                block: dict[str, Any] = {
+                block: JsonObject = {
                     "type": "tool_result",
                     "tool_use_id": message.tool_call_id,
                     "content": message.output,
                 }
                 if message.images:  # a tool_result's content may be a list of text and image blocks
-                    block["content"] = ([{"type": "text", "text": message.output}] if message.output else []) + [
-                        image_block(i) for i in message.images]
+                    result_blocks: list[JsonValue] = [image_block(i) for i in message.images]
+                    if message.output:
+                        result_blocks.insert(0, {"type": "text", "text": message.output})
+                    block["content"] = result_blocks
                 if message.is_error:
                     block["is_error"] = True
                 add("user", [block])
 
         max_tokens = request.max_tokens or DEFAULT_MAX_TOKENS
-        body: dict[str, Any] = {"model": request.model, "max_tokens": max_tokens, "messages": messages, "stream": True}
+        body: JsonObject = {"model": request.model, "max_tokens": max_tokens, "messages": messages, "stream": True}
         cache = self.cache_control()
         if request.system:
-            body["system"] = [{"type": "text", "text": request.system, "cache_control": cache}]
+            system: list[JsonValue] = [{"type": "text", "text": request.system, "cache_control": cache}]
             if request.system_note:  # after the breakpoint: a changing note leaves the cached prefix intact
-                body["system"].append({"type": "text", "text": request.system_note})
+                system.append({"type": "text", "text": request.system_note})
+            body["system"] = system
         elif request.system_note:
             body["system"] = request.system_note
         if request.tools:
-            body["tools"] = [
+            tools: list[JsonObject] = [
                 {"name": t.name, "description": t.description, "input_schema": t.parameters} for t in request.tools
             ]
-            body["tools"][-1]["cache_control"] = cache
+            tools[-1]["cache_control"] = cache
+            body["tools"] = [*tools]
         mark_messages(messages, cache)
         thinking = False
         if request.reasoning:
@@ -183,13 +192,13 @@ class AnthropicProvider(HttpProvider):
             body["temperature"] = request.temperature
         return body
 
-    def cache_control(self) -> dict[str, str]:
+    def cache_control(self) -> JsonObject:
         """The breakpoint marker: 5-minute cache, or 1 hour with ``cacheRetention: "long"``."""
         if self.settings.cache_retention == "long":
             return {"type": "ephemeral", "ttl": "1h"}
         return {"type": "ephemeral"}
 
-    def request_body(self, request: ProviderRequest) -> dict[str, Any]:
+    def request_body(self, request: ProviderRequest) -> JsonObject:
         """The body with ``extraPayload`` and a variant's payload merged; thinking a payload turned on (a variant's
         ``budget_tokens``) is kept within ``max_tokens``, and ``temperature`` dropped next to it, as the API wants."""
         body = super().request_body(request)
@@ -321,14 +330,16 @@ class AnthropicProvider(HttpProvider):
         return []
 
 
-def mark_messages(messages: list[dict[str, Any]], cache: dict[str, str]) -> None:
+def mark_messages(messages: list[JsonValue], cache: JsonObject) -> None:
     """Cache breakpoints on the history, as Anthropic's guidance for multi-turn tool use places them: the last block
     of the last message (everything up to it is written to the cache) and of the user message before it — the
     previous request's last message, so the next request reads the cache from there even when more than the API's
     20-block look-back was added since. With the tools' and the system prompt's that makes the API's maximum of 4."""
-    users = [m for m in messages if m["role"] == "user" and m["content"]]
+    users = [m for m in messages if isinstance(m, dict) and m.get("role") == "user" and m.get("content")]
     for message in users[-2:]:
-        message["content"][-1]["cache_control"] = cache
+        content = message["content"]
+        if isinstance(content, list) and isinstance(content[-1], dict):
+            content[-1]["cache_control"] = cache
 
 
 def _merge_usage(usage: dict[str, int], update: Any) -> None:

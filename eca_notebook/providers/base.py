@@ -13,9 +13,10 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol
+from typing import Literal, Protocol
 
 from .._images import ImagePart
+from ..protocol import JsonObject
 
 __all__ = [
     "AssistantMessage",
@@ -116,7 +117,7 @@ class ToolSpec:
 
     name: str
     description: str
-    parameters: dict[str, Any]
+    parameters: JsonObject
 
 
 @dataclass
@@ -129,7 +130,7 @@ class ProviderRequest:
     temperature: float | None = None
     reasoning: bool = False  # ask for reasoning/thinking where the API supports it
     reasoning_budget: int | None = None  # thinking tokens (Anthropic), effort hint elsewhere
-    extra: dict[str, Any] = field(default_factory=dict)  # merged into the request body as-is (config `extraPayload`)
+    extra: JsonObject = field(default_factory=dict)  # merged into the request body as-is (config `extraPayload`)
     extra_headers: dict[str, str] = field(default_factory=dict)  # per-model headers (config `extraHeaders`)
     # What may change between the rounds of a chat (a door's note on the user's editor): sent after ``system`` and,
     # where the API caches prompts, after the cache breakpoint, so the system prompt before it stays byte-stable.

@@ -31,6 +31,7 @@ from typing import Any
 
 import httpx
 
+from ..protocol import JsonObject
 from . import _local_json as lj
 from ._http import ProviderSettings, Timeouts
 from ._local_runtime import LoadProgress, LocalRuntime, LocalRuntimeError, ProgressCallback
@@ -398,7 +399,7 @@ class LocalProvider:
         extra["response_format"] = {"type": "json_schema", "json_schema": {"name": "reply", "schema": schema}}
         return replace(prepared, system=system), offered
 
-    def request_body(self, request: ProviderRequest, *, loose: bool = False) -> dict[str, Any]:
+    def request_body(self, request: ProviderRequest, *, loose: bool = False) -> JsonObject:
         """The exact Chat Completions body :meth:`stream` sends for ``request`` (for diagnostics and tests)."""
         prepared, _ = self.prepare(request, loose=loose)
         settings = ProviderSettings(id=PROVIDER_ID, api="openai-chat", url="http://127.0.0.1")

@@ -10,10 +10,11 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import AsyncIterator
-from typing import Any
+from typing import Any, TypedDict
 
 import httpx
 
+from ..protocol import JsonObject, JsonValue
 from ._blocks import ReasoningBlocks, new_id
 from ._complete import post_completion
 from ._http import HttpProvider, parse_json
@@ -33,7 +34,41 @@ from .base import (
     UserMessage,
 )
 
-__all__ = ["OllamaProvider", "list_ollama_models", "ndjson_chunks", "ollama_generate_pieces"]
+__all__ = ["OllamaChunk", "OllamaProvider", "list_ollama_models", "ndjson_chunks", "ollama_generate_pieces"]
+
+
+# What an Ollama NDJSON line carries (the keys read; a server may leave any out, and the reader checks the values
+# it uses): types only, nothing validated per line.
+class _Function(TypedDict, total=False):
+    name: str
+    #: An object (Ollama's own) or a JSON text (some compatible servers).
+    arguments: JsonValue
+
+
+class _ToolCall(TypedDict, total=False):
+    id: str
+    function: _Function
+
+
+class _Message(TypedDict, total=False):
+    role: str
+    content: str
+    thinking: str
+    tool_calls: list[_ToolCall]
+
+
+class OllamaChunk(TypedDict, total=False):
+    """One line of ``/api/chat`` (``message``) or ``/api/generate`` (``response``); the last has ``done`` and the
+    counts."""
+
+    model: str
+    message: _Message
+    response: str
+    done: bool
+    done_reason: str
+    prompt_eval_count: int
+    eval_count: int
+    error: JsonValue
 
 log = logging.getLogger(__name__)
 
@@ -55,20 +90,20 @@ class OllamaProvider(HttpProvider):
     accept = "application/x-ndjson"
     terminal_event = '"done": true'
 
-    def build_body(self, request: ProviderRequest) -> dict[str, Any]:
-        messages: list[dict[str, Any]] = []
+    def build_body(self, request: ProviderRequest) -> JsonObject:
+        messages: list[JsonValue] = []
         if request.full_system():
             messages.append({"role": "system", "content": request.full_system()})
         for message in lift_tool_images(request.messages):
             if isinstance(message, UserMessage):
-                user: dict[str, Any] = {"role": "user", "content": message.text}
+                user: JsonObject = {"role": "user", "content": message.text}
                 if message.images:  # base64 strings, no data: prefix
                     user["images"] = [i.base64() for i in message.images]
                 messages.append(user)
             elif isinstance(message, AssistantMessage):
                 if not message.text and not message.tool_calls:
                     continue
-                item: dict[str, Any] = {"role": "assistant", "content": message.text}
+                item: JsonObject = {"role": "assistant", "content": message.text}
                 if message.tool_calls:
                     item["tool_calls"] = [
                         {"function": {"name": call.name, "arguments": _arguments_object(call.arguments)}}
@@ -77,7 +112,7 @@ class OllamaProvider(HttpProvider):
                 messages.append(item)
             elif isinstance(message, ToolResultMessage):
                 messages.append({"role": "tool", "content": message.output, "tool_name": message.name})
-        body: dict[str, Any] = {"model": request.model, "messages": messages, "stream": True}
+        body: JsonObject = {"model": request.model, "messages": messages, "stream": True}
         if request.tools:
             body["tools"] = [
                 {
@@ -88,7 +123,7 @@ class OllamaProvider(HttpProvider):
             ]
         if request.reasoning:
             body["think"] = True
-        options: dict[str, Any] = {}
+        options: JsonObject = {}
         if request.temperature is not None:
             options["temperature"] = request.temperature
         if request.max_tokens is not None:
@@ -100,12 +135,12 @@ class OllamaProvider(HttpProvider):
     def complete(self, request: CompletionRequest) -> AsyncIterator[str]:
         """Raw completion through ``/api/generate``: with ``suffix`` the model's template does fill-in-the-middle
         (Ollama refuses models whose template cannot); without one, ``raw`` continues the text as it is."""
-        body: dict[str, Any] = {"model": request.model, "prompt": request.prefix, "stream": True}
+        body: JsonObject = {"model": request.model, "prompt": request.prefix, "stream": True}
         if request.suffix:
             body["suffix"] = request.suffix
         else:
             body["raw"] = True
-        options: dict[str, Any] = {}
+        options: JsonObject = {}
         if request.temperature is not None:
             options["temperature"] = request.temperature
         if request.max_tokens is not None:
@@ -122,7 +157,7 @@ class OllamaProvider(HttpProvider):
     async def parse(self, response: httpx.Response) -> AsyncIterator[StreamEvent]:
         reasoning = ReasoningBlocks()
         n_calls = 0
-        final: dict[str, Any] | None = None
+        final: OllamaChunk | None = None
 
         async for chunk in ndjson_chunks(self, response):
             message = chunk.get("message") or {}
@@ -194,13 +229,13 @@ async def list_ollama_models(url: str, client: httpx.AsyncClient, timeout: float
     return names
 
 
-async def ndjson_chunks(provider: HttpProvider, response: httpx.Response) -> AsyncIterator[dict[str, Any]]:
+async def ndjson_chunks(provider: HttpProvider, response: httpx.Response) -> AsyncIterator[OllamaChunk]:
     """Ollama's NDJSON stream (``/api/chat`` and ``/api/generate``): each object line, blank and non-object lines
     skipped; a line carrying ``error`` raises it."""
     async for line in response.aiter_lines():
         if not line.strip():
             continue
-        chunk = parse_json(line)
+        chunk: OllamaChunk = parse_json(line)  # (a type for the reader: the line is not checked)
         if not isinstance(chunk, dict):
             continue
         if chunk.get("error"):

@@ -10,11 +10,12 @@ from __future__ import annotations
 import json
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypedDict
 from urllib.parse import urlsplit
 
 import httpx
 
+from ..protocol import JsonObject, JsonValue
 from ._blocks import ReasoningBlocks, new_id
 from ._complete import completions_url, openai_completion_pieces, post_completion
 from ._http import HttpProvider, parse_json
@@ -38,6 +39,20 @@ from .base import (
 
 __all__ = ["OpenAIChatProvider"]
 
+
+class _PromptDetails(TypedDict, total=False):
+    cached_tokens: int
+
+
+class _Usage(TypedDict, total=False):
+    """A chunk's ``usage`` (the last chunk's, with ``stream_options.include_usage``); DeepSeek's cache count too."""
+
+    prompt_tokens: int
+    completion_tokens: int
+    prompt_tokens_details: _PromptDetails
+    prompt_cache_hit_tokens: int
+
+
 _FINISH = {"stop": "end_turn", "tool_calls": "tool_calls", "function_call": "tool_calls", "length": "max_tokens"}
 _LIMIT_KEYS = {"max_tokens", "max_completion_tokens"}
 
@@ -56,13 +71,13 @@ class OpenAIChatProvider(HttpProvider):
     default_path = "/v1/chat/completions"
     terminal_event = "data: [DONE]"
 
-    def build_body(self, request: ProviderRequest) -> dict[str, Any]:
-        messages: list[dict[str, Any]] = []
+    def build_body(self, request: ProviderRequest) -> JsonObject:
+        messages: list[JsonValue] = []
         if request.full_system():
             messages.append({"role": "system", "content": request.full_system()})
         for message in lift_tool_images(request.messages):
             if isinstance(message, UserMessage):
-                content: str | list[dict[str, Any]] = message.text
+                content: str | list[JsonValue] = message.text
                 if message.images:  # text then image_url parts (data URLs)
                     content = [{"type": "text", "text": message.text}] if message.text else []
                     content += [{"type": "image_url", "image_url": {"url": i.data_url()}} for i in message.images]
@@ -70,7 +85,7 @@ class OpenAIChatProvider(HttpProvider):
             elif isinstance(message, AssistantMessage):
                 if not message.text and not message.tool_calls:
                     continue  # reasoning-only turns are not sent back: most servers reject them
-                item: dict[str, Any] = {"role": "assistant", "content": message.text or None}
+                item: JsonObject = {"role": "assistant", "content": message.text or None}
                 if message.tool_calls:
                     item["tool_calls"] = [
                         {
@@ -83,7 +98,7 @@ class OpenAIChatProvider(HttpProvider):
                 messages.append(item)
             elif isinstance(message, ToolResultMessage):
                 messages.append({"role": "tool", "tool_call_id": message.tool_call_id, "content": message.output})
-        body: dict[str, Any] = {
+        body: JsonObject = {
             "model": request.model,
             "messages": messages,
             "stream": True,
@@ -108,7 +123,7 @@ class OpenAIChatProvider(HttpProvider):
     def complete(self, request: CompletionRequest) -> AsyncIterator[str]:
         """Raw completion through the OpenAI-compatible legacy ``/v1/completions`` (next to the chat URL), with
         ``suffix`` when there is one (fill-in-the-middle); see :mod:`._complete`."""
-        body: dict[str, Any] = {"model": request.model, "prompt": request.prefix, "stream": True}
+        body: JsonObject = {"model": request.model, "prompt": request.prefix, "stream": True}
         if request.suffix:
             body["suffix"] = request.suffix
         if request.max_tokens is not None:
@@ -116,7 +131,8 @@ class OpenAIChatProvider(HttpProvider):
         if request.temperature is not None:
             body["temperature"] = request.temperature
         if request.stop:
-            body["stop"] = request.stop[:4]  # OpenAI's limit
+            stop: list[JsonValue] = [*request.stop[:4]]  # OpenAI's limit
+            body["stop"] = stop
         headers = self.request_headers(ProviderRequest(request.model, [], extra_headers=request.extra_headers))
         return post_completion(self, completions_url(self.endpoint), body, headers, openai_completion_pieces)
 
@@ -143,7 +159,7 @@ class OpenAIChatProvider(HttpProvider):
         reasoning = ReasoningBlocks()
         calls: dict[Any, _Call] = {}
         finish_reason: str | None = None
-        usage: dict[str, Any] | None = None
+        usage: _Usage | None = None
         done = False
 
         async for batch in sse_batches(response.aiter_text()):
@@ -259,7 +275,7 @@ class OpenAIChatProvider(HttpProvider):
         return self.stream_error(message, status=status, retryable=retryable, code=name)
 
 
-def _usage(usage: dict[str, Any]) -> Usage:
+def _usage(usage: _Usage) -> Usage:
     prompt = int(usage.get("prompt_tokens") or 0)
     details = usage.get("prompt_tokens_details") or {}
     cached = int((details.get("cached_tokens") if isinstance(details, dict) else 0) or 0)

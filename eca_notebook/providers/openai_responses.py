@@ -9,10 +9,11 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TypedDict
 
 import httpx
 
+from ..protocol import JsonObject, JsonValue
 from ._http import HttpProvider, parse_json
 from ._sse import sse_batches
 from ._tool_images import lift_tool_images
@@ -35,6 +36,29 @@ from .base import (
 )
 
 __all__ = ["OpenAIResponsesProvider", "reasoning_effort"]
+
+
+class _InputDetails(TypedDict, total=False):
+    cached_tokens: int
+
+
+class _Usage(TypedDict, total=False):
+    input_tokens: int
+    output_tokens: int
+    input_tokens_details: _InputDetails
+
+
+class _IncompleteDetails(TypedDict, total=False):
+    reason: str
+
+
+class _Response(TypedDict, total=False):
+    """The ``response`` of ``response.completed`` / ``response.incomplete`` (the keys read)."""
+
+    status: str
+    usage: _Usage
+    incomplete_details: _IncompleteDetails
+
 
 _RETRYABLE_CODES = {"rate_limit_exceeded", "server_error", "server_is_overloaded", "slow_down"}
 
@@ -63,11 +87,11 @@ class OpenAIResponsesProvider(HttpProvider):
     default_path = "/v1/responses"
     terminal_event = "response.completed"
 
-    def build_body(self, request: ProviderRequest) -> dict[str, Any]:
-        items: list[dict[str, Any]] = []
+    def build_body(self, request: ProviderRequest) -> JsonObject:
+        items: list[JsonValue] = []
         for message in lift_tool_images(request.messages):
             if isinstance(message, UserMessage):
-                content: str | list[dict[str, Any]] = message.text
+                content: str | list[JsonValue] = message.text
                 if message.images:  # input_text then input_image parts (data URLs)
                     content = [{"type": "input_text", "text": message.text}] if message.text else []
                     content += [{"type": "input_image", "image_url": i.data_url()} for i in message.images]
@@ -76,7 +100,7 @@ class OpenAIResponsesProvider(HttpProvider):
                 for reasoning in message.reasoning:
                     if not reasoning.encrypted:
                         continue  # stateless: a reasoning item without encrypted content can't be resolved
-                    item: dict[str, Any] = {
+                    item: JsonObject = {
                         "type": "reasoning",
                         "summary": [{"type": "summary_text", "text": reasoning.text}] if reasoning.text else [],
                         "encrypted_content": reasoning.encrypted,
@@ -99,7 +123,7 @@ class OpenAIResponsesProvider(HttpProvider):
                 items.append(
                     {"type": "function_call_output", "call_id": message.tool_call_id, "output": message.output}
                 )
-        body: dict[str, Any] = {"model": request.model, "input": items, "stream": True, "store": False}
+        body: JsonObject = {"model": request.model, "input": items, "stream": True, "store": False}
         if request.full_system():
             body["instructions"] = request.full_system()
         if request.tools:
@@ -127,7 +151,7 @@ class OpenAIResponsesProvider(HttpProvider):
     async def parse(self, response: httpx.Response) -> AsyncIterator[StreamEvent]:
         calls: dict[str, _Call] = {}  # by item id
         open_reasoning: set[str] = set()
-        final: dict[str, Any] | None = None
+        final: _Response | None = None
         stop = "end_turn"
         stop_reading = False
 
@@ -223,13 +247,13 @@ class OpenAIResponsesProvider(HttpProvider):
         reason = (final.get("incomplete_details") or {}).get("reason") or final.get("status")
         yield Finished(stop, reason=reason if isinstance(reason, str) else None)
 
-    def _error_event(self, error: dict[str, Any]) -> Exception:
+    def _error_event(self, error: JsonObject) -> Exception:
         message = str(error.get("message") or error.get("code") or "unknown error")
         code = str(error.get("code") or error.get("type") or "")
         return self.stream_error(message, retryable=code in _RETRYABLE_CODES, code=code or None)
 
 
-def _usage(usage: dict[str, Any]) -> Usage:
+def _usage(usage: _Usage) -> Usage:
     total_in = int(usage.get("input_tokens") or 0)
     details = usage.get("input_tokens_details") or {}
     cached = int((details.get("cached_tokens") if isinstance(details, dict) else 0) or 0)
