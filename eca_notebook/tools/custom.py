@@ -207,7 +207,29 @@ class CustomTool:
         if len(one_line) > _SUMMARY_CHARS:
             one_line = one_line[: _SUMMARY_CHARS - 3] + "..."
         return Prepared(args=shown, summary=f"{self.name}: $ {one_line}", paths=[cwd, *outside],
-                        outside_workspace=bool(outside), state={"values": values, "line": line})
+                        outside_workspace=bool(outside), must_ask=self._riskier(line, ctx),
+                        state={"values": values, "line": line})
+
+    def _riskier(self, line: str, ctx: ToolContext) -> str | None:
+        """Why the call must be asked whatever the rules allow: a value is one literal argument, but an argument can
+        be an option — ``find {{directory}} -name …`` with the directory ``-delete`` deletes the workspace, ``rg
+        {{pattern}}`` with ``--pre=sh`` runs a program. An allow rule is the user's word for what the template
+        does with plain values: a filled line the shell reading finds riskier than that is not covered by it."""
+        try:
+            from ._shell_risk import classify_shell
+
+            folders, env = ctx.workspace_folders or [ctx.root], self._shell._env()
+            plain = classify_shell(self.template.display({name: "x" for name in self.template.names}), ctx.root,
+                                   folders, env)
+        except Exception:  # noqa: BLE001 - no parser, or a template it cannot read: nothing to compare with
+            return None
+        try:
+            filled = classify_shell(line, ctx.root, folders, env)
+        except Exception:  # noqa: BLE001
+            return "its arguments make the command line impossible to analyse"
+        if _LEVELS[filled.level] <= _LEVELS[plain.level]:
+            return None
+        return f"its arguments make it {filled.level} risk ({filled.reason})"
 
     def assess_risk(self, prepared: Prepared, ctx: ToolContext) -> ToolCallRisk:
         """The shell tool's reading of the command line with the values in it, never below medium: the model chose

@@ -217,3 +217,31 @@ async def test_a_broken_entry_is_a_config_problem_and_the_rest_still_works(
         assert "Custom tools:" in doctor and "  problem: customTools.sum" in doctor
     finally:
         await eca.aclose()
+
+
+async def test_a_value_that_makes_the_command_riskier_than_its_template_asks_despite_an_allow_rule(
+        workspace: Path, env: dict[str, str], llm: ScriptedLLMServer) -> None:
+    """A value is one literal argument, but an argument can be an option: the reference's own file-search example
+    (``find {{directory}} -name {{pattern}}``), allowed by the user's rule because it only reads, becomes
+    ``find -delete -name '*.clj'`` with the directory ``-delete`` — it deleted the workspace's files unasked. A call
+    whose filled command line is riskier than the template with plain words is asked, whatever the rules allow."""
+    search = {"description": "Finds files.", "command": "find {{directory}} -name {{pattern}}",
+              "schema": {"properties": {"directory": {"type": "string"}, "pattern": {"type": "string"}},
+                         "required": ["directory", "pattern"]}}
+    (workspace / "src").mkdir()
+    (workspace / "src" / "core.clj").write_text("(ns core)")
+    approvals: list[dict[str, Any]] = []
+    call = json.dumps({"directory": "-delete", "pattern": "*.clj"})
+    llm.enqueue(Reply([ToolCall("c1", "eca__file-search", json.dumps({"directory": "src", "pattern": "*.clj"}))]),
+                Reply.text("found"), Reply([ToolCall("c2", "eca__file-search", call)]), Reply.text("done"))
+    allow: dict[str, Any] = {"toolCall": {"approval": {"allow": {"eca__file-search": {}}}}}
+    eca = await EcaClient.start(workspace=workspace, env=env, approval=recorder(approvals, False),
+                                config=user_config(llm, customTools={"file-search": search}, **allow))
+    try:
+        await eca.prompt("find the clojure files")
+        assert "src/core.clj" in tool_output(llm.requests[1], "c1") and approvals == []  # allowed: not asked
+        await eca.prompt("and again")
+    finally:
+        await eca.aclose()
+    assert [c["id"] for c in approvals] == ["c2"]  # asked, and rejected
+    assert (workspace / "src" / "core.clj").exists()
