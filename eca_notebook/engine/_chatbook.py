@@ -216,7 +216,7 @@ class ChatBook:
         # as the reference replays: what the client shows of the chat is cleared first (a client that still shows
         # it does not show it twice)
         listener.send("chat/cleared", {"chatId": chat.id, "messages": True})
-        opened = {"chatId": chat.id}
+        opened: JsonObject = {"chatId": chat.id}
         if chat.title:
             opened["title"] = chat.title
         listener.send("chat/opened", opened)

@@ -46,7 +46,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any, Literal
 
-from ...protocol import ToolCallRisk
+from ...protocol import JsonObject, ToolCallRisk
 from ..config import ApprovalConfig, ArgsRule
 
 __all__ = [
@@ -74,7 +74,7 @@ class ApprovalRequest:
 
     tool: str  # "read_file" (native, no prefix) or the MCP tool's own name
     server: str  # "eca" for native tools, else the MCP server name
-    args: dict[str, Any]
+    args: JsonObject
     outside_workspace: bool = False
     must_ask: str | None = None  # the tool's reason this call must be asked (see Prepared.must_ask)
     risk: ToolCallRisk | None = None  # the engine's assessment (engine/turn/_risk.py); None: not assessed
@@ -124,7 +124,7 @@ def _arg_text(value: Any) -> str:
         return str(value)
 
 
-def _rule_matches(rule: ArgsRule, args: dict[str, Any], *, fail_closed: bool) -> tuple[bool, str | None]:
+def _rule_matches(rule: ArgsRule, args: JsonObject, *, fail_closed: bool) -> tuple[bool, str | None]:
     """(matches, detail). ``{}`` matches every call; otherwise EVERY listed argument must be present and fully match
     ANY of its regexes. A ``None`` argument counts as missing. ``detail`` names what matched, for logs."""
     if not rule.args_matchers:
@@ -270,15 +270,15 @@ class SessionApprovals:
         prefix = _shell_prefix(command)
         return prefix is not None and prefix in self.shell_prefixes
 
-    def describe_shell(self, request: ApprovalRequest, details: dict[str, Any]) -> None:
+    def describe_shell(self, request: ApprovalRequest, details: JsonObject) -> None:
         """Fill a shell call's ``ShellCommandDetails`` with what "approve & remember" would remember: the
         ``approvalKey`` ("program subcommand") of a line that is one plain command of a subcommand-style program
         (see the class doc) and whether it is ``remembered``. Any other line is remembered only exactly, so its
         commands carry no key."""
         command = request.args.get("command")
         prefix = _shell_prefix(command.strip()) if isinstance(command, str) else None
-        commands = details.get("commands") or []
-        if prefix is None or len(commands) != 1:
+        commands = details.get("commands")
+        if prefix is None or not isinstance(commands, list) or len(commands) != 1 or not isinstance(commands[0], dict):
             return
         commands[0]["approvalKey"] = " ".join(prefix)
         commands[0]["remembered"] = prefix in self.shell_prefixes

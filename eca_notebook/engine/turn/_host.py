@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Protocol
 
-from ...protocol import WireContent
+from ...protocol import JsonObject, WireContent
 from ...tools.base import ChatDelegate
 from ..chats import Chat
 from ..chats.store import ChatStore
@@ -40,7 +40,7 @@ class Listener(Protocol):
     ``supports_references`` for ``editor/getDefinition`` / ``editor/getReferences`` (the navigation tools).
     """
 
-    def send(self, method: str, params: dict[str, Any]) -> None:
+    def send(self, method: str, params: JsonObject) -> None:
         """Queue one notification for the client."""
         ...
 

@@ -22,6 +22,7 @@ from ...protocol import (
     ChatPromptResult,
     FileContext,
     ImageContent,
+    JsonObject,
     MetadataContent,
     ProgressContent,
     TextContent,
@@ -111,7 +112,7 @@ class PromptHost(TurnHost, Protocol):
     @property
     def plugins(self) -> Sequence[Plugin]: ...
 
-    def broadcast(self, method: str, params: dict[str, Any]) -> None: ...
+    def broadcast(self, method: str, params: JsonObject) -> None: ...
 
 
 class PromptPipeline:
@@ -425,7 +426,7 @@ class PromptPipeline:
         """``chat/queryContext``: plug-ins' contexts, then the workspace index's matches for ``@query`` (files, then
         code symbols from the content index when it is open)."""
         engine = self.engine
-        extra: list[dict[str, Any]] = []
+        extra: list[JsonObject] = []
         for plugin in engine.plugins:
             try:
                 extra += await plugin.query_contexts(query, already)

@@ -28,6 +28,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Literal, TypeVar
 
+from ...protocol import JsonObject
 from ...providers.local import PROVIDER_ID as LOCAL_PROVIDER_ID
 from ._notebooks import named_notebooks
 
@@ -231,7 +232,7 @@ def tool_rounds(offered_names: Sequence[str]) -> int:
     return 1 if names <= set(_READ_TOOLS) or names <= set(_CREATE_TOOLS) else TOOL_ROUNDS
 
 
-def first_round_extra(provider: str, tools_offered: bool) -> dict[str, str]:
+def first_round_extra(provider: str, tools_offered: bool) -> JsonObject:
     """The embedded model must call a tool in the first round of a turn that offers tools: the user asked it to
     act, and given the choice the 135M model tends to answer with an invented file's content instead. (Sent as
     OpenAI's ``tool_choice``, which the ``local`` provider turns into its constrained-JSON schema.)"""

@@ -23,6 +23,7 @@ from ...protocol import (
     EditorGetDefinitionResult,
     EditorGetReferencesParams,
     EditorGetReferencesResult,
+    JsonObject,
     NativeServerUpdatedParams,
     ServerTool,
 )
@@ -82,7 +83,7 @@ DIAGNOSTICS_TIMEOUT = 30.0
 #: the file tools leave .ipynb files to them (Toolbox.host_notebook_hint).
 HOST_NOTEBOOK_TOOLS = frozenset({"insert_cell", "edit_cell", "delete_cell", "add_cell", "create_notebook"})
 
-Diagnostics = Callable[[str | None], Awaitable[list[dict[str, Any]]]]
+Diagnostics = Callable[[str | None], Awaitable[list[JsonObject]]]
 Questions = Callable[[ChatAskQuestionParams], Awaitable[ChatAskQuestionResult]]
 Definitions = Callable[[EditorGetDefinitionParams], Awaitable[EditorGetDefinitionResult]]
 References = Callable[[EditorGetReferencesParams], Awaitable[EditorGetReferencesResult]]
@@ -262,7 +263,7 @@ class Toolbox:
         if listener is None:
             return None
 
-        async def request(uri: str | None) -> list[dict[str, Any]]:
+        async def request(uri: str | None) -> list[JsonObject]:
             params = {"uri": uri} if uri else {}
             try:
                 result = await listener.request("editor/getDiagnostics", params, timeout=DIAGNOSTICS_TIMEOUT)

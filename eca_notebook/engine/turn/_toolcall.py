@@ -23,7 +23,7 @@ import logging
 import time
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, TypedDict
 
 from pydantic import TypeAdapter, ValidationError
 
@@ -32,6 +32,7 @@ from ..._text import strip_controls, visible
 from ...protocol import (
     FileChangeDetails,
     ImageContent,
+    JsonObject,
     RetrievalDetails,
     ShellCommandDetails,
     SubagentDetails,
@@ -83,7 +84,24 @@ def find_tool(tools: dict[str, Tool], called: str) -> Tool | None:
 
 EmitContent = Callable[[str, WireContent], None]
 #: Runs a chat's hooks of one event (``preToolCall``, ``postToolCall``) with the event's data; None: none configured.
-RunHooks = Callable[[str, dict[str, Any]], Awaitable[HookOutcome | None]]
+RunHooks = Callable[[str, JsonObject], Awaitable[HookOutcome | None]]
+
+
+class _Ids(TypedDict):
+    """What names a call in each of its contents."""
+
+    origin: Literal["mcp", "native"]
+    id: str
+    name: str
+    server: str
+
+
+class _RunFields(TypedDict):
+    """What every content of a prepared call carries besides its arguments."""
+
+    summary: str | None
+    details: JsonObject | None
+    risk: ToolCallRisk
 
 
 class ToolCallContents:
@@ -110,23 +128,23 @@ class ToolCallContents:
                                        "manualApproval": self.manual_approval}
         self._emit("assistant", chunk)
 
-    def _ids(self) -> dict[str, Any]:
+    def _ids(self) -> _Ids:
         return {"origin": self.origin, "id": self.id, "name": self.name, "server": self.server}
 
-    def run(self, arguments: dict[str, Any], *, manual: bool, summary: str | None = None,
+    def run(self, arguments: JsonObject, *, manual: bool, summary: str | None = None,
             details: Any = None, risk: ToolCallRisk | None = None) -> None:
         """The call is about to run (``manual``: the user is asked first; ``risk``: the engine's assessment, carried
         by every content of the call so a replayed chat still shows it)."""
         self._emit("assistant", ToolCallRunContent(**self._ids(), arguments=arguments, manual_approval=manual,
                                                    summary=summary, details=_details(details), risk=risk))
 
-    def running(self, arguments: dict[str, Any], *, summary: str | None = None, details: Any = None,
+    def running(self, arguments: JsonObject, *, summary: str | None = None, details: Any = None,
                 risk: ToolCallRisk | None = None) -> None:
         """The call is running."""
         self._emit("assistant", ToolCallRunningContent(**self._ids(), arguments=arguments, summary=summary,
                                                        details=_details(details), risk=risk))
 
-    def called(self, arguments: dict[str, Any], output: str, *, error: bool, total_time_ms: int,
+    def called(self, arguments: JsonObject, output: str, *, error: bool, total_time_ms: int,
                summary: str | None = None, details: Any = None, risk: ToolCallRisk | None = None) -> None:
         """The call finished: its output (both the newer ``text`` and the early ``content`` are sent) — without terminal
         escape sequences, which a file or file name quoted in it may carry (``strip_controls``)."""
@@ -142,7 +160,7 @@ class ToolCallContents:
         for content in contents:
             self._emit("assistant", content)
 
-    def rejected(self, arguments: dict[str, Any], reason: str, *, summary: str | None = None,
+    def rejected(self, arguments: JsonObject, reason: str, *, summary: str | None = None,
                  details: Any = None, risk: ToolCallRisk | None = None) -> None:
         """The call was not run: ``user-choice`` (the user) or ``user-config`` (a deny rule)."""
         self._emit("assistant", ToolCallRejectedContent(**self._ids(), arguments=arguments, reason=reason,
@@ -283,7 +301,7 @@ class ToolCallRunner:
         shown_args = prepared.args
         risk = assess_risk(tool, prepared, context)
         risk = risk.model_copy(update={"reason": visible(risk.reason)})  # it quotes paths and command words
-        run_fields: dict[str, Any] = {"summary": visible(prepared.summary), "details": prepared.details, "risk": risk}
+        run_fields: _RunFields = {"summary": visible(prepared.summary), "details": prepared.details, "risk": risk}
         request = ApprovalRequest(tool=tool.name, server=tool_server(tool), args=prepared.args,
                                   outside_workspace=prepared.outside_workspace,
                                   must_ask=getattr(prepared, "must_ask", None), risk=risk)
@@ -300,7 +318,8 @@ class ToolCallRunner:
         if (decision == "ask" and self.trusted is not None and self.trusted() and not request.outside_workspace
                 and request.must_ask is None):
             decision = "allow"
-        hook_data = {"tool_name": tool.name, "server": tool_server(tool), "tool_input": args, "tool_call_id": call.id}
+        hook_data: JsonObject = {"tool_name": tool.name, "server": tool_server(tool), "tool_input": args,
+                                 "tool_call_id": call.id}
         hooked = await self.hooks("preToolCall", {**hook_data, "approval": decision}) if self.hooks else None
         if hooked is not None:  # the user's preToolCall hooks (_hooks.py): reject, rewrite the arguments, or ask
             if hooked.blocked or hooked.approval == "deny" or hooked.stopped_by:
@@ -351,8 +370,8 @@ class ToolCallRunner:
             out.published(result.contents)
         return result
 
-    def _hook_rejected(self, out: ToolCallContents, args: dict[str, Any], outcome: HookOutcome,
-                       run_fields: dict[str, Any]) -> ToolResult:
+    def _hook_rejected(self, out: ToolCallContents, args: JsonObject, outcome: HookOutcome,
+                       run_fields: _RunFields) -> ToolResult:
         """A preToolCall hook said no (exit 2, ``approval: "deny"`` or ``continue: false``): the card is rejected
         (``hook-rejected``, the reference's code), the user is told which hook and why, and so is the model — except
         for ``continue: false``, whose ``stopReason`` is for the user only (as the reference)."""
@@ -371,7 +390,7 @@ class ToolCallRunner:
         return ToolResult(output=f"This tool call was rejected by the user's hook '{name}' and did not run."
                                  + (f" Reason: {why}" if why else "") + " Do not retry it unchanged.", error=True)
 
-    async def _post_hooks(self, data: dict[str, Any], result: ToolResult) -> ToolResult:
+    async def _post_hooks(self, data: JsonObject, result: ToolResult) -> ToolResult:
         """The user's postToolCall hooks see the result; they may replace it (exit 2 or ``replacedOutput``) or add
         context for the model."""
         assert self.hooks is not None
@@ -404,7 +423,7 @@ class ToolCallRunner:
         return ToolResult(output=problem, error=True)
 
     async def _wait_for_user(self, call: ToolCall, request: ApprovalRequest, out: ToolCallContents, args: Any,
-                             run_fields: dict[str, Any]) -> Answer:
+                             run_fields: _RunFields) -> Answer:
         waiting = PendingApproval(self.chat_id, call.id, request)
         key = (self.chat_id, call.id)
         self.pending[key] = waiting
@@ -417,7 +436,8 @@ class ToolCallRunner:
             raise
         finally:
             self.pending.pop(key, None)
-        offered = {h.get("id") for h in (run_fields.get("details") or {}).get("hunks") or ()}
+        hunks = (run_fields["details"] or {}).get("hunks")
+        offered = {h.get("id") for h in hunks if isinstance(h, dict)} if isinstance(hunks, list) else set()
         if answer.hunks is not None and not set(answer.hunks) & offered and (offered or not answer.hunks):
             answer = Answer(False)  # no hunk of this change chosen: nothing to apply, which is a rejection
         if not answer.approved:
@@ -440,7 +460,7 @@ def _select_hunks(tool: Tool, prepared: Prepared, hunks: list[str], context: Too
     return narrowed
 
 
-def _parse_arguments(text: str) -> tuple[dict[str, Any], str | None]:
+def _parse_arguments(text: str) -> tuple[JsonObject, str | None]:
     if not text or not text.strip():
         return {}, None
     try:

@@ -29,6 +29,7 @@ from urllib.parse import urlsplit
 from ..._merge import deep_merge
 from ..._text import visible
 from ...protocol import (
+    JsonObject,
     ProgressContent,
     ReasonFinishedContent,
     ReasonStartedContent,
@@ -199,7 +200,7 @@ class Turn:
         runner: ToolCallRunner | None = None,
         max_rounds: int = 40,
         tool_rounds: int | None = None,
-        first_round_extra: dict[str, Any] | None = None,
+        first_round_extra: JsonObject | None = None,
         stop_loops: bool = False,
         on_success: Callable[[], None] | None = None,
         compacting: bool = False,
@@ -418,7 +419,7 @@ class Turn:
         return (is_overflow(exc) and not self._text_parts
                 and (answer is None or not (answer.text or answer.tool_calls or answer.reasoning)))
 
-    def _extra(self) -> dict[str, Any]:
+    def _extra(self) -> JsonObject:
         """``extraPayload`` with the chat's variant merged over it (as the reference merges them)."""
         variants = self.model.variants
         chosen = self.chat.variant if self.chat.variant in variants else self.default_variant
