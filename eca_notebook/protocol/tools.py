@@ -10,7 +10,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field
 
-from ._base import EcaModel
+from ._base import EcaModel, JsonObject
 
 __all__ = [
     "McpAddServerParams",
@@ -38,7 +38,7 @@ class ServerTool(EcaModel):
     name: str
     description: str = ""
     #: The tool's JSON Schema for its arguments.
-    parameters: dict[str, Any] = Field(default_factory=dict)
+    parameters: JsonObject = Field(default_factory=dict)
     disabled: bool | None = None
     #: Ours: a tool the user declared in config (``customTools``: a command line) among the native ones, so a client
     #: can list them apart; other clients ignore it.
