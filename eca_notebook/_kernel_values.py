@@ -70,10 +70,14 @@ def cap(text: str, limit: int) -> str:
 
 
 def type_name(value: Any) -> str:
-    """``int``, ``pandas.core.frame.DataFrame``: the qualified class name, without ``builtins.`` or ``__main__.``."""
+    """``int``, ``pandas.core.frame.DataFrame``: the qualified class name, without ``builtins.`` or ``__main__.``
+    (the bare name when the class will not say more: a metaclass may raise on any attribute)."""
     cls = type(value)
-    module = cls.__module__
-    return cls.__qualname__ if module in ("builtins", "__main__") else f"{module}.{cls.__qualname__}"
+    try:
+        module, qualname = str(cls.__module__), str(cls.__qualname__)
+    except Exception:
+        return type.__dict__["__name__"].__get__(cls)  # type: ignore[no-any-return]
+    return qualname if module in ("builtins", "__main__") else f"{module}.{qualname}"
 
 
 def safe(call: Any, default: str = "") -> str:
@@ -138,7 +142,17 @@ def resolve(name: str, namespace: Mapping[str, Any]) -> Any:
 
 
 def describe_value(name: str, value: Any, max_chars: int = MAX_VALUE_CHARS) -> str:
-    """A description of one value for the model: what it is, its shape, and a bounded look at its content."""
+    """A description of one value for the model: what it is, its shape, and a bounded look at its content. A value
+    whose ``shape``, ``dtypes`` or ``len`` raise (a lazy frame) is described by its repr, not failed."""
+    try:
+        return _describe_value(name, value, max_chars)
+    except Exception as exc:
+        lines = [f"### `{name}`", f"type: {type_name(value)}", f"(not described further: {type(exc).__name__})",
+                 "value:", safe(lambda: _REPR.repr(value))]
+        return cap("\n".join(lines), max_chars)
+
+
+def _describe_value(name: str, value: Any, max_chars: int) -> str:
     lines = [f"### `{name}`", f"type: {type_name(value)}"]
     shape: Any = getattr(value, "shape", None)
     is_table = shape is not None and hasattr(value, "dtypes") and hasattr(value, "head") and hasattr(value, "columns")

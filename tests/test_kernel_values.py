@@ -60,3 +60,38 @@ def test_user_variables_and_their_summaries():
 def test_mentions_of_builtins_and_modules(name):
     _, [mention] = attach_mentions(name, {"size": len, "re": re})
     assert "unavailable" not in mention.text
+
+
+class _RaisingMeta(type):
+    def __getattribute__(cls, name: str) -> Any:
+        if name == "__module__":
+            raise RuntimeError("no module")
+        return super().__getattribute__(name)
+
+
+class _Odd(metaclass=_RaisingMeta):
+    """A class whose metaclass fails on ``__module__``."""
+
+
+class _Lazy:
+    """A lazy frame whose ``shape`` cannot be known without computing it (dask, a database cursor)."""
+
+    @property
+    def shape(self) -> Any:
+        raise NotImplementedError("compute() first")
+
+    def __repr__(self) -> str:
+        return "<lazy frame>"
+
+
+def test_one_odd_value_neither_empties_the_listing_nor_fails_its_own_description():
+    """A user's object whose ``shape`` or class attributes raise must not make the probe fail: the whole listing
+    (``list_variables``, the ``@`` list) came back empty for one such value, and describing it failed outright."""
+    ns: dict[str, Any] = {"__builtins__": __builtins__, "odd": _Odd(), "lazy": _Lazy(), "good": 1}
+    kernels = NamespaceKernels(ns)
+    listing = asyncio.run(probe(kernels, NOTEBOOK, {"op": "list", "query": "", "limit": 10}, timeout=5))
+    assert sorted(row["name"] for row in listing["variables"]) == ["good", "lazy", "odd"]
+    for name in ("odd", "lazy"):
+        answer = asyncio.run(probe(kernels, NOTEBOOK, {"op": "describe", "name": name}, timeout=5))
+        assert answer["found"] and f"### `{name}`" in answer["text"], answer
+    assert "<lazy frame>" in describe_value("lazy", ns["lazy"])
