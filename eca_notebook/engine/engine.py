@@ -34,6 +34,9 @@ from ..protocol import (
     CompletionInlineResult,
     ConfigUpdatedChat,
     ConfigUpdatedParams,
+    JobsListResult,
+    JobsReadOutputResult,
+    JobSummary,
     JsonObject,
     McpAddServerParams,
     McpAddServerResult,
@@ -598,26 +601,28 @@ class Engine:
             chat.job_notes.append(job.ended_note())
 
     def _jobs_changed(self) -> None:
-        self.broadcast("jobs/updated", {"jobs": [*self.job_summaries()]})
+        # (nulls written out: summary and exitCode are sent as null when unknown, as the reference does)
+        self.broadcast("jobs/updated", JobsListResult(jobs=self.job_summaries()).model_dump(by_alias=True, mode="json"))
 
-    def job_summaries(self) -> list[dict[str, Any]]:
-        """``jobs/list``: every background job not yet evicted, as ``JobSummary`` wire dicts."""
+    def job_summaries(self) -> list[JobSummary]:
+        """``jobs/list``: every background job not yet evicted."""
         def label(chat_id: str) -> str:
             chat = self.chats.get(chat_id)
             return (chat.title if chat is not None and chat.title else chat_id)
 
-        return [job.summary_dict(label(job.chat_id)) for job in self.jobs.current()]
+        return [JobSummary.model_validate(job.summary_dict(label(job.chat_id))) for job in self.jobs.current()]
 
     async def kill_job(self, job_id: str) -> bool:
         """``jobs/kill``: kill a running job's process group; False when it is unknown or not running."""
         return await self.jobs.kill(job_id)
 
-    def job_output(self, job_id: str) -> dict[str, Any] | None:
+    def job_output(self, job_id: str) -> JobsReadOutputResult | None:
         """``jobs/readOutput``: the job's last buffered lines (a snapshot: the model's cursor stays), or None."""
         job = self.jobs.get(job_id)
         if job is None:
             return None
-        return {"lines": job.lines(), "status": job.status, "exitCode": job.exit_code}
+        return JobsReadOutputResult.model_validate({"lines": job.lines(), "status": job.status,
+                                                    "exitCode": job.exit_code})
 
     async def delete(self, chat_id: str | None) -> bool:
         """Stop and forget a chat, saved history included; its background jobs are killed."""

@@ -64,6 +64,7 @@ from ..protocol import (
     InitializeParams,
     InitializeResult,
     JobsKillParams,
+    JobsListResult,
     JobsReadOutputParams,
     JsonObject,
     McpAddServerParams,
@@ -346,7 +347,8 @@ class ServerConnection:
         self._engine().remove_steer(params.chat_id)
 
     def jobs_list(self, params: Any) -> JsonObject:
-        return {"jobs": [*self._engine().job_summaries()]}
+        # (nulls written out: summary and exitCode are sent as null when unknown, as the reference does)
+        return JobsListResult(jobs=self._engine().job_summaries()).model_dump(by_alias=True, mode="json")
 
     async def jobs_kill(self, params: JobsKillParams) -> JsonObject:
         return {"killed": await self._engine().kill_job(params.job_id)}
@@ -355,7 +357,7 @@ class ServerConnection:
         output = self._engine().job_output(params.job_id)
         if output is None:
             raise RpcError(INVALID_REQUEST, f"Unknown job: {params.job_id}")
-        return output
+        return output.model_dump(by_alias=True, mode="json")  # (exitCode null while it runs)
 
     async def chat_delete(self, params: ChatDeleteParams) -> JsonObject:
         await self._engine().delete(params.chat_id)
