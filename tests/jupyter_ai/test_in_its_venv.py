@@ -24,6 +24,8 @@ def test_in_the_jupyter_ai_venv(target: str):
     if not PYTHON.exists():
         pytest.skip(".venv-jupyter-ai is absent: `make test` creates it (make .venv-jupyter-ai/.stamp)")
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTEST_", "VIRTUAL_ENV"))}
-    run = subprocess.run([str(PYTHON), "-m", "pytest", target, "-q", "-p", "no:randomly", "-p", "no:cacheprovider"],
-                         cwd=ROOT, env=env, capture_output=True, text=True, timeout=1780)
+    # serially, without pyproject's addopts (its -n asks for pytest-xdist there too): this test is already one of
+    # the parallel run's, and its workers share the machine
+    run = subprocess.run([str(PYTHON), "-m", "pytest", target, "-q", "-p", "no:randomly", "-p", "no:cacheprovider",
+                          "-o", "addopts="], cwd=ROOT, env=env, capture_output=True, text=True, timeout=1780)
     assert run.returncode == 0, run.stdout[-20000:] + run.stderr[-5000:]

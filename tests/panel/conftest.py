@@ -8,6 +8,7 @@ setup error that must fail loudly (``.ci/run`` installs it).
 from __future__ import annotations
 
 import os
+import time
 from pathlib import Path
 
 import pytest
@@ -15,6 +16,9 @@ import pytest
 from eca_notebook.testing.llm_server import ScriptedLLMServer
 
 from ._lab import ARTIFACTS, LABEXTENSION, Lab, chromium_available, lab_env, launch_browser, screenshot
+
+#: Before any lab of this run: in a parallel run every worker collects (imports this) before any test starts.
+_IMPORTED = time.time()
 
 
 @pytest.hookimpl(hookwrapper=True)
@@ -57,8 +61,12 @@ def workspace(tmp_path_factory) -> Path:
 def lab(lab_home: Path, workspace: Path, llm: ScriptedLLMServer, request):
     _require_browser()
     assert (LABEXTENSION / "package.json").is_file(), "the lab extension is not built (extension/scripts/build.py)"
-    for old in ARTIFACTS.glob("jupyter-lab-*.log"):  # the logs of earlier runs
-        old.unlink(missing_ok=True)
+    for old in ARTIFACTS.glob("jupyter-lab-*.log"):  # the logs of earlier runs, not of the other workers' labs
+        try:
+            if old.stat().st_mtime < _IMPORTED:
+                old.unlink()
+        except FileNotFoundError:
+            pass
     # a module that tests ghost text says so (INLINE_COMPLETION = True); elsewhere it is off (see lab_env)
     inline = bool(getattr(request.module, "INLINE_COMPLETION", False))
     server = Lab(root=workspace, env=lab_env(lab_home, llm.url, inline_completion=inline))

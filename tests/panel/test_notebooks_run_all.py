@@ -28,6 +28,8 @@ from .test_notebook_tools import accept_kernel_dialog
 from .test_panel import open_file, wait_until
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
+#: each notebook gets a fresh kernel in the lab and leaves nothing behind: a parallel run may spread them over workers
+SPREAD_OVER_WORKERS = True
 
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
 PANEL = ".jp-NotebookPanel:not(.lm-mod-hidden)"
