@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from ..protocol.errors import INVALID_PARAMS, RpcError
-from ._schema import FILE_NOT_FOUND, FILE_TOO_LARGE, PERMISSION_DENIED, READ_LIMIT
+from ._schema import FILE_NOT_FOUND, FILE_TOO_LARGE, PERMISSION_DENIED, READ_LIMIT, ReadTextFileResult
 
 __all__ = ["CURRENT_SESSION", "FS_RETRIES", "READ_TIMEOUT", "WRITE_TIMEOUT", "ClientFiles", "read_for_client"]
 
@@ -95,7 +95,8 @@ class ClientFiles:
         return True
 
 
-def read_for_client(roots: list[Path], path: str, line: int | None = None, limit: int | None = None) -> dict[str, Any]:
+def read_for_client(roots: list[Path], path: str, line: int | None = None,
+                    limit: int | None = None) -> ReadTextFileResult:
     """``fs/read_text_file`` sent *to* the agent (acp-messages.md "Error Scenarios" shows a client's read answered
     ``-31700``): the file as the agent sees it on disk, for a client that compares it with its buffer. Only files of
     the session's folders (*roots*; symlinks resolved, so a link cannot lead out): anything else is ``-31701``, a
@@ -151,7 +152,8 @@ class _TooLarge(Exception):
         self.size = size
 
 
-_O_DIR = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | getattr(os, "O_CLOEXEC", 0)
+# a folder is only walked through (O_PATH where there is one: a folder the user may enter but not list still works)
+_O_DIR = getattr(os, "O_PATH", os.O_RDONLY) | getattr(os, "O_DIRECTORY", 0) | getattr(os, "O_CLOEXEC", 0)
 
 
 def _read_inside(root: Path, real: Path) -> bytes:
