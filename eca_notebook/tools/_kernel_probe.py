@@ -12,7 +12,7 @@ Entry point: ``_eca_main(ns, args)`` with the user namespace and ``{"op": "list"
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 __all__: list[str] = []  # run as source in the kernel (live_kernel.probe_expression), not imported
 
@@ -35,7 +35,7 @@ if TYPE_CHECKING:
 _MAX_RUN = 20000
 
 
-def _list(ns: dict[str, Any], query: str, limit: int) -> ProbeListing:
+def _list(ns: dict[str, object], query: str, limit: int) -> ProbeListing:
     shell = ns.get("get_ipython")
     try:
         hidden = shell().user_ns_hidden if callable(shell) else {}
@@ -48,7 +48,7 @@ def _list(ns: dict[str, Any], query: str, limit: int) -> ProbeListing:
     return {"variables": found, "more": max(0, len(rows) - limit)}
 
 
-def _eca_main(ns: dict[str, Any], args: ProbeRequest) -> str:
+def _eca_main(ns: dict[str, object], args: ProbeRequest) -> str:
     op = args.get("op")
     result: object  # one JSON object per op: ProbeListing, {found, text}, {output, failed} or {error}
     if op == "list":

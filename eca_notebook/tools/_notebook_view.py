@@ -18,7 +18,7 @@ from typing import Any
 
 from .._images import IMAGE_MEDIA_TYPES, ImageError, ImagePart, image_from_base64
 from .._text import human_size
-from ..protocol import NotebookCell, NotebookCellRun
+from ..protocol import JsonObject, NotebookCell, NotebookCellRun
 
 __all__ = ["MAX_IMAGES", "output_images", "render_cells", "render_outputs", "render_runs"]
 
@@ -44,7 +44,7 @@ def _cut(text: str, cap: int) -> str:
     return f"{text[:head]}\n… [{len(text) - cap} characters cut] …\n{text[-tail:]}"
 
 
-def _output(output: dict[str, Any], cap: int) -> str:
+def _output(output: JsonObject, cap: int) -> str:
     kind = output.get("output_type")
     if kind == "stream":
         text = _text(output.get("text", ""))
@@ -54,10 +54,13 @@ def _output(output: dict[str, Any], cap: int) -> str:
         head = f"[error] {output.get('ename', 'Error')}: {output.get('evalue', '')}"
         if not cap:
             return head
-        lines = [_ANSI.sub("", line) for line in output.get("traceback") or []]
+        traceback = output.get("traceback")
+        lines = [_ANSI.sub("", str(line)) for line in (traceback if isinstance(traceback, list) else [])]
         trace = "\n".join(lines).splitlines()[-_TRACEBACK_LINES:]
         return head + ("\n" + _cut("\n".join(trace), cap * 2) if trace else "")
-    data = output.get("data") or {}
+    data = output.get("data")
+    if not isinstance(data, dict):  # (a notebook is a file anyone may have written)
+        data = {}
     parts = []
     for mime, value in data.items():
         size = len(_text(value)) if not isinstance(value, dict) else len(str(value))
@@ -71,7 +74,7 @@ def _output(output: dict[str, Any], cap: int) -> str:
     return f"[{label}] " + " ".join(parts) if parts else f"[{label}]"
 
 
-def render_outputs(outputs: Sequence[dict[str, Any]], cap: int = _CAPS[0]) -> str:
+def render_outputs(outputs: Sequence[JsonObject], cap: int = _CAPS[0]) -> str:
     """One block per output: streams and errors as text, rich data by its text form or its type and size."""
     return "\n".join(_output(o, cap) for o in outputs)
 
