@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from ..protocol.errors import INVALID_PARAMS, RpcError
-from ._schema import FILE_NOT_FOUND, FILE_TOO_LARGE, PERMISSION_DENIED, READ_LIMIT, ReadTextFileResult
+from ._schema import FILE_NOT_FOUND, FILE_TOO_LARGE, PERMISSION_DENIED, READ_LIMIT
 
 __all__ = ["CURRENT_SESSION", "FS_RETRIES", "READ_TIMEOUT", "WRITE_TIMEOUT", "ClientFiles", "read_for_client"]
 
@@ -95,8 +95,7 @@ class ClientFiles:
         return True
 
 
-def read_for_client(roots: list[Path], path: str, line: int | None = None,
-                    limit: int | None = None) -> ReadTextFileResult:
+def read_for_client(roots: list[Path], path: str, line: int | None = None, limit: int | None = None) -> dict[str, Any]:
     """``fs/read_text_file`` sent *to* the agent (acp-messages.md "Error Scenarios" shows a client's read answered
     ``-31700``): the file as the agent sees it on disk, for a client that compares it with its buffer. Only files of
     the session's folders (*roots*; symlinks resolved, so a link cannot lead out): anything else is ``-31701``, a
