@@ -107,7 +107,7 @@ class ChatRecord(TypedDict):
     createdAt: int
     updatedAt: int
     messageCount: int
-    messages: list[JsonObject]
+    messages: list[dict[str, object]]  # a message's fields (an image's bytes stay bytes: the store writes them aside)
     contents: list[ContentRecord]
     usage: JsonObject
     trust: NotRequired[bool]
@@ -261,7 +261,7 @@ def _set_contents(chat: Chat, contents: list[ContentRecord]) -> None:
 setattr(Chat, "contents", property(_get_contents, _set_contents))  # noqa: B010  (to mypy the field stays a list)
 
 
-def _message_to_dict(message: Message) -> JsonObject:
+def _message_to_dict(message: Message) -> dict[str, object]:
     data = dataclasses.asdict(message)  # (an image's bytes stay bytes: the store writes them to a side file)
     if data.get("content_id", "") is None:  # only prompts carry one; older readers never see the key
         del data["content_id"]

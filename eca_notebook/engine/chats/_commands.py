@@ -22,7 +22,7 @@ import time
 import uuid
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol, cast
+from typing import TYPE_CHECKING, Protocol, TypedDict, cast
 
 from ..._fileio import atomic_write
 from ..._redact import redact_json
@@ -189,11 +189,24 @@ def export_target(workspace_folders: Sequence[Path], chat: Chat, argument: str) 
     return target
 
 
-def export_record(chat: Chat) -> dict[str, Any]:
+class ChatExport(TypedDict):
+    """What an exported chat's file holds (``/export``): a format marker and the saved-chat record, redacted, its
+    images inline."""
+
+    format: str
+    version: int
+    exportedAt: int
+    chat: ChatRecord
+
+
+def export_record(chat: Chat) -> ChatExport:
     """The JSON an export holds: the saved-chat record with a format marker, redacted."""
-    record: dict[str, Any] = redact_json(chat.to_record())
-    for message in record.get("messages") or []:  # an export is one portable file: its images inline, as base64
-        for image in message.get("images") or []:
+    record: ChatRecord = redact_json(chat.to_record())
+    for message in record["messages"]:  # an export is one portable file: its images inline, as base64
+        images = message.get("images")
+        for image in images if isinstance(images, list) else []:
+            if not isinstance(image, dict):
+                continue
             data = image.pop("data", None)
             if isinstance(data, bytes):
                 image["base64"] = base64.b64encode(data).decode("ascii")
