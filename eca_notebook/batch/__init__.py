@@ -25,7 +25,7 @@ from __future__ import annotations
 from ._cost import CostEstimate, RequestOverhead, estimate_cost
 from ._executors import DaskExecutor, Executor, InProcessExecutor, local_cluster
 from ._frames import dataframe_batch, render_template, results_frame, template_columns
-from ._models import EngineSpec, FileDiff, ItemResult, RateLimit, ToolCallSummary, WorkItem, item_id
+from ._models import EngineSpec, FileDiff, ItemPrompt, ItemResult, RateLimit, ToolCallSummary, WorkItem, item_id
 from ._progress import CallbackProgress, Progress, Totals, TqdmProgress, WidgetProgress
 from ._run import BatchResults, abatch, batch, work_items
 from ._runtime import WorkspacePolicy
@@ -40,6 +40,7 @@ __all__ = [
     "Executor",
     "FileDiff",
     "InProcessExecutor",
+    "ItemPrompt",
     "ItemResult",
     "Progress",
     "RateLimit",

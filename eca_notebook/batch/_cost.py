@@ -15,10 +15,13 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ._models import EngineSpec, WorkItem
 from ._structured import schema_instructions
+
+if TYPE_CHECKING:
+    from ..engine.config import ModelInfo
 
 __all__ = ["CostEstimate", "estimate_cost"]
 
@@ -139,7 +142,8 @@ def estimate_cost(items: Sequence[WorkItem], spec: EngineSpec, *, output_tokens:
                         assumptions)
 
 
-def _overhead(engine: Any, infos: dict[str, Any], model: str | None, behavior: str | None) -> RequestOverhead | None:
+def _overhead(engine: Any, infos: dict[str, ModelInfo], model: str | None,
+              behavior: str | None) -> RequestOverhead | None:
     """The system prompt and tool schemas the engine sends with a request of ``model`` in ``behavior``; None when
     the engine does not know the model or the behavior."""
     info = infos.get(model) if model else None

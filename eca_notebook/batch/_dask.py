@@ -16,6 +16,7 @@ from typing import Any
 from distributed import get_client, get_worker
 from distributed.diagnostics.plugin import SchedulerPlugin
 
+from ..protocol import JsonObject
 from ._limits import Lease, LimiterState
 from ._models import EngineSpec, ItemResult, RateLimit, WorkItem
 from ._runtime import run_item
@@ -51,7 +52,7 @@ def _plugin(scheduler: Any) -> _LimitsPlugin:
     return plugin  # type: ignore[no-any-return]
 
 
-async def _acquire(name: str, limit: dict[str, Any], holder: str, tokens: float, dask_scheduler: Any = None) -> int:
+async def _acquire(name: str, limit: JsonObject, holder: str, tokens: float, dask_scheduler: Any = None) -> int:
     plugin = _plugin(dask_scheduler)
     loop = asyncio.get_running_loop()
     async with plugin.cond:

@@ -13,11 +13,12 @@ import logging
 import uuid
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
-from ..client import PromptResult, ToolCallRecord
+from ..client import PromptOptions, PromptResult, ToolCallRecord
+from ..protocol import JsonObject
 from ._limits import LocalLimiter
-from ._models import EngineSpec, ItemResult, RateLimit, WorkItem
+from ._models import EngineSpec, ItemPrompt, ItemResult, RateLimit, WorkItem
 from ._runtime import run_item
 
 __all__ = ["DaskExecutor", "Executor", "InProcessExecutor", "Job", "as_executor", "local_cluster", "prompt_result"]
@@ -55,7 +56,7 @@ class Executor:
     def run(self, items: Iterable[WorkItem], job: Job, on_result: OnResult, keep_going: KeepGoing) -> None:
         raise NotImplementedError
 
-    async def run_client_batch(self, client: Any, jobs: list[tuple[str, dict[str, Any]]]) -> list[PromptResult]:
+    async def run_client_batch(self, client: Any, jobs: list[tuple[str, PromptOptions]]) -> list[PromptResult]:
         """``EcaClient.batch(..., executor=self)``: the prompts on this executor, with engines built like the
         client's (its workspace, config and env); the results as the client's :class:`PromptResult`."""
         from ._run import abatch
@@ -64,13 +65,15 @@ class Executor:
         if not start:
             raise TypeError("batch(executor=...) needs a client made by EcaClient.start (its workspace, config and "
                             "env are what the workers' engines are built from)")
-        prompts = []
+        prompts: list[ItemPrompt] = []
         for message, kwargs in jobs:
             approval = kwargs.pop("approval", None)
             if approval is not None and not isinstance(approval, str):
                 raise TypeError("with executor=, approval must be 'unattended' or 'workspace' (a policy function "
                                 "cannot travel to other processes)")
-            prompts.append({"message": message, **kwargs, **({"approval": approval} if approval else {})})
+            # (WorkItem validates what the client's keywords hold: the approval mode, the contexts…)
+            prompt = {"message": message, **kwargs, **({"approval": approval} if approval else {})}
+            prompts.append(cast("ItemPrompt", prompt))
         options = {"progress": False, **self.options}
         results = await abatch(prompts, executor=self, workspace=start.get("workspace"), config=start.get("config"),
                                env=start.get("env"), **options)
@@ -216,7 +219,7 @@ class DaskExecutor(Executor):
 def prompt_result(result: ItemResult) -> PromptResult:
     """An :class:`ItemResult` as the client's :class:`PromptResult` (its ``chat_id`` is the item id: batch chats
     are not kept)."""
-    usage: dict[str, Any] | None = None
+    usage: JsonObject | None = None
     if result.tokens is not None or result.cost is not None:
         usage = {"sessionTokens": result.tokens or 0}
         if result.cost is not None:

@@ -11,7 +11,8 @@ import string
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from ._models import ItemResult, WorkItem
+from ..protocol import JsonObject
+from ._models import ItemPrompt, ItemResult, WorkItem
 
 __all__ = ["dataframe_batch", "render_template", "results_frame", "template_columns"]
 
@@ -42,7 +43,7 @@ def results_frame(results: Iterable[ItemResult]) -> Any:
 
     rows = []
     for r in results:
-        row = {"id": r.id, "prompt": r.prompt, "status": r.status, "answer": r.text, "error": r.error,
+        row: JsonObject = {"id": r.id, "prompt": r.prompt, "status": r.status, "answer": r.text, "error": r.error,
                "model": r.model, "tokens": r.tokens, "input_tokens": r.input_tokens,
                "output_tokens": r.output_tokens, "cost": r.cost}
         row.update(r.data or {})
@@ -50,7 +51,7 @@ def results_frame(results: Iterable[ItemResult]) -> Any:
     return pd.DataFrame(rows)
 
 
-def dataframe_batch(df: Any, template: str, *, output_schema: dict[str, Any] | None = None,
+def dataframe_batch(df: Any, template: str, *, output_schema: JsonObject | None = None,
                     id_column: str | None = None, **kwargs: Any) -> Any:
     """Run ``template`` over every row of ``df`` (see :func:`~eca_notebook.batch.batch` for ``kwargs``: executor,
     store, budget, progress, model, …) and return a copy of ``df`` with the columns ``status``, ``answer``,
@@ -66,11 +67,11 @@ def dataframe_batch(df: Any, template: str, *, output_schema: dict[str, Any] | N
     missing = [c for c in template_columns(template) if c not in df.columns]
     if missing:
         raise KeyError(f"the template names column(s) the DataFrame lacks: {', '.join(missing)}")
-    prompts: list[str | dict[str, Any] | WorkItem] = []
+    prompts: list[str | ItemPrompt | WorkItem] = []
     # (records, not iterrows: each value keeps its column's type — iterrows makes a row of ints and floats all
     # floats, so {count} would read "3.0" — and it is many times faster on 200,000 rows)
     for row in df.to_dict("records"):
-        prompt: dict[str, Any] = {"message": render_template(template, row)}
+        prompt: ItemPrompt = {"message": render_template(template, row)}
         if id_column is not None:
             prompt["id"] = str(row[id_column])
         if output_schema is not None:
@@ -88,7 +89,8 @@ def dataframe_batch(df: Any, template: str, *, output_schema: dict[str, Any] | N
     out["cost"] = [r.cost for r in results]
     out["cost"] = out["cost"].astype("float64")
     if output_schema is not None:
-        for key in (output_schema.get("properties") or {}):
+        properties = output_schema.get("properties")
+        for key in (properties if isinstance(properties, dict) else {}):
             column = f"answer_{key}" if key in df.columns or key in RESULT_COLUMNS else key
             out[column] = [(r.data or {}).get(key) for r in results]
     # the item ids (the rows' keys in the results store) and the batch's totals

@@ -9,13 +9,17 @@ from __future__ import annotations
 
 import hashlib
 import json
-from typing import Any, Literal
+import os
+from typing import Any, Literal, Required, TypedDict
 
 from pydantic import BaseModel, ConfigDict, Field
+
+from ..protocol import JsonObject
 
 __all__ = [
     "EngineSpec",
     "FileDiff",
+    "ItemPrompt",
     "ItemResult",
     "RateLimit",
     "ToolCallSummary",
@@ -41,6 +45,20 @@ def item_id(message: str, **parts: Any) -> str:
     return hashlib.sha256(data.encode()).hexdigest()[:16]
 
 
+class ItemPrompt(TypedDict, total=False):
+    """A prompt of a batch given as a dict: its message and any :class:`WorkItem` field (validated into one)."""
+
+    message: Required[str]
+    id: str
+    model: str | None
+    behavior: str | None
+    contexts: list[JsonObject] | None
+    workspace: str | os.PathLike[str] | None
+    approval: ApprovalMode | None
+    timeout: float | None
+    output_schema: JsonObject | None
+
+
 class WorkItem(_Model):
     """One prompt of a batch: serialisable, so it can run in any process of a cluster."""
 
@@ -48,7 +66,7 @@ class WorkItem(_Model):
     message: str
     model: str | None = None
     behavior: str | None = None
-    contexts: list[dict[str, Any]] | None = None
+    contexts: list[JsonObject] | None = None
     #: a folder (a git repository, a project) or a single file (e.g. a notebook; its folder becomes the workspace)
     #: the item's engine works in; None: the batch's workspace
     workspace: str | None = None
@@ -56,7 +74,7 @@ class WorkItem(_Model):
     approval: ApprovalMode | None = None
     timeout: float | None = None
     #: a JSON schema: the answer must be one JSON object of that shape; it is parsed into ``ItemResult.data``
-    output_schema: dict[str, Any] | None = None
+    output_schema: JsonObject | None = None
 
     def approval_mode(self) -> ApprovalMode:
         if self.approval is not None:
@@ -78,10 +96,10 @@ class ToolCallSummary(_Model):
     id: str
     name: str
     server: str = "eca"
-    arguments: dict[str, Any] = Field(default_factory=dict)
+    arguments: JsonObject = Field(default_factory=dict)
     status: str
     output: str | None = None
-    details: dict[str, Any] | None = None
+    details: JsonObject | None = None
     reason: str | None = None
 
 
@@ -105,7 +123,7 @@ class ItemResult(_Model):
     output_tokens: int | None = None
     cost: float | None = None
     attempts: int = 0
-    data: dict[str, Any] | None = None
+    data: JsonObject | None = None
     files: list[FileDiff] = Field(default_factory=list)
     tool_calls: list[ToolCallSummary] = Field(default_factory=list)
     workspace: str | None = None
@@ -117,7 +135,7 @@ class ItemResult(_Model):
     def ok(self) -> bool:
         return self.status == "done"
 
-    def comparable(self) -> dict[str, Any]:
+    def comparable(self) -> JsonObject:
         """The result without where and how fast it ran: equal for the same item on any executor."""
         return self.model_dump(exclude={"worker", "seconds"})
 
@@ -143,7 +161,7 @@ class EngineSpec(_Model):
     """How a worker builds the engine for an item: passed explicitly (workers share nothing with the driver)."""
 
     workspace: str
-    config: dict[str, Any] | None = None
+    config: JsonObject | None = None
     env: dict[str, str] | None = None
     keep_chats: bool = False
     #: the engine's default model (resolved by the driver when a limit is per provider): the provider whose limit

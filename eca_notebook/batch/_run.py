@@ -14,9 +14,10 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from ..protocol import JsonObject
 from ._cost import CostEstimate, estimate_cost
 from ._executors import Job, as_executor
-from ._models import EngineSpec, ItemResult, RateLimit, WorkItem, item_id
+from ._models import EngineSpec, ItemPrompt, ItemResult, RateLimit, WorkItem, item_id
 from ._progress import Totals, make_progress
 from ._runtime import default_model
 from ._store import ResultStore
@@ -50,7 +51,7 @@ class BatchResults(list[ItemResult]):
         return results_frame(self)
 
 
-def work_items(prompts: Iterable[str | dict[str, Any] | WorkItem], **defaults: Any) -> list[WorkItem]:
+def work_items(prompts: Iterable[str | ItemPrompt | WorkItem], **defaults: Any) -> list[WorkItem]:
     """Work units for ``prompts`` (messages, dicts with ``message`` and any :class:`WorkItem` field, or work
     units), ``defaults`` filling what a prompt does not set. An item without an ``id`` gets a stable one from what
     it asks (see :func:`item_id`); a prompt repeated in the same batch gets ``<id>-2``, ``<id>-3``, …"""
@@ -60,8 +61,9 @@ def work_items(prompts: Iterable[str | dict[str, Any] | WorkItem], **defaults: A
     items: list[WorkItem] = []
     seen: dict[str, int] = {}
     for index, prompt in enumerate(prompts):
+        fields: dict[str, object]  # WorkItem fields, validated into one below
         if isinstance(prompt, WorkItem):
-            fields: dict[str, Any] = prompt.model_dump(exclude_unset=True)
+            fields = prompt.model_dump(exclude_unset=True)
         elif isinstance(prompt, str):
             fields = {"message": prompt}
         elif isinstance(prompt, dict):
@@ -74,11 +76,13 @@ def work_items(prompts: Iterable[str | dict[str, Any] | WorkItem], **defaults: A
         else:
             raise TypeError(f"batch prompt #{index} must be a string, a dict or a WorkItem, not "
                             f"{type(prompt).__name__}")
-        merged = {**defaults, **fields}
-        if merged.get("workspace") is not None:
-            merged["workspace"] = str(Path(merged["workspace"]).expanduser().resolve())
+        merged: dict[str, object] = {**defaults, **fields}
+        workspace = merged.get("workspace")
+        if isinstance(workspace, (str, os.PathLike)):
+            merged["workspace"] = str(Path(workspace).expanduser().resolve())
         if not merged.get("id"):
-            base = item_id(merged["message"], **{k: v for k, v in merged.items() if k not in ("message", "timeout")})
+            parts = {k: v for k, v in merged.items() if k not in ("message", "timeout")}
+            base = item_id(str(merged["message"]), **parts)
             count = seen[base] = seen.get(base, 0) + 1
             merged["id"] = base if count == 1 else f"{base}-{count}"
         items.append(WorkItem.model_validate(merged))
@@ -97,12 +101,12 @@ def _limits(rate_limit: RateLimit | dict[str, RateLimit] | None) -> dict[str, Ra
 
 
 def batch(
-    prompts: Iterable[str | dict[str, Any] | WorkItem],
+    prompts: Iterable[str | ItemPrompt | WorkItem],
     *,
     executor: Any = None,
     concurrency: int = 4,
     workspace: str | os.PathLike[str] | None = None,
-    config: dict[str, Any] | None = None,
+    config: JsonObject | None = None,
     env: dict[str, str] | None = None,
     store: str | os.PathLike[str] | ResultStore | None = None,
     retries: int = 0,
@@ -198,7 +202,7 @@ def batch(
     return results
 
 
-async def abatch(prompts: Iterable[str | dict[str, Any] | WorkItem], **kwargs: Any) -> BatchResults:
+async def abatch(prompts: Iterable[str | ItemPrompt | WorkItem], **kwargs: Any) -> BatchResults:
     """:func:`batch` for asyncio code: the driver runs on a thread, so the caller's event loop stays free."""
     items = list(prompts)
     return await asyncio.to_thread(lambda: batch(items, **kwargs))

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from ..client import DEFAULT_UNATTENDED_POLICY, EcaClient, PromptResult
+from ..protocol import JsonObject
 from ._limits import Lease, Limiter, estimate_tokens
 from ._models import EngineSpec, FileDiff, ItemResult, RateLimit, ToolCallSummary, WorkItem
 from ._structured import parse_structured, schema_instructions
@@ -55,7 +56,7 @@ class WorkspacePolicy:
         except (OSError, RuntimeError):
             return False
 
-    def __call__(self, content: dict[str, Any]) -> bool:
+    def __call__(self, content: JsonObject) -> bool:
         if content.get("origin") == "mcp" or str(content.get("server") or "eca") != "eca":
             return False
         if str(content.get("name") or "") in _RUNS_CODE:
@@ -63,7 +64,8 @@ class WorkspacePolicy:
         details = content.get("details")
         if not isinstance(details, dict) or details.get("type") != "fileChange":
             return False
-        arguments: dict[str, Any] = content["arguments"] if isinstance(content.get("arguments"), dict) else {}
+        given = content.get("arguments")
+        arguments: JsonObject = given if isinstance(given, dict) else {}
         paths = [details.get("path")] + [arguments[k] for k in _PATH_ARGUMENTS if k in arguments]
         return all(self._inside(p) for p in paths)
 
@@ -241,7 +243,8 @@ def _item_result(item: WorkItem, prompt: PromptResult, folder: Path) -> ItemResu
     usage = prompt.usage or {}
     cost: float | None = None
     with contextlib.suppress(TypeError, ValueError):
-        cost = float(usage["sessionCost"]) if usage.get("sessionCost") is not None else None
+        session_cost = usage.get("sessionCost")
+        cost = float(session_cost) if isinstance(session_cost, (int, float, str)) else None
     files = []
     for call in prompt.tool_calls:
         details = call.details or {}
@@ -251,6 +254,7 @@ def _item_result(item: WorkItem, prompt: PromptResult, folder: Path) -> ItemResu
                 path = path.resolve().relative_to(folder)
             files.append(FileDiff(path=path.as_posix(), diff=str(details.get("diff") or ""), tool=call.name))
     error = prompt.error or ("stopped" if prompt.stopped else None)
+    tokens = usage.get("sessionTokens")
     data = None
     if error is None and item.output_schema is not None:
         data, problem = parse_structured(prompt.text, item.output_schema)
@@ -258,7 +262,7 @@ def _item_result(item: WorkItem, prompt: PromptResult, folder: Path) -> ItemResu
             error = problem
     return ItemResult(
         id=item.id, prompt=item.message, status="failed" if error else "done", text=prompt.text, error=error,
-        model=prompt.model, tokens=usage.get("sessionTokens"), input_tokens=inputs if seen else None,
+        model=prompt.model, tokens=tokens if isinstance(tokens, int) else None, input_tokens=inputs if seen else None,
         output_tokens=outputs if seen else None, cost=cost, data=data, files=files, workspace=item.workspace,
         tool_calls=[ToolCallSummary(id=c.id, name=c.name, server=c.server, arguments=c.arguments, status=c.status,
                                     output=c.output, details=c.details, reason=c.reason) for c in prompt.tool_calls],

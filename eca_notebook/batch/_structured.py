@@ -12,6 +12,8 @@ import json
 import re
 from typing import Any
 
+from ..protocol import JsonObject
+
 __all__ = ["parse_structured", "schema_instructions"]
 
 _FENCE = re.compile(r"```(?:json)?\s*(.*?)```", re.DOTALL)
@@ -21,7 +23,7 @@ _TYPES: dict[str, tuple[type, ...]] = {
 }
 
 
-def schema_instructions(schema: dict[str, Any]) -> str:
+def schema_instructions(schema: JsonObject) -> str:
     """The sentence appended to a prompt that asks for structured output."""
     return ("Answer with only one JSON object, no other text, that matches this JSON schema:\n"
             + json.dumps(schema, sort_keys=True))
@@ -48,7 +50,7 @@ def _type_ok(value: Any, expected: Any) -> bool:
     return False
 
 
-def parse_structured(text: str, schema: dict[str, Any]) -> tuple[dict[str, Any] | None, str | None]:
+def parse_structured(text: str, schema: JsonObject) -> tuple[JsonObject | None, str | None]:
     """``(data, None)`` for an answer holding a JSON object that fits ``schema``; ``(None, problem)`` otherwise."""
     data: Any = None
     for candidate in _candidates(text or ""):
@@ -60,8 +62,9 @@ def parse_structured(text: str, schema: dict[str, Any]) -> tuple[dict[str, Any] 
             break
     if not isinstance(data, dict):
         return None, "the answer is not a JSON object (structured output was asked for)"
-    properties: dict[str, Any] = schema["properties"] if isinstance(schema.get("properties"), dict) else {}
-    for key in schema.get("required") or []:
+    given, required = schema.get("properties"), schema.get("required")
+    properties: JsonObject = given if isinstance(given, dict) else {}
+    for key in required if isinstance(required, list) else []:
         if key not in data:
             return None, f"the answer's JSON lacks the required key {key!r}"
     for key, rule in properties.items():
@@ -69,6 +72,6 @@ def parse_structured(text: str, schema: dict[str, Any]) -> tuple[dict[str, Any] 
             continue
         if "type" in rule and not _type_ok(data[key], rule["type"]):
             return None, f"the answer's {key!r} is not of type {rule['type']}"
-        if "enum" in rule and data[key] not in rule["enum"]:
-            return None, f"the answer's {key!r} is not one of {rule['enum']}"
+        if isinstance(enum := rule.get("enum"), list) and data[key] not in enum:
+            return None, f"the answer's {key!r} is not one of {enum}"
     return data, None

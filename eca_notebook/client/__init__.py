@@ -31,7 +31,7 @@ from ._approval import (
     UnattendedPolicy,
 )
 from ._async import EcaClient, PromptStream
-from ._executor import BatchExecutor
+from ._executor import BatchExecutor, BatchPrompt, PromptOptions
 from ._result import PromptResult, ToolCallRecord, results_table
 from ._sync import SyncEcaClient, SyncPromptStream, prompt
 
@@ -41,7 +41,9 @@ __all__ = [
     "ApprovalPolicy",
     "ApprovalRules",
     "BatchExecutor",
+    "BatchPrompt",
     "EcaClient",
+    "PromptOptions",
     "PromptResult",
     "PromptStream",
     "SyncEcaClient",
