@@ -31,12 +31,12 @@ import os
 import time
 import uuid
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 from .._redact import redact_json
 from .._tasks import BackgroundTasks
 from .._version import __version__
-from ..protocol import ChatPromptParams
+from ..protocol import ChatPromptParams, JsonObject
 from ..protocol.errors import INVALID_PARAMS, INVALID_REQUEST, RpcError
 from ..protocol.turn import ContentEvent, ToolCallState
 from ..rpc import Endpoint
@@ -60,12 +60,20 @@ from ._schema import (
     TOOL_NOT_FOUND,
     TOOL_TIMEOUT,
     CancelParams,
+    ClientRequestParams,
+    ConfigOptionsResult,
     InitializeParams,
     ListSessionsParams,
     LoadSessionParams,
     NewSessionParams,
+    NewSessionResult,
     PromptParams,
+    PromptResult,
     ReadTextFileParams,
+    ReadTextFileResult,
+    SessionPage,
+    SessionState,
+    SessionUpdate,
     SetConfigOptionParams,
     SetModelParams,
     SetModeParams,
@@ -73,7 +81,7 @@ from ._schema import (
 )
 from ._sessions import Session, Turn, available_commands, session_page
 from ._terminal import TerminalRunner
-from ._updates import SessionUpdates
+from ._updates import PermissionAsk, SessionUpdates
 from ._workspaces import EngineFactory, Workspace, Workspaces, default_engine_factory, mcp_available
 
 __all__ = ["DEFAULT_MAX_FRAME", "MAX_QUEUED_UPDATES", "AcpConnection", "serve_acp_stdio"]
@@ -94,7 +102,7 @@ class _Replay:
         self.workspace = workspace
         self.session = session
 
-    def send(self, method: str, params: dict[str, Any]) -> None:
+    def send(self, method: str, params: JsonObject) -> None:
         self.connection._deliver(self.workspace, method, params, self.session)
 
 
@@ -145,7 +153,7 @@ class AcpConnection:
 
     # -- to the client -------------------------------------------------------------------------------------------
 
-    def notify_update(self, session_id: str, update: dict[str, Any]) -> None:
+    def notify_update(self, session_id: str, update: SessionUpdate) -> None:
         """Queue one ``session/update`` behind whatever was queued before it (through the session's outbox, which
         keeps it under the spec's per-session rate)."""
         session = self.sessions.get(session_id)
@@ -154,7 +162,7 @@ class AcpConnection:
         else:
             self._send_update(session_id, update)
 
-    def _send_update(self, session_id: str, update: dict[str, Any]) -> None:
+    def _send_update(self, session_id: str, update: SessionUpdate) -> None:
         self.endpoint.notify_nowait("session/update", {"sessionId": session_id, "update": update})
 
     def _open(self, session: Session) -> Session:
@@ -185,7 +193,7 @@ class AcpConnection:
                                             "status": "in_progress",
                                             "content": [{"type": "terminal", "terminalId": terminal_id}]})
 
-    def _deliver(self, workspace: Workspace, method: str, params: dict[str, Any], replay: Session | None) -> None:
+    def _deliver(self, workspace: Workspace, method: str, params: JsonObject, replay: Session | None) -> None:
         """One engine notification: a replay's content for the session *replay* as ``session/update``\\ s (the live
         contents come typed, through :meth:`_event`)."""
         if method == "$/showMessage":
@@ -194,7 +202,9 @@ class AcpConnection:
         if method != "chat/contentReceived" or replay is None or replay.workspace is not workspace:
             return
         try:
-            updates, ask = replay.updates.translate(str(params.get("role")), params.get("content") or {}, live=False)
+            content = params.get("content")
+            updates, ask = replay.updates.translate(str(params.get("role")),
+                                                    content if isinstance(content, dict) else {}, live=False)
         except Exception:
             log.exception("could not translate a %s of session %s", method, replay.id)
             return
@@ -218,22 +228,22 @@ class AcpConnection:
         if not subagent and change is not None and change.kind == "toolCalled" and change.tool is not None:
             code = _tool_error_code(session, change.tool)
             for update in updates:
-                if code is not None and update.get("status") == "failed":
+                if code is not None and update["sessionUpdate"] == "tool_call_update" and update["status"] == "failed":
                     update["rawOutput"] = {"error": {"code": code, "message": SPEC_MESSAGES[code]}}
         self._updates(session, updates, ask)
 
-    def _updates(self, session: Session, updates: list[dict[str, Any]], ask: Any) -> None:
+    def _updates(self, session: Session, updates: list[SessionUpdate], ask: PermissionAsk | None) -> None:
         for update in updates:
             self.notify_update(session.id, update)
         if ask is not None:  # its request is queued behind the tool call it asks about
             self._tasks.spawn(self._ask_after_updates(session, ask), f"acp-permission-{ask.call_id}")
 
-    async def _ask_after_updates(self, session: Session, ask: Any) -> None:
+    async def _ask_after_updates(self, session: Session, ask: PermissionAsk) -> None:
         if session.outbox is not None:
             await session.outbox.drain()  # the tool call it asks about may be held by the rate limit
         await ask_permission(session, ask, self.client_request)
 
-    async def client_request(self, method: str, params: dict[str, Any], timeout: float | None = None) -> Any:
+    async def client_request(self, method: str, params: ClientRequestParams, timeout: float | None = None) -> Any:
         """A request to the client that is never cancelled on the wire (ACP has no ``$/cancelRequest``): on
         timeout or cancellation of the caller it keeps running in the background and its answer is dropped."""
         task = asyncio.ensure_future(self.endpoint.request(method, params))
@@ -252,7 +262,8 @@ class AcpConnection:
             return None
         return ClientFiles(self._paced_request, can_read=can_read, can_write=can_write)
 
-    async def _paced_request(self, method: str, params: dict[str, Any], timeout: float | None = None) -> Any:
+    async def _paced_request(self, method: str, params: ClientRequestParams,
+                             timeout: float | None = None) -> Any:
         """An ``fs/*`` request under its session's rate limit: the agent waits for the window rather than send
         one the client may refuse (the spec's limits bind the sender of agent → client calls)."""
         session = self.sessions.get(str(params.get("sessionId")))
@@ -298,7 +309,7 @@ class AcpConnection:
 
     # -- initialize ----------------------------------------------------------------------------------------------
 
-    def initialize(self, params: InitializeParams) -> dict[str, Any]:
+    def initialize(self, params: InitializeParams) -> JsonObject:
         if self.client_capabilities is not None:
             raise RpcError(INVALID_REQUEST, "'initialize' was already called on this connection")
         self.client_capabilities = params.client_capabilities
@@ -315,7 +326,7 @@ class AcpConnection:
             "authMethods": [],
         }
 
-    def authenticate(self, params: Any) -> dict[str, Any]:
+    def authenticate(self, params: object) -> NoReturn:
         raise RpcError(INVALID_PARAMS, "eca-notebook advertises no authentication methods: configure API keys in "
                                        "its config or environment instead")
 
@@ -337,7 +348,7 @@ class AcpConnection:
 
         self._tasks.spawn(later(), "acp-commands")
 
-    async def new_session(self, params: NewSessionParams) -> dict[str, Any]:
+    async def new_session(self, params: NewSessionParams) -> NewSessionResult:
         workspace = await self.workspaces.get(params.cwd)
         await workspace.add_mcp_servers(params.mcp_servers)
         engine = workspace.engine
@@ -347,7 +358,7 @@ class AcpConnection:
         self._announce_commands(session)
         return {"sessionId": session.id, **session.state()}
 
-    async def load_session(self, params: LoadSessionParams) -> dict[str, Any]:
+    async def load_session(self, params: LoadSessionParams) -> SessionState:
         workspace = await self.workspaces.get(params.cwd)
         await workspace.add_mcp_servers(params.mcp_servers)
         engine = workspace.engine
@@ -383,7 +394,7 @@ class AcpConnection:
             await session.outbox.drain()  # the answer follows the replay
         return session.state()
 
-    async def list_sessions(self, params: ListSessionsParams | None) -> dict[str, Any]:
+    async def list_sessions(self, params: ListSessionsParams | None) -> SessionPage:
         params = params or ListSessionsParams()
         if params.cwd is not None:
             workspaces = [await self.workspaces.get(params.cwd)] if Path(params.cwd).is_dir() else []
@@ -397,26 +408,26 @@ class AcpConnection:
         self.notify_update(session.id, {"sessionUpdate": "config_option_update",
                                         "configOptions": session.config_options()})
 
-    def set_mode(self, params: SetModeParams) -> dict[str, Any]:
+    def set_mode(self, params: SetModeParams) -> JsonObject:
         session = self._session(params.session_id)
         session.apply_mode(params.mode_id)
         self._options_changed(session)
         return {}
 
-    def set_model(self, params: SetModelParams) -> dict[str, Any]:
+    def set_model(self, params: SetModelParams) -> JsonObject:
         session = self._session(params.session_id)
         session.apply_model(params.model_id)
         self._options_changed(session)
         return {}
 
-    def set_config_option(self, params: SetConfigOptionParams) -> dict[str, Any]:
+    def set_config_option(self, params: SetConfigOptionParams) -> ConfigOptionsResult:
         session = self._session(params.session_id)
         session.apply_option(params.config_id, params.value)
         return {"configOptions": session.config_options()}
 
     # -- files ---------------------------------------------------------------------------------------------------
 
-    async def read_text_file(self, params: ReadTextFileParams) -> dict[str, Any]:
+    async def read_text_file(self, params: ReadTextFileParams) -> ReadTextFileResult:
         """A client's ``fs/read_text_file`` (acp-messages.md "Error Scenarios"): the file as the agent sees it, for
         the session's folders only (:func:`._files.read_for_client`)."""
         session = self._session(params.session_id)
@@ -425,7 +436,7 @@ class AcpConnection:
 
     # -- prompts -------------------------------------------------------------------------------------------------
 
-    async def prompt(self, params: PromptParams) -> dict[str, Any]:
+    async def prompt(self, params: PromptParams) -> PromptResult:
         session = self._session(params.session_id)
         if session.turn is not None:
             raise RpcError(SESSION_LOCKED, "Session locked: a prompt is already running in this session",
@@ -471,7 +482,7 @@ class AcpConnection:
             await session.outbox.drain()  # the turn's updates (some held by the rate limit) precede this answer
         return {"stopReason": session.stop_reason(turn)}
 
-    async def _check_linked_files(self, session: Session, contexts: list[dict[str, Any]]) -> None:
+    async def _check_linked_files(self, session: Session, contexts: list[JsonObject]) -> None:
         """A prompt that links a file (``resource_link`` ``file://``) that does not exist — on disk, nor in the
         editor when it serves files — is refused with the spec's ``-31700`` (File not found): left out silently,
         the model would be asked about a file it never sees, and the user never learn why."""

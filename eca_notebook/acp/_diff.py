@@ -16,7 +16,9 @@ diff from the two texts, so we rebuild them without touching the file (which may
 from __future__ import annotations
 
 import re
-from typing import Any
+
+from ..protocol import JsonObject
+from ._schema import DiffContent
 
 __all__ = ["diff_contents", "hunks", "reverse_apply"]
 
@@ -85,15 +87,13 @@ def _is_creation(diff: str) -> bool:
     return bool(parsed) and parsed[0][0] == 0 and parsed[0][1] == 0
 
 
-def _diff(path: str, old: str | None, new: str) -> dict[str, Any]:
-    content: dict[str, Any] = {"type": "diff", "path": path}
-    if old is not None:  # absent (not null) for a new file: the schema's "None for new files"
-        content["oldText"] = old
-    content["newText"] = new
-    return content
+def _diff(path: str, old: str | None, new: str) -> DiffContent:
+    if old is None:  # absent (not null) for a new file: the schema's "None for new files"
+        return {"type": "diff", "path": path, "newText": new}
+    return {"type": "diff", "path": path, "oldText": old, "newText": new}
 
 
-def diff_contents(tool: str, arguments: dict[str, Any], details: dict[str, Any] | None) -> list[dict[str, Any]]:
+def diff_contents(tool: str, arguments: JsonObject, details: JsonObject | None) -> list[DiffContent]:
     """ACP ``diff`` tool-call contents for a call whose details are a ``fileChange``; [] when there is none."""
     if not details or details.get("type") != "fileChange":
         return []
@@ -103,23 +103,24 @@ def diff_contents(tool: str, arguments: dict[str, Any], details: dict[str, Any] 
         return []
     if tool == "delete_file":
         return [_diff(path, reverse_apply("", diff) or "", "")]
-    if tool == "write_file" and isinstance(arguments.get("content"), str):
-        new = arguments["content"]
+    content, source, new_content = arguments.get("content"), arguments.get("source"), arguments.get("new_content")
+    if tool == "write_file" and isinstance(content, str):
+        new = content
         if _is_creation(diff):
             return [_diff(path, None, new)]
         old = reverse_apply(new, diff)
         if old is not None:
             return [_diff(path, old, new)]
-    if tool == "notebook_edit_cell" and isinstance(arguments.get("source"), str):
+    if tool == "notebook_edit_cell" and isinstance(source, str):
         # a notebook cell: its whole old and new source (the cell diff compares them newline-terminated)
-        new = arguments["source"]
+        new = source
         old = reverse_apply(new if not new or new.endswith("\n") else new + "\n", diff)
         if old is not None:
             return [_diff(path, old if new.endswith("\n") else old.removesuffix("\n"), new)]
-    if tool == "edit_file" and isinstance(arguments.get("new_content"), str):
+    if tool == "edit_file" and isinstance(new_content, str):
         original = arguments.get("original_content")
         old = original if isinstance(original, str) and original else None
-        return [_diff(path, old, arguments["new_content"])]
+        return [_diff(path, old, new_content)]
     out = []
     for old_start, old_count, _, _, body in hunks(diff):
         old_side = "".join(text for tag, text in body if tag in (" ", "-"))

@@ -19,8 +19,9 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
+from ..protocol import JsonObject
 from ..protocol.errors import INVALID_PARAMS, RpcError
-from ._schema import FILE_NOT_FOUND, FILE_TOO_LARGE, PERMISSION_DENIED, READ_LIMIT
+from ._schema import FILE_NOT_FOUND, FILE_TOO_LARGE, PERMISSION_DENIED, READ_LIMIT, ReadTextFileResult
 
 __all__ = ["CURRENT_SESSION", "FS_RETRIES", "READ_TIMEOUT", "WRITE_TIMEOUT", "ClientFiles", "read_for_client"]
 
@@ -35,7 +36,7 @@ READ_TIMEOUT = 30.0
 WRITE_TIMEOUT = 60.0
 FS_RETRIES = 1
 
-Request = Callable[[str, dict[str, Any], float], Awaitable[Any]]
+Request = Callable[[str, JsonObject, float], Awaitable[Any]]
 
 
 class ClientFiles:
@@ -52,7 +53,7 @@ class ClientFiles:
         #: The client refused a raw ``.ipynb`` write (Jupyter AI does): the file tools stop offering to write one.
         self.refuses_notebooks = False
 
-    async def _retrying(self, method: str, params: dict[str, Any], timeout: float) -> Any:
+    async def _retrying(self, method: str, params: JsonObject, timeout: float) -> Any:
         for attempt in range(FS_RETRIES + 1):
             try:
                 return await self._request(method, params, timeout)
@@ -95,7 +96,8 @@ class ClientFiles:
         return True
 
 
-def read_for_client(roots: list[Path], path: str, line: int | None = None, limit: int | None = None) -> dict[str, Any]:
+def read_for_client(roots: list[Path], path: str, line: int | None = None,
+                    limit: int | None = None) -> ReadTextFileResult:
     """``fs/read_text_file`` sent *to* the agent (acp-messages.md "Error Scenarios" shows a client's read answered
     ``-31700``): the file as the agent sees it on disk, for a client that compares it with its buffer. Only files of
     the session's folders (*roots*; symlinks resolved, so a link cannot lead out): anything else is ``-31701``, a

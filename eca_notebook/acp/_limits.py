@@ -21,9 +21,10 @@ import time
 from collections import deque
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeGuard
 
 from ..protocol.errors import RpcError
+from ._schema import MessageChunk, SessionUpdate
 
 __all__ = ["DEFAULT_RATE_LIMITS", "DEFAULT_WINDOW", "RATE_LIMITED", "RateWindow", "SessionLimits", "UpdateOutbox",
            "limits_from_config"]
@@ -127,19 +128,22 @@ def limits_from_config(acp: Any) -> SessionLimits:
     return SessionLimits(limits, window, timeouts=timeouts)
 
 
-def _merge(into: dict[str, Any], update: dict[str, Any]) -> bool:
+def _is_chunk(update: SessionUpdate) -> TypeGuard[MessageChunk]:
+    return update["sessionUpdate"] in _MERGEABLE
+
+
+def _merge(into: SessionUpdate, update: SessionUpdate) -> bool:
     """Append *update*'s text to the pending chunk *into* when both are the same kind of text chunk."""
-    kind = into.get("sessionUpdate")
-    if kind not in _MERGEABLE or update.get("sessionUpdate") != kind:
+    if not (_is_chunk(into) and _is_chunk(update)) or update["sessionUpdate"] != into["sessionUpdate"]:
         return False
-    a, b = into.get("content"), update.get("content")
-    if not (isinstance(a, dict) and isinstance(b, dict) and a.get("type") == b.get("type") == "text"):
+    a, b = into["content"], update["content"]
+    if not (a["type"] == "text" and b["type"] == "text"):
         return False
     if {k: v for k, v in a.items() if k != "text"} != {k: v for k, v in b.items() if k != "text"}:
         return False
     if {k: v for k, v in into.items() if k != "content"} != {k: v for k, v in update.items() if k != "content"}:
         return False
-    text_a, text_b = str(a.get("text") or ""), str(b.get("text") or "")
+    text_a, text_b = a["text"] or "", b["text"] or ""
     if len(text_a) + len(text_b) > MERGE_LIMIT:
         return False
     into["content"] = {**a, "text": text_a + text_b}
@@ -150,21 +154,21 @@ class UpdateOutbox:
     """One session's ``session/update``\\ s under its rate limit: sent at once while the window has room, else
     held in order — consecutive text chunks merged — and sent as the window frees up."""
 
-    def __init__(self, window: RateWindow, send: Callable[[dict[str, Any]], None]) -> None:
+    def __init__(self, window: RateWindow, send: Callable[[SessionUpdate], None]) -> None:
         self.window = window
         self._send = send
-        self._pending: deque[dict[str, Any]] = deque()
+        self._pending: deque[SessionUpdate] = deque()
         self._flusher: asyncio.Task[None] | None = None
         self._idle = asyncio.Event()
         self._idle.set()
 
-    def put(self, update: dict[str, Any]) -> None:
+    def put(self, update: SessionUpdate) -> None:
         if not self._pending and self.window.try_take():
             self._send(update)
             return
         if self._pending and _merge(self._pending[-1], update):
             return
-        self._pending.append(dict(update))
+        self._pending.append(update.copy())
         self._idle.clear()
         if self._flusher is None or self._flusher.done():
             self._flusher = asyncio.get_running_loop().create_task(self._flush(), name="acp-update-outbox")

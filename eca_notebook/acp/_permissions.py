@@ -16,7 +16,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from ..protocol.errors import RpcError
-from ._schema import PermissionResponse
+from ._schema import ClientRequestParams, PermissionOption, PermissionResponse
 from ._sessions import Session
 from ._updates import PermissionAsk
 
@@ -26,7 +26,7 @@ log = logging.getLogger(__name__)
 
 # The ids acp-messages.md's session/request_permission example offers (``once``, ``always``, ``reject``), so a client
 # that answers as its Success Response does (``optionId: "once"``) is understood; ``reject_always`` is ours beside.
-PERMISSION_OPTIONS = [
+PERMISSION_OPTIONS: list[PermissionOption] = [
     {"optionId": "once", "name": "Allow once", "kind": "allow_once"},
     {"optionId": "always", "name": "Always allow in this session", "kind": "allow_always"},
     {"optionId": "reject", "name": "Reject", "kind": "reject_once"},
@@ -38,7 +38,7 @@ _OPTION_KINDS = {**{o["kind"]: o["kind"] for o in PERMISSION_OPTIONS},
                  **{o["optionId"]: o["kind"] for o in PERMISSION_OPTIONS}}
 
 #: ``request(method, params)``: one request to the client, its result.
-Request = Callable[[str, dict[str, Any]], Awaitable[Any]]
+Request = Callable[[str, ClientRequestParams], Awaitable[Any]]
 
 
 async def ask_permission(session: Session, ask: PermissionAsk, request: Request) -> None:

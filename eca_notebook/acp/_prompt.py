@@ -22,6 +22,7 @@ from urllib.parse import unquote, urlparse
 
 from .._text import is_host_guidance
 from ..plugins import TextContexts
+from ..protocol import JsonObject
 from ..protocol.errors import INVALID_PARAMS, RpcError
 from ._schema import BlobResource, MediaBlock, ResourceBlock, ResourceLinkBlock, TextBlock
 
@@ -44,7 +45,7 @@ class PromptInput:
     """One ``session/prompt`` as the engine takes it; *tokens* are dropped from the resources after the turn."""
 
     message: str
-    contexts: list[dict[str, Any]] = field(default_factory=list)
+    contexts: list[JsonObject] = field(default_factory=list)
     tokens: list[str] = field(default_factory=list)
 
 

@@ -2,7 +2,9 @@
 
 Our own pydantic models rather than the ``agent-client-protocol`` package's: the door must not depend on a test
 dependency, and we only need the client → agent side. Like the ECA models they tolerate unknown keys (clients add
-``_meta`` and newer fields) but check what we rely on: types, required fields, absolute paths, id lengths.
+``_meta`` and newer fields) but check what we rely on: types, required fields, absolute paths, id lengths. What we
+send (``session/update`` notifications, our answers, ``session/request_permission``) is typed by TypedDicts:
+checked by mypy, free per streamed chunk.
 
 Limits (``shared/specs/acp-messages.md`` "Message Size Limits") are checked on the params of each request before
 validation, so an oversized prompt is refused with a clear ``-32602`` instead of being half processed.
@@ -12,11 +14,12 @@ from __future__ import annotations
 
 import json
 import os
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, NotRequired, TypeAlias, TypedDict
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 from pydantic.alias_generators import to_camel
 
+from ..protocol import JsonObject
 from ..protocol.errors import INVALID_PARAMS, RpcError
 from ..protocol.methods import invalid_params
 
@@ -41,16 +44,40 @@ __all__ = [
     "TOOL_TIMEOUT",
     "UPDATE_LIMIT",
     "AcpModel",
+    "AvailableCommand",
     "CancelParams",
+    "ChunkContent",
+    "ClientRequestParams",
+    "ConfigOption",
+    "ConfigOptionsResult",
+    "DiffContent",
     "InitializeParams",
     "ListSessionsParams",
     "LoadSessionParams",
+    "MessageChunk",
     "NewSessionParams",
+    "NewSessionResult",
+    "PermissionOption",
+    "PlanEntry",
+    "PlanUpdate",
     "PromptParams",
+    "PromptResult",
     "ReadTextFileParams",
+    "ReadTextFileResult",
+    "RequestPermissionParams",
+    "SessionInfo",
+    "SessionPage",
+    "SessionState",
+    "SessionUpdate",
     "SetConfigOptionParams",
     "SetModeParams",
     "SetModelParams",
+    "TextChunk",
+    "ToolCall",
+    "ToolCallContent",
+    "ToolCallRequest",
+    "ToolCallUpdate",
+    "UsageUpdate",
     "parse",
 ]
 
@@ -370,3 +397,260 @@ def parse(method: str, params: Any) -> Any:
         return model.model_validate(params if params is not None else {})
     except ValidationError as exc:
         raise invalid_params(exc, method) from None
+
+
+# -- what we send: the ``update`` of ``session/update`` -----------------------------------------------------------
+# TypedDicts, not models: they are built once per streamed chunk, where a model's validation and dump would cost
+# more than the dict itself (they are checked by mypy, and cost nothing at run time).
+
+
+class TextChunk(TypedDict):
+    type: Literal["text"]
+    text: str
+
+
+class ImageChunk(TypedDict):
+    type: Literal["image"]
+    mimeType: str
+    data: str
+
+
+ChunkContent: TypeAlias = TextChunk | ImageChunk
+
+
+class WrappedContent(TypedDict):
+    """A tool call's content that is a plain content block (its output text)."""
+
+    type: Literal["content"]
+    content: ChunkContent
+
+
+class DiffContent(TypedDict):
+    """A tool call's file change: ``oldText`` absent (not null) for a new file."""
+
+    type: Literal["diff"]
+    path: str
+    oldText: NotRequired[str]
+    newText: str
+
+
+class TerminalContent(TypedDict):
+    """A tool call shows the client's terminal its command runs in."""
+
+    type: Literal["terminal"]
+    terminalId: str
+
+
+ToolCallContent: TypeAlias = WrappedContent | DiffContent | TerminalContent
+
+
+class Location(TypedDict):
+    path: str
+
+
+class Risk(TypedDict):
+    level: str
+    reason: str
+
+
+class EcaMeta(TypedDict):
+    risk: Risk
+
+
+class Meta(TypedDict):
+    eca: EcaMeta
+
+
+class MessageChunk(TypedDict):
+    sessionUpdate: Literal["user_message_chunk", "agent_message_chunk", "agent_thought_chunk"]
+    content: ChunkContent
+
+
+class ToolCallRequest(TypedDict):
+    """The ``toolCall`` of a ``session/request_permission``: a ``tool_call`` without ``sessionUpdate``."""
+
+    toolCallId: str
+    title: str
+    kind: str
+    status: Literal["pending"]
+    locations: list[Location]
+    rawInput: NotRequired[JsonObject]
+    content: NotRequired[list[ToolCallContent]]
+    _meta: NotRequired[Meta]
+
+
+class ToolCall(ToolCallRequest):
+    sessionUpdate: Literal["tool_call"]
+
+
+class RawOutputError(TypedDict):
+    code: int
+    message: str
+
+
+class RawOutput(TypedDict):
+    error: RawOutputError
+
+
+class ToolCallUpdate(TypedDict):
+    sessionUpdate: Literal["tool_call_update"]
+    toolCallId: str
+    status: Literal["in_progress", "completed", "failed"]
+    title: NotRequired[str]
+    content: NotRequired[list[ToolCallContent]]
+    rawOutput: NotRequired[RawOutput]
+
+
+class PlanEntry(TypedDict):
+    content: str
+    priority: str
+    status: str
+
+
+class PlanUpdate(TypedDict):
+    sessionUpdate: Literal["plan"]
+    entries: list[PlanEntry]
+
+
+class Cost(TypedDict):
+    amount: float
+    currency: str
+
+
+class UsageUpdate(TypedDict):
+    sessionUpdate: Literal["usage_update"]
+    used: int
+    size: int
+    cost: NotRequired[Cost]
+
+
+class SessionInfoUpdate(TypedDict):
+    sessionUpdate: Literal["session_info_update"]
+    title: str
+
+
+class CommandInput(TypedDict):
+    hint: str
+
+
+class AvailableCommand(TypedDict):
+    name: str
+    description: str
+    input: NotRequired[CommandInput]
+
+
+class AvailableCommandsUpdate(TypedDict):
+    sessionUpdate: Literal["available_commands_update"]
+    availableCommands: list[AvailableCommand]
+
+
+class SelectOption(TypedDict):
+    value: str
+    name: str
+    description: NotRequired[str]
+
+
+class ConfigOption(TypedDict):
+    """A ``select`` of ``configOptions`` (the session's mode, its model)."""
+
+    id: str
+    name: str
+    category: str
+    type: Literal["select"]
+    currentValue: str
+    options: list[SelectOption]
+
+
+class ConfigOptionUpdate(TypedDict):
+    sessionUpdate: Literal["config_option_update"]
+    configOptions: list[ConfigOption]
+
+
+class SessionMode(TypedDict):
+    id: str
+    name: str
+    description: str
+
+
+class ModeState(TypedDict):
+    currentModeId: str
+    availableModes: list[SessionMode]
+
+
+class ModelInfo(TypedDict):
+    modelId: str
+    name: str
+
+
+class ModelState(TypedDict):
+    currentModelId: str
+    availableModels: list[ModelInfo]
+
+
+class SessionState(TypedDict):
+    """The modes / models / configOptions block of a ``session/new`` or ``session/load`` answer."""
+
+    modes: ModeState
+    models: NotRequired[ModelState]
+    configOptions: list[ConfigOption]
+
+
+class NewSessionResult(SessionState):
+    """A ``session/new`` answer."""
+
+    sessionId: str
+
+
+class ConfigOptionsResult(TypedDict):
+    """A ``session/set_config_option`` answer."""
+
+    configOptions: list[ConfigOption]
+
+
+class PromptResult(TypedDict):
+    """A ``session/prompt`` answer."""
+
+    stopReason: str
+
+
+class ReadTextFileResult(TypedDict):
+    """An ``fs/read_text_file`` answer."""
+
+    content: str
+
+
+class PermissionOption(TypedDict):
+    optionId: str
+    name: str
+    kind: str
+
+
+class RequestPermissionParams(TypedDict):
+    """What we send as ``session/request_permission``."""
+
+    sessionId: str
+    toolCall: ToolCallRequest
+    options: list[PermissionOption]
+
+
+#: The params of a request we send the client: a ``session/request_permission``, or an ``fs/*`` / ``terminal/*``
+#: request's JSON object.
+ClientRequestParams: TypeAlias = JsonObject | RequestPermissionParams
+
+
+class SessionInfo(TypedDict):
+    sessionId: str
+    cwd: str
+    title: NotRequired[str]
+    updatedAt: NotRequired[str]
+
+
+class SessionPage(TypedDict):
+    """A ``session/list`` answer."""
+
+    sessions: list[SessionInfo]
+    nextCursor: NotRequired[str]
+
+
+SessionUpdate: TypeAlias = (MessageChunk | ToolCall | ToolCallUpdate | PlanUpdate | UsageUpdate | SessionInfoUpdate
+                            | AvailableCommandsUpdate | ConfigOptionUpdate)

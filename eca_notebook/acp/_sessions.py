@@ -15,6 +15,7 @@ from typing import Any
 from ..engine.engine import Engine
 from ..protocol.errors import INVALID_PARAMS, RpcError
 from ._limits import SessionLimits, UpdateOutbox
+from ._schema import AvailableCommand, ConfigOption, ModeState, SessionInfo, SessionMode, SessionPage, SessionState
 from ._terminal import TerminalRunner
 from ._updates import SessionUpdates
 from ._workspaces import Workspace
@@ -75,22 +76,24 @@ class Session:
         model = self.model or engine.selected_model or engine.registry.default_model()
         return model if model in engine.registry.models() else None
 
-    def state(self) -> dict[str, Any]:
+    def state(self) -> SessionState:
         """The modes / models / configOptions block of a session/new or session/load answer."""
         engine = self.engine
-        modes = [{"id": b, "name": b.capitalize(), "description": _describe(engine, b)} for b in engine.behaviors()]
-        state: dict[str, Any] = {"modes": {"currentModeId": self.mode, "availableModes": modes}}
+        modes: list[SessionMode] = [{"id": b, "name": b.capitalize(), "description": _describe(engine, b)}
+                                    for b in engine.behaviors()]
+        mode_state: ModeState = {"currentModeId": self.mode, "availableModes": modes}
         models = engine.registry.models()
         current = self.current_model()
         if models and current is not None:
-            state["models"] = {"currentModelId": current,
-                               "availableModels": [{"modelId": m, "name": m} for m in models]}
-        state["configOptions"] = self.config_options()
-        return state
+            return {"modes": mode_state,
+                    "models": {"currentModelId": current,
+                               "availableModels": [{"modelId": m, "name": m} for m in models]},
+                    "configOptions": self.config_options()}
+        return {"modes": mode_state, "configOptions": self.config_options()}
 
-    def config_options(self) -> list[dict[str, Any]]:
+    def config_options(self) -> list[ConfigOption]:
         engine = self.engine
-        options: list[dict[str, Any]] = [{
+        options: list[ConfigOption] = [{
             "id": "mode", "name": "Mode", "category": "mode", "type": "select", "currentValue": self.mode,
             "options": [{"value": b, "name": b.capitalize(), "description": _describe(engine, b)}
                         for b in engine.behaviors()],
@@ -146,11 +149,11 @@ class Session:
         return "end_turn"
 
 
-def available_commands(engine: Engine) -> list[dict[str, Any]]:
+def available_commands(engine: Engine) -> list[AvailableCommand]:
     """The engine's commands as an ``available_commands_update`` lists them."""
     commands = []
     for command in engine.query_commands(""):
-        entry: dict[str, Any] = {"name": command["name"], "description": command.get("description") or ""}
+        entry: AvailableCommand = {"name": command["name"], "description": command.get("description") or ""}
         arguments = command.get("arguments") or []
         if arguments:
             entry["input"] = {"hint": " ".join(f"<{a['name']}>" if a.get("required") else f"[{a['name']}]"
@@ -165,13 +168,13 @@ def _iso(ms: Any) -> str | None:
     return datetime.fromtimestamp(ms / 1000, tz=UTC).isoformat().replace("+00:00", "Z")
 
 
-def session_page(workspaces: Iterable[Workspace], cursor: str | None) -> dict[str, Any]:
+def session_page(workspaces: Iterable[Workspace], cursor: str | None) -> SessionPage:
     """A ``session/list`` answer: the saved chats of *workspaces*, most recently updated first, one page from
     *cursor* (an offset, as we hand them out in ``nextCursor``)."""
-    infos: list[dict[str, Any]] = []
+    infos: list[SessionInfo] = []
     for workspace in workspaces:
         for chat in workspace.engine.list_chats():
-            info: dict[str, Any] = {"sessionId": chat["id"], "cwd": str(workspace.cwd)}
+            info: SessionInfo = {"sessionId": chat["id"], "cwd": str(workspace.cwd)}
             if chat.get("title"):
                 info["title"] = chat["title"]
             updated = _iso(chat.get("updatedAt"))
@@ -183,7 +186,7 @@ def session_page(workspaces: Iterable[Workspace], cursor: str | None) -> dict[st
         start = int(cursor) if cursor else 0
     except ValueError:
         raise RpcError(INVALID_PARAMS, "invalid cursor", {"cursor": cursor}) from None
-    result: dict[str, Any] = {"sessions": infos[start:start + SESSION_PAGE]}
+    result: SessionPage = {"sessions": infos[start:start + SESSION_PAGE]}
     if start + SESSION_PAGE < len(infos):
         result["nextCursor"] = str(start + SESSION_PAGE)
     return result

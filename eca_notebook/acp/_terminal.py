@@ -15,6 +15,7 @@ import logging
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+from ..protocol import JsonObject
 from ..tools.base import CommandOutcome, CommandRequest
 
 __all__ = ["OUTPUT_BYTE_LIMIT", "TerminalRunner"]
@@ -24,7 +25,7 @@ log = logging.getLogger(__name__)
 OUTPUT_BYTE_LIMIT = 1024 * 1024  # what the client keeps of a command's output (the shell tool truncates further)
 REQUEST_TIMEOUT = 30.0  # seconds for the client to answer create / output / kill / release
 
-Request = Callable[[str, dict[str, Any], float | None], Awaitable[Any]]
+Request = Callable[[str, JsonObject, float | None], Awaitable[Any]]
 
 
 class TerminalRunner:
@@ -38,14 +39,14 @@ class TerminalRunner:
         self.timed_out: set[str] = set()
 
     async def __call__(self, command: CommandRequest) -> CommandOutcome:
-        params: dict[str, Any] = {"sessionId": self.session_id, "command": "/bin/sh", "args": ["-c", command.command],
+        params: JsonObject = {"sessionId": self.session_id, "command": "/bin/sh", "args": ["-c", command.command],
                                   "cwd": command.cwd, "env": [{"name": k, "value": v} for k, v in command.env.items()],
                                   "outputByteLimit": OUTPUT_BYTE_LIMIT}
         created = await self._request("terminal/create", params, REQUEST_TIMEOUT)
         terminal_id = str((created or {}).get("terminalId") or "")
         if not terminal_id:
             raise PermissionError("the client created no terminal")
-        ids = {"sessionId": self.session_id, "terminalId": terminal_id}
+        ids: JsonObject = {"sessionId": self.session_id, "terminalId": terminal_id}
         self._show(command.tool_call_id, terminal_id)
         killed = False
         try:

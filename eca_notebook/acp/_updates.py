@@ -34,12 +34,33 @@ import json
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
-from ..protocol import FileChangeDetails, ImageContent, MetadataContent, PlanContent, UrlContent, UsageContent
+from ..protocol import (
+    FileChangeDetails,
+    ImageContent,
+    JsonObject,
+    MetadataContent,
+    PlanContent,
+    UrlContent,
+    UsageContent,
+)
 from ..protocol.turn import Change, Content, ToolCallState, TurnFold
 from ._diff import diff_contents
-from ._schema import UPDATE_LIMIT
+from ._schema import (
+    UPDATE_LIMIT,
+    DiffContent,
+    Location,
+    PlanEntry,
+    Risk,
+    SessionUpdate,
+    ToolCall,
+    ToolCallContent,
+    ToolCallRequest,
+    ToolCallUpdate,
+    UsageUpdate,
+    WrappedContent,
+)
 
 __all__ = ["TEXT_CHUNK", "PermissionAsk", "SessionUpdates", "tool_kind"]
 
@@ -89,7 +110,7 @@ class PermissionAsk:
     """A call waiting for the user: what ``session/request_permission`` shows, and the engine's id to answer."""
 
     call_id: str  # the engine's (model's) id
-    tool_call: dict[str, Any]  # the ToolCallUpdate for the request
+    tool_call: ToolCallRequest  # the ToolCallUpdate for the request
     tool: str
     server: str
     chat_id: str | None = None  # the engine chat to answer in, when not the session's own (a subagent's)
@@ -102,14 +123,14 @@ class _Call:
     acp_id: str
     kind: str
     state: ToolCallState
-    diffs: list[dict[str, Any]] = field(default_factory=list)
+    diffs: list[DiffContent] = field(default_factory=list)
 
 
 def _size(value: Any) -> int:
     return len(json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode("utf-8"))
 
 
-def _text(text: str) -> dict[str, Any]:
+def _text(text: str) -> WrappedContent:
     return {"type": "content", "content": {"type": "text", "text": text}}
 
 
@@ -133,13 +154,13 @@ class SessionUpdates:
 
     # -- entry point ---------------------------------------------------------------------------------------------
 
-    def translate(self, role: str, content: dict[str, Any] | Content, *,
-                  live: bool) -> tuple[list[dict[str, Any]], PermissionAsk | None]:
+    def translate(self, role: str, content: JsonObject | Content, *,
+                  live: bool) -> tuple[list[SessionUpdate], PermissionAsk | None]:
         """Updates for one content, and a permission to ask for (live ``toolCallRun`` with manual approval)."""
         self.last = self.fold.step(role, content)
         return self._translate(self.last, live=live)
 
-    def _translate(self, change: Change, *, live: bool) -> tuple[list[dict[str, Any]], PermissionAsk | None]:
+    def _translate(self, change: Change, *, live: bool) -> tuple[list[SessionUpdate], PermissionAsk | None]:
         kind, content, role = change.kind, change.content, change.role
         if kind == "text":
             text = change.text
@@ -177,8 +198,8 @@ class SessionUpdates:
             return self._rejected(state), None
         return [], None
 
-    def translate_subagent(self, child_id: str, role: str, content: dict[str, Any] | Content, *,
-                           live: bool) -> tuple[list[dict[str, Any]], PermissionAsk | None]:
+    def translate_subagent(self, child_id: str, role: str, content: JsonObject | Content, *,
+                           live: bool) -> tuple[list[SessionUpdate], PermissionAsk | None]:
         """Updates for one content of a subagent's chat (``parentChatId`` is this session): its tool calls are
         calls of this session (so a call that needs approval is asked here, answered in the subagent's chat), and
         what it does is the parent's ``spawn_agent`` call's progress (its ``tool_call_update`` content). Its texts
@@ -194,7 +215,7 @@ class SessionUpdates:
             entry = self._subagents[child_id] = (sub, [])
         sub, lines = entry
         updates, ask = sub._translate(change, live=live)
-        out = [u for u in updates if u.get("sessionUpdate") in ("tool_call", "tool_call_update")]
+        out: list[SessionUpdate] = [u for u in updates if u["sessionUpdate"] in ("tool_call", "tool_call_update")]
         if ask is not None:
             ask.chat_id = child_id
         state, kind = change.tool, change.kind
@@ -217,9 +238,9 @@ class SessionUpdates:
                             "status": "in_progress", "content": [_text("\n".join(lines[-40:]))]})
         return out, ask
 
-    def unfinished(self) -> list[dict[str, Any]]:
+    def unfinished(self) -> list[ToolCallUpdate]:
         """``failed`` updates for calls a replayed chat left pending (the process ended while they waited)."""
-        out = []
+        out: list[ToolCallUpdate] = []
         for call in self._calls.values():
             if call.state.status in ("pending", "running"):
                 call.state.interrupted()
@@ -233,10 +254,10 @@ class SessionUpdates:
 
     # -- pieces --------------------------------------------------------------------------------------------------
 
-    def _plan(self, plan: PlanContent) -> list[dict[str, Any]]:
+    def _plan(self, plan: PlanContent) -> list[SessionUpdate]:
         """The agent's plan as ACP's ``plan`` update: the whole list each time, which the client shows in place of
         the previous one — as the ``plan`` content means. ACP entries have no files: they follow the description."""
-        entries = []
+        entries: list[PlanEntry] = []
         for step in plan.steps:
             text = step.description
             files = [f for f in step.files or [] if f]
@@ -245,25 +266,27 @@ class SessionUpdates:
             entries.append({"content": text, "priority": step.priority or "medium", "status": step.status})
         return [{"sessionUpdate": "plan", "entries": entries}]
 
-    def _image(self, role: str, content: ImageContent, *, live: bool) -> list[dict[str, Any]]:
+    def _image(self, role: str, content: ImageContent, *, live: bool) -> list[SessionUpdate]:
         if not content.media_type or not content.base64 or (role == "user" and live):
             return []  # a live prompt's images are already on the client's screen
-        update = "user_message_chunk" if role == "user" else "agent_message_chunk"
+        update: Literal["user_message_chunk", "agent_message_chunk"] = (
+            "user_message_chunk" if role == "user" else "agent_message_chunk")
         return [{"sessionUpdate": update,
                  "content": {"type": "image", "mimeType": content.media_type, "data": content.base64}}]
 
-    def _chunks(self, update: str, text: str) -> list[dict[str, Any]]:
+    def _chunks(self, update: Literal["user_message_chunk", "agent_message_chunk", "agent_thought_chunk"],
+                text: str) -> list[SessionUpdate]:
         if not text:
             return []
         return [{"sessionUpdate": update, "content": {"type": "text", "text": text[i:i + TEXT_CHUNK]}}
                 for i in range(0, len(text), TEXT_CHUNK)]
 
-    def _usage(self, usage: UsageContent) -> list[dict[str, Any]]:
+    def _usage(self, usage: UsageContent) -> list[SessionUpdate]:
         size = usage.limit.context if usage.limit is not None else None
         if not isinstance(size, int) or size <= 0:
             return []  # usage_update requires the context size; without it there is nothing honest to send
         used = (usage.message_input_tokens or 0) + (usage.message_output_tokens or 0)
-        update: dict[str, Any] = {"sessionUpdate": "usage_update", "used": max(0, used), "size": size}
+        update: UsageUpdate = {"sessionUpdate": "usage_update", "used": max(0, used), "size": size}
         if usage.session_cost is not None:
             try:
                 update["cost"] = {"amount": float(usage.session_cost), "currency": "USD"}
@@ -271,7 +294,7 @@ class SessionUpdates:
                 pass
         return [update]
 
-    def _locations(self, state: ToolCallState) -> list[dict[str, Any]]:
+    def _locations(self, state: ToolCallState) -> list[Location]:
         paths: list[str] = []
         if isinstance(state.detail, FileChangeDetails) and state.detail.path:
             paths.append(state.detail.path)
@@ -281,7 +304,7 @@ class SessionUpdates:
                 value = args.get(key)
                 if isinstance(value, str) and value.strip():
                     paths.append(value)
-        out: list[dict[str, Any]] = []
+        out: list[Location] = []
         seen: set[str] = set()
         for raw in paths:
             expanded = os.path.expanduser(raw)
@@ -300,12 +323,12 @@ class SessionUpdates:
         self._used.add(acp_id)
         return acp_id
 
-    def _run(self, state: ToolCallState, *, live: bool) -> tuple[list[dict[str, Any]], PermissionAsk | None]:
+    def _run(self, state: ToolCallState, *, live: bool) -> tuple[list[SessionUpdate], PermissionAsk | None]:
         kind = tool_kind(state.name, state.server)
-        args: dict[str, Any] = state.arguments if isinstance(state.arguments, dict) else {}
+        args: JsonObject = state.arguments if isinstance(state.arguments, dict) else {}
         call = _Call(self._new_id(state.id), kind, state, diff_contents(state.name, args, state.details))
         self._calls[state.id] = call
-        update: dict[str, Any] = {
+        update: ToolCall = {
             "sessionUpdate": "tool_call",
             "toolCallId": call.acp_id,
             "title": state.summary or state.name,
@@ -322,17 +345,17 @@ class SessionUpdates:
         update = self._fit(update, state)
         ask = None
         if live and state.manual_approval:
-            request = {k: v for k, v in update.items() if k != "sessionUpdate"}
+            request = _request(update)
             if risk is not None:  # ACP clients show the title with the buttons: the level belongs there
                 request["title"] = f"{request['title']} ({risk['level']} risk: {risk['reason']})"
             ask = PermissionAsk(call_id=state.id, tool_call=request, tool=state.name, server=state.server)
         return [update], ask
 
-    def _fit(self, update: dict[str, Any], state: ToolCallState) -> dict[str, Any]:
+    def _fit(self, update: ToolCall, state: ToolCallState) -> ToolCall:
         """Keep one update under the size limit: drop diffs (show the unified diff's size instead), then raw input."""
         if _size(update) <= UPDATE_LIMIT:
             return update
-        update = dict(update)
+        update = update.copy()
         if "content" in update:
             details = state.details or {}
             lines = f"+{details.get('linesAdded', '?')} -{details.get('linesRemoved', '?')}"
@@ -348,9 +371,9 @@ class SessionUpdates:
             self._calls[state.id] = call
         return call
 
-    def _progress(self, state: ToolCallState) -> list[dict[str, Any]]:
+    def _progress(self, state: ToolCallState) -> list[SessionUpdate]:
         call = self._call(state)
-        update: dict[str, Any] = {"sessionUpdate": "tool_call_update", "toolCallId": call.acp_id,
+        update: ToolCallUpdate = {"sessionUpdate": "tool_call_update", "toolCallId": call.acp_id,
                                   "status": "in_progress"}
         subagent = state.subagent
         if subagent is not None and subagent.step:
@@ -358,23 +381,23 @@ class SessionUpdates:
             update["title"] = f"{state.summary or subagent.agent_name} (step {steps})"
         return [update]
 
-    def _called(self, state: ToolCallState) -> list[dict[str, Any]]:
+    def _called(self, state: ToolCallState) -> list[SessionUpdate]:
         call = self._call(state)
         failed = state.status == "failed"
-        status = "failed" if failed else "completed"
+        status: Literal["failed", "completed"] = "failed" if failed else "completed"
         text = state.output or ""
         if call.kind == "execute" and text and not failed:
             text = f"```\n{text}\n```"
-        items: list[dict[str, Any]] = list(call.diffs) if not failed else []
+        items: list[ToolCallContent] = list(call.diffs) if not failed else []
         if text:
             items.append(_text(text))
-        update: dict[str, Any] = {"sessionUpdate": "tool_call_update", "toolCallId": call.acp_id,
+        update: ToolCallUpdate = {"sessionUpdate": "tool_call_update", "toolCallId": call.acp_id,
                                   "status": status, "content": items}
         if _size(update) > UPDATE_LIMIT:
             update["content"] = [_text(text[: TEXT_CHUNK])] if text else []
         return [update]
 
-    def _rejected(self, state: ToolCallState) -> list[dict[str, Any]]:
+    def _rejected(self, state: ToolCallState) -> list[SessionUpdate]:
         call = self._call(state)
         why = {"user-config": "Denied by the configuration (toolCall.approval).",
                "hook-rejected": "Rejected by a hook (config `hooks`)."}.get(state.reason or "", "Rejected.")
@@ -382,7 +405,20 @@ class SessionUpdates:
                  "content": [_text(why)]}]
 
 
-def _risk(risk: dict[str, Any] | None) -> dict[str, str] | None:
+def _request(update: ToolCall) -> ToolCallRequest:
+    """The ``toolCall`` of a permission request: the ``tool_call`` update without ``sessionUpdate`` (keys in order)."""
+    request: ToolCallRequest = {"toolCallId": update["toolCallId"], "title": update["title"], "kind": update["kind"],
+                                "status": update["status"], "locations": update["locations"]}
+    if "rawInput" in update:
+        request["rawInput"] = update["rawInput"]
+    if "content" in update:
+        request["content"] = update["content"]
+    if "_meta" in update:
+        request["_meta"] = update["_meta"]
+    return request
+
+
+def _risk(risk: JsonObject | None) -> Risk | None:
     """The engine's risk assessment of a call (``{"level", "reason"}``), when the fold holds a valid one."""
     if not isinstance(risk, dict) or risk.get("level") not in ("low", "medium", "high"):
         return None

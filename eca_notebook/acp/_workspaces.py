@@ -22,6 +22,7 @@ from typing import Any
 
 from ..engine.config import McpServerConfig
 from ..engine.engine import Engine, EngineOptions
+from ..protocol import JsonObject
 from ..protocol.errors import INVALID_PARAMS, RpcError
 from ._files import ClientFiles
 from ._prompt import EmbeddedResources
@@ -43,7 +44,7 @@ log = logging.getLogger(__name__)
 EngineFactory = Callable[[Path], Engine]
 #: ``deliver(workspace, method, params, replay)``: one engine notification for the connection; *replay* is the
 #: session a chat replay is for (None for live notifications).
-Deliver = Callable[["Workspace", str, dict[str, Any], Any], None]
+Deliver = Callable[["Workspace", str, JsonObject, Any], None]
 
 MCP_SETTLED = ("running", "failed", "stopped", "disabled")
 MCP_START_TIMEOUT = 30.0
@@ -94,16 +95,18 @@ class Workspace:
         self._mcp_changed = asyncio.Event()
         self.ready = asyncio.Event()  # set once engine.start() returned (models discovered)
 
-    def send(self, method: str, params: dict[str, Any]) -> None:
-        if method == "tool/serverUpdated" and params.get("type") == "mcp" and params.get("name") in self.mcp_status:
-            self.mcp_status[params["name"]] = str(params.get("status"))
+    def send(self, method: str, params: JsonObject) -> None:
+        name = params.get("name")
+        if method == "tool/serverUpdated" and params.get("type") == "mcp" and isinstance(name, str) \
+                and name in self.mcp_status:
+            self.mcp_status[name] = str(params.get("status"))
             self._mcp_changed.set()
         self._deliver(self, method, params, None)
 
     async def add_mcp_servers(self, servers: list[McpServer], timeout: float = MCP_START_TIMEOUT) -> None:
         """Connect a session's MCP servers (stdio and HTTP) through the engine's MCP plug-in and wait (bounded)
         until they run or failed."""
-        configs: dict[str, Any] = {}
+        configs: dict[str, McpServerConfig] = {}
         for server in servers:
             if server.name in self.mcp_status or server.name in configs:
                 continue
