@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from ..protocol import (
+    JsonObject,
     NotebookApplyEditParams,
     NotebookApplyEditResult,
     NotebookCell,
@@ -123,17 +124,20 @@ class CommNotebookAccess:
         data = ((msg or {}).get("content") or {}).get("data") or {}
         loop.call_soon_threadsafe(self._dispatch, data)
 
-    def _dispatch(self, data: dict[str, Any]) -> None:
+    def _dispatch(self, data: JsonObject) -> None:
         if data.get("type") == "ready":
             if self._ready is not None and not self._ready.done():
                 self._page = str(data.get("page") or "")
                 self._ready.set_result(None)
             return
-        future = self._pending.pop(data.get("id", -1), None)
+        request_id = data.get("id", -1)
+        future = self._pending.pop(request_id, None) if isinstance(request_id, int) else None
         if future is None or future.done():
             return
         if "error" in data:
-            future.set_exception(OSError(str((data.get("error") or {}).get("message") or data["error"])))
+            error = data["error"]
+            message = error.get("message") if isinstance(error, dict) else None
+            future.set_exception(OSError(str(message or error)))
         else:
             future.set_result(data.get("result"))
 
@@ -157,7 +161,7 @@ class CommNotebookAccess:
             except Exception:  # noqa: BLE001 - already closed
                 pass
 
-    async def _request(self, method: str, params: dict[str, Any], timeout: float) -> Any:
+    async def _request(self, method: str, params: JsonObject, timeout: float) -> Any:
         id = next(self._ids)
         future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
         self._pending[id] = future
@@ -250,9 +254,9 @@ class KernelCellRunner:
 
     async def _run_one(self, cell: NotebookCell) -> NotebookCellRun:
         output, failed = run_in_namespace(self.shell, cell.source)
-        kind: dict[str, Any] = {"output_type": "stream", "name": "stdout", "text": output}
+        kind: JsonObject = {"output_type": "stream", "name": "stdout", "text": output}
         if failed:
             last = output.strip().splitlines()[-1] if output.strip() else "Error"
             name, _, value = last.partition(": ")
-            kind = {"output_type": "error", "ename": name, "evalue": value, "traceback": output.splitlines()}
+            kind = {"output_type": "error", "ename": name, "evalue": value, "traceback": [*output.splitlines()]}
         return NotebookCellRun(id=cell.id, index=cell.index, status="error" if failed else "ok", outputs=[kind])

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..protocol import JsonObject
 from ._transcript import Transcript
 from ._untrusted import safe_markdown_html
 
@@ -39,7 +40,7 @@ class MarkdownView:
         self.chat_id = chat_id
         self.transcript.begin_turn(prompt)
 
-    def handle(self, method: str, params: dict[str, Any]) -> None:
+    def handle(self, method: str, params: JsonObject) -> None:
         if self.chat_id is None or params.get("chatId") != self.chat_id:
             return
         self.transcript.apply(method, params)

@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..protocol import DirectoryContext, FileContext, GitContext, ImageContext
+from ..protocol import DirectoryContext, FileContext, GitContext, ImageContext, JsonObject
 from . import _subcommands
 from ._bridge import CommNotebookAccess, KernelCellRunner, notebook_path
 from ._display import display_mode_for, ipykernel_major, show
@@ -73,7 +73,7 @@ class Plan:
 class NotebookSession:
     """The state behind ``%eca`` in one kernel (see the module docstring). Also the views' controller."""
 
-    def __init__(self, shell: Any, *, workspace: Path | None = None, config: dict[str, Any] | None = None,
+    def __init__(self, shell: Any, *, workspace: Path | None = None, config: JsonObject | None = None,
                  env: dict[str, str] | None = None) -> None:
         self.shell = shell
         self.workspace = workspace
@@ -166,7 +166,7 @@ class NotebookSession:
             except Exception:
                 log.exception("chat view failed on %s", method)
 
-    async def ask_question(self, params: dict[str, Any]) -> dict[str, Any]:
+    async def ask_question(self, params: JsonObject) -> JsonObject:
         """``chat/askQuestion``: a question card in the newest widget showing the chat; the answer is the result.
         Where no widget shows the chat (markdown output, a headless run) nobody can answer: cancelled at once. A
         request cancelled by the engine (Stop, the tool's timeout) withdraws the card."""

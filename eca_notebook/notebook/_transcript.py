@@ -10,9 +10,8 @@ here: the fallback must work where they are not installed.
 from __future__ import annotations
 
 import re
-from typing import Any
 
-from ..protocol import ImageContent
+from ..protocol import ImageContent, JsonObject
 from ..protocol.turn import TOOL_CONTENT_TYPES, Block, ToolCallState, TurnFold, parse_content
 
 __all__ = ["SHOWN_IMAGE_TYPES", "Block", "ToolCallState", "Transcript", "code_blocks", "format_usage"]
@@ -23,7 +22,7 @@ SHOWN_IMAGE_TYPES = frozenset({"image/png", "image/jpeg", "image/gif", "image/we
 _BASE64 = re.compile(r"[A-Za-z0-9+/]+={0,2}")
 
 
-def format_usage(content: dict[str, Any]) -> str:
+def format_usage(content: JsonObject) -> str:
     parts = []
     tokens = content.get("sessionTokens")
     if tokens:
@@ -70,16 +69,19 @@ class Transcript(TurnFold):
         """Forget every turn shown (``chat/cleared``); the status stays."""
         TurnFold.__init__(self)
 
-    def apply(self, method: str, params: dict[str, Any]) -> list[Block]:
+    def apply(self, method: str, params: JsonObject) -> list[Block]:
         if method == "chat/statusChanged":
-            self.status = params.get("status") or self.status
+            status = params.get("status")
+            self.status = status if isinstance(status, str) and status else self.status
             return []
         if method != "chat/contentReceived":
             return []
-        content = parse_content(params.get("content") or {})  # parsed once, here: the fold takes it typed
+        given = params.get("content")
+        content = parse_content(given if isinstance(given, dict) else {})  # parsed once, here: the fold takes it typed
         if isinstance(content, ImageContent):
             return self._image(content)
-        return self.add(params.get("role"), content)
+        role = params.get("role")
+        return self.add(role if isinstance(role, str) else None, content)
 
     def _image(self, content: ImageContent) -> list[Block]:
         """An ``image`` content (a prompt's attachment, an MCP tool's picture): a block whose text is the base64 and

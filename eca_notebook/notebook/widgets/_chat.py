@@ -22,6 +22,7 @@ import html
 from collections.abc import Callable
 from typing import Any, Protocol
 
+from ...protocol import JsonObject
 from .._transcript import Block, ToolCallState, Transcript
 from .._untrusted import safe_markdown_html
 from ._coalesce import DEFAULT_INTERVAL, Coalescer
@@ -197,7 +198,7 @@ class ChatView:
         self._chrome_dirty = True
         self.coalescer.mark()
 
-    def handle(self, method: str, params: dict[str, Any]) -> None:
+    def handle(self, method: str, params: JsonObject) -> None:
         """One engine notification; those of other chats are ignored, except a subagent's of this chat."""
         if self.chat_id is None:
             return
@@ -209,8 +210,8 @@ class ChatView:
             if params.get("messages"):
                 self._clear()
             return
-        content = params.get("content") or {}
-        if params.get("role") == "user" and content.get("type") == "text":
+        content = params.get("content")
+        if params.get("role") == "user" and isinstance(content, dict) and content.get("type") == "text":
             self._prompt_echo(content)
         before = (self.transcript.progress, self.transcript.usage, self.transcript.plan_content)
         for block in self.transcript.apply(method, params):
@@ -219,7 +220,7 @@ class ChatView:
             self._chrome_dirty = True
         self.coalescer.mark()
 
-    def _subagent(self, child_id: str, method: str, params: dict[str, Any]) -> None:
+    def _subagent(self, child_id: str, method: str, params: JsonObject) -> None:
         """A subagent's notification: folded into its own transcript; the parent's card that shows it is redrawn."""
         transcript = self.subagents.get(child_id)
         if transcript is None:  # the subagent's fold of the chat's fold: its calls are approved in its chat
@@ -234,7 +235,7 @@ class ChatView:
                 self._mark(block)
         self.coalescer.mark()
 
-    def _prompt_echo(self, content: dict[str, Any]) -> None:
+    def _prompt_echo(self, content: JsonObject) -> None:
         """A prompt's echo: after a rewind, a replayed prompt to draw; else this view's own prompt, whose block gets
         the ``contentId`` the engine gave it (Rewind and Fork point at it)."""
         content_id = content.get("contentId")
@@ -257,7 +258,7 @@ class ChatView:
         block.id = str(content_id) if content_id else None
         self._mark(block)
 
-    def show_chat(self, chat_id: str, contents: list[dict[str, Any]]) -> None:
+    def show_chat(self, chat_id: str, contents: list[JsonObject]) -> None:
         """Show another chat from its replayed contents (a fork): this view follows it from now on."""
         self.chat_id = chat_id
         self._clear()
@@ -369,7 +370,7 @@ class ChatView:
         self.input.value = ""
         self.controller.send(self, text)
 
-    def ask(self, params: dict[str, Any], on_answer: Callable[[str | None], None]) -> QuestionCard:
+    def ask(self, params: JsonObject, on_answer: Callable[[str | None], None]) -> QuestionCard:
         """Show a ``chat/askQuestion`` as a card; ``on_answer`` gets the user's answer (None: skipped)."""
         card = QuestionCard(params, on_answer)
         self.questions.children = (*self.questions.children, card.widget)

@@ -10,6 +10,8 @@ import html
 from pathlib import Path
 from typing import Any
 
+from ...protocol import JsonObject
+
 __all__ = ["DiffView", "diff_counts", "render_diff_html"]
 
 MAX_DIFF_LINES = 2000  # beyond this the widget shows a note; the full diff stays in the tool call's details
@@ -50,7 +52,7 @@ def _shown_path(path: str) -> str:
         return path
 
 
-def render_diff_html(details: dict[str, Any]) -> str:
+def render_diff_html(details: JsonObject) -> str:
     """``details`` is a ``fileChange`` object: ``{path, diff, linesAdded, linesRemoved}``."""
     diff = str(details.get("diff") or "")
     added = details.get("linesAdded")
@@ -72,7 +74,7 @@ def render_diff_html(details: dict[str, Any]) -> str:
     return f'<div class="eca-diff">{head}{body}</div>'
 
 
-def DiffView(details: dict[str, Any]) -> Any:  # noqa: N802 - a widget factory reads like a class
+def DiffView(details: JsonObject) -> Any:  # noqa: N802 - a widget factory reads like a class
     """An ``ipywidgets.HTML`` showing the diff."""
     import ipywidgets as widgets
 

@@ -13,20 +13,28 @@ from __future__ import annotations
 
 import html
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, TypedDict
 
-__all__ = ["STEP_MARKS", "PlanView", "plan_html", "plan_markdown", "plan_steps"]
+__all__ = ["STEP_MARKS", "DrawnStep", "PlanView", "plan_html", "plan_markdown", "plan_steps"]
 
 #: How each status is drawn in the widget.
 STEP_MARKS = {"completed": "✔", "in_progress": "▶", "pending": "○"}
 _STATUS_TITLES = {"completed": "done", "in_progress": "in progress", "pending": "to do"}
 
 
-def plan_steps(content: Mapping[str, Any] | None) -> list[dict[str, Any]]:
+class DrawnStep(TypedDict):
+    """A plan step as drawn: its status one of :data:`STEP_MARKS`."""
+
+    description: str
+    status: str
+    files: list[str]
+
+
+def plan_steps(content: Mapping[str, Any] | None) -> list[DrawnStep]:
     """The steps of a ``plan`` content (wire form) as ``description``/``status``/``files``, unknown statuses read
     as pending: a newer server's plan must still draw."""
     steps = (content or {}).get("steps")
-    out = []
+    out: list[DrawnStep] = []
     for step in steps if isinstance(steps, list) else []:
         if not isinstance(step, Mapping):
             continue
@@ -40,7 +48,7 @@ def plan_steps(content: Mapping[str, Any] | None) -> list[dict[str, Any]]:
     return out
 
 
-def _progress(steps: list[dict[str, Any]]) -> str:
+def _progress(steps: list[DrawnStep]) -> str:
     done = sum(step["status"] == "completed" for step in steps)
     return f"{done}/{len(steps)} done"
 

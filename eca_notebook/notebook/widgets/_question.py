@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import html
 from collections.abc import Callable
-from typing import Any
+
+from ...protocol import JsonObject
 
 __all__ = ["QuestionCard"]
 
@@ -18,7 +19,7 @@ __all__ = ["QuestionCard"]
 class QuestionCard:
     """``widget`` is what the chat view shows; ``params`` the ``chat/askQuestion`` params (wire dict)."""
 
-    def __init__(self, params: dict[str, Any], on_answer: Callable[[str | None], None]) -> None:
+    def __init__(self, params: JsonObject, on_answer: Callable[[str | None], None]) -> None:
         import ipywidgets as widgets
 
         self.params = params
@@ -27,7 +28,7 @@ class QuestionCard:
         self._on_answer = on_answer
         self.title = widgets.HTML(self._title_html())
         self.option_buttons = []
-        for option in params.get("options") or ():
+        for option in _options(params):
             label = str(option.get("label") or "")
             button = widgets.Button(description=label, tooltip=str(option.get("description") or label),
                                     layout=widgets.Layout(width="auto"))
@@ -54,7 +55,7 @@ class QuestionCard:
         question = html.escape(str(self.params.get("question") or ""))
         described = "".join(
             f"<li><b>{html.escape(str(o.get('label') or ''))}</b> — {html.escape(str(o['description']))}</li>"
-            for o in self.params.get("options") or () if o.get("description"))
+            for o in _options(self.params) if o.get("description"))
         details = f'<ul class="eca-criteria">{described}</ul>' if described else ""
         return (f'<div><span class="eca-card-kind">Question</span> '
                 f'<span class="eca-card-title" style="white-space: pre-wrap">{question}</span>{details}</div>')
@@ -89,3 +90,9 @@ class QuestionCard:
             button.disabled = True
         self.text.disabled = True
         self.status.value = f'<span class="eca-note">{html.escape(status)}</span>'
+
+
+def _options(params: JsonObject) -> list[JsonObject]:
+    """The question's options (a peer's params: anything but an object is skipped)."""
+    given = params.get("options")
+    return [o for o in given if isinstance(o, dict)] if isinstance(given, list) else []

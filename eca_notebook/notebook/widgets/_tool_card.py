@@ -12,6 +12,7 @@ import html
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from ...protocol import JsonObject
 from .._transcript import Block, ToolCallState
 from .._untrusted import safe_markdown_html
 from ._diff import render_diff_html
@@ -39,7 +40,7 @@ def _status_class(status: str) -> str:
     return "eca-status"
 
 
-def _risk_html(risk: dict[str, Any] | None, *, pending: bool) -> str:
+def _risk_html(risk: JsonObject | None, *, pending: bool) -> str:
     """The engine's risk level as a badge (its reason as the tooltip), and the reason spelled out while the call
     waits for the user — the moment it matters."""
     if not risk or risk.get("level") not in ("low", "medium", "high"):
@@ -52,12 +53,13 @@ def _risk_html(risk: dict[str, Any] | None, *, pending: bool) -> str:
 
 
 
-def _notes_html(details: dict[str, Any] | None, status: str) -> str:
+def _notes_html(details: JsonObject | None, status: str) -> str:
     """The model's reason for a change (and how to verify it), or what a finished code search found."""
     if not details:
         return ""
     if details.get("type") == "fileChange" and details.get("rationale"):
-        criteria = [str(c) for c in details.get("acceptanceCriteria") or []]
+        given = details.get("acceptanceCriteria")
+        criteria = [str(c) for c in given] if isinstance(given, list) else []
         items = "".join(f"<li>{html.escape(c)}</li>" for c in criteria)
         return (f'<div class="eca-rationale">{html.escape(str(details["rationale"]))}'
                 + (f'<ul class="eca-criteria">{items}</ul>' if items else "") + "</div>")
