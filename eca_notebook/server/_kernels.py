@@ -22,6 +22,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from ..protocol import JsonObject
 from ..tools.live_kernel import KernelBusy, NoKernel
 
 __all__ = ["JupyterKernels"]
@@ -81,7 +82,7 @@ class JupyterKernels:
                 raise KernelBusy()
             await asyncio.sleep(0.05)
 
-    async def evaluate(self, notebook: Path, expression: str, *, timeout: float) -> dict[str, Any]:
+    async def evaluate(self, notebook: Path, expression: str, *, timeout: float) -> JsonObject:
         kernel_id = await self._kernel_id(notebook)
         lock = self._locks.setdefault(kernel_id, asyncio.Lock())
         try:  # our own request (another chat's) may be running there: a short wait, as for a busy status

@@ -18,6 +18,7 @@ from typing import Any
 from .._fileio import atomic_write
 from ..engine import Engine
 from ..engine.config import load_config, parse_jsonc
+from ..protocol import JsonObject
 
 __all__ = ["PolicyFileError", "persist_approval", "policy_file"]
 
@@ -34,7 +35,7 @@ def policy_file(folders: Sequence[Path]) -> Path:
     return Path(folders[-1]) / ".eca" / "config.json"
 
 
-def _read(path: Path) -> dict[str, Any]:
+def _read(path: Path) -> JsonObject:
     try:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
@@ -69,16 +70,17 @@ def _rules_below(engine: Engine, folders: Sequence[Path]) -> dict[str, set[str]]
             else set() for kind in RULE_KINDS}
 
 
-def layer_for(approval: dict[str, Any], below: dict[str, set[str]]) -> dict[str, Any]:
+def layer_for(approval: JsonObject, below: dict[str, set[str]]) -> JsonObject:
     """The ``toolCall.approval`` object to write so that the merged result is exactly *approval*."""
-    layer: dict[str, Any] = {"byDefault": approval["byDefault"]}
+    layer: JsonObject = {"byDefault": approval["byDefault"]}
     for kind in RULE_KINDS:
-        new = approval.get(kind) or {}
+        rules = approval.get(kind)
+        new = rules if isinstance(rules, dict) else {}  # (a validated ApprovalPolicy's: always an object)
         layer[kind] = {**{key: None for key in sorted(below.get(kind, ())) if key not in new}, **new}
     return layer
 
 
-def persist_approval(engine: Engine, folders: Sequence[Path], approval: dict[str, Any]) -> Path:
+def persist_approval(engine: Engine, folders: Sequence[Path], approval: JsonObject) -> Path:
     """Merge *approval* into the workspace config file, atomically. Blocking: run it in a thread."""
     path = policy_file(folders)
     data = _read(path)

@@ -47,7 +47,7 @@ def _draft(provider_id: str, body: ProviderInput) -> ProviderDraft:
 
 
 def _refused(exc: SetupError) -> ApiHTTPError:
-    loc = [exc.field] if exc.field else []
+    loc: list[str | int] = [exc.field] if exc.field else []
     return ApiHTTPError(400, exc.message, details=[{"loc": loc, "msg": exc.message, "type": exc.code}])
 
 

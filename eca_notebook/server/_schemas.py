@@ -15,9 +15,11 @@ two kinds of embedded ECA data, which keep their own camelCase wire form: the ap
 from __future__ import annotations
 
 import re
-from typing import Any, Literal
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from ..protocol import JsonObject
 
 __all__ = [
     "ApiError",
@@ -161,7 +163,7 @@ class PolicyUpdate(_Request):
 
 class Policy(_Response):
     workspace_id: str
-    approval: dict[str, Any] = Field(description="The workspace engine's toolCall.approval (ApprovalPolicy shape).")
+    approval: JsonObject = Field(description="The workspace engine's toolCall.approval (ApprovalPolicy shape).")
     config_file: str = Field(description="Where PUT persists it, relative to the server root.")
     persisted: bool | None = Field(None, description="PUT only: whether the config file was written "
                                                      "(false when the engine runs with pureConfig).")
@@ -262,7 +264,7 @@ class SessionList(_Response):
 
 class HistoryItem(_Response):
     role: Literal["user", "assistant", "system"]
-    content: dict[str, Any] = Field(description="An ECA ChatContent (text, toolCallRun, usage, …).")
+    content: JsonObject = Field(description="An ECA ChatContent (text, toolCallRun, usage, …).")
 
 
 class SessionDetail(Session):

@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from ..plugins import TextContexts
+from ..protocol import JsonObject
 from ._stream_schema import EditorContext, FileMention, SymbolMention
 
 __all__ = ["EDITOR_CONTEXT_SERVER", "EditorContextTexts", "RenderedContext", "merge_context", "render_context",
@@ -57,7 +58,7 @@ def merge_context(base: EditorContext, updates: EditorContext) -> EditorContext:
 class RenderedContext:
     """A turn's automatic context: the engine's file contexts, the editor-context text, and what was dropped."""
 
-    contexts: list[dict[str, Any]] = field(default_factory=list)
+    contexts: list[JsonObject] = field(default_factory=list)
     text: str = ""
     notes: list[str] = field(default_factory=list)
 
@@ -116,7 +117,7 @@ class _Item:
     label: str
     tokens: int
     text: str | None = None  # a section of the block
-    context: dict[str, Any] | None = None  # a file context
+    context: JsonObject | None = None  # a file context
     cuttable: bool = False
 
 

@@ -31,9 +31,17 @@ import re
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Literal
+from typing import Literal
 
-from ..protocol import FileChangeDetails, ImageContent, PlanContent, ProgressContent, RetrievalDetails, UsageContent
+from ..protocol import (
+    FileChangeDetails,
+    ImageContent,
+    JsonObject,
+    PlanContent,
+    ProgressContent,
+    RetrievalDetails,
+    UsageContent,
+)
 from ..protocol.turn import Change, Content, ToolCallState, TurnFold
 from ._stream_schema import (
     AgentPlan,
@@ -112,8 +120,8 @@ class Call:
 
     id: str
     name: str
-    args: dict[str, Any]
-    details: dict[str, Any] | None = None
+    args: JsonObject
+    details: JsonObject | None = None
     patch_id: str | None = None
     file_path: str | None = None
     #: The fold's state of the call (status, output, details…); None for a call this door made up itself.
@@ -174,7 +182,7 @@ class SessionBook:
 
     # -- contents ------------------------------------------------------------------------------------------------
 
-    def translate(self, role: str, content: dict[str, Any] | Content) -> tuple[list[ServerMessage], Ask | None, bool]:
+    def translate(self, role: str, content: JsonObject | Content) -> tuple[list[ServerMessage], Ask | None, bool]:
         """Messages for one content, a call to ask the user about, and whether the session state changed."""
         return self.apply(self.fold.step(role, content))
 
@@ -269,9 +277,10 @@ class SessionBook:
             changed = True
         ask = None
         if manual:
-            risk: dict[str, Any] = state.risk or {}
-            level: Literal["low", "medium", "high"] = risk["level"] if risk.get("level") in ("low", "medium",
-                                                                                         "high") else "medium"
+            risk: JsonObject = state.risk or {}
+            given = risk.get("level")
+            level: Literal["low", "medium", "high"] = (
+                "low" if given == "low" else "high" if given == "high" else "medium")
             rationale = detail.rationale if isinstance(detail, FileChangeDetails) else None
             reason = str(rationale or risk.get("reason") or state.summary or name)
             kind: Literal["file", "tool", "command"] = (
@@ -298,7 +307,7 @@ class SessionBook:
         call = self._call(state)
         failed = state.status == "failed"
         text = state.output or ""
-        result: dict[str, Any] = {"output": text[:RESULT_CHARS]}
+        result: JsonObject = {"output": text[:RESULT_CHARS]}
         if len(text) > RESULT_CHARS:
             result["truncated"] = True
         if failed:

@@ -20,6 +20,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
+from ..protocol import JsonObject
+
 __all__ = [
     "CLIENT_MESSAGES",
     "ERROR_CODES",
@@ -282,7 +284,7 @@ ClientMessage = (ClientHello | ClientUserMessage | ClientContextUpdate | ClientA
                  | ClientPatchApplyResult | ClientCommandResult | ClientCancel | ClientFileChanges)
 
 #: The model of each client message type.
-CLIENT_MESSAGES: dict[str, Any] = {
+CLIENT_MESSAGES: dict[str, type[ClientMessage]] = {
     "client.hello": ClientHello,
     "client.user_message": ClientUserMessage,
     "client.context_update": ClientContextUpdate,
@@ -382,9 +384,9 @@ class AgentRetrieveStatus(_Out):
 class ToolExecute(_Out):
     type: Literal["tool.execute"] = "tool.execute"
     tool_name: str
-    args: dict[str, Any]
+    args: JsonObject
     status: Literal["started", "completed", "failed"]
-    result: dict[str, Any] | None
+    result: JsonObject | None
 
 
 class Hunk(_Out):
@@ -414,7 +416,7 @@ class ToolRequestApproval(_Out):
     tool_name: str
     #: ``file_path``, ``reason`` and (extension) ``patch_id`` for a file change; a command's ``command`` and
     #: ``working_directory``; another tool's own arguments.
-    args: dict[str, Any]
+    args: JsonObject
     risk_level: Literal["low", "medium", "high"]
 
 
@@ -487,6 +489,6 @@ ServerMessage = (ServerHello | AssistantThinking | AgentPlan | AgentRetrieveStat
                  | AssistantMessageFinal | ServerError | SessionState)
 
 
-def wire(message: ServerMessage) -> dict[str, Any]:
+def wire(message: ServerMessage) -> JsonObject:
     """A server message as sent: JSON-safe, every field present (``null`` where the spec shows one)."""
     return message.model_dump(mode="json")

@@ -33,7 +33,7 @@ from .._tasks import BackgroundTasks
 from .._version import __version__
 from .._workspace_paths import is_inside
 from ..engine import Engine
-from ..protocol import ChatPromptParams, FileChangeDetails
+from ..protocol import ChatPromptParams, FileChangeDetails, JsonObject
 from ..protocol.errors import RpcError
 from ..protocol.turn import Content, ContentEvent
 from ..tools.base import CURRENT_TOOL_CALL, ChatDelegate, CommandOutcome, CommandRequest
@@ -88,7 +88,7 @@ EMPTY_MESSAGE = "See the attached editor context."
 _RETRIEVAL_TOOLS = {"search_symbols": "symbol_search", "search_text": "text_search", "vector_search": "vector_search"}
 
 
-def too_large(body: bytes, limit: int) -> dict[str, Any]:
+def too_large(body: bytes, limit: int) -> JsonObject:
     """The answer to a frame over the size limit (the socket stays open)."""
     return wire(ServerError(error=ErrorBody(code="MESSAGE_TOO_LARGE", recoverable=True,
                                             message=f"message of {len(body)} bytes exceeds the limit of {limit} bytes",
@@ -141,7 +141,7 @@ class StreamSession:
 
     # -- the engine's side ---------------------------------------------------------------------------------------
 
-    def send(self, method: str, params: dict[str, Any]) -> None:
+    def send(self, method: str, params: JsonObject) -> None:
         """Listener: only this chat's deletion (its contents come typed, through :meth:`event`)."""
         if params.get("chatId") != self.chat_id:
             return
@@ -160,7 +160,7 @@ class StreamSession:
         except Exception:
             log.exception("could not translate a content of session %s", self.chat_id)
 
-    def _content(self, role: str, content: Content | dict[str, Any]) -> None:
+    def _content(self, role: str, content: Content | JsonObject) -> None:
         turn = self.book.turn
         had_error = turn.error if turn is not None else None
         change = self.book.fold.step(role, content)
@@ -190,7 +190,7 @@ class StreamSession:
         if changed:
             self.emit_state()
 
-    def _subagent_content(self, child: str, role: str, content: Content | dict[str, Any]) -> None:
+    def _subagent_content(self, child: str, role: str, content: Content | JsonObject) -> None:
         """A content of a subagent this session's chat spawned: its tool calls (``tool.execute``, patches) and their
         approvals are this session's — answered in the subagent's chat — while its texts are not the answer (the
         parent's ``spawn_agent`` result carries it)."""
@@ -371,7 +371,7 @@ class StreamSession:
         self._mid_turn, self._note = None, None
         rendered = await render_context(self.context, self.folders, engine.config.editor_context_tokens,
                                         getattr(engine, "code_index", None))
-        contexts: list[dict[str, Any]] = list(rendered.contexts)
+        contexts: list[JsonObject] = list(rendered.contexts)
         texts = self._texts()
         token = texts.put(rendered.text) if rendered.text else None
         if token is not None:

@@ -24,10 +24,10 @@ import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 from urllib.parse import unquote, urlparse
 
 from ..engine import Engine, EngineOptions
+from ..protocol import JsonObject
 
 __all__ = ["Workspace", "WorkspaceError", "WorkspaceManager", "workspace_id_for"]
 
@@ -86,7 +86,7 @@ class Workspace:
             return "starting"
         return "running"
 
-    def describe(self, *, default: bool) -> dict[str, Any]:
+    def describe(self, *, default: bool) -> JsonObject:
         return {
             "id": self.id,
             "path": self.path,

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 from http.client import responses
-from typing import Any, TypeVar
+from typing import Any, NotRequired, TypedDict, TypeVar
 
 from jupyter_server.base.handlers import APIHandler
 from jupyter_server.utils import url_path_join
@@ -20,26 +20,42 @@ from tornado import web
 
 from .._redact import redact_json
 from ..engine import Engine
+from ..protocol import JsonObject
 from ._workspaces import Workspace
 from .ws import AUTH_RESOURCE, EcaWebSocketHandler, ServerState
 
-__all__ = ["API_PREFIX", "ApiHTTPError", "EcaApiHandler", "route_table", "validation_details"]
+__all__ = ["API_PREFIX", "ApiHTTPError", "EcaApiHandler", "Problem", "route_table", "validation_details"]
 
 API_PREFIX = "api/eca/v1"
 
 M = TypeVar("M", bound=BaseModel)
 
 
+class Problem(TypedDict):
+    """One problem of a refused body (the ``details`` of a 400; :class:`~._schemas.ValidationDetail` documents it)."""
+
+    loc: list[str | int]
+    msg: str
+    type: str
+
+
+class _ErrorBody(TypedDict):
+    status: int
+    message: str
+    reason: str
+    details: NotRequired[list[Problem]]
+
+
 class ApiHTTPError(web.HTTPError):
     """An HTTP error with a JSON body: the message, and (validation errors) the problems one by one."""
 
-    def __init__(self, status: int, message: str, *, details: list[dict[str, Any]] | None = None) -> None:
+    def __init__(self, status: int, message: str, *, details: list[Problem] | None = None) -> None:
         super().__init__(status, "%s", message)
         self.message = message
         self.details = details
 
 
-def validation_details(exc: ValidationError, prefix: tuple[str | int, ...] = ()) -> list[dict[str, Any]]:
+def validation_details(exc: ValidationError, prefix: tuple[str | int, ...] = ()) -> list[Problem]:
     """pydantic's errors without the ``input`` values (a body may carry a secret we should not echo)."""
     return [{"loc": [*prefix, *error["loc"]], "msg": error["msg"], "type": error["type"]}
             for error in exc.errors(include_url=False, include_input=False, include_context=False)]
@@ -64,7 +80,7 @@ class EcaApiHandler(APIHandler):
 
     def write_error(self, status_code: int, **kwargs: Any) -> None:
         reason = responses.get(status_code, "Unknown HTTP Error")
-        body: dict[str, Any] = {"status": status_code, "message": reason, "reason": reason}
+        body: _ErrorBody = {"status": status_code, "message": reason, "reason": reason}
         exc_info = kwargs.get("exc_info")
         exc = exc_info[1] if exc_info else None
         if isinstance(exc, ApiHTTPError):
@@ -101,7 +117,7 @@ class EcaApiHandler(APIHandler):
             raise ApiHTTPError(400, f"invalid body: {exc.error_count()} validation error(s)",
                                details=validation_details(exc)) from None
 
-    def send(self, body: BaseModel | dict[str, Any], status: int = 200) -> None:
+    def send(self, body: BaseModel | JsonObject, status: int = 200) -> None:
         self.set_status(status)
         if isinstance(body, BaseModel):
             payload = body.model_dump(mode="json", exclude_none=True, by_alias=True)

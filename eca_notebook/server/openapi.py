@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
 
 from jupyter_server.auth.decorator import authorized
 from jupyter_server.utils import url_path_join
@@ -17,6 +16,7 @@ from pydantic import BaseModel
 from pydantic.json_schema import JsonSchemaMode, models_json_schema
 
 from .._version import __version__
+from ..protocol import JsonObject, JsonValue
 from . import _schemas as s
 from .handlers import API_PREFIX, EcaApiHandler
 
@@ -173,7 +173,7 @@ _ERROR_TEXT = {
 }
 
 
-def _schemas() -> tuple[Mapping[tuple[type[BaseModel], str], dict[str, Any]], dict[str, Any]]:
+def _schemas() -> tuple[Mapping[tuple[type[BaseModel], str], JsonObject], JsonObject]:
     models: list[tuple[type[BaseModel], JsonSchemaMode]] = [(s.ApiError, "serialization")]
     for op in OPERATIONS:
         if op.request is not None:
@@ -182,7 +182,7 @@ def _schemas() -> tuple[Mapping[tuple[type[BaseModel], str], dict[str, Any]], di
             models.append((op.response, "serialization"))
     models = list(dict.fromkeys(models))
     refs, defs = models_json_schema(models, ref_template="#/components/schemas/{model}")
-    components: dict[str, Any] = defs.get("$defs", {})
+    components: JsonObject = defs.get("$defs", {})
     return refs, components  # type: ignore[return-value]  # keys are (model, mode) pairs of BaseModel classes
 
 
@@ -190,22 +190,22 @@ def _path_params(path: str) -> list[str]:
     return [part[1:-1] for part in path.split("/") if part.startswith("{") and part.endswith("}")]
 
 
-def build_openapi(server_url: str = "/" + API_PREFIX) -> dict[str, Any]:
+def build_openapi(server_url: str = "/" + API_PREFIX) -> JsonObject:
     refs, components = _schemas()
 
-    def ref(model: type[BaseModel] | None, mode: str) -> dict[str, Any]:
+    def ref(model: type[BaseModel] | None, mode: str) -> JsonObject:
         assert model is not None
         return refs[(model, mode)]
 
-    paths: dict[str, dict[str, Any]] = {}
+    paths: dict[str, JsonObject] = {}
     for op in OPERATIONS:
-        parameters: list[dict[str, Any]] = [
+        parameters: list[JsonValue] = [
             {"name": name, "in": "path", "required": True, "schema": {"type": "string"}}
             for name in _path_params(op.path)
         ]
         parameters += [{"name": name, "in": "query", "required": False, "description": text,
                         "schema": {"type": "string"}} for name, text in op.query]
-        responses: dict[str, Any] = {}
+        responses: JsonObject = {}
         if op.response is not None:
             responses[str(op.status)] = {"description": op.summary,
                                          "content": {"application/json": {"schema": ref(op.response, "serialization")}}}
@@ -222,7 +222,7 @@ def build_openapi(server_url: str = "/" + API_PREFIX) -> dict[str, Any]:
         for code in sorted({*op.errors, 403}):
             responses[str(code)] = {"description": _ERROR_TEXT[code],
                                     "content": {"application/json": {"schema": ref(s.ApiError, "serialization")}}}
-        operation: dict[str, Any] = {
+        operation: JsonObject = {
             "operationId": f"{op.method}_{op.path.strip('/').replace('/', '_').replace('{', '').replace('}', '')}"
                            .replace(".", "_"),
             "summary": op.summary,
@@ -243,7 +243,7 @@ def build_openapi(server_url: str = "/" + API_PREFIX) -> dict[str, Any]:
         "info": {"title": "eca-notebook Jupyter server API", "version": __version__, "description": MAPPING},
         "servers": [{"url": server_url}],
         "security": [{"jupyterToken": []}, {"jupyterCookie": []}],
-        "paths": paths,
+        "paths": {**paths},
         "components": {
             "schemas": components,
             "securitySchemes": {

@@ -43,7 +43,7 @@ from ._schemas import (
     WorkspaceList,
 )
 from ._workspaces import Workspace, WorkspaceError
-from .handlers import ApiHTTPError, EcaApiHandler
+from .handlers import ApiHTTPError, EcaApiHandler, Problem
 
 __all__ = [
     "CurrentModelHandler",
@@ -185,10 +185,10 @@ class IndexActionHandler(EcaApiHandler):
     @authorized
     async def post(self, workspace_id: str, action: str) -> None:
         workspace = self.workspace(workspace_id)
-        extra: dict[str, Any] = {}
+        extra: dict[str, int | None] = {}
         body = self.parse_body(IndexIncremental) if action == "incremental" else None
         if body is not None:
-            problems: list[dict[str, Any]] = []
+            problems: list[Problem] = []
             for i, change in enumerate(body.changes):
                 try:
                     self._inside(workspace, change.file_path)
@@ -269,7 +269,7 @@ class SessionsHandler(EcaApiHandler):
         body = self.parse_body(CreateSession)
         workspace = self.workspace(body.workspace_id)
         engine = await self.engine(workspace)
-        problems: list[dict[str, Any]] = []
+        problems: list[Problem] = []
         if body.model is not None and body.model not in engine.registry.models():
             problems.append({"loc": ["model"], "msg": f"unknown model {body.model!r}", "type": "value_error"})
         behavior = engine.agents.canonical(body.behavior) or body.behavior  # (the deprecated ``agent`` is ``code``)
@@ -360,7 +360,7 @@ class CurrentModelHandler(EcaApiHandler):
         workspace = self.query_workspace()
         body = self.parse_body(SetCurrentModel)
         engine = await self.engine(workspace)
-        problems: list[dict[str, Any]] = []
+        problems: list[Problem] = []
         if body.model is not None and body.model not in engine.registry.models():
             available = ", ".join(engine.registry.models()) or "none"
             problems.append({"loc": ["model"], "msg": f"unknown model {body.model!r} (available: {available})",
