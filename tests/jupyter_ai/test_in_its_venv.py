@@ -17,9 +17,13 @@ MODULES = sorted(f"tests/jupyter_ai/{p.name}" for p in Path(__file__).parent.glo
                  if p.name != Path(__file__).name)
 
 
+#: tests/mcp module by module: a parallel run spreads them over its workers (the directory whole took ~9 min)
+MCP_MODULES = sorted(f"tests/mcp/{p.name}" for p in (ROOT / "tests" / "mcp").glob("test_*.py"))
+
+
 @pytest.mark.slow
 @pytest.mark.timeout(1800)
-@pytest.mark.parametrize("target", [*MODULES, "tests/mcp"])
+@pytest.mark.parametrize("target", [*MODULES, *MCP_MODULES])
 def test_in_the_jupyter_ai_venv(target: str):
     if not PYTHON.exists():
         pytest.skip(".venv-jupyter-ai is absent: `make test` creates it (make .venv-jupyter-ai/.stamp)")
