@@ -17,7 +17,7 @@ from eca_notebook.engine.contexts import query_context
 from eca_notebook.engine.contexts._git import render_git
 from eca_notebook.engine.index._index import WorkspaceIndex
 
-from .engine.test_context_git import git, make_repo
+from .engine.contexts.test_context_git import git, make_repo
 
 
 @pytest.fixture

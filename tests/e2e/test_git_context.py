@@ -11,7 +11,7 @@ import pytest
 
 from eca_notebook.testing.llm_server import Reply
 
-from ..engine.test_context_git import SECRET, git, make_repo
+from ..engine.contexts.test_context_git import SECRET, git, make_repo
 from .test_server_chat import completion_requests, sent_texts
 from .test_server_commands import run
 

@@ -11,7 +11,7 @@ from eca_notebook.protocol import ProgressContent, ToolCallRunContent
 from eca_notebook.protocol.turn import ContentEvent, TurnFold
 from eca_notebook.testing.llm_server import Reply, ScriptedLLMServer
 
-from .test_subagents import config, spawn
+from .turn.test_subagents import config, spawn
 
 
 async def test_a_subscriber_gets_its_chats_contents_typed_and_its_subagents(env: dict[str, str], workspace: Path,

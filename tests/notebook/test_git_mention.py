@@ -8,7 +8,7 @@ from pathlib import Path
 from eca_notebook.notebook._mentions import find_mentions, git_mentions
 from eca_notebook.testing.llm_server import Reply
 
-from ..engine.test_context_git import make_repo
+from ..engine.contexts.test_context_git import make_repo
 
 
 def last_user_message(llm) -> str:

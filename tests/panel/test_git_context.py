@@ -14,7 +14,7 @@ import pytest
 
 from eca_notebook.testing.llm_server import Reply
 
-from ..engine.test_context_git import make_repo
+from ..engine.contexts.test_context_git import make_repo
 from ._lab import screenshot
 from .test_panel import complete_in_composer, completion_bodies
 

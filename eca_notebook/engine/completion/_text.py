@@ -1,6 +1,6 @@
 """The text side of inline completion: where the cursor is, what the model is shown, and what is kept of its answer.
 
-Pure functions, no I/O, so every rule is unit-tested on strings (``tests/engine/test_inline_text.py``):
+Pure functions, no I/O, so every rule is unit-tested on strings (``tests/engine/completion/test_inline_text.py``):
 
 * :func:`locate` — the cursor in the document from the wire's **1-based** line and character, clamped to the text.
 * :func:`prefix_window` / :func:`suffix_window` — the budgets: at most so many lines *and* characters before and

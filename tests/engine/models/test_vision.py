@@ -242,7 +242,7 @@ async def test_a_large_image_is_downscaled_to_the_providers_limit(engine: Engine
 
 # -- images from tools: notebook outputs, read_file, an MCP tool ---------------------------------------------------
 
-DEMO = Path(__file__).parents[1] / "mcp" / "servers" / "demo_server.py"
+DEMO = Path(__file__).parents[2] / "mcp" / "servers" / "demo_server.py"
 
 
 @pytest.fixture

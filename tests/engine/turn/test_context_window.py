@@ -45,7 +45,7 @@ from eca_notebook.testing.llm_server import Error, Reply, ScriptedLLMServer, Tex
 from eca_notebook.testing.llm_server import ToolCall as ScriptedCall
 from eca_notebook.transports.memory import memory_pair
 
-from ..serving.test_server_connection import Harness
+from ...serving.test_server_connection import Harness
 
 # -- estimates ---------------------------------------------------------------------------------------------------
 

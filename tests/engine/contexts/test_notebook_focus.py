@@ -6,7 +6,7 @@ from pathlib import Path
 
 from eca_notebook.engine.contexts._notebook_focus import render_notebook_focus
 
-from .test_small_model import ERROR_CELL, write_large_notebook
+from ..turn.test_small_model import ERROR_CELL, write_large_notebook
 
 
 def focus(path: Path, question: str) -> str:

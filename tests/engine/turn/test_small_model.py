@@ -16,7 +16,7 @@ from eca_notebook.engine.turn._small_model import (
     tools_for_prompt,
 )
 
-from ..test_text import JUPYTER_AI_GUIDANCE
+from ...test_text import JUPYTER_AI_GUIDANCE
 
 
 @pytest.fixture
@@ -152,7 +152,7 @@ def test_a_models_own_prompt_is_used_verbatim():
 
 # A host's guidance of Jupyter AI's kind, naming tools of the MCP server it hands over (the demo server's here)
 HOST_GUIDANCE = JUPYTER_AI_GUIDANCE.replace("insert_cell, edit_cell", "echo, add")
-DEMO = Path(__file__).parents[1] / "mcp" / "servers" / "demo_server.py"
+DEMO = Path(__file__).parents[2] / "mcp" / "servers" / "demo_server.py"
 
 
 async def test_a_hosts_guidance_before_the_prompt_does_not_choose_the_tools(workspace: Path, env: dict[str, str],

@@ -10,7 +10,7 @@ from eca_notebook.engine.contexts import query_context
 from eca_notebook.engine.index._index import WorkspaceIndex
 from eca_notebook.retrieval import CodeIndex
 
-from ..e2e.test_symbol_context import make_shapes
+from ...e2e.test_symbol_context import make_shapes
 
 
 async def test_the_first_keystroke_starts_opening_the_index_and_later_ones_get_symbols(tmp_path: Path) -> None:

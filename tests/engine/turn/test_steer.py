@@ -15,7 +15,7 @@ from eca_notebook.client import EcaClient
 from eca_notebook.providers.base import ToolResultMessage, UserMessage
 from eca_notebook.testing.llm_server import Reply, ScriptedLLMServer, Text, ToolCall, Usage
 
-from ..client.conftest import provider_config
+from ...client.conftest import provider_config
 
 STEER = "use pandas, not csv"
 

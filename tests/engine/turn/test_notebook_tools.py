@@ -15,7 +15,7 @@ from eca_notebook.protocol import NotebookApplyEditParams, NotebookCellEdit, Not
 from eca_notebook.testing.llm_server import Reply, ScriptedLLMServer, ToolCall
 from eca_notebook.tools._notebook_doc import EditRefused, apply_edits, cell_views
 
-from ..serving.test_server_connection import Harness, session
+from ...serving.test_server_connection import Harness, session
 
 
 def make_notebook(path: Path) -> list[str]:
