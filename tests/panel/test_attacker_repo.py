@@ -278,8 +278,8 @@ def test_an_attackers_repository_gets_nothing(page, lab, llm, attacker, recorder
     screenshot(page, "attacker-02-trust-question")
     assert question.locator(".eca-Question-text").inner_text().splitlines() == expected_question(workspace, attacker)
     question.locator(".eca-Question-option", has_text="Not now").click()
-    page.get_by_text("Workspace not trusted: its MCP servers, hooks, providers, secrets and looser approvals stay "
-                     "held.").wait_for()
+    page.get_by_text("Workspace not trusted: its MCP servers, hooks, custom tools, providers, secrets and looser "
+                     "approvals stay held.").wait_for()
 
     # the workspace's byDefault allow (config and agent file) is held: the model's shell command asks
     shell = card(page, "call_2")
