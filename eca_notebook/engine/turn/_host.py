@@ -65,9 +65,9 @@ class ChatRunner(Protocol):
         ...
 
 
-class TurnHost(ModelChoice, Protocol):
-    """What starting a turn in a chat needs: the model choice, the agents, the tools, the approval state, the
-    chat's door, and where the turn's contents go."""
+class AgentChoice(ModelChoice, Protocol):
+    """The model choice and the agent choice: which agents exist, which one new prompts use, and the tools each is
+    offered. What a turn and the built-in reports both read."""
 
     @property
     def agents(self) -> Agents:
@@ -83,6 +83,11 @@ class TurnHost(ModelChoice, Protocol):
     def toolbox(self) -> Toolbox:
         """The tools an agent is offered and the system prompts that tell the model about them."""
         ...
+
+
+class TurnHost(AgentChoice, Protocol):
+    """What starting a turn in a chat needs: the model choice, the agents, the tools, the approval state, the
+    chat's door, and where the turn's contents go."""
 
     @property
     def chat_book(self) -> ChatRunner:
@@ -124,7 +129,7 @@ class TurnHost(ModelChoice, Protocol):
         ...
 
 
-class ReportHost(ModelChoice, Protocol):
+class ReportHost(AgentChoice, Protocol):
     """What the built-in reports read (``/doctor``, ``/config``, ``/context``, ``/prompt-show``): the config as
     loaded and its problems, the model choice, the agents and the tools they are offered, the rules' and skills'
     places (the trust decides which apply), the MCP servers and where chats are saved. Nothing here is changed."""
@@ -137,21 +142,6 @@ class ReportHost(ModelChoice, Protocol):
     @property
     def problems(self) -> list[str]:
         """What is wrong with the configuration, in words for the user."""
-        ...
-
-    @property
-    def agents(self) -> Agents:
-        """The resolved agents: the chat's agent decides the tools, prompts and approvals of its turns."""
-        ...
-
-    @property
-    def selected_behavior(self) -> str:
-        """The agent of new prompts, for a chat that has none of its own."""
-        ...
-
-    @property
-    def toolbox(self) -> Toolbox:
-        """The tools an agent is offered and the system prompts that tell the model about them."""
         ...
 
     @property
