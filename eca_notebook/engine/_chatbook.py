@@ -83,7 +83,10 @@ class ChatBook:
         """Queue a save: the record is snapshotted here, encoded and written by the store's writer thread, so a
         50 MB chat never stalls the loop (every other chat and client) while it is written."""
         store = self.engine.store
-        if store is None or chat.parent_chat_id is not None:  # a subagent's chat: saved inside its parent's
+        if chat.parent_chat_id is not None:  # a subagent's chat: saved inside its parent's
+            return
+        chat.kept = True
+        if store is None:
             return
         chat.updated_at = now_ms()
         try:
@@ -170,14 +173,17 @@ class ChatBook:
         return existed
 
     def list(self, params: ChatListParams | None = None) -> list[dict[str, Any]]:
-        """``chat/list``: saved and in-memory chats (an empty new chat is not listed), newest first."""
+        """``chat/list``: saved and in-memory chats, newest first. A new chat never saved is not listed; one saved is,
+        empty or not, even before the store's writer thread has written it (``Chat.kept``)."""
         engine = self.engine
         summaries: dict[str, dict[str, Any]] = {}
         if engine.store is not None:
             for summary in engine.store.list():
                 summaries[summary["id"]] = {**summary, "status": "idle"}
         for chat in engine.chats.values():
-            if (chat.message_count == 0 and chat.id not in summaries) or chat.parent_chat_id is not None:
+            if chat.parent_chat_id is not None:
+                continue
+            if chat.message_count == 0 and not chat.kept and chat.id not in summaries:
                 continue
             summaries[chat.id] = {
                 "id": chat.id,

@@ -148,6 +148,9 @@ class Chat:
     # a parent's subagents as they were shown (subagent chat id → its contents): saved inside the parent's record,
     # so ``chat/open`` after a reload or a restart replays them nested under the parent's spawn_agent call
     subagent_contents: dict[str, list[ContentRecord]] = field(default_factory=dict, compare=False)
+    # saved at least once (a turn ended, or it was renamed, cleared…): listed by ``chat/list`` even when empty, e.g.
+    # cleared before the store's writer thread wrote it
+    kept: bool = field(default=False, compare=False)
     # the text chunks merged into the last content and not yet joined into it: (its content, the text's parts);
     # reading ``contents`` joins them (see record_content)
     _streaming: tuple[JsonObject, list[str]] | None = field(default=None, init=False, repr=False, compare=False)
