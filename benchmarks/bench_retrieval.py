@@ -223,10 +223,10 @@ async def typing_at(root: Path, index: CodeIndex, names: list[str]) -> None:
     offered = 0
     for q in keys:
         t0 = time.perf_counter()
-        await query_context(q, index=files, already=[])
+        [c.dump() for c in await query_context(q, index=files, already=[])]  # (the wire form, as a client waits for)
         plain.append((time.perf_counter() - t0) * 1000)
         t0 = time.perf_counter()
-        answer = await query_context(q, index=files, already=[], code_index=index)
+        answer = [c.dump() for c in await query_context(q, index=files, already=[], code_index=index)]
         with_symbols.append((time.perf_counter() - t0) * 1000)
         offered += any(c.get("description") for c in answer)
     print(f"@ typing {len(keys)} keystrokes of {min(len(names), 25)} symbol names:")

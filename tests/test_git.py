@@ -42,8 +42,8 @@ def repo(tmp_path: Path) -> Path:
 async def every_git_use(repo: Path) -> str:
     """The @ completion and every part of @git, their texts joined."""
     index = WorkspaceIndex([repo])
-    offers = await query_context("git", index=index, already=[])
-    blank = await query_context("", index=index, already=[])
+    offers = [c.dump() for c in await query_context("git", index=index, already=[])]
+    blank = [c.dump() for c in await query_context("", index=index, already=[])]
     texts = [str(offers), str(blank)]
     for part in (None, "status", "log", "diff"):
         texts.append((await render_git(part, repo, cap=100_000)).body)

@@ -153,11 +153,10 @@ def available_commands(engine: Engine) -> list[AvailableCommand]:
     """The engine's commands as an ``available_commands_update`` lists them."""
     commands = []
     for command in engine.query_commands(""):
-        entry: AvailableCommand = {"name": command["name"], "description": command.get("description") or ""}
-        arguments = command.get("arguments") or []
-        if arguments:
-            entry["input"] = {"hint": " ".join(f"<{a['name']}>" if a.get("required") else f"[{a['name']}]"
-                                               for a in arguments)}
+        entry: AvailableCommand = {"name": command.name, "description": command.description}
+        if command.arguments:
+            entry["input"] = {"hint": " ".join(f"<{a.name}>" if a.required else f"[{a.name}]"
+                                               for a in command.arguments)}
         commands.append(entry)
     return commands
 
@@ -174,10 +173,10 @@ def session_page(workspaces: Iterable[Workspace], cursor: str | None) -> Session
     infos: list[SessionInfo] = []
     for workspace in workspaces:
         for chat in workspace.engine.list_chats():
-            info: SessionInfo = {"sessionId": chat["id"], "cwd": str(workspace.cwd)}
-            if chat.get("title"):
-                info["title"] = chat["title"]
-            updated = _iso(chat.get("updatedAt"))
+            info: SessionInfo = {"sessionId": chat.id, "cwd": str(workspace.cwd)}
+            if chat.title:
+                info["title"] = chat.title
+            updated = _iso(chat.updated_at)
             if updated:
                 info["updatedAt"] = updated
             infos.append(info)

@@ -11,10 +11,17 @@ import asyncio
 import logging
 import uuid
 from collections.abc import Iterator, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Literal, Protocol
+from typing import TYPE_CHECKING, Literal, Protocol
 
 from .._redact import redact_json
-from ..protocol import ChatListParams, JsonObject
+from ..protocol import (
+    ChatHistoryError,
+    ChatListParams,
+    ChatOpenResult,
+    ChatOpenSelection,
+    ChatSummary,
+    JsonObject,
+)
 from .chats import Chat, ContentRecord, history_page, now_ms
 from .chats.store import snapshot
 from .models import redact_content, variant_selection
@@ -28,8 +35,8 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-_CURSOR_EXPIRED = {"code": "cursor_expired",
-                   "message": "Cursor no longer points to an existing message; refetch the latest page"}
+_CURSOR_EXPIRED = ChatHistoryError(
+    code="cursor_expired", message="Cursor no longer points to an existing message; refetch the latest page")
 
 
 class SubagentChats(Protocol):
@@ -172,38 +179,34 @@ class ChatBook:
             engine.broadcast("chat/deleted", {"chatId": chat_id})
         return existed
 
-    def list(self, params: ChatListParams | None = None) -> list[dict[str, Any]]:
+    def list(self, params: ChatListParams | None = None) -> list[ChatSummary]:
         """``chat/list``: saved and in-memory chats, newest first. A new chat never saved is not listed; one saved is,
         empty or not, even before the store's writer thread has written it (``Chat.kept``)."""
         engine = self.engine
-        summaries: dict[str, dict[str, Any]] = {}
+        summaries: dict[str, ChatSummary] = {}
         if engine.store is not None:
-            for summary in engine.store.list():
-                summaries[summary["id"]] = {**summary, "status": "idle"}
+            for saved in engine.store.list():
+                summaries[saved["id"]] = ChatSummary(
+                    id=saved["id"], title=saved["title"], status="idle", created_at=saved["createdAt"],
+                    updated_at=saved["updatedAt"], model=saved["model"], message_count=saved["messageCount"])
         for chat in engine.chats.values():
             if chat.parent_chat_id is not None:
                 continue
             if chat.message_count == 0 and not chat.kept and chat.id not in summaries:
                 continue
-            summaries[chat.id] = {
-                "id": chat.id,
-                "title": chat.title,
-                "status": "running" if chat.running else "idle",
-                "createdAt": chat.created_at,
-                "updatedAt": chat.updated_at,
-                "model": chat.model,
-                "messageCount": chat.message_count,
-            }
-        key = "createdAt"
-        if params is None or params.sort_by != "createdAt":
-            key = "updatedAt"
-        chats = sorted(summaries.values(), key=lambda s: s.get(key) or 0, reverse=True)
+            summaries[chat.id] = ChatSummary(
+                id=chat.id, title=chat.title, status="running" if chat.running else "idle",
+                created_at=chat.created_at, updated_at=chat.updated_at, model=chat.model,
+                message_count=chat.message_count)
+        by_created = params is not None and params.sort_by == "createdAt"
+        chats = sorted(summaries.values(), key=lambda s: (s.created_at if by_created else s.updated_at) or 0,
+                       reverse=True)
         if params is not None and params.limit is not None and params.limit >= 0:
             chats = chats[: params.limit]
-        return [{k: v for k, v in s.items() if v is not None} for s in chats]
+        return chats
 
     def replay(self, chat_id: str, listener: Listener, limit: int | None = None, before: str | None = None,
-               after: str | None = None, windowed: bool = False) -> dict[str, Any]:
+               after: str | None = None, windowed: bool = False) -> ChatOpenResult:
         """``chat/open``: send one client the chat as it was shown (``chat/cleared``, ``chat/opened``, its contents,
         a chat-scoped ``config/updated`` with its stored model, another with its trust), then answer whether it was
         found, with the chat's ``selection``. *windowed* (the reference's ``limit``/``before``/``after`` were given):
@@ -211,13 +214,13 @@ class ChatBook:
         ``chat/history``."""
         chat = self.get(chat_id)
         if chat is None or chat.parent_chat_id is not None:  # a subagent's chat opens inside its parent's
-            return {"found": False}
+            return ChatOpenResult(found=False)
         records = chat.contents
         window = None
         if windowed:
             window = history_page(records, limit, before, after)
             if window is None:
-                return {"found": True, "chatId": chat.id, "error": _CURSOR_EXPIRED}
+                return ChatOpenResult(found=True, chat_id=chat.id, error=_CURSOR_EXPIRED)
             records = records[window.start:window.end]
         # as the reference replays: what the client shows of the chat is cleared first (a client that still shows
         # it does not show it twice)
@@ -229,21 +232,16 @@ class ChatBook:
         for item in self._wire_items(chat, records):
             listener.send("chat/contentReceived", item)
         selection = self._selection(chat)
-        if selection["model"] is not None:  # the chat's stored model (and its variants), for this chat only
+        if selection.model is not None:  # the chat's stored model (and its variants), for this chat only
             listener.send("config/updated", {"chatId": chat.id, "chat": {
-                "selectModel": selection["model"], "variants": selection["variants"],
-                "selectVariant": selection["variant"]}})
+                "selectModel": selection.model, "variants": list(selection.variants),
+                "selectVariant": selection.variant}})
         # the reopened chat's trust mode, so the client's indicator matches what the server will auto-approve
         listener.send("config/updated", {"chatId": chat.id, "chat": {"selectTrust": chat.trust}})
-        result: dict[str, Any] = {"found": True, "chatId": chat.id}
-        if chat.title:
-            result["title"] = chat.title
-        result["selection"] = selection
-        if window is not None:
-            result["meta"] = window.meta(chat.contents)
-        return result
+        return ChatOpenResult(found=True, chat_id=chat.id, title=chat.title or None, selection=selection,
+                              meta=window.meta(chat.contents) if window is not None else None)
 
-    def _selection(self, chat: Chat) -> dict[str, Any]:
+    def _selection(self, chat: Chat) -> ChatOpenSelection:
         """What the reopened chat's next prompt uses, as the reference's ``chat/open`` answers it in one snapshot:
         its stored model (null when it has none or the model is no longer offered, then no variant), the variant
         and the model's variants, the effective agent, the trust mode."""
@@ -251,20 +249,24 @@ class ChatBook:
         model = chat.model if chat.model in engine.registry.models() else None
         variants = variant_selection(engine.registry, model, chat.variant)
         agent = engine.agents.canonical(chat.behavior) if chat.behavior else None
-        return {"model": model, "agent": agent if agent in engine.behaviors() else engine.selected_behavior,
-                "variant": variants["select_variant"], "variants": variants["variants"], "trust": chat.trust}
+        return ChatOpenSelection(model=model, agent=agent if agent in engine.behaviors() else engine.selected_behavior,
+                                 variant=variants["select_variant"], variants=variants["variants"], trust=chat.trust)
 
-    def history(self, chat_id: str, limit: int | None, before: str | None, after: str | None) -> dict[str, Any]:
+    def history(self, chat_id: str, limit: int | None, before: str | None, after: str | None) -> JsonObject:
         """``chat/history`` (reference server): one page of the chat's contents as ``chat/contentReceived`` params,
-        with the cursors to page on, in one answer; ``error`` for an unknown chat or an expired cursor."""
+        with the cursors to page on, in one answer; ``error`` for an unknown chat or an expired cursor.
+
+        The wire answer, not a :class:`~eca_notebook.protocol.ChatHistoryResult`: its contents are the recorded
+        wire dicts, which stay dicts as every streamed content does (a model each would be validated and dumped
+        again for nothing, and its dump would drop the nulls they carry)."""
         chat = self.get(chat_id)
         if chat is None or chat.parent_chat_id is not None:
-            return {"error": {"code": "chat_not_found", "message": f"Chat {chat_id} not found"}}
+            return {"error": ChatHistoryError(code="chat_not_found", message=f"Chat {chat_id} not found").dump()}
         window = history_page(chat.contents, limit, before, after)
         if window is None:
-            return {"error": _CURSOR_EXPIRED}
+            return {"error": _CURSOR_EXPIRED.dump()}
         records = chat.contents[window.start:window.end]
-        return {"contents": list(self._wire_items(chat, records)), "meta": window.meta(chat.contents)}
+        return {"contents": list(self._wire_items(chat, records)), "meta": window.meta(chat.contents).dump()}
 
     def _wire_items(self, chat: Chat, records: Sequence[ContentRecord]) -> Iterator[JsonObject]:
         """``chat/contentReceived`` params for *records*, each subagent's contents right after the call that

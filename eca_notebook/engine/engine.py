@@ -26,9 +26,13 @@ from .._redact import add_secrets, redact_json
 from .._tasks import BackgroundTasks
 from ..plugins import Plugin
 from ..protocol import (
+    ChatCommand,
+    ChatContext,
     ChatListParams,
+    ChatOpenResult,
     ChatPromptParams,
     ChatPromptResult,
+    ChatSummary,
     ChatToolCallUndoResult,
     CompletionInlineParams,
     CompletionInlineResult,
@@ -516,16 +520,16 @@ class Engine:
         """Every command a prompt may start with."""
         return self.pipeline.commands()
 
-    def query_commands(self, query: str) -> list[dict[str, Any]]:
-        """``chat/queryCommands``: the commands matching ``query``, in wire form."""
+    def query_commands(self, query: str) -> list[ChatCommand]:
+        """``chat/queryCommands``: the commands matching ``query``."""
         return self.pipeline.query_commands(query)
 
-    async def query_context(self, query: str, already: list[Any]) -> list[dict[str, Any]]:
-        """``chat/queryContext``: the contexts matching ``query``."""
+    async def query_context(self, query: str, already: Sequence[ChatContext]) -> list[ChatContext]:
+        """``chat/queryContext``: the contexts matching ``query``, leaving out those *already* attached."""
         return await self.pipeline.query_context(query, already)
 
-    async def query_files(self, query: str) -> list[dict[str, Any]]:
-        """``chat/queryFiles``: the workspace files matching ``query``."""
+    async def query_files(self, query: str) -> list[ChatContext]:
+        """``chat/queryFiles``: the workspace files matching ``query`` (``file`` contexts)."""
         return await self.pipeline.query_files(query)
 
     # -- inline completion and rewrite (_inline.py, _rewrite.py) -------------------------------------------------
@@ -639,19 +643,20 @@ class Engine:
                                          "full_model": chat.model if chat is not None else None})
         return deleted
 
-    def list_chats(self, params: ChatListParams | None = None) -> list[dict[str, Any]]:
+    def list_chats(self, params: ChatListParams | None = None) -> list[ChatSummary]:
         """``chat/list``: the chats, newest first."""
         return self.chat_book.list(params)
 
     def replay(self, chat_id: str, listener: Listener, limit: int | None = None, before: str | None = None,
-               after: str | None = None, windowed: bool = False) -> dict[str, Any]:
+               after: str | None = None, windowed: bool = False) -> ChatOpenResult:
         """``chat/open``: send one client the chat as it was shown (only a page of it when *windowed*), then answer
         whether it was found."""
         return self.chat_book.replay(chat_id, listener, limit, before, after, windowed)
 
     def history(self, chat_id: str, limit: int | None = None, before: str | None = None,
-                after: str | None = None) -> dict[str, Any]:
-        """``chat/history``: a page of the chat's contents and the cursors around it (``_history.py``)."""
+                after: str | None = None) -> JsonObject:
+        """``chat/history``: a page of the chat's contents and the cursors around it (``_history.py``), as the wire
+        answer (the contents stay the recorded wire dicts)."""
         return self.chat_book.history(chat_id, limit, before, after)
 
     async def rollback(self, chat_id: str, content_id: str, include: Iterable[str] | None = None) -> None:

@@ -336,6 +336,12 @@ class ChatHistoryMeta(EcaModel):
     after_cursor: str | None = None
     compaction_cursor: str | None = None
 
+    def dump(self) -> JsonObject:
+        """The wire form: the cursors are written out even when null (null is the value: the end of the history,
+        never compacted)."""
+        return {"total": self.total, "returned": self.returned, "beforeCursor": self.before_cursor,
+                "afterCursor": self.after_cursor, "compactionCursor": self.compaction_cursor} | super().dump()
+
 
 class ChatHistoryError(EcaModel):
     """Why no page: ``chat_not_found`` or ``cursor_expired`` (the cursor's content is gone: refetch the newest)."""
@@ -355,8 +361,12 @@ class ChatOpenSelection(EcaModel):
     trust: bool
 
     def dump(self) -> JsonObject:
-        """The wire form: ``model`` and ``variant`` are written out even when null (null is the value)."""
-        return {**super().dump(), "model": self.model, "variant": self.variant}
+        """The wire form: ``model`` and ``variant`` are written out even when null (null is the value), in their
+        places."""
+        wire = super().dump()
+        wire.pop("model", None)
+        wire.pop("variant", None)
+        return {"model": self.model, "agent": wire.pop("agent"), "variant": self.variant, **wire}
 
 
 class ChatOpenResult(EcaModel):
@@ -372,6 +382,16 @@ class ChatOpenResult(EcaModel):
     meta: ChatHistoryMeta | None = None
     #: Instead of the replay, when a cursor is expired.
     error: ChatHistoryError | None = None
+
+    def dump(self) -> JsonObject:
+        """The wire form, with the nulls :class:`ChatOpenSelection` and :class:`ChatHistoryMeta` write out (a nested
+        model is dumped by the parent's rules, which omit every null)."""
+        wire = super().dump()
+        if self.selection is not None:
+            wire["selection"] = self.selection.dump()
+        if self.meta is not None:
+            wire["meta"] = self.meta.dump()
+        return wire
 
 
 class ChatHistoryParams(EcaModel):

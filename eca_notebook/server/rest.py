@@ -18,8 +18,9 @@ from jupyter_server.auth.decorator import authorized
 from .._version import __version__
 from .._workspace_paths import is_inside
 from ..engine import Engine
+from ..engine.chats import Chat
 from ..engine.config import ApprovalConfig
-from ..protocol import ChatPromptParams
+from ..protocol import ChatPromptParams, ChatSummary
 from ..retrieval import FileChange
 from ._policy import PolicyFileError, persist_approval, policy_file
 from ._schemas import (
@@ -238,19 +239,18 @@ class IndexActionHandler(EcaApiHandler):
 # -- sessions ----------------------------------------------------------------------------------------------------
 
 
-def _session(workspace: Workspace, summary: dict[str, Any], **extra: Any) -> Session:
+def _session(workspace: Workspace, summary: ChatSummary, **extra: Any) -> Session:
     return Session(
-        id=summary["id"], workspace_id=workspace.id, title=summary.get("title"),
-        status="running" if summary.get("status") == "running" else "idle",
-        created_at=summary.get("createdAt"), updated_at=summary.get("updatedAt"), model=summary.get("model"),
-        message_count=summary.get("messageCount"), **extra,
+        id=summary.id, workspace_id=workspace.id, title=summary.title, status=summary.status,
+        created_at=summary.created_at, updated_at=summary.updated_at, model=summary.model,
+        message_count=summary.message_count, **extra,
     )
 
 
-def _chat_summary(chat: Any) -> dict[str, Any]:
-    return {"id": chat.id, "title": chat.title, "status": "running" if chat.running else "idle",
-            "createdAt": chat.created_at, "updatedAt": chat.updated_at, "model": chat.model,
-            "messageCount": chat.message_count}
+def _chat_summary(chat: Chat) -> ChatSummary:
+    return ChatSummary(id=chat.id, title=chat.title, status="running" if chat.running else "idle",
+                       created_at=chat.created_at, updated_at=chat.updated_at, model=chat.model,
+                       message_count=chat.message_count)
 
 
 class SessionsHandler(EcaApiHandler):
@@ -259,7 +259,7 @@ class SessionsHandler(EcaApiHandler):
         workspace = self.query_workspace()
         engine = await self.engine(workspace)
         summaries = engine.list_chats()
-        listed = {s["id"] for s in summaries}
+        listed = {s.id for s in summaries}
         # sessions created empty through POST are listed too, even without a chat store (pureConfig)
         summaries += [_chat_summary(c) for c in engine.chats.values() if c.id not in listed]
         self.send(SessionList(workspace_id=workspace.id, sessions=[_session(workspace, s) for s in summaries]))
@@ -294,7 +294,7 @@ class SessionsHandler(EcaApiHandler):
 
 
 class SessionHandler(EcaApiHandler):
-    async def _find(self, session_id: str) -> tuple[Workspace, Engine, Any]:
+    async def _find(self, session_id: str) -> tuple[Workspace, Engine, Chat]:
         """The session in ``?workspace_id=``'s engine, else in the root's, else in any running engine."""
         query = self.get_query_argument("workspace_id", None)
         if query:

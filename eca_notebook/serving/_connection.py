@@ -67,6 +67,7 @@ from ..protocol import (
     JobsListResult,
     JobsReadOutputParams,
     JsonObject,
+    JsonValue,
     McpAddServerParams,
     McpDisableServerParams,
     McpEnableServerParams,
@@ -167,7 +168,7 @@ class ServerConnection:
         return _parse(method, params)
 
     def _chat_ids(self) -> list[str]:
-        return [c["id"] for c in self.engine.list_chats()] if self.engine is not None else []
+        return [c.id for c in self.engine.list_chats()] if self.engine is not None else []
 
     # -- Listener protocol: called by the engine ----------------------------------------------------------------
 
@@ -370,20 +371,22 @@ class ServerConnection:
 
     def chat_list(self, params: ChatListParams | None) -> JsonObject:
         chats = self._engine().list_chats(params)
-        return {"chats": [{**c, "id": self.aliases.external(c["id"])} for c in chats]}
+        # (the id after the dump: a client's number stays a number, which ChatSummary's id would make text)
+        return {"chats": [{**c.dump(), "id": self.aliases.external(c.id)} for c in chats]}
 
     def chat_open(self, params: ChatOpenParams) -> JsonObject:
         windowed = bool({"limit", "before", "after"} & params.model_fields_set)  # (the reference: any given)
         # the replayed contents were queued before this answer
-        result = self._engine().replay(params.chat_id, self, params.limit, params.before, params.after, windowed)
+        result = self._engine().replay(params.chat_id, self, params.limit, params.before, params.after, windowed).dump()
         if "chatId" in result:
             result["chatId"] = self.aliases.external(result["chatId"])
         return result
 
     def chat_history(self, params: ChatHistoryParams) -> JsonObject:
         answer = self._engine().history(params.chat_id, params.limit, params.before, params.after)
-        if "contents" in answer:
-            answer["contents"] = [self.aliases.outgoing(item) for item in answer["contents"]]
+        contents = answer.get("contents")
+        if isinstance(contents, list):
+            answer["contents"] = [self.aliases.outgoing(item) for item in contents]
         return answer
 
     async def chat_rollback(self, params: ChatRollbackParams) -> JsonObject:
@@ -423,19 +426,20 @@ class ServerConnection:
         self.send("config/updated", engine.variants_updated(params.chat_id).dump())
 
     async def query_context(self, params: ChatQueryContextParams) -> JsonObject:
-        contexts = await self._engine().query_context(params.query, list(params.contexts))
+        found = await self._engine().query_context(params.query, params.contexts)
+        contexts: list[JsonValue] = [c.dump() for c in found]
         chat_id = self.aliases.external(params.chat_id)
-        return {"chatId": chat_id, "contexts": [*contexts]} if params.chat_id else {"contexts": [*contexts]}
+        return {"chatId": chat_id, "contexts": contexts} if params.chat_id else {"contexts": contexts}
 
     async def query_files(self, params: ChatQueryFilesParams) -> JsonObject:
-        files = await self._engine().query_files(params.query)
+        files: list[JsonValue] = [c.dump() for c in await self._engine().query_files(params.query)]
         chat_id = self.aliases.external(params.chat_id)
-        return {"chatId": chat_id, "files": [*files]} if params.chat_id else {"files": [*files]}
+        return {"chatId": chat_id, "files": files} if params.chat_id else {"files": files}
 
     def query_commands(self, params: ChatQueryCommandsParams) -> JsonObject:
-        commands = self._engine().query_commands(params.query)
+        commands: list[JsonValue] = [c.dump() for c in self._engine().query_commands(params.query)]
         chat_id = self.aliases.external(params.chat_id)
-        return {"chatId": chat_id, "commands": [*commands]} if params.chat_id else {"commands": [*commands]}
+        return {"chatId": chat_id, "commands": commands} if params.chat_id else {"commands": commands}
 
     def tool_call_approve(self, params: ChatToolCallApproveParams) -> None:
         self._engine().approve(params.chat_id, params.tool_call_id, params.save, params.hunks)

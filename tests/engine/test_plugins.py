@@ -115,6 +115,20 @@ async def test_plugin_commands_and_contexts(connected: Harness, llm):  # noqa: F
     assert sent.startswith("SHOUT: hello") and "the notes say 42" in sent
 
 
+async def test_a_plugin_command_that_is_not_text_is_left_out_of_the_list(connected: Harness):  # noqa: F811
+    """A plug-in's (or an MCP server's) command whose fields are not what they claim costs only that command: the
+    ``/`` list still answers with the others."""
+
+    class Broken(DemoPlugin):
+        def commands(self):
+            return [Command(name="shh", description=7, type="mcp-prompt", server="demo"),  # type: ignore[arg-type]
+                    *super().commands()]
+
+    connected.engine.add_plugin(Broken())
+    commands = (await connected.client.request("chat/queryCommands", {"query": "sh"}))["commands"]
+    assert "shout" in {c["name"] for c in commands} and "shh" not in {c["name"] for c in commands}
+
+
 async def test_deny_rule_hides_a_plugin_tool(tmp_path: Path, llm):
     from eca_notebook.engine import Engine, EngineOptions
 

@@ -9,9 +9,11 @@ from eca_notebook.protocol import (
     ChatDeleteParams,
     ChatDeleteResult,
     ChatForkResult,
+    ChatHistoryMeta,
     ChatListParams,
     ChatListResult,
     ChatOpenResult,
+    ChatOpenSelection,
     ChatPromptParams,
     ChatPromptResult,
     ChatQueryCommandsResult,
@@ -136,6 +138,23 @@ def test_list_and_open() -> None:
     assert ChatListResult.model_validate(wire).dump() == wire
     assert ChatListResult.model_validate({"chats": [{"id": "c2", "status": "running"}]}).chats[0].message_count == 0
     assert ChatOpenResult(found=False).dump() == {"found": False}
+
+
+def test_open_answer_writes_its_nulls_in_place() -> None:
+    """A nested model is dumped by its parent's rules (every null omitted): the answer to chat/open writes the nulls
+    that are values — no stored model, no variant, a cursor at the end of the history — where they belong."""
+    selection = ChatOpenSelection(model=None, agent="code", variant=None, variants=["low"], trust=False)
+    answer = ChatOpenResult(found=True, chat_id="c", selection=selection,
+                            meta=ChatHistoryMeta(total=3, returned=1, after_cursor="a"))
+    wire = answer.dump()
+    assert list(wire["selection"]) == ["model", "agent", "variant", "variants", "trust"]
+    assert wire == {"found": True, "chatId": "c",
+                    "selection": {"model": None, "agent": "code", "variant": None, "variants": ["low"],
+                                  "trust": False},
+                    "meta": {"total": 3, "returned": 1, "beforeCursor": None, "afterCursor": "a",
+                             "compactionCursor": None}}
+    assert list(wire["meta"]) == ["total", "returned", "beforeCursor", "afterCursor",
+                                  "compactionCursor"]
 
 
 def test_server_chat_notifications() -> None:

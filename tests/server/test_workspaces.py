@@ -101,7 +101,7 @@ async def test_an_idle_engine_is_released_and_comes_back_with_its_saved_chats(ro
     assert workspace.engine is None and workspace.state == "stopped" and engine._closed
     again = await manager.ready(workspace)  # on demand: a new engine, which finds the chat on disk
     assert again is not engine
-    assert [c["id"] for c in again.list_chats()] == ["kept"]
+    assert [c.id for c in again.list_chats()] == ["kept"]
     assert again.get_chat("kept").title == "a chat worth keeping"
     await manager.aclose()
 

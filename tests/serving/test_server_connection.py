@@ -159,7 +159,7 @@ async def test_old_saved_chats_are_pruned_at_start(tmp_path: Path, llm):
     engine = Engine(EngineOptions(workspace_folders=[tmp_path], initialization_options={"chatRetentionDays": 14},
                                   env=env))
     await engine.start()
-    assert [c["id"] for c in engine.list_chats()] == ["new"]
+    assert [c.id for c in engine.list_chats()] == ["new"]
     await engine.aclose()
 
 

@@ -3,8 +3,9 @@ and ``chat/history`` as a client reads them, byte for byte, over a real connecti
 an in-memory stream pair, which encodes every message to JSON as a pipe does).
 
 The goldens were taken before the engine's façade returned protocol models instead of dicts (issue #32): typing
-the engine must not change the wire — no ``null`` gained, no field lost, numeric chat ids still numbers. Only what
-varies per run is normalised (the temporary path, generated chat and content ids, timestamps, cursors).
+the engine must not change the wire — no ``null`` gained, no field lost, numeric chat ids still numbers. One change
+is deliberate and marked (the order of a saved chat's keys in ``chat/list``). Only what varies per run is
+normalised (the temporary path, generated chat and content ids, timestamps, cursors).
 """
 
 from __future__ import annotations
@@ -20,6 +21,15 @@ import pytest
 
 from eca_notebook.engine import Engine, EngineOptions
 from eca_notebook.engine.chats.store import ChatStore, chats_dir_for
+from eca_notebook.protocol import (
+    ChatCommand,
+    ChatCommandArgument,
+    ChatListParams,
+    ChatOpenResult,
+    ChatSummary,
+    DirectoryContext,
+    FileContext,
+)
 from eca_notebook.rpc import Endpoint
 from eca_notebook.serving import ServerConnection
 from eca_notebook.testing.llm_server import Reply, ScriptedLLMServer
@@ -114,7 +124,7 @@ async def wire(tmp_path: Path, llm: ScriptedLLMServer):
         await client.request(method, params)
         return _normalise(recorded.answer(), root, ids)
 
-    yield ask, client, llm, root, idle
+    yield ask, client, llm, root, idle, connection
     await client.close()
     await asyncio.wait_for(server_task, 30)
     client_task.cancel()
@@ -148,7 +158,7 @@ def _params(params: Any, root: Path) -> Any:
 
 
 async def test_answers_are_what_they_were(wire):
-    ask, client, llm, root, idle = wire
+    ask, client, llm, root, idle, _connection = wire
     llm.enqueue(Reply.text("hi there"))
     await client.request("chat/prompt", {"chatId": 3, "message": "hello", "model": "fake/m1"})
     await asyncio.wait_for(idle.wait(), 60)  # the prompt ran: the chat is listed idle
@@ -158,15 +168,41 @@ async def test_answers_are_what_they_were(wire):
     assert answers == GOLDEN
 
 
+async def test_the_engine_answers_with_protocol_models(wire):
+    """What the doors get from the engine is typed: the protocol's models, dumped only at the wire."""
+    _ask, _client, _llm, root, _idle, connection = wire
+    engine: Engine = connection.engine
+    chats = engine.list_chats(ChatListParams(sort_by="createdAt"))
+    assert all(isinstance(c, ChatSummary) for c in chats) and [c.id for c in chats] == ["saved-2", "saved-1"]
+    assert chats[1].title == "Saved chat" and chats[1].message_count == 2 and chats[0].title is None
+    commands = engine.query_commands("fix")
+    assert [type(c) for c in commands] == [ChatCommand, ChatCommand]
+    assert commands[0].arguments == [ChatCommandArgument(name="problem", description="What is wrong")]
+    found = await engine.query_context("src", [FileContext(path=str(root / "src" / "util.py"))])
+    assert found == [DirectoryContext(path=str(root / "src")), FileContext(path=str(root / "src" / "app.py"))]
+    assert await engine.query_files("util") == [FileContext(path=str(root / "src" / "util.py"))]
+
+    class Quiet:
+        def send(self, method: str, params: Any) -> None:
+            pass
+
+    opened = engine.replay("saved-2", Quiet())
+    assert isinstance(opened, ChatOpenResult) and opened.selection is not None and opened.selection.model is None
+    assert opened.dump()["selection"] == {"model": None, "agent": "code", "variant": None, "variants": [],
+                                          "trust": False}
+
+
 GOLDEN: list[str] = [
+    # the one change: a saved chat's keys are in ChatSummary's order, as an open chat's always were (status third;
+    # it came last, after the store's keys) — the same keys and values
     '{"jsonrpc":"2.0","id":3,"result":{"chats":[{"id":3,"title":"hello","status":"idle","createdAt":0'
      ',"updatedAt":0,"model":"fake/m1","messageCount":2},{"id":"saved-1","title":"Saved chat"'
-     ',"createdAt":1700000000000,"updatedAt":1700000005000,"model":"fake/m1","messageCount":2'
-     ',"status":"idle"},{"id":"saved-2","createdAt":1700000010000,"updatedAt":1700000002000'
-     ',"messageCount":0,"status":"idle"}]}}',
+     ',"status":"idle","createdAt":1700000000000,"updatedAt":1700000005000,"model":"fake/m1"'
+     ',"messageCount":2},{"id":"saved-2","status":"idle","createdAt":1700000010000'
+     ',"updatedAt":1700000002000,"messageCount":0}]}}',
     '{"jsonrpc":"2.0","id":4,"result":{"chats":[{"id":3,"title":"hello","status":"idle","createdAt":0'
-     ',"updatedAt":0,"model":"fake/m1","messageCount":2},{"id":"saved-2","createdAt":1700000010000'
-     ',"updatedAt":1700000002000,"messageCount":0,"status":"idle"}]}}',
+     ',"updatedAt":0,"model":"fake/m1","messageCount":2},{"id":"saved-2","status":"idle"'
+     ',"createdAt":1700000010000,"updatedAt":1700000002000,"messageCount":0}]}}',
     '{"jsonrpc":"2.0","id":5,"result":{"commands":[{"name":"fix"'
      ',"description":"Find and fix the bug in the selected code (or the attached file)'
      ', using the diagnostics and terminal output the editor sent.","type":"native"'

@@ -21,7 +21,7 @@ import hashlib
 import json
 from dataclasses import dataclass
 
-from ...protocol import JsonObject
+from ...protocol import ChatHistoryMeta
 from ._chat import ContentRecord
 
 __all__ = ["LAST_COMPACTION", "Page", "compaction_cursor", "page"]
@@ -40,10 +40,10 @@ class Page:
     before_cursor: str | None
     after_cursor: str | None
 
-    def meta(self, records: list[ContentRecord]) -> JsonObject:
+    def meta(self, records: list[ContentRecord]) -> ChatHistoryMeta:
         """The reference's ``ChatHistoryMeta``."""
-        return {"total": self.total, "returned": self.end - self.start, "beforeCursor": self.before_cursor,
-                "afterCursor": self.after_cursor, "compactionCursor": compaction_cursor(records)}
+        return ChatHistoryMeta(total=self.total, returned=self.end - self.start, before_cursor=self.before_cursor,
+                               after_cursor=self.after_cursor, compaction_cursor=compaction_cursor(records))
 
 
 def _checksum(record: ContentRecord) -> str:

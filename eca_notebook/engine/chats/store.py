@@ -167,6 +167,14 @@ def _number(value: Any) -> int | None:
     return int(value)
 
 
+def _well_formed(entry: Mapping[str, Any]) -> bool:
+    """Whether a cached index entry holds what :func:`_summary` makes: the index is a file anyone may have written,
+    and ``chat/list`` answers with typed summaries — an entry that is not is summarised again from its chat file."""
+    return (all(isinstance(entry.get(k), int) and not isinstance(entry.get(k), bool)
+                for k in ("createdAt", "updatedAt", "messageCount"))
+            and all(entry.get(k) is None or isinstance(entry.get(k), str) for k in ("title", "model")))
+
+
 def _summary(record: Mapping[str, Any], mtime_ns: int) -> StoredSummary:
     updated = _number(record.get("updatedAt"))
     if updated is None:
@@ -482,7 +490,8 @@ class ChatStore:
                 except OSError:
                     continue
                 cached = known.get(stem)
-                if cached and cached.get("mtimeNs") == st.st_mtime_ns and cached.get("size") == st.st_size:
+                if (cached and cached.get("mtimeNs") == st.st_mtime_ns and cached.get("size") == st.st_size
+                        and _well_formed(cached)):
                     fresh[stem] = cached
                     continue
                 changed = True

@@ -60,7 +60,7 @@ from ._files import render_cursor, render_directory, render_file, resolve_path
 from ._git import render_git
 from ._images import is_image_context, load_image_context
 from ._notebook_focus import render_notebook_focus
-from ._query import query_context
+from ._query import context_models, query_context
 from ._web import html_to_text, render_web
 
 if TYPE_CHECKING:
@@ -73,6 +73,7 @@ __all__ = [
     "WEB_MAX_BYTES",
     "WEB_TIMEOUT",
     "RenderedContexts",
+    "context_models",
     "html_to_text",
     "query_context",
     "render_contexts",

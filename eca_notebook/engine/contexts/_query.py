@@ -38,7 +38,7 @@ from ..index import WorkspaceIndex, _fold
 from ._blocks import CONTEXT
 from ._git import git_offers
 
-__all__ = ["query_context"]
+__all__ = ["context_models", "query_context"]
 
 #: at most this many symbols per answer: they follow the files and must not crowd them out
 SYMBOL_LIMIT = 8
@@ -63,8 +63,8 @@ async def query_context(
     extra: Sequence[ChatContext | JsonObject] = (),
     code_index: _SymbolSource | None = None,
     files_only: bool = False,
-) -> list[JsonObject]:
-    """Contexts the user may attach for `query`, as wire dicts, best first, at most `limit`.
+) -> list[ChatContext]:
+    """Contexts the user may attach for `query`, best first, at most `limit` (``.dump()`` is each one's wire form).
 
     `files_only` (``chat/queryFiles``, the reference's file picker): only the ``file`` contexts of the same search
     — no repo map, git, directories, symbols or `extra`.
@@ -78,16 +78,16 @@ async def query_context(
     """
     q = (query or "").strip()
     base = index.folders[0] if index.folders else Path.cwd()
-    attached = {_key(c, base) for c in _validated(already)}
+    attached = {_key(c, base) for c in context_models(already)}
     attached.discard(None)
-    out: list[JsonObject] = []
+    out: list[ChatContext] = []
 
-    def offer(ctx: Any) -> None:
+    def offer(ctx: ChatContext) -> None:
         key = _key(ctx, base)
         if key is None or key not in attached:
             if key is not None:
                 attached.add(key)
-            out.append(ctx.dump() if hasattr(ctx, "dump") else dict(ctx))
+            out.append(ctx)
 
     if files_only:
         outside = _outside_path_query(q, index.folders)
@@ -119,7 +119,7 @@ async def query_context(
             offer(DirectoryContext(path=str(entry.path)) if entry.is_dir else FileContext(path=str(entry.path)))
     for symbol in symbols:
         offer(symbol)
-    for ctx in _validated(extra):
+    for ctx in context_models(extra):
         if _extra_matches(q, ctx):
             offer(ctx)
     return out[:limit]
@@ -144,8 +144,9 @@ async def symbol_offers(query: str, code_index: _SymbolSource | None) -> list[Fi
     return out
 
 
-def _validated(contexts: Sequence[Any]) -> list[Any]:
-    out = []
+def context_models(contexts: Sequence[ChatContext | JsonObject]) -> list[ChatContext]:
+    """The contexts as models: a wire dict is validated (one that is not a context is left out)."""
+    out: list[ChatContext] = []
     for c in contexts:
         if isinstance(c, dict):
             try:

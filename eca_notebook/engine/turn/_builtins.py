@@ -9,13 +9,13 @@ pipeline.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Protocol
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Protocol
 
 from ..._redact import redact
 from ..._text import visible
 from ..._version import __version__
-from ...protocol import ChatListParams, ConfigUpdatedParams
+from ...protocol import ChatListParams, ChatSummary, ConfigUpdatedParams
 from ...tools.base import llm_name
 from ..chats import Chat, ChatHost, export_chat, fork_command, import_chat, init_prompt, model_command
 from ..config import mask_secret
@@ -79,25 +79,24 @@ def repo_map_show(index: WorkspaceIndex | None) -> str:
     return index.repo_map()
 
 
-def resume(chat: Chat, argument: str, saved: Sequence[Mapping[str, Any]], load: Callable[[str], Chat | None]) -> str:
+def resume(chat: Chat, argument: str, saved: Sequence[ChatSummary], load: Callable[[str], Chat | None]) -> str:
     """``/resume`` lists the ``saved`` chats (``chat/list``'s, newest first); ``/resume N`` (or an id) copies that
     chat's history, as ``load`` reads it, into this one."""
-    others = [c for c in saved if c["id"] != chat.id]
+    others = [c for c in saved if c.id != chat.id]
     if not others:
         return "There are no saved chats to resume."
     argument = argument.strip()
     if not argument:
-        rows = [f"{i}. {c.get('title') or c['id']} ({c.get('messageCount', 0)} messages)" for i, c in
-                enumerate(others, 1)]
+        rows = [f"{i}. {c.title or c.id} ({c.message_count} messages)" for i, c in enumerate(others, 1)]
         return "Saved chats — resume one with /resume <number>:\n" + "\n".join(rows)
     chosen = None
     if argument.isdigit() and 1 <= int(argument) <= len(others):
         chosen = others[int(argument) - 1]
     else:
-        chosen = next((c for c in others if c["id"] == argument), None)
+        chosen = next((c for c in others if c.id == argument), None)
     if chosen is None:
         return f"No saved chat '{argument}'. Use /resume to list them."
-    source = load(chosen["id"])
+    source = load(chosen.id)
     if source is None:
         return f"Could not load chat '{argument}'."
     chat.messages = list(source.messages)
@@ -179,7 +178,7 @@ class BuiltinHost(ReportHost, ChatHost, Protocol):
         """A fork copies no undo; a rollback of the chat reverts through these (the chats' RewindHost)."""
         ...
 
-    def list_chats(self, params: ChatListParams | None = None) -> list[dict[str, Any]]:
+    def list_chats(self, params: ChatListParams | None = None) -> list[ChatSummary]:
         """``chat/list``: the saved chats, newest first."""
         ...
 

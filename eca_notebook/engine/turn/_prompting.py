@@ -15,9 +15,13 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
+from pydantic import ValidationError
+
 from ..._text import user_words
 from ...plugins import Plugin
 from ...protocol import (
+    ChatCommand,
+    ChatContext,
     ChatPromptParams,
     ChatPromptResult,
     FileContext,
@@ -31,20 +35,20 @@ from ...providers.base import ImagePart, Message, Provider, ToolSpec, UserMessag
 from ...tools.skill import Skill
 from ..chats import COMPACT_PREFIX, Chat, invalid_chat_id, last_prompt_id, title_from
 from ..config import LoadedConfig, ModelInfo
-from ..contexts import query_context, render_contexts
+from ..contexts import context_models, query_context, render_contexts
 from ..index import WorkspaceIndex
 from ..models import UnknownModel
 from ..workspace import WorkspaceTrust, engine_skills, list_skills, skill_prompt
 from ..workspace.commands import (
     BUILTINS,
     Command,
+    chat_command,
     command_prompt,
     find_command,
     load_custom_commands,
     parse_command,
     query_commands,
     render_template,
-    to_wire,
 )
 from . import _small_model
 from ._builtins import BuiltinCommands
@@ -418,11 +422,18 @@ class PromptPipeline:
                 return plugin, command
         return None
 
-    def query_commands(self, query: str) -> list[dict[str, Any]]:
-        """``chat/queryCommands``: the commands matching what follows ``/``, in wire form."""
-        return [to_wire(c) for c in query_commands(query.lstrip("/"), self.commands())]
+    def query_commands(self, query: str) -> list[ChatCommand]:
+        """``chat/queryCommands``: the commands matching what follows ``/``; one whose fields are not text (a
+        plug-in's or an MCP server's) is left out rather than failing the whole answer."""
+        listed = []
+        for command in query_commands(query.lstrip("/"), self.commands()):
+            try:
+                listed.append(chat_command(command))
+            except ValidationError:
+                log.warning("command %r left out of chat/queryCommands: not a valid command", command.name)
+        return listed
 
-    async def query_context(self, query: str, already: list[Any]) -> list[dict[str, Any]]:
+    async def query_context(self, query: str, already: Sequence[ChatContext]) -> list[ChatContext]:
         """``chat/queryContext``: plug-ins' contexts, then the workspace index's matches for ``@query`` (files, then
         code symbols from the content index when it is open)."""
         engine = self.engine
@@ -433,11 +444,11 @@ class PromptPipeline:
             except Exception:
                 log.exception("context query of %s failed", plugin.name)
         if engine.index is None:
-            return extra
+            return context_models(extra)
         return await query_context(query, index=engine.index, already=already, extra=extra,
                                    code_index=engine.code_index)
 
-    async def query_files(self, query: str) -> list[dict[str, Any]]:
+    async def query_files(self, query: str) -> list[ChatContext]:
         """``chat/queryFiles``: the workspace files matching ``query`` (the file part of ``chat/queryContext``)."""
         engine = self.engine
         if engine.index is None:

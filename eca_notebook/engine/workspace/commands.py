@@ -22,7 +22,7 @@ from typing import Any
 
 from ..._fuzzy import is_subsequence
 from ...plugins import Command, CommandArgument
-from ...protocol import JsonObject, JsonValue
+from ...protocol import ChatCommand, ChatCommandArgument
 from ._front_matter import FrontMatterError, parse_front_matter
 from ._rules import outside_root
 
@@ -31,13 +31,13 @@ __all__ = [
     "CODE_PROMPTS",
     "Command",
     "CommandArgument",
+    "chat_command",
     "command_prompt",
     "find_command",
     "load_custom_commands",
     "parse_command",
     "query_commands",
     "render_template",
-    "to_wire",
     "wire_type",
 ]
 
@@ -400,17 +400,13 @@ def query_commands(query: str, commands: Sequence[Command]) -> list[Command]:
     return prefix + substring + fuzzy
 
 
-def to_wire(command: Command) -> JsonObject:
-    """The ``ChatCommand`` wire shape: ``{name, description, type, arguments: [{name, description?, required}]}``."""
-    arguments: list[JsonValue] = []
-    for arg in command.arguments:
-        entry: JsonObject = {"name": arg.name}
-        if arg.description is not None:
-            entry["description"] = arg.description
-        entry["required"] = arg.required
-        arguments.append(entry)
-    return {"name": command.name, "description": command.description, "type": wire_type(command.type),
-            "arguments": arguments}
+def chat_command(command: Command) -> ChatCommand:
+    """The command as ``chat/queryCommands`` lists it, its type in the reference's spelling (:func:`wire_type`);
+    ``.dump()`` is ``{name, description, type, arguments: [{name, description?, required}]}``. Raises pydantic's
+    ``ValidationError`` for a command whose fields are not what they claim (a plug-in's, an MCP server's)."""
+    return ChatCommand(name=command.name, description=command.description, type=wire_type(command.type),
+                       arguments=[ChatCommandArgument(name=a.name, description=a.description, required=a.required)
+                                  for a in command.arguments])
 
 
 #: The reference server's names for command types (``chat/queryCommands``). The engine and plug-ins say

@@ -59,23 +59,23 @@ async def test_a_chat_cleared_before_it_is_written_stays_listed(engine: Engine, 
     assert engine.store is not None and not engine.store.path_for(chat_id).exists()  # the writer holds it
     engine.chats[chat_id].title = "Answers"
     assert engine.clear(chat_id, messages=True)
-    listed = {c["id"]: c for c in engine.list_chats()}
+    listed = {c.id: c for c in engine.list_chats()}
     assert chat_id in listed, "the cleared chat vanished from chat/list"
-    assert listed[chat_id]["title"] == "Answers"
-    assert listed[chat_id]["messageCount"] == 0
+    assert listed[chat_id].title == "Answers"
+    assert listed[chat_id].message_count == 0
     held_writer.set()
     await asyncio.to_thread(engine.store.flush, 60)
-    assert chat_id in {c["id"] for c in engine.list_chats()}
+    assert chat_id in {c.id for c in engine.list_chats()}
 
 
 async def test_a_created_chat_is_listed_before_it_is_written(engine: Engine, held_writer: threading.Event):
     """REST ``POST /sessions`` makes an empty chat "saved and announced": the list shows it at once."""
     chat = engine.create_chat(title="Plans")
-    assert {c["id"]: c.get("title") for c in engine.list_chats()} == {chat.id: "Plans"}
+    assert {c.id: c.title for c in engine.list_chats()} == {chat.id: "Plans"}
 
 
 async def test_a_chat_never_saved_is_not_listed(engine: Engine, llm: ScriptedLLMServer):
     """A chat object the engine holds but never saved (a prompt still being set up) is not a chat to list yet."""
     chat_id = await prompted(engine, llm)
     engine.chats["ghost"] = Chat(id="ghost")
-    assert [c["id"] for c in engine.list_chats()] == [chat_id]
+    assert [c.id for c in engine.list_chats()] == [chat_id]

@@ -202,6 +202,20 @@ def test_index_follows_external_changes(root: Path, store: ChatStore) -> None:
     assert {s["id"]: s["title"] for s in store.list()} == {"a": "A2", "c": "C"}
 
 
+def test_a_tampered_index_entry_is_summarised_again_from_its_file(root: Path, store: ChatStore) -> None:
+    """The index is a cache anyone may write: an entry whose values are not a summary's (a title that is a number, a
+    count that is text) is not listed as it is — chat/list's typed summaries would refuse it — but read again."""
+    store.save(record("c", title="real"))
+    store.list()
+    index = root / "index.json"
+    data = json.loads(index.read_text())
+    (entry,) = data["chats"].values()
+    entry.update(title=7, messageCount="lots", createdAt=None)  # mtime and size still match the file
+    index.write_text(json.dumps(data))
+    assert [(s["title"], s["messageCount"]) for s in store.list()] == [("real", 2)]
+    assert isinstance(json.loads(index.read_text())["chats"][next(iter(data["chats"]))]["createdAt"], int)
+
+
 def test_list_uses_index_without_reading_unchanged_files(root: Path, store: ChatStore) -> None:
     store.save(record("c", title="indexed"))
     store.list()

@@ -13,10 +13,12 @@ from pathlib import Path
 import httpx
 import pytest
 
-from eca_notebook.engine.contexts import RenderedContexts, query_context, render_contexts
+from eca_notebook.engine.contexts import RenderedContexts, render_contexts
 from eca_notebook.engine.contexts._git import GIT_LOG_COMMITS, GIT_MAX_FILES, render_git
 from eca_notebook.engine.index._index import WorkspaceIndex
 from eca_notebook.protocol.context import GitContext
+
+from .test_contexts import offered
 
 SECRET = "sk-proj-gitdiffSECRET0123456789abcdef"
 
@@ -217,7 +219,7 @@ async def test_git_not_installed(repo: Path, tmp_path: Path, monkeypatch: pytest
     out = await render([GitContext()], repo)
     assert out.problems == [] and "Git is not installed" in element(out.text)
     index = WorkspaceIndex([repo])
-    offers = await query_context("git", index=index, already=[])
+    offers = await offered("git", index=index, already=[])
     assert offers[0] == {"type": "git", "description": "git is not installed (the `git` command was not found)"}
 
 
@@ -267,31 +269,31 @@ async def indexed(folder: Path) -> WorkspaceIndex:
 
 async def test_query_offers_git_and_its_parts_with_descriptions(repo: Path) -> None:
     index = await indexed(repo)
-    out = await query_context("git", index=index, already=[])
+    out = await offered("git", index=index, already=[])
     assert [c for c in out if c["type"] == "git"] == out[:4]
     assert [c.get("part") for c in out[:4]] == [None, "status", "diff", "log"]
     assert out[0]["description"] == "main · 2 staged, 1 modified, 1 untracked · with commits and diff"
     assert all(c["description"] for c in out[:4])
-    assert [c.get("part") for c in await query_context("git:d", index=index, already=[])
+    assert [c.get("part") for c in await offered("git:d", index=index, already=[])
             if c["type"] == "git"] == ["diff"]
-    assert [c.get("part") for c in await query_context("gi", index=index, already=[])
+    assert [c.get("part") for c in await offered("gi", index=index, already=[])
             if c["type"] == "git"] == [None, "status", "diff", "log"]
     # attached already (with or without its label): not offered again
-    out = await query_context("git", index=index, already=[{"type": "git", "description": "old label"},
+    out = await offered("git", index=index, already=[{"type": "git", "description": "old label"},
                                                            GitContext(part="log")])
     assert [c.get("part") for c in out if c["type"] == "git"] == ["status", "diff"]
     # a blank @ offers the whole git context right after the repo map, inside a repository only
-    blank = await query_context("", index=index, already=[])
+    blank = await offered("", index=index, already=[])
     assert blank[0] == {"type": "repoMap"} and blank[1]["type"] == "git" and "part" not in blank[1]
     assert sum(c["type"] == "git" for c in blank) == 1
-    assert all(c["type"] != "git" for c in await query_context("app", index=index, already=[]))
+    assert all(c["type"] != "git" for c in await offered("app", index=index, already=[]))
 
 
 async def test_query_outside_a_repository_says_so(tmp_path: Path) -> None:
     plain = tmp_path / "plain"
     plain.mkdir()
     index = await indexed(plain)
-    out = await query_context("git", index=index, already=[])
+    out = await offered("git", index=index, already=[])
     assert out == [{"type": "git", "description": f"not a git repository: {plain}"}]
-    assert all(c["type"] != "git" for c in await query_context("", index=index, already=[]))
-    assert await query_context("git:diff", index=index, already=[]) == []
+    assert all(c["type"] != "git" for c in await offered("", index=index, already=[]))
+    assert await offered("git:diff", index=index, already=[]) == []

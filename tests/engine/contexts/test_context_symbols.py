@@ -6,11 +6,11 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
-from eca_notebook.engine.contexts import query_context
 from eca_notebook.engine.index._index import WorkspaceIndex
 from eca_notebook.retrieval import CodeIndex
 
 from ...e2e.test_symbol_context import make_shapes
+from .test_contexts import offered
 
 
 async def test_the_first_keystroke_starts_opening_the_index_and_later_ones_get_symbols(tmp_path: Path) -> None:
@@ -21,25 +21,25 @@ async def test_the_first_keystroke_starts_opening_the_index_and_later_ones_get_s
     await files.build()
     code = CodeIndex([ws], tmp_path / "cache" / "content.sqlite")
     try:
-        first = await query_context("Circle", index=files, already=[], code_index=code)
+        first = await offered("Circle", index=files, already=[], code_index=code)
         assert [c for c in first if c.get("description")] == []  # not open yet: no wait, no symbols
         assert any(c["path"].endswith("circle_notes.md") for c in first)
         for _ in range(1200):  # the background opening, with a generous guard (120 s)
             if code.ready:
                 break
             await asyncio.sleep(0.1)
-        answer = await query_context("Circle", index=files, already=[], code_index=code)
+        answer = await offered("Circle", index=files, already=[], code_index=code)
         symbol = {"type": "file", "path": str(shapes), "linesRange": {"start": 8, "end": 15},
                   "description": "class Circle"}
         assert answer[-1] == symbol
         assert answer.index(symbol) > max(i for i, c in enumerate(answer) if "description" not in c)  # files first
-        assert await query_context("Circle.area", index=files, already=[], code_index=code) == [
+        assert await offered("Circle.area", index=files, already=[], code_index=code) == [
             {"type": "file", "path": str(shapes), "linesRange": {"start": 14, "end": 15},
              "description": "method Circle.area"}]
         # a full answer keeps room for the symbols; none for a one-letter or non-identifier query
-        assert (await query_context("Circle", index=files, already=[], code_index=code, limit=1)) == [symbol]
+        assert (await offered("Circle", index=files, already=[], code_index=code, limit=1)) == [symbol]
         for query in ("C", "geometry/", "-x", ""):
-            answer = await query_context(query, index=files, already=[], code_index=code)
+            answer = await offered(query, index=files, already=[], code_index=code)
             assert not [c for c in answer if c.get("description", "").startswith("class")]
     finally:
         await code.close()
@@ -50,5 +50,5 @@ async def test_without_a_content_index_there_are_only_files(tmp_path: Path) -> N
     make_shapes(ws)
     files = WorkspaceIndex([ws])
     await files.build()
-    answer = await query_context("shapes", index=files, already=[])
+    answer = await offered("shapes", index=files, already=[])
     assert answer and all("description" not in c for c in answer)

@@ -11,6 +11,7 @@ import time
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -25,6 +26,7 @@ from eca_notebook.engine.contexts import (
     render_contexts,
 )
 from eca_notebook.engine.index._index import WorkspaceIndex
+from eca_notebook.protocol import JsonObject
 from eca_notebook.protocol.context import (
     ChatContext,
     CursorContext,
@@ -411,6 +413,11 @@ async def test_attribute_values_are_escaped(ws: Path, http) -> None:
 _ADAPTER = TypeAdapter(ChatContext)
 
 
+async def offered(query: str, **kwargs: Any) -> list[JsonObject]:
+    """``query_context``'s offers as ``chat/queryContext`` answers them (each model's wire form)."""
+    return [c.dump() for c in await query_context(query, **kwargs)]
+
+
 async def indexed(ws: Path) -> WorkspaceIndex:
     index = WorkspaceIndex([ws])
     await index.build()
@@ -419,7 +426,7 @@ async def indexed(ws: Path) -> WorkspaceIndex:
 
 async def test_query_context_blank_offers_repo_map_then_top_level(ws: Path) -> None:
     index = await indexed(ws)
-    out = await query_context("", index=index, already=[])
+    out = await offered("", index=index, already=[])
     assert out[0] == {"type": "repoMap"}
     models = [_ADAPTER.validate_python(c) for c in out]
     assert all(isinstance(m, (RepoMapContext, FileContext, DirectoryContext)) for m in models)
@@ -430,24 +437,24 @@ async def test_query_context_blank_offers_repo_map_then_top_level(ws: Path) -> N
 
 async def test_query_context_matches_and_excludes_attached(ws: Path) -> None:
     index = await indexed(ws)
-    out = await query_context("app", index=index, already=[])
+    out = await offered("app", index=index, already=[])
     assert out[0] == {"type": "file", "path": str(ws / "src" / "app.py")}
     assert {"type": "repoMap"} not in out
     for already in ([FileContext(path=str(ws / "src" / "app.py"))], [{"type": "file", "path": "src/app.py"}]):
-        out = await query_context("app", index=index, already=already)
+        out = await offered("app", index=index, already=already)
         assert {"type": "file", "path": str(ws / "src" / "app.py")} not in out
     ranged = [FileContext(path="src/app.py", lines_range=LinesRange(start=1, end=2))]
-    out = await query_context("app", index=index, already=ranged)
+    out = await offered("app", index=index, already=ranged)
     assert out[0]["path"] == str(ws / "src" / "app.py")  # part of a file attached: the whole file is still offered
-    comp = await query_context("compon", index=index, already=[])
+    comp = await offered("compon", index=index, already=[])
     assert comp[0] == {"type": "directory", "path": str(ws / "src" / "components")}
 
 
 async def test_query_context_repo_map_rules(ws: Path) -> None:
     index = await indexed(ws)
-    assert (await query_context("repo", index=index, already=[]))[0] == {"type": "repoMap"}
-    assert (await query_context("repo-m", index=index, already=[]))[0] == {"type": "repoMap"}
-    out = await query_context("", index=index, already=[{"type": "repoMap"}])
+    assert (await offered("repo", index=index, already=[]))[0] == {"type": "repoMap"}
+    assert (await offered("repo-m", index=index, already=[]))[0] == {"type": "repoMap"}
+    out = await offered("", index=index, already=[{"type": "repoMap"}])
     assert {"type": "repoMap"} not in out
 
 
@@ -455,13 +462,13 @@ async def test_query_context_extra_and_limit(ws: Path) -> None:
     index = await indexed(ws)
     extra = [McpResourceContext(uri="mem://design-notes", name="design notes", server="mem"),
              McpResourceContext(uri="mem://other", name="unrelated", server="mem")]
-    out = await query_context("design", index=index, already=[], extra=extra)
+    out = await offered("design", index=index, already=[], extra=extra)
     assert out[-1]["type"] == "mcpResource" and out[-1]["name"] == "design notes"
     assert all(c.get("name") != "unrelated" for c in out)
     assert isinstance(_ADAPTER.validate_python(out[-1]), McpResourceContext)
-    attached = await query_context("design", index=index, already=[extra[0]], extra=extra)
+    attached = await offered("design", index=index, already=[extra[0]], extra=extra)
     assert all(c["type"] != "mcpResource" for c in attached)
-    assert len(await query_context("", index=index, already=[], limit=3)) == 3
+    assert len(await offered("", index=index, already=[], limit=3)) == 3
 
 
 async def test_query_context_absolute_path_outside_the_workspace(ws: Path, tmp_path: Path) -> None:
@@ -470,13 +477,13 @@ async def test_query_context_absolute_path_outside_the_workspace(ws: Path, tmp_p
     (other / "notes.txt").write_text("x")
     (other / "nothing.md").write_text("x")
     index = await indexed(ws)
-    listed = await query_context(f"{other}/", index=index, already=[])
+    listed = await offered(f"{other}/", index=index, already=[])
     assert {"type": "directory", "path": str(other.resolve() / "sub")} in listed
     assert {"type": "file", "path": str(other.resolve() / "notes.txt")} in listed
-    prefixed = await query_context(f"{other}/no", index=index, already=[])
+    prefixed = await offered(f"{other}/no", index=index, already=[])
     assert [c["path"] for c in prefixed] == [str(other.resolve() / "notes.txt"),
                                             str(other.resolve() / "nothing.md")]
-    inside = await query_context(str(ws / "src" / "app"), index=index, already=[])
+    inside = await offered(str(ws / "src" / "app"), index=index, already=[])
     assert inside[0] == {"type": "file", "path": str(ws / "src" / "app.py")}
 
 

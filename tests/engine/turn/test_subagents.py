@@ -109,8 +109,8 @@ async def test_the_limit_per_turn_is_an_error_the_model_reads(env, workspace, ll
         assert eca.engine is not None
         children = list(eca.engine.subagents.children[result.chat_id])
         assert all(c in eca.engine.chats for c in children)
-        assert result.chat_id in {c["id"] for c in eca.engine.list_chats()}
-        assert not set(children) & {c["id"] for c in eca.engine.list_chats()}  # not listed
+        assert result.chat_id in {c.id for c in eca.engine.list_chats()}
+        assert not set(children) & {c.id for c in eca.engine.list_chats()}  # not listed
         assert await eca.engine.delete(result.chat_id)
         assert not set(children) & set(eca.engine.chats)  # deleting the parent forgets its subagents
     finally:

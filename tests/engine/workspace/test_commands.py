@@ -10,13 +10,13 @@ from eca_notebook.engine.workspace.commands import (
     BUILTINS,
     Command,
     CommandArgument,
+    chat_command,
     command_prompt,
     find_command,
     load_custom_commands,
     parse_command,
     query_commands,
     render_template,
-    to_wire,
 )
 from eca_notebook.protocol import ChatCommand
 
@@ -222,22 +222,19 @@ def test_query_over_builtins() -> None:
 # -- wire shape ----------------------------------------------------------------------------------------------------
 
 
-def test_to_wire_validates_as_chat_command() -> None:
+def test_chat_command_is_the_wire_shape() -> None:
     for command in BUILTINS:
-        wire = to_wire(command)
-        model = ChatCommand.model_validate(wire)
-        assert model.name == command.name and model.type == "native"
-        assert set(wire) == {"name", "description", "type", "arguments"}
+        wire = chat_command(command).dump()
+        assert ChatCommand.model_validate(wire).name == command.name and wire["type"] == "native"
+        assert list(wire) == ["name", "description", "type", "arguments"]
     custom = Command("fix", "Fix it", "custom-prompt",
                      [CommandArgument("file", "The file", True), CommandArgument("why")],
                      template="Fix $1", path=Path("/x/fix.md"))
-    wire = to_wire(custom)
-    assert wire == {"name": "fix", "description": "Fix it", "type": "customPrompt",
-                    "arguments": [{"name": "file", "description": "The file", "required": True},
-                                  {"name": "why", "required": False}]}
-    model = ChatCommand.model_validate(wire)
+    model = chat_command(custom)
     assert [(a.name, a.required) for a in model.arguments] == [("file", True), ("why", False)]
-    assert model.dump() == wire
+    assert model.dump() == {"name": "fix", "description": "Fix it", "type": "customPrompt",
+                            "arguments": [{"name": "file", "description": "The file", "required": True},
+                                          {"name": "why", "required": False}]}
 
 
 def test_a_command_symlinked_out_of_its_folder_is_not_loaded(tmp_path: Path) -> None:
@@ -257,6 +254,6 @@ def test_a_command_made_with_the_reference_spelling_is_the_engines_type() -> Non
     command as the older ``mcp-prompt``; both go out with the reference name."""
     for spelling in ("mcp-prompt", "mcpPrompt"):
         command = Command("review", "x", spelling, server="demo")
-        assert command.type == "mcp-prompt" and to_wire(command)["type"] == "mcpPrompt"
-    assert to_wire(Command("fix", "x", "customPrompt"))["type"] == "customPrompt"
-    assert to_wire(Command("doctor", "x", "native"))["type"] == "native"
+        assert command.type == "mcp-prompt" and chat_command(command).type == "mcpPrompt"
+    assert chat_command(Command("fix", "x", "customPrompt")).type == "customPrompt"
+    assert chat_command(Command("doctor", "x", "native")).type == "native"
