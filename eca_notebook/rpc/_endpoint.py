@@ -62,7 +62,14 @@ from ._messages import envelope_error as _envelope_error
 from ._messages import error_response as _error
 from ._messages import invalid_params as _invalid_params
 from ._messages import short as _short
-from ._outbox import DEFAULT_MAX_QUEUED, DEFAULT_MAX_QUEUED_RESPONSES, DEFAULT_MERGE_BACKLOG, Merge, Outbox
+from ._outbox import (
+    DEFAULT_MAX_QUEUED,
+    DEFAULT_MAX_QUEUED_RESPONSES,
+    DEFAULT_MERGE_BACKLOG,
+    Merge,
+    NotificationEncoder,
+    Outbox,
+)
 
 __all__ = ["CANCEL_METHOD", "Endpoint", "Handler", "to_json"]
 
@@ -90,7 +97,8 @@ class Endpoint:
     The outgoing queue: ``merge(method, queued_params, new_params)`` folds a notification into the one queued
     before it once ``merge_backlog`` messages wait; past ``max_queued`` messages the peer is taken as not reading
     and ``on_overflow()`` is called once (by default the endpoint closes); while more than
-    ``max_queued_responses`` answers wait, nothing more is read from the peer. See :mod:`._outbox`.
+    ``max_queued_responses`` answers wait, nothing more is read from the peer. See :mod:`._outbox`, also for
+    ``encode_notification``, a door's shortcut to the bytes of the notification it sends most.
 
     ``null_id_notifications``: a message with ``"id": null`` is a notification (answered with nothing), as ACP's
     message spec defines it ("Notifications have no ID (null)"); by default it is a request, as JSON-RPC 2.0 has it.
@@ -111,13 +119,14 @@ class Endpoint:
         on_overflow: Callable[[], None] | None = None,
         max_queued_responses: int = DEFAULT_MAX_QUEUED_RESPONSES,
         null_id_notifications: bool = False,
+        encode_notification: NotificationEncoder | None = None,
     ) -> None:
         self.name = name
         self.null_id_notifications = null_id_notifications
         self.max_concurrent_requests = max_concurrent_requests
         self._outbox = Outbox(stream, name=name, outgoing=outgoing, merge=merge, merge_backlog=merge_backlog,
                               max_queued=max_queued, on_overflow=on_overflow or self._not_reading,
-                              max_queued_responses=max_queued_responses)
+                              max_queued_responses=max_queued_responses, encode_notification=encode_notification)
         self._closer: asyncio.Task[None] | None = None
         self._throttle = Throttle()  # warnings caused by the peer's bad input
         self._stream = stream
@@ -259,7 +268,14 @@ class Endpoint:
                     break
                 if message is None:
                     break
-                if isinstance(message, RpcError):
+                if type(message) is dict and "id" not in message and "method" in message and \
+                        _envelope_error(message) is None:
+                    # a notification, most of what a client reads (a streamed reply): what _dispatch does with it,
+                    # without two coroutines per message
+                    pending = self._notification(message["method"], message.get("params"))
+                    if pending is not None:
+                        await pending
+                elif isinstance(message, RpcError):
                     self._send_response(_error(None, message))
                 elif isinstance(message, list):
                     await self._dispatch_batch(message)
@@ -364,37 +380,54 @@ class Endpoint:
                 del self._running[id]
 
     async def _on_notification(self, method: str, params: Any) -> None:
+        pending = self._notification(method, params)
+        if pending is not None:
+            await pending
+
+    def _notification(self, method: str, params: Any) -> Awaitable[None] | None:
+        """Handle a notification up to its handler's return; what is left to await when the handler is async."""
         try:
             if self._guard is not None:
                 self._guard(method)
         except RpcError as exc:
             log.info("%s: notification %s refused: %s", self.name, method, exc)
-            return
+            return None
         except Exception:
             log.exception("%s: guard failed for notification %s", self.name, method)
-            return
+            return None
         if method == CANCEL_METHOD:
             self._cancel(params)
-            return
+            return None
         handler = self._handlers.get(method)
         if handler is None:
             if not method.startswith("$/"):  # LSP: "$/" notifications may be ignored silently
                 log.info("%s: no handler for notification %s", self.name, method)
-            return
+            return None
         try:
             if self._params_parser is not None:
                 params = self._params_parser(method, params)
             result = handler(params)
             if result is not None and inspect.isawaitable(result):
-                await result
-        except pydantic.ValidationError as exc:  # the peer's mistake: one line, no traceback, rate-limited
+                return self._await_notification(method, result)
+        except Exception as exc:
+            self._notification_failed(method, exc)
+        return None
+
+    async def _await_notification(self, method: str, result: Awaitable[Any]) -> None:
+        try:
+            await result
+        except Exception as exc:
+            self._notification_failed(method, exc)
+
+    def _notification_failed(self, method: str, exc: Exception) -> None:
+        if isinstance(exc, pydantic.ValidationError):  # the peer's mistake: one line, no traceback, rate-limited
             self._throttle.warning(log, f"params:{method}", "%s: notification %s has invalid params (%d errors)",
                                    self.name, method, exc.error_count())
-        except RpcError as exc:  # e.g. -32602 from params_parser: the peer's mistake too
+        elif isinstance(exc, RpcError):  # e.g. -32602 from params_parser: the peer's mistake too
             self._throttle.warning(log, f"params:{method}", "%s: notification %s refused: %s", self.name, method,
                                    exc.message)
-        except Exception:
-            log.exception("%s: notification handler for %s failed", self.name, method)
+        else:
+            log.exception("%s: notification handler for %s failed", self.name, method, exc_info=exc)
 
     def _cancel(self, params: Any) -> None:
         id = params.get("id") if isinstance(params, dict) else None

@@ -31,7 +31,9 @@ A byte stream that can encode messages itself (:class:`~eca_notebook.transports.
 whatever is queued when the writer runs — what the loop's last tick produced, up to ``MAX_BATCH`` messages — in
 one write: a reply streamed as thousands of chunks costs a few system calls and wake-ups of the peer, not one per
 chunk. Each message is still encoded on its own, so one that cannot be serialized fails alone, as it would
-unbatched.
+unbatched. For such a stream a door may also pass ``encode_notification(method, params)``: the JSON body of a
+notification it sends thousands of times (a streamed text chunk), exactly as built, rewritten by ``outgoing`` and
+encoded here — without the walks that take most of a small message's cost — or None for everything else.
 """
 
 from __future__ import annotations
@@ -46,13 +48,17 @@ from ..transports import FrameWriter, MessageStream
 from ._messages import Request, Response, replace_unserializable, short, to_json
 
 __all__ = ["DEFAULT_MAX_QUEUED", "DEFAULT_MAX_QUEUED_RESPONSES", "DEFAULT_MERGE_BACKLOG", "MAX_BATCH", "Merge",
-           "Outbox"]
+           "NotificationEncoder", "Outbox"]
 
 log = logging.getLogger(__name__)
 
 #: ``merge(method, queued_params, new_params)``: one params for two consecutive notifications of *method*, or None
 #: to queue both. Must not mutate its arguments (the engine shares its dicts between listeners).
 Merge = Callable[[str, Any, Any], Any]
+
+#: ``encode_notification(method, params)``: the notification's JSON body, the very bytes ``dumps`` would give for it
+#: as the outbox builds and rewrites it (``to_json``, then ``outgoing``), or None to let the outbox do that.
+NotificationEncoder = Callable[[str, Any], "bytes | None"]
 
 DEFAULT_MAX_QUEUED = 20_000  # messages; a peer this far behind is not reading at all
 DEFAULT_MERGE_BACKLOG = 256  # messages waiting before notifications merge
@@ -82,10 +88,12 @@ class Outbox:
         max_queued: int | None = DEFAULT_MAX_QUEUED,
         on_overflow: Callable[[], None] | None = None,
         max_queued_responses: int = DEFAULT_MAX_QUEUED_RESPONSES,
+        encode_notification: NotificationEncoder | None = None,
     ) -> None:
         self.name = name
         self._stream = stream
         self._outgoing = outgoing
+        self._encode_notification = encode_notification
         self._merge = merge
         self._merge_backlog = merge_backlog
         self.max_queued = max_queued
@@ -246,6 +254,10 @@ class Outbox:
 
     def _encode(self, stream: FrameWriter, kind: int, method: str | None, payload: Any) -> bytes:
         if kind == _NOTE:
+            if self._encode_notification is not None and method is not None:
+                body = self._encode_notification(method, payload)
+                if body is not None:
+                    return stream.frame(body)
             return stream.encode(self._notification(method, payload))
         if kind == _RESPONSE:
             if self._outgoing is not None:

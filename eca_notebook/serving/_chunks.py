@@ -4,15 +4,21 @@ The engine streams a reply as one ``chat/contentReceived`` per provider chunk. A
 the model sent them (as the reference server does); once a client is ``MERGE_BACKLOG`` messages behind, the
 endpoint's outbox asks :func:`merge_chunks` whether the next notification can be folded into the one queued just
 before it, so the client gets fewer, larger chunks and shows the same text.
+
+And writing them: :func:`encode_text_chunk` gives the outbox the bytes of a text chunk's notification from a template,
+the three strings that vary redacted and JSON-escaped, instead of the walks every other message goes through (built,
+copied, redacted string by string, encoded) — the same bytes, at a fraction of the cost a chunk adds on its way out.
 """
 
 from __future__ import annotations
 
+from json.encoder import encode_basestring
 from typing import Any
 
+from .._redact import redact, unchanged_by_redact
 from ..protocol import JsonObject
 
-__all__ = ["MERGE_BACKLOG", "merge_chunks"]
+__all__ = ["MERGE_BACKLOG", "encode_text_chunk", "merge_chunks"]
 
 # Chunks merge only once this many messages wait for the client.
 MERGE_BACKLOG = 256
@@ -39,3 +45,36 @@ def merge_chunks(method: str, first: Any, second: Any) -> JsonObject | None:
     else:
         return None
     return {**first, "content": {**a, "text": a["text"] + b["text"]}}
+
+
+_CONTENT_RECEIVED = "chat/contentReceived"
+_PARAM_KEYS = ("chatId", "role", "content")
+_CONTENT_KEYS = ("type", "text")
+# every fixed string of the message: the template writes them as they are while redaction leaves them so
+_FIXED = ("jsonrpc", "2.0", "method", _CONTENT_RECEIVED, "params", *_PARAM_KEYS, *_CONTENT_KEYS)
+_TEMPLATE = ('{"jsonrpc":"2.0","method":"chat/contentReceived","params":'
+             '{"chatId":%s,"role":%s,"content":{"type":"text","text":%s}}}')
+
+
+def encode_text_chunk(method: str, params: Any) -> bytes | None:
+    """The JSON body of a streamed text chunk's ``chat/contentReceived`` — exactly what the outbox would write for it
+    through the connection's ``outgoing`` redaction (every string redacted, keys too; compact UTF-8 JSON) — or None
+    for any other notification, a chunk of another shape (a subagent's, an aliased numeric chat id), a lone
+    surrogate (the generic path escapes it) or a registry of secrets that would redact the template's own strings.
+    """
+    if method != _CONTENT_RECEIVED or type(params) is not dict:
+        return None
+    content = params.get("content")
+    if type(content) is not dict or tuple(params) != _PARAM_KEYS or tuple(content) != _CONTENT_KEYS:
+        return None
+    chat_id, role, text = params["chatId"], params["role"], content["text"]
+    if type(chat_id) is not str or type(role) is not str or type(text) is not str or content["type"] != "text":
+        return None
+    if not unchanged_by_redact(_FIXED):
+        return None
+    body = _TEMPLATE % (encode_basestring(redact(chat_id)), encode_basestring(redact(role)),
+                        encode_basestring(redact(text)))
+    try:
+        return body.encode("utf-8")
+    except UnicodeEncodeError:
+        return None

@@ -83,7 +83,7 @@ from ..protocol import (
 from ..protocol.errors import INVALID_REQUEST, SERVER_NOT_INITIALIZED, RpcError
 from ..rpc import Endpoint
 from ._aliases import ChatAliases
-from ._chunks import MERGE_BACKLOG, merge_chunks
+from ._chunks import MERGE_BACKLOG, encode_text_chunk, merge_chunks
 
 __all__ = ["MAX_QUEUED_NOTIFICATIONS", "MERGE_BACKLOG", "EngineFactory", "ServerConnection", "default_engine_factory",
            "serve_stdio", "workspace_paths"]
@@ -156,10 +156,12 @@ class ServerConnection:
         self.dropped_reason: str | None = None
         self.aliases = ChatAliases()
         self._tasks = BackgroundTasks("eca-server", logger=log)
-        # every notification and response is redacted on its way out, whichever part of the engine produced it
+        # every notification and response is redacted on its way out, whichever part of the engine produced it (a
+        # text chunk written to a pipe from a template, redacted the same: see _chunks)
         self.endpoint = Endpoint(stream, name="eca-server", guard=self._guard, params_parser=self._parse_params,
                                  outgoing=redact_json, merge=merge_chunks, merge_backlog=MERGE_BACKLOG,
-                                 max_queued=MAX_QUEUED_NOTIFICATIONS, on_overflow=self._not_reading)
+                                 max_queued=MAX_QUEUED_NOTIFICATIONS, on_overflow=self._not_reading,
+                                 encode_notification=encode_text_chunk)
         self._register()
 
     def _parse_params(self, method: str, params: Any) -> Any:

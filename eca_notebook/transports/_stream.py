@@ -50,6 +50,11 @@ class FrameWriter(Protocol):
         """One message as the bytes :meth:`write_frames` takes; TypeError/ValueError when it is not serializable."""
         ...
 
+    def frame(self, body: bytes) -> bytes:
+        """A message already encoded as compact UTF-8 JSON (what :func:`~.framing.dumps` gives, no raw newline) as
+        the bytes :meth:`write_frames` takes: ``encode(m) == frame(dumps(m))``."""
+        ...
+
     async def write_frames(self, frames: list[bytes]) -> None:
         """Write encoded messages in order; ConnectionError when the peer is gone (dropped after ``close``)."""
         ...

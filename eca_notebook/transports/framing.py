@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import json
 import re
+from json.encoder import c_make_encoder, encode_basestring  # type: ignore[attr-defined]  # (not in typeshed)
 from typing import Any
 
 from ..protocol.errors import INVALID_REQUEST, PARSE_ERROR
@@ -185,10 +186,31 @@ class ContentLengthDecoder:
         """Add *data*; return the bodies completed by it, in order, with errors in their place."""
         out: list[bytes | FramingError] = []
         self._buf += data
-        while self._step(out):
-            pass
+        while True:
+            if self._state == _HEADERS and not self._headers and self._line == self._pos:
+                self._canonical_frames(out)
+            if not self._step(out):
+                break
         self._compact()
         return out
+
+    def _canonical_frames(self, out: list[bytes | FramingError]) -> None:
+        """Take the run of whole frames written as every peer writes them — the canonical header, a body with no
+        ``-length`` in it — in one loop, as :meth:`_step` would take each in two steps; stop at anything else (an
+        incomplete frame, a body that may hold a mark, another header block) and leave it to the state machine.
+        A streamed reply reads as thousands of such frames."""
+        buf, pos, limit, size_limit = self._buf, self._pos, len(self._buf), self.max_frame_size
+        match, hint = _CANONICAL.match, _MARK_HINT.search
+        with memoryview(buf) as view:
+            while (canonical := match(buf, pos)) is not None:
+                start = canonical.end()
+                end = start + int(canonical[1])
+                if end > limit or end - start > size_limit or hint(buf, start + _HINT_OFFSET, end) is not None:
+                    break
+                out.append(bytes(view[start:end]))
+                pos = end
+        if pos != self._pos:
+            self._enter_headers(pos)
 
     # -- state machine --------------------------------------------------------------------------------------------
 
@@ -403,14 +425,26 @@ def encode_ndjson(body: bytes) -> bytes:
 
 # Built once: ``json.dumps``/``json.loads`` with options build a new encoder/decoder on every call, and every streamed
 # chunk is encoded here once and decoded once by the peer.
-_ENCODE = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode
+_ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+_ENCODE = _ENCODER.encode
 _ENCODE_ASCII = json.JSONEncoder(ensure_ascii=True, separators=(",", ":"), allow_nan=False).encode
+# And the C encoder under it, built once too (JSONEncoder.encode builds one per call, most of its cost for a small
+# message): the same output and the same TypeError/ValueError, but without the circular-reference markers, which it
+# would leave behind after a failure — a circular message ends in RecursionError there, and _ENCODE says which.
+_C_ENCODE = None if c_make_encoder is None else c_make_encoder(
+    None, _ENCODER.default, encode_basestring, None, ":", ",", False, False, False
+)
 
 
 def dumps(message: Any) -> bytes:
     """Compact UTF-8 JSON. Raises TypeError/ValueError for values JSON cannot carry (objects, NaN)."""
     try:
-        return _ENCODE(message).encode("utf-8")
+        if _C_ENCODE is None:
+            return _ENCODE(message).encode("utf-8")
+        try:
+            return "".join(_C_ENCODE(message, 0)).encode("utf-8")
+        except RecursionError:
+            return _ENCODE(message).encode("utf-8")  # "Circular reference detected" (ValueError), or too deep
     except UnicodeEncodeError:
         # A lone surrogate in a str: only the \\uXXXX escape can carry it.
         return _ENCODE_ASCII(message).encode("ascii")
@@ -420,7 +454,9 @@ def _reject_constant(name: str) -> Any:
     raise ValueError(f"{name} is not valid JSON")
 
 
-_DECODE = json.JSONDecoder(parse_constant=_reject_constant).decode
+_DECODER = json.JSONDecoder(parse_constant=_reject_constant)
+_DECODE = _DECODER.decode
+_RAW_DECODE = _DECODER.raw_decode
 
 
 def loads(body: bytes) -> Any:
@@ -429,6 +465,13 @@ def loads(body: bytes) -> Any:
         text = bytes(body).decode("utf-8")
     except UnicodeDecodeError as exc:
         raise FramingError(PARSE_ERROR, f"invalid UTF-8 at byte {exc.start}") from None
+    if text[:1] == "{" and text[-1:] == "}":  # a message as peers write it, nothing around it: no whitespace to skip
+        try:
+            value, end = _RAW_DECODE(text)
+            if end == len(text):
+                return value
+        except (ValueError, RecursionError):
+            pass  # the full parse below says what is wrong
     if text.startswith("\ufeff"):
         text = text[1:]
     try:

@@ -94,6 +94,8 @@ class PipeStream:
         self.frame_timeout = frame_timeout
         self._reader = reader
         self._writer = writer
+        # looked up once: pending_write is asked before every message handed over
+        self._write_buffer_size = getattr(getattr(writer, "transport", None), "get_write_buffer_size", None)
         self._on_close = on_close
         self._pending: collections.deque[bytes | FramingError] = collections.deque()
         self._write_lock = asyncio.Lock()
@@ -111,15 +113,13 @@ class PipeStream:
     @property
     def pending_write(self) -> int:
         """Bytes handed to the writer that the peer has not taken yet."""
-        writer = self._writer
-        transport = getattr(writer, "transport", None)
-        size = getattr(transport, "get_write_buffer_size", None)
+        size = self._write_buffer_size
         if size is not None:
             try:
                 return int(size())
             except Exception:
                 return 0
-        pending = getattr(writer, "pending", None)
+        pending = getattr(self._writer, "pending", None)
         return int(pending) if isinstance(pending, int) else 0
 
     async def _wait_for_room(self) -> None:
@@ -201,6 +201,10 @@ class PipeStream:
     def encode(self, message: Any) -> bytes:
         """One message framed by this stream's codec (see :class:`~eca_notebook.transports.FrameWriter`)."""
         return self._encode(dumps(message))
+
+    def frame(self, body: bytes) -> bytes:
+        """A JSON body framed by this stream's codec (see :class:`~eca_notebook.transports.FrameWriter`)."""
+        return self._encode(body)
 
     async def write(self, message: Any) -> None:
         await self.write_frames([self.encode(message)])  # not serializable: raises here, before anything is written

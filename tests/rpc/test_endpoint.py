@@ -460,6 +460,32 @@ async def test_failing_notification_handlers_are_logged_and_never_answered(h, ca
     assert any("bad-note" in r.getMessage() for r in caplog.records)
 
 
+async def test_a_notification_handler_fails_the_same_whether_it_raises_before_or_after_awaiting(h, caplog):
+    """The read loop awaits only what an async handler left to do: a failure there is reported as one raised at
+    once — a bug with its traceback, the peer's mistakes (invalid params, an RpcError) one line each."""
+    async def late(params: Any) -> None:
+        await asyncio.sleep(0)
+        if params == ["bug"]:
+            raise ZeroDivisionError("late bug")
+        if params == ["invalid"]:
+            PromptParams.model_validate({})
+        raise RpcError(-32602, "late refusal")
+
+    for method in ("late-bug", "late-invalid", "late-refused"):
+        h.endpoint.register(method, late)
+    h.endpoint.register("early", lambda params: PromptParams.model_validate({}))
+    with caplog.at_level(logging.INFO, logger="eca_notebook.rpc"):
+        for what in ("bug", "invalid", "refused"):
+            await h.peer.write({"jsonrpc": "2.0", "method": f"late-{what}", "params": [what]})
+        await h.peer.write({"jsonrpc": "2.0", "method": "early"})
+        await assert_still_serving(h.peer)
+    by_message = {r.getMessage(): r for r in caplog.records}
+    assert by_message["server: notification handler for late-bug failed"].exc_info[1].args == ("late bug",)
+    assert by_message["server: notification late-invalid has invalid params (1 errors)"].exc_info is None
+    assert by_message["server: notification late-refused refused: late refusal"].exc_info is None
+    assert "server: notification early has invalid params (1 errors)" in by_message
+
+
 async def test_params_are_never_logged(h, caplog):
     with caplog.at_level(logging.DEBUG):
         await call(h.peer, 1, "boom", {"apiKey": "sk-secret-123"})

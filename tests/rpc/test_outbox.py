@@ -206,3 +206,28 @@ async def test_a_pipe_gets_what_queued_in_one_tick_in_one_write_each_message_enc
     assert len(writer.writes) <= 2  # not one per message
     assert "could not send chunk" in caplog.text
     await endpoint.close()
+
+
+async def test_a_door_s_notification_encoder_writes_its_bytes_to_a_pipe_and_leaves_the_rest_to_the_outbox():
+    """``encode_notification`` is a door's shortcut for the message it sends most: the body it gives goes on the
+    pipe framed as any, in queue order; for what it declines (None) the outbox builds, rewrites and encodes."""
+    seen: list[tuple[str, Any]] = []
+
+    def shortcut(method: str, params: Any) -> bytes | None:
+        seen.append((method, params))
+        return b'{"jsonrpc":"2.0","method":"fast","params":{"n":%d}}' % params["i"] if method == "chunk" else None
+
+    writer = RecordingWriter()
+    endpoint = Endpoint(PipeStream(asyncio.StreamReader(), writer), name="server", encode_notification=shortcut,
+                        outgoing=lambda message: {**message, "rewritten": True})
+    endpoint.notify_nowait("chunk", {"i": 1})
+    endpoint.notify_nowait("other", {"i": 2})
+    await asyncio.wait_for(endpoint.notify("chunk", {"i": 3}), GUARD)
+    bodies = ContentLengthDecoder().feed(b"".join(writer.writes))
+    assert [loads(body) for body in bodies] == [  # type: ignore[arg-type]
+        {"jsonrpc": "2.0", "method": "fast", "params": {"n": 1}},
+        {"jsonrpc": "2.0", "method": "other", "params": {"i": 2}, "rewritten": True},
+        {"jsonrpc": "2.0", "method": "fast", "params": {"n": 3}},
+    ]
+    assert seen == [("chunk", {"i": 1}), ("other", {"i": 2}), ("chunk", {"i": 3})]
+    await endpoint.close()

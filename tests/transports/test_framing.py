@@ -63,6 +63,23 @@ def test_dumps_refuses_values_json_cannot_carry():
         dumps({"x": object()})
 
 
+def test_dumps_says_circular_as_json_does_and_a_failure_leaves_nothing_behind():
+    """dumps runs the C encoder without circular-reference markers (built once): a circular message still fails
+    with json's ValueError, and a message that failed half-way does not make its containers fail the next time."""
+    loop: dict = {"a": []}
+    loop["a"].append(loop)
+    with pytest.raises(ValueError, match="Circular reference detected"):
+        dumps(loop)
+    inner = {"deep": [1, {"x": 2}]}
+    message = {"params": inner, "bad": object()}
+    with pytest.raises(TypeError, match="not JSON serializable"):
+        dumps(message)
+    del message["bad"]
+    assert dumps(message) == b'{"params":{"deep":[1,{"x":2}]}}'
+    assert dumps([inner, inner]) == b'[{"deep":[1,{"x":2}]},{"deep":[1,{"x":2}]}]'  # shared, not circular
+    assert dumps("just a string") == b'"just a string"'
+
+
 def test_dumps_escapes_a_lone_surrogate_instead_of_failing():
     body = dumps({"s": "a\ud800b"})
     assert loads(body) == {"s": "a\ud800b"}

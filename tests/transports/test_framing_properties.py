@@ -18,6 +18,7 @@ from eca_notebook.transports.framing import (
     FramingError,
     NdjsonDecoder,
     dumps,
+    loads,
 )
 
 MAX_FRAME = 300  # small, so over-limit frames and their skipping are common
@@ -170,3 +171,89 @@ def test_a_stalled_body_can_be_abandoned_with_an_error_and_decoding_goes_on():
     good = dumps({"id": 3})
     assert decoder.feed(b"Content-Length: %d\r\n\r\n%s" % (len(good), good)) == [good]
     assert json.loads(good) == {"id": 3}
+
+
+class StepByStep(ContentLengthDecoder):
+    """The decoder without its loop over whole canonical frames: every frame through the state machine."""
+
+    def _canonical_frames(self, out: list) -> None:
+        pass
+
+
+# what a body may hold that makes the canonical loop stop and hand over: "-length" in a string, a real mark
+marked_bodies = st.builds(
+    lambda i, text: dumps({"jsonrpc": "2.0", "id": i, "method": "m", "params": {"t": text}}),
+    st.integers(0, 10**6),
+    st.sampled_from(["Content-Length: 12", "x-LENGTH", "content-length:\\r\\n", "-length", "-lengt"]),
+)
+
+
+@st.composite
+def canonical_runs(draw) -> bytes:
+    body = draw(st.one_of(bodies, marked_bodies))
+    frame = b"Content-Length: %d\r\n\r\n%s" % (len(body), body)
+    return frame * draw(st.integers(1, 4)) if draw(st.booleans()) else draw(fragments())
+
+
+@SETTINGS
+@given(data=st.lists(canonical_runs(), min_size=1, max_size=12).map(b"".join),
+       cuts=st.lists(st.integers(0, 10**9), max_size=30))
+def test_whole_canonical_frames_taken_in_one_loop_decode_as_the_state_machine_decodes_them(data, cuts):
+    expected = StepByStep(MAX_FRAME).feed(data)
+    assert ContentLengthDecoder(MAX_FRAME).feed(data) == expected
+    assert decode(ContentLengthDecoder(MAX_FRAME), split(data, cuts)) == expected
+    assert decode(StepByStep(MAX_FRAME), split(data, cuts)) == expected
+
+
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers(-(10**20), 10**20) | st.floats() | st.text(max_size=20)
+    | st.sampled_from(["a\ud800b", "\udfff"]),  # lone surrogates: the ASCII escape path
+    lambda inner: st.lists(inner, max_size=4) | st.tuples(inner, inner)
+    | st.dictionaries(st.text(max_size=8) | st.integers(-5, 5) | st.booleans() | st.none(), inner, max_size=4),
+    max_leaves=12,
+)
+
+
+def reference_dumps(value: object) -> bytes:
+    """dumps as the standard library writes it (a JSONEncoder per call)."""
+    try:
+        return json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode("utf-8")
+    except UnicodeEncodeError:
+        return json.dumps(value, ensure_ascii=True, separators=(",", ":"), allow_nan=False).encode("ascii")
+
+
+def outcome(encode, value: object) -> tuple:
+    try:
+        return ("ok", encode(value))
+    except (TypeError, ValueError) as exc:
+        return (type(exc), str(exc))
+
+
+@SETTINGS
+@given(value=json_values | st.dictionaries(st.text(max_size=5), st.sampled_from([object(), {1, 2}, b"x"])))
+def test_dumps_gives_the_standard_encoder_s_bytes_and_errors(value):
+    assert outcome(dumps, value) == outcome(reference_dumps, value)
+
+
+@SETTINGS
+@given(value=st.dictionaries(st.text(max_size=8), json_values, max_size=5),
+       around=st.sampled_from(["", " ", "\n", "\ufeff", " }", "x"]), indent=st.sampled_from([None, 1]))
+def test_loads_reads_a_message_as_the_standard_decoder_does(value, around, indent):
+    try:
+        text = json.dumps(value, indent=indent)  # (NaN written as NaN: a constant the decoder refuses)
+    except ValueError:
+        return
+    body = (text + around if around != "\ufeff" else around + text).encode("utf-8", "surrogatepass")
+    try:
+        expected: object = json.loads(body.decode("utf-8").removeprefix("\ufeff"), parse_constant=refuse)
+    except (ValueError, RecursionError):
+        expected = FramingError
+    try:
+        got: object = loads(body)
+    except FramingError:
+        got = FramingError
+    assert repr(got) == repr(expected)  # (repr: NaN never equals itself, and neither is ever decoded)
+
+
+def refuse(name: str) -> object:
+    raise ValueError(name)
