@@ -39,8 +39,8 @@ __all__ = [
     "secret_env_values",
     "secret_header_values",
     "secrets_of_url",
+    "secrets_version",
     "token_shaped",
-    "unchanged_by_redact",
 ]
 
 MASK = "***"
@@ -129,8 +129,8 @@ _ordered: tuple[str, ...] = ()  # the same values, longest first (a value contai
 _MEMO_MAX_TEXT = 128
 _MEMO_MAX_ENTRIES = 8192
 _memo: dict[str, str] = {}
-# Per registry state too (replaced with _memo): whether redact() leaves each of a tuple of fixed strings as it is.
-_kept: dict[tuple[str, ...], bool] = {}
+# Counts the registry states (add_secrets bumps it after the new state is in place), for caches outside this module.
+_version = 0
 
 
 def credential_name(name: str) -> bool:
@@ -140,7 +140,7 @@ def credential_name(name: str) -> bool:
 
 def add_secrets(values: Iterable[str | None]) -> None:
     """Register secret values (and, for ``Bearer x`` / ``Basic x``, the token alone). Thread-safe; idempotent."""
-    global _secrets, _ordered, _memo, _kept
+    global _secrets, _ordered, _memo, _version
     found: set[str] = set()
     for value in values:
         if not isinstance(value, str):
@@ -156,7 +156,14 @@ def add_secrets(values: Iterable[str | None]) -> None:
         _ordered = tuple(sorted(merged, key=len, reverse=True))
         _secrets = frozenset(merged)
         _memo = {}
-        _kept = {}
+        _version += 1
+
+
+def secrets_version() -> int:
+    """A number that changes whenever a secret is registered: what :func:`redact` made of a text may be kept (a door's
+    message template) while it stays the same. Read it before redacting: a secret added meanwhile then only makes
+    the kept answer count for the state before it, never the other way round."""
+    return _version
 
 
 def secrets_of_url(url: str | None) -> list[str]:
@@ -228,17 +235,6 @@ def _redact(text: str, ordered: tuple[str, ...], extra: Iterable[str]) -> str:
                 text = pattern.sub(replacement, text)
                 break
     return text
-
-
-def unchanged_by_redact(texts: tuple[str, ...]) -> bool:
-    """Whether :func:`redact` leaves every one of *texts* as it is, remembered per registry state like the memo:
-    for the fixed strings of a message a door writes thousands of times (its keys, its method), which a shortcut
-    may then write without asking again."""
-    kept = _kept  # (the dict of now: add_secrets may replace it any time, and a late store goes to the old one)
-    answer = kept.get(texts)
-    if answer is None:
-        answer = kept[texts] = all(redact(text) == text for text in texts)
-    return answer
 
 
 def redact_json(value: Any, extra: Iterable[str] = ()) -> Any:

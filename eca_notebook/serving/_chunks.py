@@ -15,7 +15,7 @@ from __future__ import annotations
 from json.encoder import encode_basestring
 from typing import Any
 
-from .._redact import redact, unchanged_by_redact
+from .._redact import redact, secrets_version
 from ..protocol import JsonObject
 
 __all__ = ["MERGE_BACKLOG", "encode_text_chunk", "merge_chunks"]
@@ -52,8 +52,10 @@ _PARAM_KEYS = ("chatId", "role", "content")
 _CONTENT_KEYS = ("type", "text")
 # every fixed string of the message: the template writes them as they are while redaction leaves them so
 _FIXED = ("jsonrpc", "2.0", "method", _CONTENT_RECEIVED, "params", *_PARAM_KEYS, *_CONTENT_KEYS)
-_TEMPLATE = ('{"jsonrpc":"2.0","method":"chat/contentReceived","params":'
-             '{"chatId":%s,"role":%s,"content":{"type":"text","text":%s}}}')
+_MAX_PREFIXES = 1024
+# (secrets version, whether _FIXED is left as it is, chat id and role → the body up to the text): one tuple, so that
+# a thread never sees one version's answer with another's prefixes
+_cache: tuple[int, bool, dict[tuple[str, str], str]] = (-1, False, {})
 
 
 def encode_text_chunk(method: str, params: Any) -> bytes | None:
@@ -61,7 +63,9 @@ def encode_text_chunk(method: str, params: Any) -> bytes | None:
     through the connection's ``outgoing`` redaction (every string redacted, keys too; compact UTF-8 JSON) — or None
     for any other notification, a chunk of another shape (a subagent's, an aliased numeric chat id), a lone
     surrogate (the generic path escapes it) or a registry of secrets that would redact the template's own strings.
-    """
+
+    What comes before the text depends only on the chat, the role and the registered secrets: it is built once per
+    chat and role (and again after a secret is added), the text redacted and escaped per chunk."""
     if method != _CONTENT_RECEIVED or type(params) is not dict:
         return None
     content = params.get("content")
@@ -70,11 +74,22 @@ def encode_text_chunk(method: str, params: Any) -> bytes | None:
     chat_id, role, text = params["chatId"], params["role"], content["text"]
     if type(chat_id) is not str or type(role) is not str or type(text) is not str or content["type"] != "text":
         return None
-    if not unchanged_by_redact(_FIXED):
+    global _cache
+    cache, version = _cache, secrets_version()
+    if cache[0] != version:
+        cache = _cache = (version, all(redact(fixed) == fixed for fixed in _FIXED), {})
+    if not cache[1]:
         return None
-    body = _TEMPLATE % (encode_basestring(redact(chat_id)), encode_basestring(redact(role)),
-                        encode_basestring(redact(text)))
+    prefixes = cache[2]
+    prefix = prefixes.get((chat_id, role))
+    if prefix is None:
+        if len(prefixes) >= _MAX_PREFIXES:
+            prefixes.clear()
+        prefix = prefixes[(chat_id, role)] = (
+            f'{{"jsonrpc":"2.0","method":"chat/contentReceived","params":{{"chatId":{encode_basestring(redact(chat_id))},'
+            f'"role":{encode_basestring(redact(role))},"content":{{"type":"text","text":'
+        )
     try:
-        return body.encode("utf-8")
+        return (prefix + encode_basestring(redact(text)) + "}}}").encode("utf-8")
     except UnicodeEncodeError:
         return None
