@@ -59,7 +59,7 @@ async def two_turns(client: EcaClient, llm: ScriptedLLMServer, workspace: Path) 
     """Turn 1 answers; turn 2 writes notes.txt (approved) and changes README.md, then answers."""
     llm.enqueue(Reply.text("ANSWER-ONE"))
     first = await client.prompt("QUESTION-ONE")
-    llm.enqueue(write("notes.txt", "NEW NOTES\n", "w1"), write("README.md", "# changed\n", "w2"),
+    llm.enqueue(write("notes.txt", "NEW NOTES\n", "CALL-W1"), write("README.md", "# changed\n", "CALL-W2"),
                 Reply.text("ANSWER-TWO"))
     second = await client.prompt("QUESTION-TWO", chat_id=first.chat_id)
     assert first.ok and second.ok, (first.error, second.error)
@@ -108,7 +108,7 @@ async def test_rollback_reverts_the_files_and_cuts_what_the_model_sees(client: E
     assert third.ok
     sent = history(llm)
     assert "QUESTION-ONE" in sent and "ANSWER-ONE" in sent and "QUESTION-THREE" in sent
-    assert "QUESTION-TWO" not in sent and "ANSWER-TWO" not in sent and "w1" not in sent
+    assert "QUESTION-TWO" not in sent and "ANSWER-TWO" not in sent and "CALL-W1" not in sent
 
 
 async def test_rollback_of_messages_only_keeps_the_files(client: EcaClient, llm: ScriptedLLMServer,
@@ -194,18 +194,18 @@ async def test_fork_opens_a_new_chat_that_continues_from_the_fork_point(client: 
 async def test_fork_at_a_tool_call_keeps_the_call_and_its_result(client: EcaClient, llm: ScriptedLLMServer,
                                                                  workspace: Path):
     first, second = await two_turns(client, llm, workspace)
-    new_id = await client.fork(first.chat_id, "w1")
+    new_id = await client.fork(first.chat_id, "CALL-W1")
     assert client.engine is not None
     fork = client.engine.chats[new_id]
     called = [r["content"] for r in fork.contents if r["content"]["type"].startswith("toolCall")]
-    assert {c["id"] for c in called} == {"w1"}
+    assert {c["id"] for c in called} == {"CALL-W1"}
     assert all(not (c.get("details") or {}).get("undoable") for c in called)  # the undo stays with the original
     llm.enqueue(Reply.text("went on"))
     result = await client.prompt("go on", chat_id=new_id)
     assert result.ok
     messages = llm.requests[-1].body["messages"]
     assert [m["role"] for m in messages[-4:]] == ["user", "assistant", "tool", "user"]
-    assert "w2" not in json.dumps(messages) and "ANSWER-TWO" not in json.dumps(messages)
+    assert "CALL-W2" not in json.dumps(messages) and "ANSWER-TWO" not in json.dumps(messages)
 
 
 async def test_saved_chats_keep_their_ids_and_can_be_rewound_after_a_restart(
