@@ -35,7 +35,7 @@ def _cost_rank(item: pytest.Item) -> int:
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Parallel runs (pytest-xdist with ``--dist loadgroup``, pyproject's addopts): a module whose tests share a
+    """Parallel runs (pytest-xdist with ``--dist loadgroup``, as ``make test`` runs them): a module whose tests share a
     module-scoped fixture of ours becomes one group, run whole on one worker in its order, so its JupyterLab or kernel
     starts once and its tests see the state they see in a serial run; every other test is scheduled on its own. A
     module of independent tests may say so (``SPREAD_OVER_WORKERS = True``): each worker then sets up the module's
