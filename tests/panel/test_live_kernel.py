@@ -137,6 +137,16 @@ def test_insert_below_adds_one_cell_that_one_undo_removes(page, lab, llm, worksp
     insert.wait_for()
     assert page.locator('.eca-CodeAction[data-eca-code-action="replace"]').count() == 1
     assert page.locator('.eca-CodeAction[data-eca-code-action="copy"]').count() == 1
+    # In the narrow side panel the three buttons are wider than the answer: they wrap, none is pushed off its row's
+    # left edge (a right-aligned row that does not wrap overflows to the left, where nothing scrolls to them).
+    outside = page.evaluate("""() => [...document.querySelectorAll('.eca-CodeActions')].flatMap(row => {
+        const box = row.getBoundingClientRect();
+        return [...row.children].filter(b => {
+            const r = b.getBoundingClientRect();
+            return r.left < box.left - 0.5 || r.right > box.right + 0.5;
+        }).map(b => b.textContent);
+    })""")
+    assert outside == [], f"code actions outside their row: {outside}"
     insert.click()
     wait_until(lambda: cells(page) == ["a = 1", "print('inserted by ECA')", "b = 2"], timeout=30,
                message="one new cell below the active one")
