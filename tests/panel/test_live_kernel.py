@@ -113,6 +113,18 @@ def test_fix_with_eca_on_a_traceback_leads_to_an_approved_cell_fix(page, lab, ll
     run_and_wait(page, 1)
     button = page.locator(".jp-NotebookPanel:not(.lm-mod-hidden) .jp-Cell").nth(1).locator(".eca-FixButton")
     button.wait_for()
+    # under the traceback, on one line, the traceback as wide as before (not squeezed by a button to its right)
+    place = button.evaluate("""b => {
+        const row = b.parentElement.getBoundingClientRect();
+        const out = b.parentElement.querySelector('.jp-OutputArea-output').getBoundingClientRect();
+        const prompt = b.parentElement.querySelector('.jp-OutputArea-prompt').getBoundingClientRect();
+        const me = b.getBoundingClientRect();
+        const label = document.createRange();
+        label.selectNodeContents(b);
+        return {under: me.top >= out.bottom - 1, oneLine: label.getClientRects().length === 1,
+                fullWidth: out.width >= row.width - prompt.width - 1};
+    }""")
+    assert place == {"under": True, "oneLine": True, "fullWidth": True}, place
     screenshot(page, "fix-with-eca-button")
     button.click()
     approve(page, "edit-1")
