@@ -8,21 +8,27 @@ of the reply, find where they occurred before (``str.rfind`` in the recent windo
 tail is periodic with that distance over at least :data:`MIN_RUN` characters and :data:`MIN_REPEATS` periods. Only the
 few nearest occurrences are tried, so each check is a handful of C-speed string operations on a bounded window.
 
-The thresholds are set so real answers don't trip it: a span of at most :data:`MAX_PERIOD` characters repeated for at
-least 400 characters *and* at least 6 times (a markdown table rule or a long ``====`` line is shorter than that).
+The thresholds are set so real answers don't trip it: a span of at most :data:`SHORT_PERIOD` characters repeated for
+at least 400 characters *and* at least 6 times (a markdown table rule or a long ``====`` line is shorter than that); a
+longer span, up to :data:`MAX_PERIOD` (a sentence or a paragraph), three times in a row, character for character —
+which prose and code never do, while the embedded model did it for 4,000 characters (a newcomer's first question,
+"what does this notebook do?", looped over a 190-character paragraph until the token cap).
 """
 
 from __future__ import annotations
 
 __all__ = ["RepetitionGuard"]
 
-MAX_PERIOD = 120  # longest repeating span considered (a repeated code line fits)
+SHORT_PERIOD = 120  # longest span that must repeat MIN_REPEATS times (a repeated code line fits)
+MAX_PERIOD = 480  # longest repeating span considered (a looping paragraph)
 MIN_RUN = 400  # characters the repetition must cover
-MIN_REPEATS = 6  # ... and at least this many times the span
+MIN_REPEATS = 6  # ... and at least this many times a short span
+LONG_REPEATS = 3  # ... or this many times a longer one
 PROBE = 24  # characters from the end looked up earlier in the window
 CHECK_EVERY = 32  # new characters between two checks
-WINDOW = MAX_PERIOD * MIN_REPEATS + MIN_RUN + PROBE  # how much of the reply's end is kept
-_CANDIDATES = 4  # nearest earlier occurrences of the probe tried as the period
+# how much of the reply's end is kept
+WINDOW = max(SHORT_PERIOD * MIN_REPEATS, MAX_PERIOD * LONG_REPEATS) + MIN_RUN + PROBE
+_CANDIDATES = 8  # nearest earlier occurrences of the probe tried as the period (a paragraph repeats its words)
 
 
 class RepetitionGuard:
@@ -61,7 +67,7 @@ class RepetitionGuard:
             if at < 0:
                 return False
             period = n - PROBE - at
-            need = max(MIN_RUN, MIN_REPEATS * period)
+            need = max(MIN_RUN, (MIN_REPEATS if period <= SHORT_PERIOD else LONG_REPEATS) * period)
             if need <= n and tail[n - need + period:] == tail[n - need:n - period]:
                 run = self._run_length(period)
                 self.span = tail[n - period:]

@@ -6,7 +6,7 @@ import random
 
 import pytest
 
-from eca_notebook.engine.turn._repetition import MIN_RUN, RepetitionGuard
+from eca_notebook.engine.turn._repetition import LONG_REPEATS, MIN_RUN, RepetitionGuard
 
 
 def feed(text: str, step: int = 3) -> RepetitionGuard | None:
@@ -39,6 +39,24 @@ def test_loops_are_caught_and_the_useful_start_is_kept(prefix: str, unit: str, s
     assert guard._total <= len(prefix) + max(MIN_RUN, 6 * len(unit)) + 64 + step
 
 
+# What the embedded model streamed for a newcomer's "what does this notebook do?" (the walk of 2026-11-28): a
+# paragraph of about 190 characters, whose words recur inside it, until the token cap (4,000 characters).
+PARAGRAPH = ("The engine is a *machine* that can make the machine learning engine more *machine learning engine "
+             "human-like. It can help to make the machine learning engine more *machine learning engine "
+             "human-like.\n\n")
+
+
+@pytest.mark.parametrize("step", [1, 7, 40])
+def test_a_looping_paragraph_is_caught_after_three_copies(step: int):
+    prefix = "This notebook is about a shopping cart for a machine learning engine.\n\n"
+    text = prefix + PARAGRAPH * 20
+    guard = feed(text, step)
+    assert guard is not None and guard.span is not None and guard.keep is not None
+    assert len(guard.span) == len(PARAGRAPH)
+    assert text[:guard.keep].startswith(prefix) and len(text[:guard.keep]) <= len(prefix) + len(PARAGRAPH)
+    assert guard._total <= len(prefix) + LONG_REPEATS * len(PARAGRAPH) + 64 + step  # not at the token cap
+
+
 _RNG = random.Random(1)
 REAL_ANSWERS = [
     # a markdown table with many similar rows
@@ -49,6 +67,12 @@ REAL_ANSWERS = [
     "".join(f"{i}. Step number {i}: do the thing\n" for i in range(1, 200)),
     # a divider, a few repeated short lines
     "=" * 80 + "\n" + "pass\n" * 5 + "Done.\n",
+    # a paragraph said twice (a summary restating the introduction) and then something else
+    PARAGRAPH * 2 + "So, in short: the engine streams the reply and the panel shows it.\n" * 1,
+    # three tests that differ only in their numbers (long, similar, not identical)
+    "".join(f"def test_case_{i}():\n    result = compute(value={i}, scale=2, offset=10)\n    assert result == "
+            f"expected(value={i}, scale=2, offset=10), 'the computation of case {i} disagrees with the reference'\n\n"
+            for i in range(12)),
     # prose
     " ".join(_RNG.choice(["the", "model", "answer", "is", "a", "list", "of", "words", "data"]) for _ in range(3000)),
 ]
