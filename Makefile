@@ -6,8 +6,10 @@ VENV := .venv
 PY := $(VENV)/bin/python
 PIP := $(PY) -m pip --disable-pip-version-check -q
 LAB_PORT ?= 8888
-# Jupyter refuses to start as root unless told; containers and CI machines often are root.
-LAB_ARGS ?= $(if $(filter 0,$(shell id -u)),--allow-root)
+# Jupyter refuses to start as root unless told; containers and CI machines often are root: --allow-root is added
+# for root whatever LAB_ARGS says (a newcomer's LAB_ARGS=--no-browser stopped with "Running as root").
+LAB_ROOT := $(if $(filter 0,$(shell id -u)),--allow-root)
+LAB_ARGS ?=
 
 .PHONY: lab test check venv bench clean
 
@@ -57,7 +59,7 @@ extension/node_modules/.package-lock.json: extension/package-lock.json
 venv: $(VENV)/.lab-stamp
 
 lab: $(VENV)/.lab-stamp
-	$(VENV)/bin/jupyter lab --notebook-dir=notebooks --port=$(LAB_PORT) $(LAB_ARGS)
+	$(VENV)/bin/jupyter lab --notebook-dir=notebooks --port=$(LAB_PORT) $(LAB_ROOT) $(LAB_ARGS)
 
 # Three pytest-xdist workers: on the two-core machine the suite took 15:43 on three workers against 28:50 serially
 # (both clean clones, quiet machine); four took 14:24 but loaded the cores past what the browser tests stand.
