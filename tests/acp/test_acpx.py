@@ -9,11 +9,14 @@ message of ours does not parse).
 
 from __future__ import annotations
 
+import fcntl
+import hashlib
 import json
 import shlex
 import shutil
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -33,13 +36,20 @@ AGENT = shlex.join([sys.executable, "-m", "eca_notebook", "acp", "--log-level", 
 
 @pytest.fixture(scope="session")
 def acpx_bin() -> Path:
-    if not ACPX_BIN.exists():
-        npm = shutil.which("npm")
-        if npm is None or shutil.which("node") is None:
-            pytest.skip("node/npm are not installed: cannot install the acpx ACP client (tests/acp/node)")
-        done = subprocess.run([npm, "ci", "--no-audit", "--no-fund"], cwd=NODE_DIR, capture_output=True, text=True,
-                              timeout=600)
-        assert done.returncode == 0, f"npm ci in {NODE_DIR} failed:\n{done.stdout}\n{done.stderr}"
+    """acpx from the registry (tests/acp/node), installed once. Each xdist worker has its own session, so the install
+    is under a file lock: two workers running ``npm ci`` in the same folder at once broke each other's install on a
+    fresh clone (esbuild's install.js gone mid-run); a worker waits for the other's install to end, not just begin."""
+    npm = shutil.which("npm")
+    if not ACPX_BIN.exists() and (npm is None or shutil.which("node") is None):
+        pytest.skip("node/npm are not installed: cannot install the acpx ACP client (tests/acp/node)")
+    lock = Path(tempfile.gettempdir()) / f"eca-acpx-{hashlib.sha256(str(NODE_DIR).encode()).hexdigest()[:16]}.lock"
+    with open(lock, "a") as held:
+        fcntl.flock(held, fcntl.LOCK_EX)  # released when the file closes
+        if not ACPX_BIN.exists():  # another worker may have installed it while this one waited
+            assert npm is not None
+            done = subprocess.run([npm, "ci", "--no-audit", "--no-fund"], cwd=NODE_DIR, capture_output=True,
+                                  text=True, timeout=600)
+            assert done.returncode == 0, f"npm ci in {NODE_DIR} failed:\n{done.stdout}\n{done.stderr}"
     return ACPX_BIN
 
 
