@@ -19,6 +19,8 @@ from eca_notebook.rpc import Endpoint, to_json
 from eca_notebook.serving._chunks import encode_text_chunk
 from eca_notebook.transports import ContentLengthDecoder, PipeStream, dumps, loads
 
+from ..rpc.test_outbox import RecordingWriter
+
 METHOD = "chat/contentReceived"
 CHAT = "0a1b2c3d-1234-5678-9abc-def012345678"
 
@@ -102,17 +104,6 @@ def test_a_secret_that_would_redact_the_template_s_own_strings_leaves_the_chunk_
 def test_anything_else_is_left_to_the_outbox(method, params):
     assert encode_text_chunk(method, params) is None
     generic(method, params)  # which can write it
-
-
-class RecordingWriter:
-    def __init__(self) -> None:
-        self.writes: list[bytes] = []
-
-    def write(self, data: bytes) -> None:
-        self.writes.append(bytes(data))
-
-    async def drain(self) -> None:
-        pass
 
 
 async def test_over_a_pipe_the_client_reads_the_chunks_the_connection_queued_with_the_others_in_order(registry):
