@@ -149,6 +149,7 @@ class Lab:
             ],
             env=self.env,
             cwd=str(self.root),
+            stdin=subprocess.DEVNULL,  # not the worker's: under xdist that is execnet's channel
             stdout=log,
             stderr=subprocess.STDOUT,
             start_new_session=True,
@@ -172,7 +173,10 @@ class Lab:
         proc, self.proc = self.proc, None
         if proc is None or proc.poll() is not None:
             return
-        proc.send_signal(signal.SIGINT)  # jupyter asks for confirmation on the first SIGINT in a terminal only
+        # SIGTERM, not SIGINT: a process started with SIGINT ignored keeps it ignored (an xdist worker, a shell's
+        # background job), and such a lab sat out the whole 60 s wait below at every module's end. On SIGTERM
+        # jupyter_server shuts its kernels and extensions down and exits.
+        proc.send_signal(signal.SIGTERM)
         try:
             proc.wait(timeout=timeout)
         except subprocess.TimeoutExpired:
