@@ -11,7 +11,9 @@ import argparse
 import logging
 import os
 import sys
+from collections.abc import Coroutine
 from pathlib import Path
+from typing import Any
 
 from ._version import __version__
 
@@ -52,6 +54,51 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
+#: The signals that stop a stdio server the orderly way, and its exit code for each (128 + the signal, as a shell says).
+_STOP_SIGNALS = {"SIGINT": 130, "SIGTERM": 143, "SIGHUP": 129}
+
+
+async def _until_stopped(serving: Coroutine[Any, Any, int]) -> int:
+    """Serve until the client leaves or a stop signal arrives; a signal ends serving the way a closed stdin does,
+    so the engines close and the chats still being written reach the disk before the process exits.
+
+    Why: clients stop their agent with signals, often several at once — Jupyter AI sends SIGINT and SIGTERM to the
+    agent's group together, then SIGKILL after 5 s. With Python's defaults the SIGTERM killed the process in the
+    middle of the SIGINT's unwinding, and a chat saved at the end of the last turn was lost (a resumed chat's model
+    no longer saw it). Only the first signal acts; later ones do not cut the cleanup short."""
+    import asyncio
+    import signal
+
+    loop = asyncio.get_running_loop()
+    task = asyncio.ensure_future(serving)
+    received: list[int] = []
+
+    def stop(code: int) -> None:
+        if not received:
+            received.append(code)
+            task.cancel()
+
+    installed = []
+    for name, code in _STOP_SIGNALS.items():
+        number = getattr(signal, name, None)
+        if number is None:
+            continue
+        try:
+            loop.add_signal_handler(number, stop, code)
+        except (NotImplementedError, RuntimeError, ValueError):  # no signals here (a thread, another platform)
+            continue
+        installed.append(number)
+    try:
+        return await task
+    except asyncio.CancelledError:
+        if not received:
+            raise
+        return received[0]
+    finally:
+        for number in installed:
+            loop.remove_signal_handler(number)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = _parser()
     args, unknown = parser.parse_known_args(argv)
@@ -68,20 +115,16 @@ def main(argv: list[str] | None = None) -> int:
 
         from .serving import serve_stdio
 
-        try:
-            return asyncio.run(serve_stdio(config_file=args.config_file, max_frame_size=args.max_frame_size))
-        except KeyboardInterrupt:
-            return 130
+        return asyncio.run(_until_stopped(serve_stdio(config_file=args.config_file,
+                                                      max_frame_size=args.max_frame_size)))
     if args.command == "acp":
         import asyncio
 
         from .acp import serve_acp_stdio
 
-        try:
-            return asyncio.run(serve_acp_stdio(config_file=args.config_file, max_frame_size=args.max_frame_size,
-                                               prompt_timeout=args.prompt_timeout))
-        except KeyboardInterrupt:
-            return 130
+        return asyncio.run(_until_stopped(serve_acp_stdio(config_file=args.config_file,
+                                                          max_frame_size=args.max_frame_size,
+                                                          prompt_timeout=args.prompt_timeout)))
     return 2
 
 
