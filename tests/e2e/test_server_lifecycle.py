@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import signal
 import sys
 
 import pytest
@@ -99,6 +100,25 @@ async def test_end_of_input_stops_the_server(spawn, workspace):
     await eca.initialize(workspace)
     eca.proc.stdin.close()
     assert await asyncio.wait_for(eca.proc.wait(), 60) == 1
+
+
+@pytest.mark.parametrize("number", [signal.SIGTERM, signal.SIGINT, signal.SIGHUP], ids=["term", "int", "hup"])
+async def test_a_stop_signal_ends_the_server_the_orderly_way_and_keeps_the_chat(spawn, llm, workspace, number):
+    """A client (or a container's stop) that signals the server: it exits as at end of input, with 128 + the signal
+    (killed, it would be minus the signal), and the chat of the turn just done is listed by the next server."""
+    from eca_notebook.testing.llm_server import Reply
+
+    llm.enqueue(Reply.text("kept"))
+    eca = await spawn()
+    await eca.initialize(workspace)
+    chat_id = (await eca.request("chat/prompt", {"message": "remember me"}))["chatId"]
+    await eca.wait_idle(chat_id)
+    eca.proc.send_signal(number)
+    assert await asyncio.wait_for(eca.proc.wait(), 60) == 128 + number
+
+    again = await spawn()
+    await again.initialize(workspace)
+    assert [c["id"] for c in (await again.request("chat/list", {}))["chats"]] == [chat_id]
 
 
 async def test_server_exits_when_parent_process_dies(home, llm, workspace):
