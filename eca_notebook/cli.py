@@ -54,8 +54,8 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-#: The signals that stop a stdio server the orderly way, and its exit code for each (128 + the signal, as a shell says).
-_STOP_SIGNALS = {"SIGINT": 130, "SIGTERM": 143, "SIGHUP": 129}
+#: The signals that stop a stdio server the orderly way; it then exits with 128 + the signal, as a shell reports it.
+_STOP_SIGNALS = ("SIGINT", "SIGTERM", "SIGHUP")
 
 
 async def _until_stopped(serving: Coroutine[Any, Any, int]) -> int:
@@ -79,12 +79,12 @@ async def _until_stopped(serving: Coroutine[Any, Any, int]) -> int:
             task.cancel()
 
     installed = []
-    for name, code in _STOP_SIGNALS.items():
+    for name in _STOP_SIGNALS:
         number = getattr(signal, name, None)
         if number is None:
             continue
         try:
-            loop.add_signal_handler(number, stop, code)
+            loop.add_signal_handler(number, stop, 128 + number)
         except (NotImplementedError, RuntimeError, ValueError):  # no signals here (a thread, another platform)
             continue
         installed.append(number)
