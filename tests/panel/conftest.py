@@ -8,6 +8,7 @@ setup error that must fail loudly (``.ci/run`` installs it).
 from __future__ import annotations
 
 import os
+import re
 import time
 from pathlib import Path
 
@@ -26,6 +27,47 @@ def pytest_runtest_makereport(item, call):
     outcome = yield
     report = outcome.get_result()
     setattr(item, f"rep_{report.when}", report)
+    if report.when == "call" and report.failed:
+        report.sections.append(("what the browser, the model and the lab saw", _failure_context(item.funcargs)))
+
+
+#: The page's text where answers appear: the open notebook's outputs (a ``%eca`` widget) and the side panel.
+_VISIBLE_JS = """() => [...document.querySelectorAll(
+    '.jp-NotebookPanel:not(.lm-mod-hidden) .jp-OutputArea-output, #eca-chat-panel .eca-MessageList')]
+    .map(node => node.innerText.trim()).filter(Boolean).join('\\n---\\n')"""
+
+
+def _failure_context(funcargs: dict) -> str:
+    """What a failure on CI needs to be understood without its artifacts (CI shows only its output): the text the
+    page shows, the requests the model received, and the end of the lab's log. Each part best-effort and short."""
+    parts = []
+    page, llm, lab = funcargs.get("page"), funcargs.get("llm"), funcargs.get("lab")
+    if page is not None:
+        try:
+            text = re.sub(r"\n\s*\n+", "\n", page.evaluate(_VISIBLE_JS))
+            parts.append("page:\n" + (text if len(text) <= 1200 else f"{text[:600]}\n[…]\n{text[-600:]}"))
+        except Exception as exc:  # noqa: BLE001 - the page may be gone; the failure itself is what matters
+            parts.append(f"page: unreadable ({exc})")
+    if isinstance(llm, ScriptedLLMServer):
+        requests = llm.requests
+        parts.append(f"model: {len(requests)} request(s), {llm.pending} queued reply(ies) left; the last ones:")
+        parts.extend(f"  {r.method} {r.path} {_last_user_text(r.body)}" for r in requests[-4:])
+    if isinstance(lab, Lab):
+        parts.append("lab log:\n" + lab.log_tail(1500))
+    return "\n".join(parts)
+
+
+def _last_user_text(body) -> str:
+    """The last user message of a completion request (OpenAI chat or responses shape), for a one-line summary."""
+    if not isinstance(body, dict):
+        return ""
+    for message in reversed(body.get("messages") or body.get("input") or []):
+        if isinstance(message, dict) and message.get("role") == "user":
+            content = message.get("content")
+            if isinstance(content, list):
+                content = " ".join(str(part.get("text", "")) for part in content if isinstance(part, dict))
+            return f"user: {str(content)[-80:]!r}"
+    return ""
 
 
 def _require_browser() -> None:

@@ -121,7 +121,8 @@ def cells_prompt(page, index: int) -> str:
 
 def test_ghost_text_in_a_file_editor(page, lab, llm, workspace: Path):
     (workspace / "geometry.py").write_text("import math\n\n\ndef area(r):\n    return \n")
-    llm.enqueue_when(f"circumference(r):\\n    return 2 * {TAG}", Reply.text("math.pi * r"))
+    asks = f"circumference(r):\\n    return 2 * {TAG}"
+    llm.enqueue_when(asks, Reply.text("math.pi * r"))
     open_panel(page, lab, workspace="inline-file")
     open_file(page, "geometry.py")
     editor = page.locator(".jp-FileEditor .cm-content").first
@@ -134,8 +135,9 @@ def test_ghost_text_in_a_file_editor(page, lab, llm, workspace: Path):
     wait_until(lambda: ghost_text(page) == "math.pi * r", message="the ghost text")
     editor.press("Tab")
     wait_until(lambda: "return 2 * math.pi * r" in editor.inner_text(), message="Tab to accept the suggestion")
-    [asked] = [body for body in posts(llm) if "circumference" in body and TAG in body]
-    assert "geometry.py" in asked, "the file's path is sent"
+    # (a loaded machine may let JupyterLab's debounce ask twice at this position: each one names the file)
+    asked = [body for body in posts(llm) if asks in body]
+    assert asked and all("geometry.py" in body for body in asked), "the file's path is sent"
 
 
 def test_ghost_text_after_enter_under_a_def_line_and_before_a_closed_bracket(page, lab, llm, workspace: Path):
