@@ -3,11 +3,17 @@ another workspace layout) defines its own fixture of the same name, which overri
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import pytest
 
 from eca_notebook.testing.llm_server import ScriptedLLMServer
+
+# jsonschema (imported by nbformat, jupyter_events, the mcp SDK) builds rfc3987_syntax's Lark grammar at import when
+# that package is installed: 0.8 s of CPU in every test process, for an IRI format no schema in these tests uses.
+# Left out, jsonschema skips that one format checker. (The labs the panel tests start do the same: panel/_lab.py.)
+sys.modules.setdefault("rfc3987_syntax", None)  # type: ignore[assignment]
 
 #: Our fixtures of these scopes are shared by the tests of a module (a JupyterLab and its browser, a kernel, a Dask
 #: cluster, a scripted server): in a parallel run such a module must run whole on one worker.

@@ -36,6 +36,11 @@ CHROMIUM_ARGS = [
     "--disable-sync",
 ]
 DEFAULT_MODEL = "openai/gpt-4.1"
+#: ``python -m jupyterlab``, less one import: jupyter_server imports jsonschema (through jupyter_events), whose
+#: format checkers build rfc3987_syntax's Lark grammar when it is installed — 0.8 s of CPU in every lab, for an IRI
+#: format no event schema here uses (jsonschema then skips that one checker). tests/conftest.py does the same.
+LAB_MAIN = ("import sys; sys.modules.setdefault('rfc3987_syntax', None); "
+            "from jupyterlab.labapp import main; sys.exit(main())")
 
 
 def free_port() -> int:
@@ -135,7 +140,7 @@ class Lab:
         log = open(self.log_path, "wb")
         self.proc = subprocess.Popen(
             [
-                sys.executable, "-m", "jupyterlab",
+                sys.executable, "-c", LAB_MAIN,
                 "--no-browser",
                 "--ServerApp.ip=127.0.0.1",
                 f"--ServerApp.port={self.port}",
