@@ -86,18 +86,19 @@ def shut_down_kernels(lab: Lab) -> None:
         urllib.request.urlopen(request, timeout=60).close()
 
 
-def kernel_idle(page) -> bool:
+def kernel_idle(page, code_cells: int = 0) -> bool:
     state = page.evaluate(STATE_JS)
-    return bool(state and state["status"] == "idle")
+    return bool(state and state["status"] == "idle" and len(state["prompts"]) >= code_cells)
 
 
-def run_all(page) -> None:
-    """Run ▸ Run All Cells, from the menu bar, as a user would — once the kernel is up (a kernel still starting on a
-    busy machine makes JupyterLab ask which kernel to use: a user picks the default; a Run All before the kernel is
-    there runs nothing, so a user would try again)."""
+def run_all(page, code_cells: int = 0) -> None:
+    """Run ▸ Run All Cells, from the menu bar, as a user would — once the kernel is up and every one of the
+    notebook's `code_cells` is on the page (a kernel still starting on a busy machine makes JupyterLab ask which
+    kernel to use: a user picks the default). A Run All while the notebook is still being drawn runs nothing — the
+    status already says idle then — and cost a 30-second wait before the second try in most first runs."""
     first = page.locator(f"{PANEL} .jp-CodeCell .jp-InputPrompt").first
     for _attempt in range(3):
-        wait_until(lambda: accept_kernel_dialog(page) and kernel_idle(page), timeout=180, interval=0.5,
+        wait_until(lambda: accept_kernel_dialog(page) and kernel_idle(page, code_cells), timeout=180, interval=0.5,
                    message="the notebook's kernel to be idle")
         page.locator(".lm-MenuBar-item", has_text=re.compile(r"^Run$")).click()
         page.get_by_role("menuitem", name="Run All Cells", exact=True).click()
@@ -150,7 +151,7 @@ def run_all_and_check(page, workspace: Path, path: Path) -> str:
     it is over and assert that it went through; the text of its outputs."""
     open_file(page, path.name)
     page.locator(f"{PANEL} .jp-Cell").first.wait_for()  # (attached: a tutorial's first cells may be collapsed)
-    run_all(page)
+    run_all(page, sum(c.cell_type == "code" for c in nbformat.read(path, as_version=4).cells))
     shipped = {c.id for c in nbformat.read(path, as_version=4).cells}  # (`%eca -o code` adds a cell, not run)
     for attempt in range(2):
         wait_until(lambda: finished(page), timeout=600, interval=0.5, message=f"Run All of {path.name} to finish")
