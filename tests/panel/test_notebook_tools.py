@@ -42,28 +42,67 @@ def open_notebook(page, name: str) -> None:
     """Open it from the file browser and wait until its kernel is idle (runs must not race the kernel's start)."""
     open_file(page, name)
     page.locator(".jp-NotebookPanel:not(.lm-mod-hidden) .jp-Cell .cm-content").first.wait_for()
-    wait_until(lambda: page.evaluate("""() => {
-        const panel = document.querySelector('.jp-NotebookPanel:not(.lm-mod-hidden)');
-        const status = panel && panel.querySelector('.jp-Notebook-ExecutionIndicator');
-        return status && status.getAttribute('data-status') === 'idle';
-    }"""), timeout=120, message="the notebook's kernel to be idle")
+    wait_until(lambda: kernel_ready(page), timeout=120, message="the notebook's kernel to be idle")
+
+
+#: The notebook's kernel is there, connected and idle. Not the toolbar's indicator alone: it says idle from the
+#: start, before JupyterLab has a kernel (the status bar then reads "No Kernel | Initializing"), and a cell run then
+#: does nothing — a first Shift+Enter or Run All was lost that way, and waited out a retry.
+KERNEL_READY_JS = """() => {
+    const panel = document.querySelector('.jp-NotebookPanel:not(.lm-mod-hidden)');
+    const status = panel && panel.querySelector('.jp-Notebook-ExecutionIndicator');
+    const kernel = [...document.querySelectorAll('#jp-main-statusbar .jp-StatusBar-TextItem')]
+        .map(item => item.textContent.trim()).find(text => / \\| [A-Z][a-z]+$/.test(text));
+    return Boolean(status && status.getAttribute('data-status') === 'idle' && kernel
+                   && !kernel.startsWith('No Kernel') && kernel.endsWith(' | Idle'));
+}"""
+
+
+def kernel_ready(page) -> bool:
+    return bool(page.evaluate(KERNEL_READY_JS))
+
+
+#: Notes whether a dialog opened since it was installed (``window.__ecaDialogSeen``).
+WATCH_DIALOGS_JS = """() => {
+    window.__ecaDialogSeen = false;
+    window.__ecaDialogWatch?.disconnect();
+    window.__ecaDialogWatch = new MutationObserver(() => {
+        if (document.querySelector('.jp-Dialog')) window.__ecaDialogSeen = true;
+    });
+    window.__ecaDialogWatch.observe(document.body, {childList: true});
+}"""
 
 
 def run_cell(page, index: int) -> None:
     """Select cell `index` (command mode, by its prompt) and press Shift+Enter; again if the key went elsewhere
-    (JupyterLab moving the focus at its own pace) — until the cell shows it ran or is running."""
+    (JupyterLab moving the focus at its own pace) — until the cell shows it ran or is running.
+
+    The key's usual thief is JupyterLab's kernel dialog, which a kernel slow to start on a busy machine opens even
+    after the notebook looked idle (the key may answer the dialog instead of running the cell). A dialog seen after
+    the key, with the cell not running a moment later, means try again at once rather than after the full wait."""
     cell = page.locator(".jp-NotebookPanel:not(.lm-mod-hidden) .jp-Cell").nth(index)
     prompt = cell.locator(".jp-InputPrompt")
+
+    def ran() -> bool:
+        return any(ch.isdigit() or ch == "*" for ch in prompt.inner_text())
+
     for _attempt in range(5):
         wait_until(lambda: accept_kernel_dialog(page), timeout=60, message="no dialog over the notebook")
         try:
             prompt.click(timeout=20_000)
         except PlaywrightTimeout:
             continue  # a dialog opened in between: dismissed on the next round
+        page.evaluate(WATCH_DIALOGS_JS)
         page.keyboard.press("Shift+Enter")
         try:
-            wait_until(lambda: any(ch.isdigit() or ch == "*" for ch in prompt.inner_text()), timeout=10,
+            wait_until(lambda: ran() or page.evaluate("() => window.__ecaDialogSeen"), timeout=10,
                        message=f"cell {index} to run")
+        except AssertionError:
+            continue
+        if ran():
+            return
+        try:  # a dialog came: the cell may still show it runs (the key ran it before the dialog opened)
+            wait_until(ran, timeout=2, message=f"cell {index} to run")
             return
         except AssertionError:
             continue

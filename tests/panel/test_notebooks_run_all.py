@@ -24,7 +24,7 @@ import nbformat
 import pytest
 
 from ._lab import ARTIFACTS, ROOT, Lab, screenshot
-from .test_notebook_tools import accept_kernel_dialog
+from .test_notebook_tools import accept_kernel_dialog, kernel_ready
 from .test_panel import open_file, wait_until
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
@@ -88,14 +88,15 @@ def shut_down_kernels(lab: Lab) -> None:
 
 def kernel_idle(page, code_cells: int = 0) -> bool:
     state = page.evaluate(STATE_JS)
-    return bool(state and state["status"] == "idle" and len(state["prompts"]) >= code_cells)
+    return bool(state and kernel_ready(page) and len(state["prompts"]) >= code_cells)
 
 
 def run_all(page, code_cells: int = 0) -> None:
     """Run ▸ Run All Cells, from the menu bar, as a user would — once the kernel is up and every one of the
     notebook's `code_cells` is on the page (a kernel still starting on a busy machine makes JupyterLab ask which
-    kernel to use: a user picks the default). A Run All while the notebook is still being drawn runs nothing — the
-    status already says idle then — and cost a 30-second wait before the second try in most first runs."""
+    kernel to use: a user picks the default). A Run All before JupyterLab has the kernel runs nothing — the toolbar
+    already says idle then (see ``kernel_ready``) — and cost a 30-second wait before the second try in most first
+    runs."""
     first = page.locator(f"{PANEL} .jp-CodeCell .jp-InputPrompt").first
     for _attempt in range(3):
         wait_until(lambda: accept_kernel_dialog(page) and kernel_idle(page, code_cells), timeout=180, interval=0.5,
