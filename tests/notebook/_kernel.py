@@ -35,7 +35,9 @@ class Kernel:
                 return
 
     def execute(self, code: str, *, allow_stdin: bool = True, timeout: float = 60) -> dict[str, Any]:
-        """Send an execute_request and return its reply (iopub traffic keeps being collected)."""
+        """Send an execute_request and return its reply once its outputs are in: the reply comes on the shell
+        channel, the outputs on iopub, and iopub may lag behind on a busy machine — the kernel's ``status: idle``
+        for the request is the end of them (iopub traffic keeps being collected)."""
         msg_id = self.kc.execute(code, allow_stdin=allow_stdin)
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
@@ -45,7 +47,9 @@ class Kernel:
                 self.pump(0.01)
                 continue
             if reply["parent_header"].get("msg_id") == msg_id:
-                self.pump(0.01)
+                self.wait_for(lambda: any(m["msg_type"] == "status" and m["content"].get("execution_state") == "idle"
+                                          and m["parent_header"].get("msg_id") == msg_id for m in self.iopub),
+                              timeout=max(1.0, deadline - time.monotonic()))
                 reply["msg_id"] = msg_id
                 return reply
         raise AssertionError(f"no reply to {code!r}")
