@@ -152,8 +152,9 @@ def run_all_and_check(page, workspace: Path, path: Path) -> str:
     it is over and assert that it went through; the text of its outputs."""
     open_file(page, path.name)
     page.locator(f"{PANEL} .jp-Cell").first.wait_for()  # (attached: a tutorial's first cells may be collapsed)
-    run_all(page, sum(c.cell_type == "code" for c in nbformat.read(path, as_version=4).cells))
-    shipped = {c.id for c in nbformat.read(path, as_version=4).cells}  # (`%eca -o code` adds a cell, not run)
+    cells = nbformat.read(path, as_version=4).cells
+    run_all(page, sum(c.cell_type == "code" for c in cells))
+    shipped = {c.id for c in cells}  # (`%eca -o code` adds a cell, not run)
     for attempt in range(2):
         wait_until(lambda: finished(page), timeout=600, interval=0.5, message=f"Run All of {path.name} to finish")
         nb = save(page, workspace / path.name)
