@@ -62,47 +62,22 @@ def kernel_ready(page) -> bool:
     return bool(page.evaluate(KERNEL_READY_JS))
 
 
-#: Notes whether a dialog opened since it was installed (``window.__ecaDialogSeen``).
-WATCH_DIALOGS_JS = """() => {
-    window.__ecaDialogSeen = false;
-    window.__ecaDialogWatch?.disconnect();
-    window.__ecaDialogWatch = new MutationObserver(() => {
-        if (document.querySelector('.jp-Dialog')) window.__ecaDialogSeen = true;
-    });
-    window.__ecaDialogWatch.observe(document.body, {childList: true});
-}"""
-
-
 def run_cell(page, index: int) -> None:
     """Select cell `index` (command mode, by its prompt) and press Shift+Enter; again if the key went elsewhere
-    (JupyterLab moving the focus at its own pace) — until the cell shows it ran or is running.
-
-    The key's usual thief is JupyterLab's kernel dialog, which a kernel slow to start on a busy machine opens even
-    after the notebook looked idle (the key may answer the dialog instead of running the cell). A dialog seen after
-    the key, with the cell not running a moment later, means try again at once rather than after the full wait."""
+    (JupyterLab moving the focus at its own pace, or its kernel dialog taking it) — until the cell shows it ran or is
+    running."""
     cell = page.locator(".jp-NotebookPanel:not(.lm-mod-hidden) .jp-Cell").nth(index)
     prompt = cell.locator(".jp-InputPrompt")
-
-    def ran() -> bool:
-        return any(ch.isdigit() or ch == "*" for ch in prompt.inner_text())
-
     for _attempt in range(5):
         wait_until(lambda: accept_kernel_dialog(page), timeout=60, message="no dialog over the notebook")
         try:
             prompt.click(timeout=20_000)
         except PlaywrightTimeout:
             continue  # a dialog opened in between: dismissed on the next round
-        page.evaluate(WATCH_DIALOGS_JS)
         page.keyboard.press("Shift+Enter")
         try:
-            wait_until(lambda: ran() or page.evaluate("() => window.__ecaDialogSeen"), timeout=10,
+            wait_until(lambda: any(ch.isdigit() or ch == "*" for ch in prompt.inner_text()), timeout=10,
                        message=f"cell {index} to run")
-        except AssertionError:
-            continue
-        if ran():
-            return
-        try:  # a dialog came: the cell may still show it runs (the key ran it before the dialog opened)
-            wait_until(ran, timeout=2, message=f"cell {index} to run")
             return
         except AssertionError:
             continue
