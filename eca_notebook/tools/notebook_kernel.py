@@ -7,13 +7,20 @@ other share their state like in Jupyter. The outputs are saved into the ``.ipynb
 opening it later sees what the model saw. The engine shuts the kernels down when it closes.
 
 A timeout or a Stop interrupts the kernel (the cell fails with ``KeyboardInterrupt``, the kernel lives on).
+
+On POSIX the kernels talk over Unix sockets in a private directory (mode 0700, removed at close), not TCP: no other
+user of the machine can reach them, and no other process can take a port between jupyter_client choosing it and the
+kernel binding it (which kills the kernel with "Address already in use" on a busy machine).
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import os
+import shutil
 import subprocess
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +33,7 @@ __all__ = ["OwnKernelRunner"]
 log = logging.getLogger(__name__)
 
 START_TIMEOUT = 120.0
+_SOCKET_PATH_MAX = 104  # sun_path: 108 bytes on Linux, 104 on macOS and the BSDs (with the NUL)
 _OUTPUT_TYPES = ("stream", "execute_result", "display_data", "error")
 
 
@@ -35,6 +43,21 @@ class OwnKernelRunner:
     def __init__(self) -> None:
         self._kernels: dict[Path, tuple[Any, Any]] = {}
         self._locks: dict[Path, asyncio.Lock] = {}
+        self._sockets: str | None = None  # the private directory of the kernels' Unix sockets (POSIX)
+        self._started = 0
+
+    def _transport(self) -> dict[str, str]:
+        """The next kernel's transport: Unix sockets of its own on POSIX, TCP where zmq has no IPC (Windows) or
+        where the temporary directory's path is too long for a socket's (``sun_path``: 104 bytes on macOS)."""
+        if os.name != "posix":
+            return {}
+        if self._sockets is None:
+            self._sockets = tempfile.mkdtemp(prefix="eca-kernels-")
+        self._started += 1
+        prefix = os.path.join(self._sockets, str(self._started))
+        if len(os.fsencode(prefix)) + len("-65535") >= _SOCKET_PATH_MAX:
+            return {}
+        return {"transport": "ipc", "ip": prefix}
 
     async def _kernel(self, path: Path) -> tuple[Any, Any]:
         found = self._kernels.get(path)
@@ -49,7 +72,7 @@ class OwnKernelRunner:
 
         nb: Any = nbformat.read(path, as_version=4)  # type: ignore[no-untyped-call]
         name = ((nb.metadata.get("kernelspec") or {}).get("name")) or "python3"
-        manager = AsyncKernelManager(kernel_name=name)
+        manager = AsyncKernelManager(kernel_name=name, **self._transport())
         # nothing inherited: in the stdio door our stdout is the ECA stream, which a kernel must never write to, and
         # in a notebook the kernel's start-up warnings would land in the user's cell
         await manager.start_kernel(cwd=str(path.parent), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
@@ -110,6 +133,9 @@ class OwnKernelRunner:
                 await manager.shutdown_kernel(now=True)
             except Exception:  # noqa: BLE001 - shutting down anyway
                 log.debug("kernel shutdown failed", exc_info=True)
+        sockets, self._sockets = self._sockets, None
+        if sockets is not None:
+            shutil.rmtree(sockets, ignore_errors=True)
 
 
 def _save_outputs(path: Path, runs: list[NotebookCellRun]) -> None:

@@ -21,6 +21,7 @@ from typing import Any
 import pytest
 
 from eca_notebook.testing.llm_server import Delay, Reply, ScriptedLLMServer, Text, Usage
+from tests._kernels import ipc_kernel_manager, remove_ipc_dir
 
 from .conftest import user_text
 
@@ -94,9 +95,7 @@ class Kernel:
     """A kernel as a front end drives it: execute requests, iopub collected, widget states from comm messages."""
 
     def __init__(self, cwd: Path, env: dict[str, str]) -> None:
-        from jupyter_client import KernelManager
-
-        self.km = KernelManager(kernel_name="python3")
+        self.km = ipc_kernel_manager(kernel_name="python3")
         self.km.kernel_cmd = [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"]
         self.km.start_kernel(env=env, cwd=str(cwd))
         self.kc = self.km.client()
@@ -179,6 +178,7 @@ class Kernel:
             self.km.shutdown_kernel(now=True)
         else:
             self.km.cleanup_resources()
+        remove_ipc_dir(self.km)
 
 
 @pytest.fixture

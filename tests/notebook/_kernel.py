@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from eca_notebook.testing.llm_server import ScriptedLLMServer
+from tests._kernels import ipc_kernel_manager, remove_ipc_dir
 
 from .conftest import engine_env
 
@@ -87,8 +88,6 @@ class Kernel:
 def running_kernel(root: Path, llm: ScriptedLLMServer, *, notebook: Path | None = None) -> Iterator[Kernel]:
     """A kernel in ``root/project`` with an isolated HOME under ``root/home``, ``%eca`` loaded; *notebook* is the
     notebook Jupyter says it runs for (``JPY_SESSION_NAME``), if any. Shut down on exit."""
-    from jupyter_client import KernelManager
-
     home = root / "home"
     (home / ".config").mkdir(parents=True, exist_ok=True)
     (home / ".cache").mkdir(parents=True, exist_ok=True)
@@ -99,7 +98,7 @@ def running_kernel(root: Path, llm: ScriptedLLMServer, *, notebook: Path | None 
     env.pop("ECA_NOTEBOOK_DISPLAY", None)
     if notebook is not None:
         env["JPY_SESSION_NAME"] = str(notebook)
-    km = KernelManager(kernel_name="python3")
+    km = ipc_kernel_manager(kernel_name="python3")
     km.kernel_cmd = [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"]
     km.start_kernel(env=env, cwd=str(workspace))
     kc = km.client()
@@ -115,3 +114,4 @@ def running_kernel(root: Path, llm: ScriptedLLMServer, *, notebook: Path | None 
     finally:
         kc.stop_channels()
         km.shutdown_kernel(now=True)
+        remove_ipc_dir(km)

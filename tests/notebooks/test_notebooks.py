@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 import nbformat
 import pytest
 from nbclient import NotebookClient
+from traitlets.config import Config
+
+from tests._kernels import ipc_dir
 
 NOTEBOOKS = sorted((Path(__file__).parents[2] / "notebooks").glob("*.ipynb"))
 
@@ -33,7 +37,12 @@ def test_notebook_executes(path: Path, tmp_path: Path, monkeypatch):
     for module in MAGIC_NOTEBOOKS_REQUIRE.get(path.name, ()):  # notebook-door block, below
         pytest.importorskip(module)
     nb = nbformat.read(path, as_version=4)
-    NotebookClient(nb, timeout=120, kernel_name="python3", resources={"metadata": {"path": str(path.parent)}}).execute()
+    sockets = ipc_dir()
+    try:
+        NotebookClient(nb, timeout=120, kernel_name="python3", resources={"metadata": {"path": str(path.parent)}},
+                       config=Config(KernelManager={"transport": "ipc", "ip": f"{sockets}/k"})).execute()
+    finally:
+        shutil.rmtree(sockets, ignore_errors=True)
     # a cell tagged "raises-exception" fails on purpose (nbclient runs on; e.g. the %eca fix demo)
     errors = [o for c in nb.cells if "raises-exception" not in c.get("metadata", {}).get("tags", [])
               for o in c.get("outputs", []) if o.get("output_type") == "error"]

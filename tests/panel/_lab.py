@@ -8,9 +8,11 @@ isolated config file, and every provider points at a :class:`ScriptedLLMServer`.
 
 from __future__ import annotations
 
+import atexit
 import json
 import os
 import secrets
+import shutil
 import signal
 import socket
 import subprocess
@@ -19,6 +21,8 @@ import time
 import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from tests._kernels import IPC_KERNELS, ipc_dir
 
 ROOT = Path(__file__).resolve().parents[2]
 LABEXTENSION = ROOT / "eca_notebook" / "server" / "labextension"
@@ -68,7 +72,6 @@ def lab_env(home: Path, llm_url: str, *, inline_completion: bool = False, **extr
         "XDG_RUNTIME_DIR": home / "runtime",
         "JUPYTER_CONFIG_DIR": home / ".jupyter",
         "JUPYTER_DATA_DIR": home / ".local" / "share" / "jupyter",
-        "JUPYTER_RUNTIME_DIR": home / "runtime" / "jupyter",
         "JUPYTERLAB_SETTINGS_DIR": home / ".jupyter" / "lab" / "user-settings",
         "JUPYTERLAB_WORKSPACES_DIR": home / ".jupyter" / "lab" / "workspaces",
         "IPYTHONDIR": home / ".ipython",
@@ -81,6 +84,10 @@ def lab_env(home: Path, llm_url: str, *, inline_completion: bool = False, **extr
     (settings / "inline-completer.jupyterlab-settings").write_text(
         json.dumps({"providers": {INLINE_PROVIDER: {"enabled": inline_completion}}}))
     env.update({k: str(v) for k, v in dirs.items()})
+    # the kernels' sockets and connection files: a short path, as Unix sockets need (tests/_kernels.py)
+    runtime = ipc_dir()
+    atexit.register(shutil.rmtree, runtime, True)
+    env["JUPYTER_RUNTIME_DIR"] = runtime
     env.update(
         PYTHONUNBUFFERED="1",
         JUPYTER_PLATFORM_DIRS="0",
@@ -102,7 +109,7 @@ def install_isolated(env: dict[str, str]) -> None:
     """Enable the server extension and link the built lab extension, inside the isolated Jupyter dirs only."""
     config_dir = Path(env["JUPYTER_CONFIG_DIR"])
     (config_dir / "jupyter_server_config.json").write_text(
-        json.dumps({"ServerApp": {"jpserver_extensions": {"eca_notebook": True}}})
+        json.dumps({"ServerApp": {"jpserver_extensions": {"eca_notebook": True}}, **IPC_KERNELS})
     )
     # No "get notified about Jupyter news?" toast over the panel.
     settings = Path(env["JUPYTERLAB_SETTINGS_DIR"]) / "@jupyterlab" / "apputils-extension"

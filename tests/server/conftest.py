@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import shutil
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -25,6 +26,7 @@ from tornado.websocket import websocket_connect
 
 from eca_notebook.protocol import CONTENT_TYPES, METHODS, parse_params
 from eca_notebook.testing.llm_server import ScriptedLLMServer
+from tests._kernels import IPC_KERNELS, ipc_dir
 
 from ._socket import ReadingSocket
 
@@ -96,7 +98,15 @@ def jp_server_config(eca_env, eca_limits, server_app_config):  # noqa: F811
         "ServerApp": {"jpserver_extensions": {"eca_notebook": True, "jupyter_server_terminals": False},
                       **server_app_config},
         "EcaExtensionApp": dict(eca_limits),
+        **IPC_KERNELS,
     })
+
+
+@pytest.fixture
+def jp_runtime_dir():  # noqa: F811 - a short path: the kernels' Unix sockets live here (tests/_kernels.py)
+    runtime = ipc_dir()
+    yield Path(runtime)
+    shutil.rmtree(runtime, ignore_errors=True)
 
 
 @pytest.fixture
