@@ -65,7 +65,8 @@ async def _until_stopped(serving: Coroutine[Any, Any, int]) -> int:
     Why: clients stop their agent with signals, often several at once — Jupyter AI sends SIGINT and SIGTERM to the
     agent's group together, then SIGKILL after 5 s. With Python's defaults the SIGTERM killed the process in the
     middle of the SIGINT's unwinding, and a chat saved at the end of the last turn was lost (a resumed chat's model
-    no longer saw it). Only the first signal acts; later ones do not cut the cleanup short."""
+    no longer saw it). Only the first signal acts; later ones do not cut the cleanup short, even after serving
+    has ended."""
     import asyncio
     import signal
 
@@ -97,6 +98,11 @@ async def _until_stopped(serving: Coroutine[Any, Any, int]) -> int:
     finally:
         for number in installed:
             loop.remove_signal_handler(number)
+            if received:
+                # the rest of the way out (asyncio.run's own cleanup) must not die of a signal sent "together" with
+                # the first but delivered late, as a client's second kill on a busy machine can be: ignored, not
+                # the default action again
+                signal.signal(number, signal.SIG_IGN)
 
 
 def main(argv: list[str] | None = None) -> int:
