@@ -61,7 +61,7 @@ venv: $(VENV)/.lab-stamp
 lab: $(VENV)/.lab-stamp
 	$(VENV)/bin/jupyter lab --notebook-dir=notebooks --port=$(LAB_PORT) $(LAB_ROOT) $(LAB_ARGS)
 
-# Three pytest-xdist workers: on the two-core machine the suite takes 12:26–13:31 (clean clone, warm venv) against 28:50
+# Three pytest-xdist workers: on the two-core machine the suite takes 11:45–12:38 (clean clone, warm venv) against 28:50
 # serially; the cores are busy throughout, so a fourth worker only adds load the browser tests must stand.
 # `make test TEST_WORKERS=0` runs it serially.
 # Bytecode is cached for the suite even where PYTHONDONTWRITEBYTECODE is set (this machine's image sets it): without
