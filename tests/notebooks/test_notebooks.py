@@ -10,7 +10,7 @@ import pytest
 from nbclient import NotebookClient
 from traitlets.config import Config
 
-from tests._kernels import ipc_dir
+from tests._kernels import ipc_dir, ipc_transport
 
 NOTEBOOKS = sorted((Path(__file__).parents[2] / "notebooks").glob("*.ipynb"))
 
@@ -40,7 +40,7 @@ def test_notebook_executes(path: Path, tmp_path: Path, monkeypatch):
     sockets = ipc_dir()
     try:
         NotebookClient(nb, timeout=120, kernel_name="python3", resources={"metadata": {"path": str(path.parent)}},
-                       config=Config(KernelManager={"transport": "ipc", "ip": f"{sockets}/k"})).execute()
+                       config=Config(KernelManager=ipc_transport(sockets))).execute()
     finally:
         shutil.rmtree(sockets, ignore_errors=True)
     # a cell tagged "raises-exception" fails on purpose (nbclient runs on; e.g. the %eca fix demo)
