@@ -39,6 +39,9 @@ CHROMIUM_ARGS = [
     "--disable-component-update",
     "--disable-sync",
 ]
+#: The host name the browser reaches every lab at (``Lab.page_url``, :func:`launch_context`): one origin, one cache.
+#: ``localhost``, as Jupyter accepts it without ``allow_remote_access``.
+PAGE_HOST = "localhost"
 DEFAULT_MODEL = "openai/gpt-4.1"
 #: ``python -m jupyterlab``, less one import: jupyter_server imports jsonschema (through jupyter_events), whose
 #: format checkers build rfc3987_syntax's Lark grammar when it is installed — 0.8 s of CPU in every lab, for an IRI
@@ -130,13 +133,26 @@ class Lab:
     proc: subprocess.Popen | None = None
     log_path: Path | None = None
     starts: int = 0
+    #: the host name a browser maps to this lab (:func:`launch_context`), if any
+    page_host: str | None = None
 
     @property
     def base(self) -> str:
+        """Where this process reaches the lab (its REST API, from Python)."""
         return f"http://127.0.0.1:{self.port}/"
 
     def url(self, path: str = "lab") -> str:
         return f"{self.base}{path}?token={self.token}"
+
+    @property
+    def page_base(self) -> str:
+        """Where a browser page reaches the lab: for the lab a module's browser was launched for, one origin shared by
+        every such lab of a worker (:func:`launch_context`), so a page load meets JupyterLab's scripts in the
+        browser's cache, compiled; for another lab (one a test starts for itself), its own address."""
+        return f"http://{self.page_host}/" if self.page_host else self.base
+
+    def page_url(self, path: str = "lab") -> str:
+        return f"{self.page_base}{path}?token={self.token}"
 
     def start(self, timeout: float = 90) -> Lab:
         install_isolated(self.env)
@@ -226,6 +242,27 @@ def launch_browser(playwright):
     return playwright.chromium.launch(executable_path=str(CHROMIUM), headless=True, args=CHROMIUM_ARGS)
 
 
+def page_args(lab: Lab) -> list[str]:
+    """The browser flags that send :data:`PAGE_HOST` to `lab` (``Lab.page_url``)."""
+    return [*CHROMIUM_ARGS, f"--host-resolver-rules=MAP {PAGE_HOST} 127.0.0.1:{lab.port}"]
+
+
+def launch_context(playwright, lab: Lab, profile: Path):
+    """A browser whose pages reach `lab` at ``Lab.page_url``, on a persistent `profile`.
+
+    Why: a JupyterLab page load costs the machine ~3.8 s of CPU in a fresh browser context (an incognito one: no
+    cache), most of it loading and compiling JupyterLab's scripts; a browser that keeps its cache and compiled
+    scripts, per origin, loads the next page for ~2.3 s. So every lab of a worker is reached at one origin
+    (``http://localhost``, mapped to this lab's port) and every module of the worker reuses the worker's profile.
+    A test's page still starts clean: the ``page`` fixture clears the origin's cookies and storage first (the panel
+    keeps its last open chat in local storage)."""
+    context = playwright.chromium.launch_persistent_context(
+        str(profile), executable_path=str(CHROMIUM), headless=True, args=page_args(lab),
+        viewport={"width": 1400, "height": 900})
+    lab.page_host = PAGE_HOST
+    return context
+
+
 def open_panel(page, lab: Lab, workspace: str | None = None, timeout: float = 60_000) -> None:
     """Load JupyterLab (in a fresh JupyterLab workspace layout when `workspace` is given) and reveal the ECA panel;
     waits until its socket has finished the ECA handshake.
@@ -233,9 +270,9 @@ def open_panel(page, lab: Lab, workspace: str | None = None, timeout: float = 60
     JupyterLab restores the sidebar state of the previous page asynchronously, so a click may race with that
     restoration: click the tab until the panel stays visible."""
     if workspace is not None:
-        page.goto(lab.url(f"lab/workspaces/{workspace}") + "&reset", wait_until="domcontentloaded")
-    elif not page.url.startswith(lab.base + "lab"):
-        page.goto(lab.url("lab"), wait_until="domcontentloaded")
+        page.goto(lab.page_url(f"lab/workspaces/{workspace}") + "&reset", wait_until="domcontentloaded")
+    elif not page.url.startswith(lab.page_base + "lab"):
+        page.goto(lab.page_url("lab"), wait_until="domcontentloaded")
     tab = page.locator('.lm-TabBar-tab[data-id="eca-chat-panel"]')
     tab.wait_for(state="visible", timeout=timeout)
     page.locator(".jp-LabShell").wait_for(timeout=timeout)

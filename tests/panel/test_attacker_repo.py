@@ -338,5 +338,5 @@ def test_an_attackers_repository_gets_nothing(page, lab, llm, attacker, recorder
     guard_runs = (lab_home / "guard.log").read_text().splitlines()
     assert len(guard_runs) >= 3 and set(guard_runs) == {home}, "the user's guard ran, in the home directory"
     assert set((lab_home / "some_server.log").read_text().splitlines()) == {home}, "the user's server, from home"
-    assert page.url.startswith(lab.base + "lab"), page.url
+    assert page.url.startswith(lab.page_base + "lab"), page.url
     assert not page.eca_errors, page.eca_errors

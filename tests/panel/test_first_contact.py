@@ -129,7 +129,7 @@ def add_cell(page, source: str) -> None:
 
 
 def test_the_newcomers_walk_on_the_embedded_model(page, lab: Lab, workspace: Path):
-    page.goto(lab.url("lab/workspaces/first-contact") + "&reset", wait_until="domcontentloaded")
+    page.goto(lab.page_url("lab/workspaces/first-contact") + "&reset", wait_until="domcontentloaded")
     page.locator(".jp-DirListing-item").first.wait_for()
 
     # 1. Run All on the tutorial goes through

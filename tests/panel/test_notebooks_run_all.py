@@ -183,7 +183,7 @@ def run_all_and_check(page, workspace: Path, path: Path) -> str:
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
 def test_run_all_in_jupyterlab(page, lab: Lab, workspace: Path, path: Path):
     try:
-        page.goto(lab.url(f"lab/workspaces/run-all-{path.stem}") + "&reset", wait_until="domcontentloaded")
+        page.goto(lab.page_url(f"lab/workspaces/run-all-{path.stem}") + "&reset", wait_until="domcontentloaded")
         page.locator(".jp-DirListing-item").first.wait_for()
         text = run_all_and_check(page, workspace, path)
         missing = [expected for expected in EXPECTED.get(path.name, []) if expected not in text]
