@@ -118,6 +118,12 @@ async def wire(tmp_path: Path, llm: ScriptedLLMServer):
                                         "workspaceFolders": [{"uri": root.as_uri(), "name": "w"}]})
     await client.notify("initialized")
     await asyncio.wait_for(updated.wait(), 30)
+    # the workspace index builds in the background: before its first build a query finds nothing (seen once on a
+    # busy machine, in a clean-clone run), so the answers below wait for it
+    deadline = asyncio.get_running_loop().time() + 120
+    while not connection.engine.index.ready:
+        assert asyncio.get_running_loop().time() < deadline, "the workspace index was not built within 120 s"
+        await asyncio.sleep(0.05)
     ids: dict[str, str] = {}
 
     async def ask(method: str, params: Any) -> str:
