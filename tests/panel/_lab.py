@@ -238,8 +238,10 @@ def chromium_available() -> bool:
     return CHROMIUM.exists() and os.access(CHROMIUM, os.X_OK)
 
 
-def launch_browser(playwright):
-    return playwright.chromium.launch(executable_path=str(CHROMIUM), headless=True, args=CHROMIUM_ARGS)
+def launch_browser(playwright, lab: Lab | None = None):
+    """A browser with a fresh profile; given `lab`, its pages reach that lab at ``Lab.page_url`` too."""
+    args = page_args(lab) if lab is not None else CHROMIUM_ARGS
+    return playwright.chromium.launch(executable_path=str(CHROMIUM), headless=True, args=args)
 
 
 def page_args(lab: Lab) -> list[str]:

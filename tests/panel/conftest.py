@@ -18,14 +18,13 @@ from eca_notebook.testing.llm_server import ScriptedLLMServer
 
 from ._lab import (
     ARTIFACTS,
-    CHROMIUM,
     LABEXTENSION,
     PAGE_HOST,
     Lab,
     chromium_available,
     lab_env,
+    launch_browser,
     launch_context,
-    page_args,
     screenshot,
 )
 
@@ -161,7 +160,7 @@ def browser_context(playwright, lab: Lab, chromium_profile: Path):
 @pytest.fixture(scope="module")
 def browser(playwright, lab: Lab):
     """A second browser, for a test that needs a context of its own (another user's tab): no shared storage."""
-    instance = playwright.chromium.launch(executable_path=str(CHROMIUM), headless=True, args=page_args(lab))
+    instance = launch_browser(playwright, lab)
     try:
         yield instance
     finally:
