@@ -103,6 +103,9 @@ log = logging.getLogger(__name__)
 
 BUILTIN_BEHAVIORS = ("code", "plan")  # the built-in primary agents (engine/workspace/_agents.py); ``agent`` is ``code``
 DEFAULT_WELCOME = "Welcome to eca-notebook! Ask anything about your workspace."
+# How long an `@` typed right after the server started waits for the workspace index's first build: without it the
+# first answers are empty; with a folder too large to walk this fast, they answer from what there is (nothing yet).
+_FIRST_INDEX_WAIT = 5.0
 
 async def _local_model_progress(event: Any) -> None:
     """Show the embedded model's loading in the chat whose prompt triggered it."""
@@ -526,11 +529,20 @@ class Engine:
 
     async def query_context(self, query: str, already: Sequence[ChatContext]) -> list[ChatContext]:
         """``chat/queryContext``: the contexts matching ``query``, leaving out those *already* attached."""
+        await self._first_index_build()
         return await self.pipeline.query_context(query, already)
 
     async def query_files(self, query: str) -> list[ChatContext]:
         """``chat/queryFiles``: the workspace files matching ``query`` (``file`` contexts)."""
+        await self._first_index_build()
         return await self.pipeline.query_files(query)
+
+    async def _first_index_build(self) -> None:
+        """Wait (at most ``_FIRST_INDEX_WAIT``) for the workspace index's first build when it is under way: a query
+        before it would find no file at all."""
+        task = self._index_task
+        if task is not None and not task.done() and self.index is not None and not self.index.ready:
+            await asyncio.wait({task}, timeout=_FIRST_INDEX_WAIT)
 
     # -- inline completion and rewrite (_inline.py, _rewrite.py) -------------------------------------------------
 
