@@ -70,6 +70,7 @@ from .turn import (
     CURRENT_TURN,
     Answer,
     BuiltinCommands,
+    ClientRequests,
     Listener,
     PendingApproval,
     PromptPipeline,
@@ -92,7 +93,7 @@ from .workspace import (
     files_signature,
     update_chat,
 )
-from .workspace.commands import Command
+from .workspace.commands import BUILTINS, Command
 
 if TYPE_CHECKING:
     from ..tools.notebook import CellRunner, NotebookAccess
@@ -205,7 +206,8 @@ class Engine:
         self._index_task: asyncio.Task[None] | None = None
         self.config_watcher: ConfigWatcher | None = None  # watches the config files once started
         self.subagents = Subagents(self)  # spawn_agent's side in the engine (_subagents.py)
-        self.toolbox = Toolbox(self)
+        self.client_requests = ClientRequests(lambda: self._listeners)  # what tools and the trust ask clients
+        self.toolbox = Toolbox(self, self.client_requests)
         self.chat_book = ChatBook(self)
         self.pipeline = PromptPipeline(self, BuiltinCommands(self))
         self.inline = InlineCompleter(self)  # completion/inline (_inline.py)
@@ -462,16 +464,22 @@ class Engine:
                                       self.chat_book.save)
 
     def add_plugin(self, plugin: Plugin) -> None:
-        """Add tools/commands/contexts from outside the core (MCP servers, the notebook kernel)."""
-        self.toolbox.add_plugin(plugin)
+        """Add tools/commands/contexts from outside the core (MCP servers, the notebook kernel); a plug-in added
+        after :meth:`start` is started at once, in the background."""
+        plugin.attach(self)
+        self.plugins.append(plugin)
+        if self._started:
+            self.background.spawn(plugin.start(), f"eca-plugin-{plugin.name}")
 
     def reserved_command_names(self) -> frozenset[str]:
         """Lower-cased names of the built-in commands: a plug-in's command with one of them is renamed."""
-        return self.toolbox.reserved_command_names()
+        return frozenset(c.name.lower() for c in BUILTINS)
 
     def tools_changed(self) -> None:
-        """Plug-ins call this when their tool list changes."""
-        self.toolbox.tools_changed()
+        """Plug-ins call this when their tool list changes; the next round offers the new set, and clients get the
+        native list again (plug-in tools with ``server = "eca"``, e.g. the kernel's, are listed there)."""
+        if self._started:
+            self.broadcast("tool/serverUpdated", self.toolbox.native_tools().dump())
 
     def approve(self, chat_id: str, call_id: str, save: str | None = None, hunks: list[str] | None = None) -> bool:
         """Approve a waiting tool call (``save="session"``: and the same call for the rest of the session; ``hunks``:

@@ -1,33 +1,24 @@
-"""The engine's toolbox: which tools exist, which a behavior offers, the plug-ins that add more, and the system
-prompts that tell the model about them.
+"""The engine's toolbox: which tools exist (the built-in ones, the plug-ins' and the config's), which a behavior
+offers, what a tool may use, and the system prompts that tell the model about them.
 
 Split from the engine so a prompt's path reads in one place (``_prompting.py``) while "what may the model use, and
 what is it told" reads here. The toolbox holds no state of its own: tools, plug-ins and approvals stay on the
-:class:`~eca_notebook.engine.Engine` (doors and plug-ins read them there), which it sees as a :class:`ToolboxHost`.
-Answering an approval is ``_toolcall.answer_approval``, undoing a call ``_notebooks.revert_tool_call``.
+:class:`~eca_notebook.engine.Engine` (doors and plug-ins read them there), which it sees as a :class:`ToolboxHost`;
+what it asks the clients comes from a :class:`~._client_requests.ClientRequests` it is given. Adding a plug-in is
+the engine's (``Engine.add_plugin``), answering an approval ``_toolcall.answer_approval``, undoing a call
+``_notebooks.revert_tool_call``.
 """
 
 from __future__ import annotations
 
 import copy
 import logging
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
-from ...plugins import Plugin, PluginHost
-from ...protocol import (
-    ChatAskQuestionParams,
-    ChatAskQuestionResult,
-    EditorGetDefinitionParams,
-    EditorGetDefinitionResult,
-    EditorGetReferencesParams,
-    EditorGetReferencesResult,
-    JsonObject,
-    NativeServerUpdatedParams,
-    ServerTool,
-)
-from ...protocol.errors import RpcError
+from ...plugins import Plugin
+from ...protocol import NativeServerUpdatedParams, ServerTool
 from ...tools.base import Tool, ToolContext, llm_name, tool_server
 from ...tools.custom import CONFIG_KEY as CUSTOM_TOOLS_KEY
 from ...tools.custom import CustomTool, custom_tools
@@ -46,14 +37,13 @@ from ..workspace import (
     render_skills,
     template_variables,
 )
-from ..workspace.commands import BUILTINS
 from . import _small_model
 from ._approval import hidden_tools, selector_matches
+from ._client_requests import ClientRequests
 from ._notebooks import listener_notebooks
 from ._toolcall import NATIVE_SERVER
 
 if TYPE_CHECKING:
-    from ..._tasks import BackgroundTasks
     from ...retrieval import CodeIndex
     from ...tools.base import FileAccess
     from ...tools.jobs import JobRegistry
@@ -78,31 +68,23 @@ NOTEBOOK_SYSTEM_PROMPT = (
     " Work on Jupyter notebooks (.ipynb) with the notebook_* tools, cell by cell, using the cell ids notebook_read"
     " shows; to check a fix, run the cells and read their outputs."
 )
-DIAGNOSTICS_TIMEOUT = 30.0
 #: Tools a host's MCP server offers to edit its open notebooks (Jupyter AI 3.2's "Jupyter MCP Server"): when present,
 #: the file tools leave .ipynb files to them (Toolbox.host_notebook_hint).
 HOST_NOTEBOOK_TOOLS = frozenset({"insert_cell", "edit_cell", "delete_cell", "add_cell", "create_notebook"})
 
-Diagnostics = Callable[[str | None], Awaitable[list[JsonObject]]]
-Questions = Callable[[ChatAskQuestionParams], Awaitable[ChatAskQuestionResult]]
-Definitions = Callable[[EditorGetDefinitionParams], Awaitable[EditorGetDefinitionResult]]
-References = Callable[[EditorGetReferencesParams], Awaitable[EditorGetReferencesResult]]
 
+class ToolboxHost(Protocol):
+    """What the toolbox reads of the engine — the state it decides from (the toolbox keeps none of its own)."""
 
-class ToolboxHost(PluginHost, Protocol):
-    """What the toolbox uses of the engine — the state it decides from (the toolbox keeps none of its own). It hands
-    itself to plug-ins, so it is their :class:`~eca_notebook.plugins.PluginHost` too."""
-
-    # the tools: the built-in ones and the plug-ins' (tools_changed once started), the config's customTools, which
-    # of them an agent is offered (spawn_agent by the subagents), the content index behind the search tools
+    # the tools: the built-in ones and the plug-ins', the config's customTools, which of them an agent is offered
+    # (spawn_agent by the subagents; the selected behavior for the native server's list), the content index behind
+    # the search tools
     @property
     def tools(self) -> Mapping[str, Tool]: ...
     @property
     def plugins(self) -> list[Plugin]: ...
     @property
-    def started(self) -> bool: ...
-    @property
-    def background(self) -> BackgroundTasks: ...
+    def selected_behavior(self) -> str: ...
     @property
     def config(self) -> Config: ...
     @property
@@ -112,8 +94,9 @@ class ToolboxHost(PluginHost, Protocol):
     @property
     def code_index(self) -> CodeIndex | None: ...
 
-    # what a tool may use (the ToolContext): the workspace, the clients, the door's file and notebook access, the
-    # kernels, the background jobs, the environment (the provenance key), the skills' folders (the trust decides)
+    # what a tool may use (the ToolContext): the workspace, the clients' notebooks, the door's file and notebook
+    # access, the kernels, the background jobs, the environment (the provenance key), the skills' folders (the trust
+    # decides)
     @property
     def workspace_folders(self) -> Sequence[Path]: ...
     @property
@@ -143,8 +126,9 @@ class ToolboxHost(PluginHost, Protocol):
 class Toolbox:
     """Tools, plug-ins and system prompts of one engine."""
 
-    def __init__(self, engine: ToolboxHost) -> None:
+    def __init__(self, engine: ToolboxHost, requests: ClientRequests) -> None:
         self.engine = engine
+        self.requests = requests  # what the tools may ask the clients; a tool no client can serve is hidden
         self._signing_key: bytes | None = None  # see signing_key
         self._custom: tuple[Any, list[CustomTool], list[str]] | None = None  # see custom_tools
 
@@ -185,16 +169,16 @@ class Toolbox:
         spec = agents.get(behavior)
         if spec is not None and spec.read_only:  # plan, explorer: nothing that changes files or notebooks
             hidden |= {(tool_server(t), t.name) for t in tools.values() if getattr(t, "mutates", False)}
-        if self.diagnostics() is None:  # no connected client can answer editor/getDiagnostics
+        if self.requests.diagnostics() is None:  # no connected client can answer editor/getDiagnostics
             hidden.add((NATIVE_SERVER, "editor_diagnostics"))
         code_index = self.engine.code_index
         if code_index is None:  # no workspace folder, or index.content is off
             hidden |= {(NATIVE_SERVER, "search_symbols"), (NATIVE_SERVER, "search_text")}
         if code_index is None or not code_index.vectors_available:  # the vectors extra is not installed
             hidden.add((NATIVE_SERVER, "vector_search"))
-        if code_index is None and self.definitions() is None:  # neither the editor nor the index can answer
+        if code_index is None and self.requests.definitions() is None:  # neither the editor nor the index can answer
             hidden.add((NATIVE_SERVER, "editor_definition"))
-        if code_index is None and self.references() is None:
+        if code_index is None and self.requests.references() is None:
             hidden.add((NATIVE_SERVER, "editor_references"))
         offered = {key: t for key, t in tools.items() if (tool_server(t), t.name) not in hidden}
         return self.engine.subagents.offered(behavior, offered)  # spawn_agent only where a subagent may be spawned
@@ -224,14 +208,14 @@ class Toolbox:
     def tool_context(self) -> ToolContext:
         """What a tool may use: the workspace folders, the client's diagnostics, the door's file access, the
         notebooks' front end."""
-        engine = self.engine
+        engine, requests = self.engine, self.requests
         return ToolContext(workspace_folders=list(engine.workspace_folders),
-                           request_diagnostics=self.diagnostics(), fs=engine.file_access,
+                           request_diagnostics=requests.diagnostics(), fs=engine.file_access,
                            notebooks=engine.notebook_access or listener_notebooks(engine.listeners),
                            default_notebook=engine.default_notebook, cell_runner=engine.cell_runner,
                            code_index=engine.code_index, notebook_hint=self.host_notebook_hint(),
-                           ask_question=self.questions(),
-                           request_definition=self.definitions(), request_references=self.references(),
+                           ask_question=requests.questions(),
+                           request_definition=requests.definitions(), request_references=requests.references(),
                            read_roots=read_roots(engine_skills(engine), engine.workspace_folders),
                            provenance_key=self.signing_key(), jobs=engine.jobs)
 
@@ -255,85 +239,6 @@ class Toolbox:
         choices = " or ".join(f"({', '.join(names)})" for names in (host, ours) if names)
         who = "the host edits notebooks itself" if host else "the client refuses raw .ipynb writes"
         return f"{who}: do not write the .ipynb JSON; change notebooks cell by cell with the notebook tools {choices}"
-
-    def diagnostics(self) -> Diagnostics | None:
-        """Ask the first listener that can answer ``editor/getDiagnostics``; None when none can."""
-        listener: Any = next((item for item in self.engine.listeners if getattr(item, "supports_diagnostics", False)),
-                             None)
-        if listener is None:
-            return None
-
-        async def request(uri: str | None) -> list[JsonObject]:
-            params = {"uri": uri} if uri else {}
-            try:
-                result = await listener.request("editor/getDiagnostics", params, timeout=DIAGNOSTICS_TIMEOUT)
-            except RpcError as exc:  # the client's reason (error.data included) reaches the model
-                raise OSError(f"the editor refused editor/getDiagnostics: {exc.describe()}") from None
-            return list((result or {}).get("diagnostics") or [])
-
-        return request
-
-    def questions(self) -> Questions | None:
-        """Ask the first listener that can answer ``chat/askQuestion`` (``supports_questions``); None when none can.
-        No timeout here: the ``ask_user`` tool bounds the wait, and cancelling it (Stop) cancels the request."""
-        listener: Any = next((item for item in self.engine.listeners if getattr(item, "supports_questions", False)),
-                             None)
-        if listener is None:
-            return None
-
-        async def ask(params: ChatAskQuestionParams) -> ChatAskQuestionResult:
-            result = await listener.request("chat/askQuestion", params.dump(), timeout=None)
-            return ChatAskQuestionResult.model_validate(result or {"cancelled": True})
-
-        return ask
-
-    def definitions(self) -> Definitions | None:
-        """Ask the first listener that answers ``editor/getDefinition`` (``supports_definition``); None when none
-        can. No timeout here: the ``editor_definition`` tool bounds the wait (and retries a ``starting`` answer)."""
-        listener: Any = next((item for item in self.engine.listeners if getattr(item, "supports_definition", False)),
-                             None)
-        if listener is None:
-            return None
-
-        async def request(params: EditorGetDefinitionParams) -> EditorGetDefinitionResult:
-            result = await listener.request("editor/getDefinition", params.dump(), timeout=None)
-            return EditorGetDefinitionResult.model_validate(result or {"status": "error"})
-
-        return request
-
-    def references(self) -> References | None:
-        """Ask the first listener that answers ``editor/getReferences`` (``supports_references``); None when none
-        can. The ``editor_references`` tool bounds the wait."""
-        listener: Any = next((item for item in self.engine.listeners if getattr(item, "supports_references", False)),
-                             None)
-        if listener is None:
-            return None
-
-        async def request(params: EditorGetReferencesParams) -> EditorGetReferencesResult:
-            result = await listener.request("editor/getReferences", params.dump(), timeout=None)
-            return EditorGetReferencesResult.model_validate(result or {"status": "error"})
-
-        return request
-
-    # -- plug-ins ------------------------------------------------------------------------------------------------
-
-    def add_plugin(self, plugin: Plugin) -> None:
-        """Add tools/commands/contexts from outside the core (MCP servers, the notebook kernel)."""
-        engine = self.engine
-        plugin.attach(engine)
-        engine.plugins.append(plugin)
-        if engine.started:
-            engine.background.spawn(plugin.start(), f"eca-plugin-{plugin.name}")
-
-    def reserved_command_names(self) -> frozenset[str]:
-        """Lower-cased names of the built-in commands: a plug-in's command with one of them is renamed."""
-        return frozenset(c.name.lower() for c in BUILTINS)
-
-    def tools_changed(self) -> None:
-        """Plug-ins call this when their tool list changes; the next round offers the new set, and clients get the
-        native list again (plug-in tools with ``server = "eca"``, e.g. the kernel's, are listed there)."""
-        if self.engine.started:
-            self.engine.broadcast("tool/serverUpdated", self.native_tools().dump())
 
     # -- system prompts ------------------------------------------------------------------------------------------
 

@@ -436,7 +436,7 @@ def held_code(workspace_layers: Mapping[str, Mapping[str, Any]], trusted_folders
 
 
 class QuestionAsker(Protocol):
-    """Who asks the user (the engine's toolbox: the first client that can answer ``chat/askQuestion``)."""
+    """Who asks the user (the engine's client requests: the first client that can answer ``chat/askQuestion``)."""
 
     def questions(self) -> Callable[[ChatAskQuestionParams], Awaitable[ChatAskQuestionResult]] | None: ...
 
@@ -455,7 +455,7 @@ class TrustHost(Protocol):
     @property
     def mcp(self) -> McpManager | None: ...
     @property
-    def toolbox(self) -> QuestionAsker: ...
+    def client_requests(self) -> QuestionAsker: ...
     @property
     def hooks(self) -> Hooks: ...
     @property
@@ -724,7 +724,7 @@ class WorkspaceTrust:
                 return
             for workspace in held:
                 self._declined.add(workspace.digest)  # asked (or told) once per session, whatever the answer
-            ask = self.host.toolbox.questions()
+            ask = self.host.client_requests.questions()
             summary = "\n\n".join(w.describe() for w in held) + self._own_note()
             if ask is None:
                 self.host.emit_content(chat, "system", _text(
