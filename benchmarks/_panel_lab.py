@@ -72,7 +72,7 @@ def notebook_lab(workspace: str, notebook: str, setup: Callable[[Path], None], *
         try:
             lab.start()
             with sync_playwright() as playwright:
-                browser = launch_browser(playwright)
+                browser = launch_browser(playwright, quick=False)
                 try:
                     page = browser.new_page(viewport={"width": 1400, "height": 900})
                     page.set_default_timeout(TIMEOUT_MS)

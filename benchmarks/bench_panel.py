@@ -143,7 +143,7 @@ def main(argv: list[str] | None = None) -> int:
         try:
             lab.start()
             with sync_playwright() as playwright:
-                browser = launch_browser(playwright)
+                browser = launch_browser(playwright, quick=False)
                 page = browser.new_page(viewport={"width": 1400, "height": 900})
                 open_panel(page, lab, workspace="bench")
 

@@ -39,6 +39,11 @@ CHROMIUM_ARGS = [
     "--disable-component-update",
     "--disable-sync",
 ]
+#: The tests' browsers use V8's baseline compiler only (Sparkplug), no optimizing tiers: a test's page runs
+#: JupyterLab's start-up code once and little else, and optimizing it cost more than it saved — measured on four panel
+#: modules (26 tests, three workers): whole-machine CPU 148–151 s → 138–139 s, the renderers 54–57 s → 46–47 s, wall
+#: 79–81 s → 75–76 s. Benchmarks leave it out (``quick=False``): they measure the browser a user has.
+QUICK_ARGS = ["--js-flags=--max-opt=1"]
 #: The host name the browser reaches every lab at (``Lab.page_url``, :func:`launch_context`): one origin, one cache.
 #: ``localhost``, as Jupyter accepts it without ``allow_remote_access``.
 PAGE_HOST = "localhost"
@@ -238,9 +243,10 @@ def chromium_available() -> bool:
     return CHROMIUM.exists() and os.access(CHROMIUM, os.X_OK)
 
 
-def launch_browser(playwright, lab: Lab | None = None):
-    """A browser with a fresh profile; given `lab`, its pages reach that lab at ``Lab.page_url`` too."""
-    args = page_args(lab) if lab is not None else CHROMIUM_ARGS
+def launch_browser(playwright, lab: Lab | None = None, *, quick: bool = True):
+    """A browser with a fresh profile; given `lab`, its pages reach that lab at ``Lab.page_url`` too. ``quick``:
+    with :data:`QUICK_ARGS` (the tests'; a benchmark passes False)."""
+    args = [*(page_args(lab) if lab is not None else CHROMIUM_ARGS), *(QUICK_ARGS if quick else ())]
     return playwright.chromium.launch(executable_path=str(CHROMIUM), headless=True, args=args)
 
 
@@ -259,7 +265,7 @@ def launch_context(playwright, lab: Lab, profile: Path):
     A test's page still starts clean: the ``page`` fixture clears the origin's cookies and storage first (the panel
     keeps its last open chat in local storage)."""
     context = playwright.chromium.launch_persistent_context(
-        str(profile), executable_path=str(CHROMIUM), headless=True, args=page_args(lab),
+        str(profile), executable_path=str(CHROMIUM), headless=True, args=[*page_args(lab), *QUICK_ARGS],
         viewport={"width": 1400, "height": 900})
     lab.page_host = PAGE_HOST
     return context
