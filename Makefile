@@ -61,9 +61,9 @@ venv: $(VENV)/.lab-stamp
 lab: $(VENV)/.lab-stamp
 	$(VENV)/bin/jupyter lab --notebook-dir=notebooks --port=$(LAB_PORT) $(LAB_ROOT) $(LAB_ARGS)
 
-# Three pytest-xdist workers: on the two-core machine the suite takes 11:45–14:39 (clean clone, warm venv; the
-# README says which day was which) against 28:50 serially; the cores are busy throughout, so a fourth worker only
-# adds load the browser tests must stand.
+# Three pytest-xdist workers: on the two-core machine the suite took 9:20 (clean clone, warm venv, 2026-11-28)
+# where the tree before the redesign took 26:10 serially that day (the README has the other days); the cores are
+# busy throughout, so a fourth worker only adds load the browser tests must stand.
 # `make test TEST_WORKERS=0` runs it serially.
 # Bytecode is cached for the suite even where PYTHONDONTWRITEBYTECODE is set (this machine's image sets it): without
 # the cache every worker re-rewrote every test module's asserts (collection 15.7 s → 8.5 s per process) and every
