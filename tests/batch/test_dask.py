@@ -8,7 +8,6 @@ import signal
 import subprocess
 import sys
 import threading
-import time
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -19,20 +18,13 @@ from eca_notebook.batch import DaskExecutor, EngineSpec, RateLimit, ResultStore,
 from eca_notebook.batch._runtime import runtime
 from eca_notebook.client import BatchExecutor, EcaClient
 from eca_notebook.testing.llm_server import ScriptedLLMServer
+from tests._waiting import wait_until
 
 from .conftest import Echo, spaced, user_text
 
 pytestmark = pytest.mark.slow
 
 ROOT = Path(__file__).resolve().parents[2]
-
-
-def wait_until(condition, timeout: float = 90.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError("condition not met in time")
-        time.sleep(0.05)
 
 
 def stored_lines(path: Path) -> list[str]:
@@ -103,7 +95,7 @@ def test_a_killed_worker_loses_nothing(echo: Echo, llm: ScriptedLLMServer, dask_
 
     driver = threading.Thread(target=drive)
     driver.start()
-    wait_until(lambda: len(stored_lines(store)) >= 8)
+    wait_until(lambda: len(stored_lines(store)) >= 8, timeout=90)
     pids = dask_client.run(os.getpid)
     victim = sorted(pids)[0]
     os.kill(pids[victim], signal.SIGKILL)

@@ -22,6 +22,7 @@ import pytest
 
 from eca_notebook.testing.llm_server import Delay, Reply, ScriptedLLMServer, Text, Usage
 from tests._kernels import ipc_kernel_manager, remove_ipc_dir
+from tests._waiting import wait_until
 
 from .conftest import user_text
 
@@ -57,17 +58,6 @@ print(json.dumps({"rows": len(labelled), "status": labelled["status"].value_coun
 def label(body: Any) -> Reply:
     text = user_text(body).split(": ", 1)[-1]
     return Reply([Delay(0.1), Text(f"label: {text}"), Usage(20, 3)])
-
-
-def wait_until(condition, timeout: float = 180.0, what: str = "condition") -> Any:
-    deadline = time.monotonic() + timeout
-    while True:
-        value = condition()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"{what}: not reached in {timeout:.0f} s")
-        time.sleep(0.05)
 
 
 def stored_ids(store: Path) -> list[str]:
@@ -209,12 +199,12 @@ def test_kernel_killed_halfway_then_rerun_answers_every_row_once(llm: ScriptedLL
     first = Kernel(workspace, kernel_env)
     try:
         first.send(cell)
-        wait_until(lambda: len(stored_ids(store)) >= ROWS // 3, what="a third of the rows stored")
+        wait_until(lambda: len(stored_ids(store)) >= ROWS // 3, timeout=180, what="a third of the rows stored")
         bar, line = wait_until(lambda: (p := first.progress()) and p[0].get("value", 0) > 0 and p,
-                               what="the progress bar moving")
+                               timeout=180, what="the progress bar moving")
         assert bar["max"] == ROWS and f"/{ROWS}" in line and "tokens" in line and "est. $" in line
         workers = wait_until(lambda: len(first.cluster_processes()) >= 2 and first.descendants(),
-                             what="the cluster's worker processes")
+                             timeout=180, what="the cluster's worker processes")
         first.pump()
         assert not first.errors()
         os.kill(first.pid, signal.SIGKILL)
@@ -237,7 +227,7 @@ def test_kernel_killed_halfway_then_rerun_answers_every_row_once(llm: ScriptedLL
         check = second.send(CHECK)
         assert second.reply(check)["status"] == "ok", second.errors()
         summary = json.loads(second.stdout(check))
-        bar, line = wait_until(second.progress, what="the second progress bar")
+        bar, line = wait_until(second.progress, timeout=180, what="the second progress bar")
         wait_until(lambda: not second.cluster_processes(), timeout=120,
                    what="the second cluster's workers closing with the `with` block")
     finally:

@@ -12,6 +12,7 @@ import pytest
 
 from eca_notebook.protocol.errors import REQUEST_CANCELLED, RpcError
 from eca_notebook.testing.llm_server import Error, Reasoning, Reply, Stall, Text
+from tests._waiting import until
 
 from .conftest import server_env
 
@@ -117,7 +118,7 @@ async def test_cancel_request_stops_the_model_call(spawn, home, llm, workspace):
     eca = await start(spawn, home, llm, workspace, {"completion": {"model": "local-vllm/qwen3", "fim": True}})
 
     task = asyncio.create_task(eca.request("completion/inline", inline()))
-    await _until(lambda: len(posts(llm)) == 1)
+    await until(lambda: len(posts(llm)) == 1)
     task.cancel()  # our endpoint sends $/cancelRequest
     with pytest.raises(asyncio.CancelledError):
         await task
@@ -134,7 +135,7 @@ async def test_cancel_request_answers_request_cancelled(spawn, home, llm, worksp
     # a raw request with a known id, then its cancel: the answer is the JSON-RPC "request cancelled" error
     eca.endpoint._pending[9999] = answer
     await proc_stream.write({"jsonrpc": "2.0", "id": 9999, "method": "completion/inline", "params": inline()})
-    await _until(lambda: len(posts(llm)) == 1)
+    await until(lambda: len(posts(llm)) == 1)
     await proc_stream.write({"jsonrpc": "2.0", "method": "$/cancelRequest", "params": {"id": 9999}})
     with pytest.raises(RpcError) as caught:
         await asyncio.wait_for(answer, 30)
@@ -146,7 +147,7 @@ async def test_newer_request_for_the_same_document_supersedes_the_older(spawn, h
     eca = await start(spawn, home, llm, workspace, {"completion": {"model": "local-vllm/qwen3", "fim": True}})
 
     older = asyncio.create_task(eca.request("completion/inline", inline(path="/tmp/a.py")))
-    await _until(lambda: len(posts(llm)) == 1)
+    await until(lambda: len(posts(llm)) == 1)
     newer = await eca.request("completion/inline", inline(version=2, path="/tmp/a.py"))
 
     assert newer["items"][0]["text"] == "new"
@@ -159,7 +160,7 @@ async def test_requests_for_different_documents_run_side_by_side(spawn, home, ll
     eca = await start(spawn, home, llm, workspace, {"completion": {"model": "local-vllm/qwen3", "fim": True}})
 
     one = asyncio.create_task(eca.request("completion/inline", inline(path="/tmp/a.py")))
-    await _until(lambda: len(posts(llm)) == 1)
+    await until(lambda: len(posts(llm)) == 1)
     two = await eca.request("completion/inline", inline(path="/tmp/b.py"))
 
     assert two["items"][0]["text"] == "second"
@@ -171,7 +172,7 @@ async def test_without_a_path_the_connection_is_the_document(spawn, home, llm, w
     eca = await start(spawn, home, llm, workspace, {"completion": {"model": "local-vllm/qwen3", "fim": True}})
 
     older = asyncio.create_task(eca.request("completion/inline", inline()))
-    await _until(lambda: len(posts(llm)) == 1)
+    await until(lambda: len(posts(llm)) == 1)
     newer = await eca.request("completion/inline", inline(version=2))
 
     assert newer["items"][0]["text"] == "new"
@@ -258,15 +259,6 @@ async def test_rewrite_uses_the_chat_model_by_default(spawn, home, llm, workspac
 
     assert result["model"] == "anthropic/claude-sonnet-4-5"  # the chat's default model
     assert [c["type"] for c in rewrite_contents(eca)] == ["started", "text", "finished"]
-
-
-async def _until(condition, timeout: float = 30) -> None:
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout
-    while not condition():
-        if loop.time() > deadline:
-            raise AssertionError("condition not met in time")
-        await asyncio.sleep(0.02)
 
 
 async def test_ollama_refusing_fill_in_the_middle_falls_back_to_chat(spawn, home, llm, workspace):

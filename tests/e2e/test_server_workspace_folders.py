@@ -4,12 +4,12 @@ trusts it, as at start — and a removed folder's leave."""
 
 from __future__ import annotations
 
-import asyncio
 import json
 
 import pytest
 
 from eca_notebook.testing.llm_server import Reply, ScriptedLLMServer
+from tests._waiting import until
 
 from .test_server_chat import completion_requests
 from .test_server_commands import run
@@ -22,14 +22,6 @@ MODEL = "openai/gpt-4.1"
 
 async def _files(eca, query: str) -> list[str]:
     return [f["path"] for f in (await eca.request("chat/queryFiles", {"query": query}))["files"]]
-
-
-async def _until(condition, what: str) -> None:
-    for _ in range(600):  # a condition, with a generous guard (60 s)
-        if await condition():
-            return
-        await asyncio.sleep(0.1)
-    raise AssertionError(f"never: {what}")
 
 
 async def test_an_added_folder_joins_untrusted_and_a_removed_one_leaves(spawn, llm, workspace, tmp_path):
@@ -46,12 +38,12 @@ async def test_an_added_folder_joins_untrusted_and_a_removed_one_leaves(spawn, l
         eca.endpoint.register("chat/askQuestion", lambda params: asked.append(params) or {"answer": "Not now"})
         await eca.initialize(workspace, capabilities=CAPABLE)
         (workspace / "main.py").write_text("x = 1\n")
-        await _until(lambda: _present(eca, "main.py"), "the first folder indexed")
+        await until(lambda: _present(eca, "main.py"), what="the first folder indexed")
         assert not await _files(eca, "feature_flags")
 
         await eca.notify("workspace/didChangeWorkspaceFolders", {"event": {
             "added": [{"uri": other.as_uri(), "name": other.name}], "removed": []}})
-        await _until(lambda: _present(eca, "feature_flags"), "the added folder indexed")
+        await until(lambda: _present(eca, "feature_flags"), what="the added folder indexed")
 
         chat_id, _ = await run(eca, "hello", model=MODEL)
         await eca.wait_idle(chat_id)
@@ -63,7 +55,7 @@ async def test_an_added_folder_joins_untrusted_and_a_removed_one_leaves(spawn, l
 
         await eca.notify("workspace/didChangeWorkspaceFolders", {"event": {
             "added": [], "removed": [{"uri": other.as_uri(), "name": other.name}]}})
-        await _until(_absent_then(eca, "feature_flags"), "the removed folder gone from the index")
+        await until(_absent_then(eca, "feature_flags"), what="the removed folder gone from the index")
         assert any(p.endswith("main.py") for p in await _files(eca, "main"))
         assert await eca.shutdown() == 0
 

@@ -5,10 +5,8 @@ shell command), gets its id at once, reads its output with ``bg_job``; clients l
 
 from __future__ import annotations
 
-import asyncio
 import json
 import re
-import time
 from pathlib import Path
 from typing import Any
 
@@ -16,16 +14,10 @@ import pytest
 
 from eca_notebook.client import EcaClient
 from eca_notebook.testing.llm_server import Reply, ScriptedLLMServer, Text, ToolCall, Usage
+from tests._waiting import until
 
 from ..client.conftest import provider_config
 from ..tools.test_jobs import alive
-
-
-async def until(condition, timeout: float = 30.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        assert time.monotonic() < deadline, "condition not met in time"
-        await asyncio.sleep(0.02)
 
 
 def call(call_id: str, tool: str, **arguments: Any) -> Reply:

@@ -7,9 +7,7 @@ tests exercise the same code path as a real kernel; ``tests/notebook/test_kernel
 
 from __future__ import annotations
 
-import asyncio
 import json
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -99,19 +97,6 @@ async def run_cell(shell: Any, code: str) -> Any:
     if shell.should_run_async(code, transformed_cell=transformed, preprocessing_exc_tuple=None):
         return await shell.run_cell_async(code, transformed_cell=transformed, preprocessing_exc_tuple=None)
     return shell.run_cell(code)
-
-
-async def until(predicate: Callable[[], Any], timeout: float = 30.0) -> Any:
-    """Poll (yielding to the loop) until ``predicate()`` is truthy; its value."""
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout
-    while True:
-        value = predicate()
-        if value:
-            return value
-        if loop.time() > deadline:
-            raise AssertionError("condition not reached in time")
-        await asyncio.sleep(0.01)
 
 
 @pytest.fixture

@@ -14,8 +14,9 @@ from types import SimpleNamespace
 
 from eca_notebook.notebook._display import display_mode_for
 from eca_notebook.testing.llm_server import Delay, Reasoning, Reply, Stall, Text, ToolCall, Usage
+from tests._waiting import until
 
-from .conftest import MODEL, run_cell, until
+from .conftest import MODEL, run_cell
 
 
 def last_user_message(llm) -> str:

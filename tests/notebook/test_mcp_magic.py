@@ -6,7 +6,9 @@ import json
 import sys
 from pathlib import Path
 
-from .conftest import run_cell, until
+from tests._waiting import until
+
+from .conftest import run_cell
 
 DEMO = Path(__file__).parents[1] / "mcp" / "servers" / "demo_server.py"
 

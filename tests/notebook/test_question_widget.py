@@ -8,8 +8,9 @@ import json
 
 from eca_notebook.notebook.widgets import ChatView, QuestionCard
 from eca_notebook.testing.llm_server import Reply, ToolCall
+from tests._waiting import until
 
-from .conftest import run_cell, until
+from .conftest import run_cell
 
 PARAMS = {"chatId": "c1", "question": "Which database?", "toolCallId": "q1", "allowFreeform": True,
           "options": [{"label": "SQLite", "description": "a file"}, {"label": "Postgres"}]}

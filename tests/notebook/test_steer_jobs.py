@@ -9,8 +9,9 @@ import asyncio
 import json
 
 from eca_notebook.testing.llm_server import Reply, ToolCall
+from tests._waiting import until
 
-from .conftest import run_cell, until
+from .conftest import run_cell
 
 
 def posted(llm) -> list:

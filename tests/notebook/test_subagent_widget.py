@@ -75,8 +75,9 @@ async def test_a_percent_eca_turn_shows_its_subagent_and_approves_its_call(shell
     import json
 
     from eca_notebook.testing.llm_server import Reply, ToolCall
+    from tests._waiting import until
 
-    from .conftest import run_cell, until
+    from .conftest import run_cell
 
     session = closing
     session.display_mode = "widget"

@@ -6,8 +6,8 @@ import asyncio
 
 from eca_notebook.notebook.widgets import ChatView, Coalescer, ToolCard, diff_counts, render_diff_html
 from eca_notebook.notebook.widgets._style import CSS
+from tests._waiting import until
 
-from .conftest import until
 from .test_transcript import CHAT, DIFF, TURN, content
 
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
 
 import pytest
@@ -10,6 +9,7 @@ import pytest
 from eca_notebook.engine.config import load_config
 from eca_notebook.server import _schemas as s
 from eca_notebook.testing.llm_server import Reply, Text, ToolCall
+from tests._waiting import until
 
 from .conftest import MODEL
 
@@ -28,13 +28,6 @@ def assert_error(status: int, body, expected: int, *, loc=None, message: str | N
         assert loc in [d["loc"] for d in body["details"]], body
     if message is not None:
         assert message in body["message"], body
-
-
-async def wait_until(predicate, timeout: float = 60) -> None:
-    async def poll() -> None:
-        while not await predicate():
-            await asyncio.sleep(0.02)
-    await asyncio.wait_for(poll(), timeout)
 
 
 # -- health and workspaces ---------------------------------------------------------------------------------------
@@ -421,7 +414,7 @@ async def test_answers_never_carry_a_secret(api, llm, workspace):
     async def idle() -> bool:
         return (await api("GET", "sessions", "s-key"))[1]["status"] == "idle"
 
-    await wait_until(idle)
+    await until(idle)
     answers = [await api("GET", "sessions"), await api("GET", "sessions", "s-key"), await api("GET", "workspaces")]
     assert all(status == 200 for status, _ in answers)
     text = json.dumps([body for _, body in answers])

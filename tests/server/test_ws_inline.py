@@ -9,6 +9,7 @@ import json
 
 from eca_notebook.protocol.errors import REQUEST_CANCELLED
 from eca_notebook.testing.llm_server import Reply, Stall, Text
+from tests._waiting import until
 
 DOC = "import pandas as pd\n\ndf = pd.read_csv('data.csv')\ndf.\n"
 AT = {"line": 4, "character": 4}
@@ -20,14 +21,6 @@ def inline(version: int = 1, **extra) -> dict:
 
 def posts(llm) -> list:
     return [r for r in llm.requests if r.method == "POST"]
-
-
-async def until(condition, timeout: float = 30) -> None:
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout
-    while not condition():
-        assert loop.time() < deadline, "condition not met in time"
-        await asyncio.sleep(0.02)
 
 
 async def test_completion_over_the_websocket(connect, llm):

@@ -12,6 +12,7 @@ import struct
 import pytest
 
 from eca_notebook.testing.llm_server import Reply, Text
+from tests._waiting import until
 
 from .conftest import MODEL
 
@@ -139,13 +140,6 @@ INIT = ({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"workspac
         {"jsonrpc": "2.0", "method": "initialized", "params": {}})
 
 
-async def wait_until(predicate, timeout: float = 60) -> None:
-    async def poll() -> None:
-        while not predicate():
-            await asyncio.sleep(0.01)
-    await asyncio.wait_for(poll(), timeout)
-
-
 # The write timeout is generous: the reading client shares the busy test loop with the server, and on a loaded
 # two-core machine 1.5 s without progress happened to the *reader* too (it was dropped as well).
 @pytest.mark.parametrize("eca_limits", [{"max_message_size": LIMIT, "write_timeout": 8.0}])
@@ -156,7 +150,7 @@ async def test_a_client_that_does_not_read_is_dropped_and_does_not_stall_the_oth
     await send_frames(stuck, *INIT)
     reader = await connect()
     await reader.initialize()
-    await wait_until(lambda: state.manager.default.connections == 2)
+    await until(lambda: state.manager.default.connections == 2)
 
     # ~6 MB of streamed text: far more than the kernel buffers of the stuck socket can absorb
     chunk = "y" * 3000
@@ -167,7 +161,7 @@ async def test_a_client_that_does_not_read_is_dropped_and_does_not_stall_the_oth
     # the server's kernel sending it the backlog at the pace of TCP's zero-window probes, which back off to minutes —
     # a fact of TCP, not of this server), and finds the close frame behind the backlog — unless the machine was so
     # busy that it read only after the close handshake's grace (tornado's 5 s), when the server has hung up instead.
-    await wait_until(lambda: state.manager.default.connections == 1 and len(state.sockets) == 1, timeout=180)
+    await until(lambda: state.manager.default.connections == 1 and len(state.sockets) == 1, timeout=180)
     stuck.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 1 << 20)
     closed = await close_frame(stuck, hang_up_ok=True)
     assert closed is None or closed == (1008, "client is not reading: no progress for 8 s"), closed
@@ -185,16 +179,16 @@ async def test_a_queue_over_the_memory_cap_drops_its_client(
 ):
     stuck = await raw_websocket(jp_http_port, f"{jp_base_url}api/eca/v1/ws", jp_serverapp.identity_provider.token)
     await send_frames(stuck, *INIT)
-    await wait_until(lambda: state.manager.default.connections == 1)
+    await until(lambda: state.manager.default.connections == 1)
     llm.enqueue(Reply([Text("z" * 3000) for _ in range(500)]))
     await send_frames(stuck, {"jsonrpc": "2.0", "id": 2, "method": "chat/prompt",
                               "params": {"chatId": "big", "message": "a long answer", "model": MODEL}})
     code, reason = await close_frame(stuck)
     assert code == 1008 and reason == f"client is not reading: more than {256 * 1024} bytes pending"
-    await wait_until(lambda: not state.sockets)
+    await until(lambda: not state.sockets)
     other = await connect()  # the engine carries on and the chat is there
     await other.initialize()
-    await wait_until(lambda: not state.manager.default.engine.chats["big"].running)
+    await until(lambda: not state.manager.default.engine.chats["big"].running)
     assert [c["id"] for c in (await other.request("chat/list", {}))["chats"]] == ["big"]
 
 

@@ -3,15 +3,14 @@ offset, a snapshot of tagged lines, and a kill that takes the whole process grou
 
 from __future__ import annotations
 
-import asyncio
 import os
-import time
 from pathlib import Path
 
 import pytest
 
 from eca_notebook.tools.base import ToolContext
 from eca_notebook.tools.jobs import BgJobTool, Job, JobLimitError, JobRegistry
+from tests._waiting import until
 
 
 def alive(pid: int) -> bool:
@@ -22,13 +21,6 @@ def alive(pid: int) -> bool:
     except (OSError, IndexError):
         return False
     return state != b"Z"
-
-
-async def until(condition, timeout: float = 30.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        assert time.monotonic() < deadline, "condition not met in time"
-        await asyncio.sleep(0.02)
 
 
 async def test_ring_keeps_the_last_bytes_and_counts_all():

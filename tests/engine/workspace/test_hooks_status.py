@@ -4,7 +4,6 @@ run for the automatic compaction of a long chat too (``triggered: auto``), may v
 
 from __future__ import annotations
 
-import asyncio
 import json
 import sys
 from pathlib import Path
@@ -12,6 +11,7 @@ from typing import Any
 
 from eca_notebook.client import EcaClient
 from eca_notebook.testing.llm_server import Reply, ScriptedLLMServer, ToolCall
+from tests._waiting import until
 
 SUMMARY_REQUEST = "Summarize our conversation so far"  # what only a summary request contains
 
@@ -34,15 +34,6 @@ def events(tmp_path: Path, name: str) -> list[dict[str, Any]]:
 def config(llm: ScriptedLLMServer, hooks: dict[str, Any], **model: Any) -> dict[str, Any]:
     return {"localModel": False, "defaultModel": "fake/m1", "hooks": hooks,
             "providers": {"fake": {"api": "openai-chat", "url": llm.url, "models": {"m1": model}}}}
-
-
-async def until(check: Any, timeout: float = 60) -> None:
-    """Wait for a condition (hooks run in the background) with a generous ceiling."""
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout
-    while not check():
-        assert loop.time() < deadline, "timed out waiting"
-        await asyncio.sleep(0.05)
 
 
 async def test_chat_status_changed_sees_each_status_once_with_waiting_and_running_calls(

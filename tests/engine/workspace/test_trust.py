@@ -3,10 +3,8 @@ and digest of that code, the user's config may trust folders, and a workspace ca
 
 from __future__ import annotations
 
-import asyncio
 import json
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +17,7 @@ from eca_notebook.engine.turn._approval import NATIVE_SERVER, ApprovalRequest, S
 from eca_notebook.engine.workspace._agents import build_agents
 from eca_notebook.engine.workspace._trust import TRUST_ANSWER, _digest, held_code, state_path, workspace_code
 from eca_notebook.testing.llm_server import Reply, ScriptedLLMServer, ToolCall
+from tests._waiting import until
 
 
 def hook_config(log: Path, marker: str = "ran") -> dict[str, Any]:
@@ -344,14 +343,6 @@ async def test_a_workspace_markdown_agent_allowing_tools_is_held_until_trusted(
 # -- held sessionStart hooks, hook scripts --------------------------------------------------------------------------
 
 
-async def eventually(predicate: Any, timeout: float = 60) -> None:
-    """Wait for a background hook (generous ceiling: a busy machine)."""
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        assert time.monotonic() < deadline, "timed out"
-        await asyncio.sleep(0.05)
-
-
 async def test_held_session_start_hooks_run_once_when_trusted_mid_session(
         tmp_path: Path, workspace: Path, env: dict[str, str], llm: ScriptedLLMServer) -> None:
     log = tmp_path / "start.log"
@@ -365,7 +356,7 @@ async def test_held_session_start_hooks_run_once_when_trusted_mid_session(
         assert "hook mark: sessionStart" in system(first) and runs(log) == 0
         trusted = await eca.prompt("/trust", chat_id=first.chat_id)
         assert "Hooks enabled: mark" in system(trusted)
-        await eventually(lambda: runs(log) == 1)  # run now that it is trusted
+        await until(lambda: runs(log) == 1)  # run now that it is trusted
         assert log.read_text() == "started\n"
         await eca.prompt("/trust off", chat_id=first.chat_id)
         again = await eca.prompt("/trust", chat_id=first.chat_id)  # trusted again: once per session, not again
@@ -379,7 +370,7 @@ async def test_held_session_start_hooks_run_once_when_trusted_mid_session(
     eca = await EcaClient.start(workspace=workspace, config=user_config(llm), env=env, approval=lambda c: True)
     try:
         await eca.prompt("hello")  # trusted at start: run at start, as any sessionStart hook
-        await eventually(lambda: runs(log) == 2)
+        await until(lambda: runs(log) == 2)
     finally:
         await eca.aclose()
 
