@@ -6,8 +6,9 @@ from __future__ import annotations
 import pytest
 
 from eca_notebook.testing.llm_server import Reply, Text
+from tests._waiting import until
 
-from .test_ws_limits import close_frame, raw_websocket, send_frames, wait_until
+from .test_ws_limits import close_frame, raw_websocket, send_frames
 
 pytestmark = pytest.mark.timeout(300)
 
@@ -24,7 +25,7 @@ async def test_a_stream_client_that_does_not_read_is_dropped(api, llm, workspace
                       {"type": "client.user_message", "message": "a long answer"})
     code, reason = await close_frame(stuck)
     assert code == 1008 and reason == f"client is not reading: more than {256 * 1024} bytes pending"
-    await wait_until(lambda: not state.sockets and state.manager.default.connections == 0)
+    await until(lambda: not state.sockets and state.manager.default.connections == 0)
     engine = state.manager.default.engine
-    await wait_until(lambda: not engine.chats[sid].running)  # its turn was stopped: nobody is left to answer it
+    await until(lambda: not engine.chats[sid].running)  # its turn was stopped: nobody is left to answer it
     assert sid not in engine.chat_delegates and engine.listeners == []
