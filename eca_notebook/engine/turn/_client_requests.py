@@ -10,11 +10,12 @@ caller can say so instead of waiting.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from ...protocol import (
     ChatAskQuestionParams,
     ChatAskQuestionResult,
+    EcaModel,
     EditorGetDefinitionParams,
     EditorGetDefinitionResult,
     EditorGetReferencesParams,
@@ -29,6 +30,8 @@ if TYPE_CHECKING:
 __all__ = ["DIAGNOSTICS_TIMEOUT", "ClientRequests", "Definitions", "Diagnostics", "Questions", "References"]
 
 DIAGNOSTICS_TIMEOUT = 30.0
+
+R = TypeVar("R", bound=EcaModel)
 
 Diagnostics = Callable[[str | None], Awaitable[list[JsonObject]]]
 Questions = Callable[[ChatAskQuestionParams], Awaitable[ChatAskQuestionResult]]
@@ -65,38 +68,30 @@ class ClientRequests:
     def questions(self) -> Questions | None:
         """Ask the first listener that can answer ``chat/askQuestion`` (``supports_questions``); None when none can.
         No timeout here: the ``ask_user`` tool bounds the wait, and cancelling it (Stop) cancels the request."""
-        listener = self._first("supports_questions")
-        if listener is None:
-            return None
-
-        async def ask(params: ChatAskQuestionParams) -> ChatAskQuestionResult:
-            result = await listener.request("chat/askQuestion", params.dump(), timeout=None)
-            return ChatAskQuestionResult.model_validate(result or {"cancelled": True})
-
-        return ask
+        return self._untimed("supports_questions", "chat/askQuestion", ChatAskQuestionResult, {"cancelled": True})
 
     def definitions(self) -> Definitions | None:
         """Ask the first listener that answers ``editor/getDefinition`` (``supports_definition``); None when none
         can. No timeout here: the ``editor_definition`` tool bounds the wait (and retries a ``starting`` answer)."""
-        listener = self._first("supports_definition")
-        if listener is None:
-            return None
-
-        async def request(params: EditorGetDefinitionParams) -> EditorGetDefinitionResult:
-            result = await listener.request("editor/getDefinition", params.dump(), timeout=None)
-            return EditorGetDefinitionResult.model_validate(result or {"status": "error"})
-
-        return request
+        return self._untimed("supports_definition", "editor/getDefinition", EditorGetDefinitionResult,
+                             {"status": "error"})
 
     def references(self) -> References | None:
         """Ask the first listener that answers ``editor/getReferences`` (``supports_references``); None when none
         can. The ``editor_references`` tool bounds the wait."""
-        listener = self._first("supports_references")
+        return self._untimed("supports_references", "editor/getReferences", EditorGetReferencesResult,
+                             {"status": "error"})
+
+    def _untimed(self, capability: str, method: str, result: type[R], empty: JsonObject,
+                 ) -> Callable[[EcaModel], Awaitable[R]] | None:
+        """A request of the first listener with *capability*, its answer read as *result* (*empty* when the client
+        answers nothing); no timeout of its own (its tool bounds the wait). None when no listener can answer."""
+        listener = self._first(capability)
         if listener is None:
             return None
 
-        async def request(params: EditorGetReferencesParams) -> EditorGetReferencesResult:
-            result = await listener.request("editor/getReferences", params.dump(), timeout=None)
-            return EditorGetReferencesResult.model_validate(result or {"status": "error"})
+        async def request(params: EcaModel) -> R:
+            answer = await listener.request(method, params.dump(), timeout=None)
+            return result.model_validate(answer or empty)
 
         return request
