@@ -141,15 +141,34 @@ async def test_a_coding_question_gets_a_python_function_without_tools(spawn, hom
     await eca.shutdown()
 
 
+def _asked_or_idle(chat_id: str):
+    def check(m) -> bool:
+        params = m.params or {}
+        if params.get("chatId") != chat_id:
+            return False
+        content = (params.get("content") or {}) if m.method == "chat/contentReceived" else {}
+        return (content.get("type") == "toolCallRun" and bool(content.get("manualApproval"))) or (
+            m.method == "chat/statusChanged" and params.get("status") == "idle")
+    return check
+
+
 async def test_asking_to_read_a_named_file_calls_read_file(spawn, home, workspace):
     (workspace / "notes.txt").write_text("The secret number is 7.\n")
     eca = await spawn(env=offline_env(home))
     await eca.initialize(workspace)
-    _, contents = await _ask(eca, "Read the file notes.txt and tell me the secret number.")
+    # Sampled, the model once named an invented absolute path ("/n/d/a-1/a-2.txt") in 8 chats of 100 — a call
+    # that waited for the user's approval to read outside — and "Notes.txt" in 12 more. Now the grammar lets it name
+    # only the file the message names (engine/turn/_small_model.workspace_paths): no approval, no failed read.
+    start = len(eca.messages)
+    chat_id = (await eca.request("chat/prompt", {
+        "message": "Read the file notes.txt and tell me the secret number."}))["chatId"]
+    waiting = await eca.wait_for(_asked_or_idle(chat_id), timeout=360, start=start)
+    assert waiting.method == "chat/statusChanged", waiting.params  # never asked
+    contents = eca.contents(chat_id, start)
     runs = [c for r, c in contents if c["type"] == "toolCallRun"]
-    assert runs and runs[0]["name"] == "read_file"
+    assert runs and runs[0]["name"] == "read_file" and runs[0]["arguments"]["path"] == "notes.txt"
     # reading inside the workspace is allowed by default: it ran, and the turn ended with an answer or a note
-    assert [c for r, c in contents if c["type"] == "toolCalled" and c["name"] == "read_file"]
+    assert [c for r, c in contents if c["type"] == "toolCalled" and c["name"] == "read_file" and not c["error"]]
     assert contents[-1][1]["type"] == "progress" and contents[-1][1]["state"] == "finished"
     await eca.shutdown()
 

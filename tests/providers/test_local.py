@@ -371,6 +371,37 @@ class TestRealModel:
                 assert set(spec.parameters["required"]) <= set(json.loads(call.arguments))
                 assert events[-1].stop_reason == "tool_calls"
 
+    async def test_a_path_pattern_and_an_enum_hold_in_the_grammar(
+        self, runtime: LocalRuntime, client: httpx.AsyncClient
+    ) -> None:
+        """The small-model profile's path rules (engine/turn/_small_model.workspace_paths) go into the reply's
+        grammar as they are: the runtime must accept them and sample only what they admit. (A pattern whose
+        character class took a quote let the model close the JSON string early: the runtime failed that reply.)"""
+        import re
+
+        from eca_notebook.engine.turn._small_model import WORKSPACE_PATH_PATTERN
+        from eca_notebook.tools.fs import ReadFileTool
+
+        def with_path(rule: dict[str, Any]) -> ToolSpec:  # the real tool's schema and description
+            tool = ReadFileTool()
+            properties = tool.parameters["properties"]
+            assert isinstance(properties, dict) and isinstance(properties["path"], dict)
+            params = {**tool.parameters, "properties": {**properties, "path": {**properties["path"], **rule}}}
+            return ToolSpec(tool.name, tool.description, params)
+
+        required = {"tool_choice": {"type": "function", "function": {"name": "read_file"}}}
+        # sampled (temperature 1, a seed each), on the prompt that got "/n/d/a-1/a-2.txt" without the pattern
+        prompt = "Read the file notes.txt and tell me the secret number."
+        for seed in range(16):  # seed 14 made the quote-taking pattern fail
+            provider = provider_on(runtime, client, options=LocalOptions(temperature=1.0, seed=seed, max_tokens=64))
+            for rule, admitted in (({"pattern": WORKSPACE_PATH_PATTERN}, re.compile(WORKSPACE_PATH_PATTERN).fullmatch),
+                                   ({"enum": ["notes.txt", "sub/b.md"]}, {"notes.txt", "sub/b.md"}.__contains__)):
+                events = await collect(provider, request(prompt, system="You are a coding assistant.",
+                                                         tools=[with_path(rule)], extra=required))
+                finished = [e for e in events if isinstance(e, ToolCallFinished)]
+                assert len(finished) == 1, events
+                assert admitted(json.loads(finished[0].arguments)["path"]), (rule, finished[0].arguments)
+
     async def test_tool_results_render_in_the_models_template(
         self, runtime: LocalRuntime, client: httpx.AsyncClient
     ) -> None:

@@ -327,7 +327,11 @@ class PromptPipeline:
             unavailable={t.name: f"{t.name} is not available to the '{behavior}' agent: do not call it; describe "
                                  "the change instead." for key, t in toolbox.all_tools().items() if key not in offered},
         )
-        specs = [ToolSpec(llm_tool_name(t), t.description, t.parameters) for t in offered.values()]
+        specs = [ToolSpec(llm_tool_name(t), t.description,
+                          _small_model.workspace_paths(t.parameters, getattr(t, "path_args", ()), request,
+                                                       folders=engine.workspace_folders, tool=t.name)
+                          if info.compact else t.parameters)
+                 for t in offered.values()]
         if not compacting:  # the user's postRequest hooks see the answer once the turn is over
             on_success = _then(on_success, lambda: engine.hooks.chat.after_request(chat))
         turn = Turn(chat, provider, info, system or toolbox.system_prompt(behavior), engine.emit_content, tools=specs,

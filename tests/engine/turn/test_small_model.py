@@ -10,10 +10,12 @@ import pytest
 from eca_notebook.engine.turn._small_model import (
     COMPACT_PROMPT,
     RULES_CHARS,
+    WORKSPACE_PATH_PATTERN,
     compact_system_prompt,
     prompt_intents,
     tool_rounds,
     tools_for_prompt,
+    workspace_paths,
 )
 
 from ...test_text import JUPYTER_AI_GUIDANCE
@@ -222,6 +224,78 @@ TRACEBACK = [
     "\x1b[0;31mKeyError\x1b[0m: 'Column not found: sale'",
 ]
 ERROR_CELL = 'df.groupby("region")["sale"].sum()'
+# -- paths held inside the workspace -------------------------------------------------------------------------------
+
+READ_PARAMS = {"type": "object", "properties": {"path": {"type": "string", "minLength": 1},
+                                                 "limit": {"type": "integer"}}, "required": ["path"]}
+
+
+def test_a_path_must_be_relative_unless_the_user_names_one_outside(folder: Path):
+    import re
+
+    held = workspace_paths(READ_PARAMS, ("path",), "Read the file notes.txt", folders=[folder], tool="read_file")
+    assert held["properties"]["path"] == {"type": "string", "minLength": 1, "pattern": WORKSPACE_PATH_PATTERN}
+    assert held["properties"]["limit"] == {"type": "integer"} and "pattern" not in READ_PARAMS["properties"]["path"]
+    pattern = re.compile(WORKSPACE_PATH_PATTERN)
+    for good in ("notes.txt", "data/a b.csv", ".", ".gitignore", "src/app.py"):
+        assert pattern.fullmatch(good), good
+    for bad in ("/n/d/a-1/a-2.txt", "~/x", "../x", "..", " x", "\\x", 'a"b', "a\nb", ""):
+        assert not pattern.fullmatch(bad), bad
+    # the user names a place outside: the call may go there (and asks for approval)
+    for message in ("Read /etc/hosts", "Show ~/notes.txt", "Open ../other/x.py", 'Read "/tmp/a.txt"', "Read C:\\x"):
+        assert workspace_paths(READ_PARAMS, ("path",), message, folders=[folder], tool="read_file") is READ_PARAMS
+    # not a path argument, or a tool without any, or one that already says what it accepts: as it was
+    assert workspace_paths(READ_PARAMS, (), "Read x.txt") is READ_PARAMS
+    assert workspace_paths(held, ("path",), "Read x.txt") is held
+    for message in ("Read data/x.csv", "Read it and/or that"):  # a slash inside a word is not an outside place
+        assert "pattern" in workspace_paths(READ_PARAMS, ("path",), message)["properties"]["path"]
+
+
+def test_files_the_user_names_are_the_only_ones_to_read_or_edit(folder: Path):
+    (folder / "sub").mkdir()
+    (folder / "sub" / "notes.txt").write_text("7\n")
+    named = workspace_paths(READ_PARAMS, ("path",), "Read stats.py and sub/notes.txt", folders=[folder],
+                            tool="read_file")
+    assert named["properties"]["path"]["enum"] == ["stats.py", "sub/notes.txt"]
+    edit = workspace_paths(READ_PARAMS, ("path",), "Fix the bug in stats.py", folders=[folder], tool="edit_file")
+    assert edit["properties"]["path"]["enum"] == ["stats.py"]
+    # a named file that does not exist (to be created, or misspelt), a directory, a link out, fenced code, another
+    # tool: the relative-path pattern only
+    (folder / "link.txt").symlink_to("/etc/hostname")
+    for message, tool in [("Read stats.py and write summary.md", "read_file"), ("Read data.txt", "read_file"),
+                          ("Read link.txt", "read_file"), ("Read this:\n```\nopen('stats.py')\n```", "read_file"),
+                          ("Read stats.py", "directory_tree"), ("Read stats.py", "write_file")]:
+        path = workspace_paths(READ_PARAMS, ("path",), message, folders=[folder], tool=tool)["properties"]["path"]
+        assert "enum" not in path and path["pattern"] == WORKSPACE_PATH_PATTERN, message
+
+
+async def test_a_small_models_tool_call_is_held_to_the_named_file(workspace: Path, env: dict[str, str], llm):
+    """Through the engine: the compact model's tools carry the rule in what is sent; a full-size model's do not."""
+    from eca_notebook.client import EcaClient
+    from eca_notebook.testing.llm_server import Reply
+
+    (workspace / "notes.txt").write_text("The secret number is 7.\n")
+    llm.enqueue(Reply.text("Done."), Reply.text("Done."))
+    config = compact_config(llm.url)
+    eca = await EcaClient.start(workspace=workspace, config=config, env=env, approval=lambda content: False)
+    try:
+        assert (await eca.prompt("Read the file notes.txt and tell me the secret number.")).ok
+        tools = {t["function"]["name"]: t["function"]["parameters"] for t in llm.requests[-1].body["tools"]}
+        assert tools["eca__read_file"]["properties"]["path"]["enum"] == ["notes.txt"]
+        assert tools["eca__directory_tree"]["properties"]["path"]["pattern"] == WORKSPACE_PATH_PATTERN
+    finally:
+        await eca.aclose()
+    config["providers"]["tiny"]["models"]["m"]["compact"] = False
+    eca = await EcaClient.start(workspace=workspace, config=config, env=env, approval=lambda content: False)
+    try:
+        assert (await eca.prompt("Read the file notes.txt and tell me the secret number.")).ok
+        path = {t["function"]["name"]: t["function"]["parameters"]
+                for t in llm.requests[-1].body["tools"]}["eca__read_file"]["properties"]["path"]
+        assert not {"enum", "pattern"} & path.keys()
+    finally:
+        await eca.aclose()
+
+
 PANEL_PROMPTS = [  # the newcomer's questions in the panel, with notebook 05 open (issue #30)
     "What does this notebook do?",
     "Write a Python function is_prime(n) that returns True when n is a prime number.",
