@@ -13,9 +13,19 @@ at least 400 characters *and* at least 6 times (a markdown table rule or a long 
 longer span, up to :data:`MAX_PERIOD` (a sentence or a paragraph), three times in a row, character for character —
 which prose and code never do, while the embedded model did it for 4,000 characters (a newcomer's first question,
 "what does this notebook do?", looped over a 190-character paragraph until the token cap).
+
+A loop is not always exact: asked the same question in the newcomer's walk, the model streamed ``edition of the
+"pytest-1" edition of the "pytest-2" edition of the "pytest-1" …`` to the cap, a span that never repeats character
+for character. So the guard also counts words: when the words of the last :data:`WORD_CHARS` characters (about 80
+of prose) hold fewer than :data:`MIN_DISTINCT` distinct three-word sequences for each one (that loop: about 0.1;
+this repository's own code, prose, notebooks and specs: 0.5 at the least, over every 80-word window), the reply
+has become a loop. It looks only once the exact check has had as many characters, so an exact loop is still cut
+by the exact check, keeping one whole copy.
 """
 
 from __future__ import annotations
+
+import re
 
 __all__ = ["RepetitionGuard"]
 
@@ -29,6 +39,9 @@ CHECK_EVERY = 32  # new characters between two checks
 # how much of the reply's end is kept
 WINDOW = max(SHORT_PERIOD * MIN_REPEATS, MAX_PERIOD * LONG_REPEATS) + MIN_RUN + PROBE
 _CANDIDATES = 8  # nearest earlier occurrences of the probe tried as the period (a paragraph repeats its words)
+WORD_CHARS = MIN_RUN + 2 * CHECK_EVERY  # the end of the reply whose words are counted (about 80 words of prose)
+MIN_WORDS = 40  # ... when it has this many (long tokens, e.g. a base64 blob, have too few to judge)
+MIN_DISTINCT = 0.3  # distinct three-word sequences per sequence below which those words are a loop
 
 
 class RepetitionGuard:
@@ -74,7 +87,26 @@ class RepetitionGuard:
                 self.keep = self._total - run + period
                 return True
             end = at - 1 + PROBE  # the next candidate starts strictly earlier
-        return False
+        return self._check_words()
+
+    def _check_words(self) -> bool:
+        """The inexact loop: few distinct three-word sequences among the words of the last :data:`WORD_CHARS`
+        characters (after the exact check had as many to look at: a loop that does repeat exactly is left to it,
+        which keeps one whole copy). What is kept ends where the commonest sequence first occurs in the window."""
+        if len(self._tail) < WORD_CHARS:
+            return False
+        words = self._tail[-WORD_CHARS:].split()[1:]  # the first may be cut: never counted
+        if len(words) < MIN_WORDS:
+            return False
+        grams = [" ".join(words[i:i + 3]) for i in range(len(words) - 2)]
+        if len(set(grams)) >= MIN_DISTINCT * len(grams):
+            return False
+        span = max(set(grams), key=grams.count)
+        first = re.search(r"\s+".join(map(re.escape, span.split())), self._tail)
+        assert first is not None  # the sequence is in the window it was read from
+        self.span = span
+        self.keep = self._total - (len(self._tail) - first.start())
+        return True
 
     def _run_length(self, period: int) -> int:
         """How far back (in the window) the text stays periodic with ``period``."""

@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import random
+from pathlib import Path
 
 import pytest
 
-from eca_notebook.engine.turn._repetition import LONG_REPEATS, MIN_RUN, RepetitionGuard
+from eca_notebook.engine.turn._repetition import LONG_REPEATS, MIN_RUN, WORD_CHARS, RepetitionGuard
+
+ROOT = Path(__file__).resolve().parents[3]
 
 
 def feed(text: str, step: int = 3) -> RepetitionGuard | None:
@@ -81,6 +84,34 @@ REAL_ANSWERS = [
 @pytest.mark.parametrize("text", REAL_ANSWERS)
 def test_real_answers_are_not_cut(text: str):
     assert feed(text, 5) is None
+
+
+def _varied_loop(seed: int, words: int = 400) -> str:
+    """What the walk's third answer streamed to the cap: a span whose numbers change, never repeating exactly."""
+    rng = random.Random(seed)
+    return "".join(f'edition of the "pytest-{rng.choice("12")}" ' for _ in range(words // 4))
+
+
+@pytest.mark.parametrize("seed", range(3))
+@pytest.mark.parametrize("step", [1, 9, 50])
+def test_a_loop_that_never_repeats_exactly_is_caught_by_its_words(seed: int, step: int):
+    prefix = "This notebook is an example of a test suite for the package, in its second edition.\n\n"
+    text = prefix + _varied_loop(seed)
+    guard = feed(text, step)
+    assert guard is not None and guard.span is not None and guard.keep is not None
+    assert "edition of the" in guard.span or "pytest-" in guard.span
+    assert text[:guard.keep].startswith(prefix) and guard.keep <= len(prefix) + 100  # the loop itself left out
+    assert guard._total <= len(prefix) + WORD_CHARS + 64 + step  # soon, not at the token cap
+
+
+@pytest.mark.parametrize("path", ["README.md", "extension/src/protocol.ts", "notebooks/06-configuring-a-provider.ipynb",
+                                  "eca_notebook/engine/turn/_turn.py", "eca_notebook/retrieval/_store.py"])
+def test_this_repositorys_own_texts_are_not_loops(path: str):
+    """Real text with the fewest distinct three-word sequences found here (generated protocol types, notebook JSON,
+    a module of similar calls): streamed, none is cut."""
+    text = (ROOT / path).read_text(encoding="utf-8")
+    assert len(text) > 10 * WORD_CHARS
+    assert feed(text, 40) is None
 
 
 def test_it_stays_tripped_and_ignores_empty_chunks():
