@@ -394,8 +394,10 @@ class TestRealModel:
         prompt = "Read the file notes.txt and tell me the secret number."
         for seed in range(16):  # seed 14 made the quote-taking pattern fail
             provider = provider_on(runtime, client, options=LocalOptions(temperature=1.0, seed=seed, max_tokens=64))
-            for rule, admitted in (({"pattern": WORKSPACE_PATH_PATTERN}, re.compile(WORKSPACE_PATH_PATTERN).fullmatch),
-                                   ({"enum": ["notes.txt", "sub/b.md"]}, {"notes.txt", "sub/b.md"}.__contains__)):
+            rules = [({"pattern": WORKSPACE_PATH_PATTERN}, re.compile(WORKSPACE_PATH_PATTERN).fullmatch)]
+            if seed < 4:  # an enum is a plain alternation: a few samples show the runtime takes it
+                rules.append(({"enum": ["notes.txt", "sub/b.md"]}, {"notes.txt", "sub/b.md"}.__contains__))
+            for rule, admitted in rules:
                 events = await collect(provider, request(prompt, system="You are a coding assistant.",
                                                          tools=[with_path(rule)], extra=required))
                 finished = [e for e in events if isinstance(e, ToolCallFinished)]
