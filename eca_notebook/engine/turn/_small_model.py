@@ -23,6 +23,7 @@ schema and a reply constrained to JSON — made the same model stream ``1.1.2.1.
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -281,7 +282,9 @@ def _existing_files(message: str, folders: Sequence[Path]) -> list[str]:
     roots = [folder.resolve() for folder in folders]
 
     def inside(name: str) -> bool:
-        return any((found := (root / name).resolve()).is_relative_to(root) and found.is_file() for root in roots)
+        # lexically inside first ("a/../../x.txt" is never looked at), then the real path (a link out is not)
+        return any(Path(os.path.normpath(root / name)).is_relative_to(root)
+                   and (found := (root / name).resolve()).is_relative_to(root) and found.is_file() for root in roots)
 
     return names if names and all(inside(name) for name in names) else []
 

@@ -264,6 +264,7 @@ def test_files_the_user_names_are_the_only_ones_to_read_or_edit(folder: Path):
     (folder / "link.txt").symlink_to("/etc/hostname")
     for message, tool in [("Read stats.py and write summary.md", "read_file"), ("Read data.txt", "read_file"),
                           ("Read link.txt", "read_file"), ("Read this:\n```\nopen('stats.py')\n```", "read_file"),
+                          ("Read data/../../notes.txt", "read_file"),
                           ("Read stats.py", "directory_tree"), ("Read stats.py", "write_file")]:
         path = workspace_paths(READ_PARAMS, ("path",), message, folders=[folder], tool=tool)["properties"]["path"]
         assert "enum" not in path and path["pattern"] == WORKSPACE_PATH_PATTERN, message
