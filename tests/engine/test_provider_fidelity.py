@@ -160,10 +160,20 @@ async def test_empty_answer_at_the_output_limit_names_the_limit(engine: Engine, 
     assert usage["sessionTokens"] == 1030
 
 
+@pytest.mark.parametrize("api", list(LIMIT_FIELD))
+async def test_an_answer_cut_at_the_output_limit_says_so(engine: Engine, llm: ScriptedLLMServer, api: str):
+    llm.enqueue(Reply([Text("Step one is to open the file, then the cell"), Usage(30, 1000)], stop_reason="max_tokens"))
+    contents = await run(engine, MODEL_OF[api])
+    assert [t for t in system_texts(contents) if "output limit" in t] == [
+        f"The answer was cut at the model's output limit ({sent_limit(llm, api):,} tokens). Ask it to continue, or "
+        "for a shorter answer."]
+    assert contents[-1] == {"type": "progress", "state": "finished", "text": ""}
+
+
 async def test_an_answer_with_text_says_nothing_more(engine: Engine, llm: ScriptedLLMServer):
     llm.enqueue(Reply([Text("Hello.")]))
     contents = await run(engine, "vllm/plain")
-    assert not [t for t in system_texts(contents) if "empty answer" in t]
+    assert not [t for t in system_texts(contents) if "empty answer" in t or "output limit" in t]
     assert not [c for c in contents if c["type"] == "usage"]  # zeros from the server: not a measurement
 
 

@@ -577,6 +577,11 @@ class Turn:
             self._system(self._usage_content())
         if empty:
             self._note(self._empty_answer(self.provider.finished))
+        elif not calls and self.chat.last_stop_reason == "max_tokens":
+            # a text cut mid-word and nothing else: the user would not know it was cut, nor why (the walk's
+            # "…The cell" on the embedded model)
+            self._note(f"The answer was cut at the model's output limit ({self.context.window.output_tokens:,} "
+                       "tokens). Ask it to continue, or for a shorter answer.")
         return calls
 
     def _cut_repetition(self, guard: RepetitionGuard) -> None:
