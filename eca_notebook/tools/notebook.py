@@ -559,7 +559,7 @@ class NotebookRunCellsTool(_NotebookTool):
 
     def _prepare_cells(self, args: NotebookRunCellsArgs, nb: _Notebook, ctx: ToolContext) -> Prepared:
         cells = [nb.cell(cell_id) for cell_id in args.cell_ids]
-        names = ", ".join(str(c.index) for c in cells)
+        names = ", ".join(str(c.index + 1) for c in cells)  # numbered from 1, as JupyterLab and every other card
         return Prepared(
             args=args.model_dump(),
             summary=f'Running cell{"s" if len(cells) > 1 else ""} {names} of "{display(nb.path, ctx)}"',

@@ -164,7 +164,7 @@ def check_fix_a_notebook(nb) -> None:
     %eca undo restores it."""
     fixed = cell_text(nb, "%eca -y -w Make analysis.ipynb")
     assert "**Tool `notebook_read`** — Reading notebook \"analysis.ipynb\" · *done*" in fixed
-    assert "**Tool `notebook_run_cells`** — Running cells 0, 1, 2 of \"analysis.ipynb\" · *failed*" in fixed
+    assert "**Tool `notebook_run_cells`** — Running cells 1, 2, 3 of \"analysis.ipynb\" · *failed*" in fixed
     assert "[error] KeyError: 'west'" in fixed
     assert "-share = {region: sales[region] / sales[\"west\"] for region in sales}" in fixed
     assert "+share = {region: round(sales[region] / total, 2) for region in sales}" in fixed

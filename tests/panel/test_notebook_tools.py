@@ -124,7 +124,7 @@ def test_fix_a_notebook_from_the_panel_then_undo(page, lab, llm, workspace: Path
     llm.enqueue(
         Reply([ToolCall("read-1", "eca__notebook_read", json.dumps(nb))]),
         Reply([ToolCall("run-1", "eca__notebook_run_cells", json.dumps({**nb, "cell_ids": ids}))]),
-        Reply([Text("Cell 2 divides by a missing key."),
+        Reply([Text("Cell 3 divides by a missing key."),
                ToolCall("edit-1", "eca__notebook_edit_cell", json.dumps({**nb, "cell_id": ids[2], "source": fixed}))]),
         Reply([ToolCall("run-2", "eca__notebook_run_cells", json.dumps({**nb, "cell_ids": ids}))]),
         Reply([Text("Fixed: it runs top to bottom now.")]),

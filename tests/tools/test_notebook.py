@@ -639,7 +639,7 @@ class Runner:
 
 async def test_running_without_a_front_end_or_a_runner_says_to_open_the_notebook(nb_path, ids, ctx) -> None:
     prepared, result = await call(NotebookRunCellsTool(), {"path": "analysis.ipynb", "cell_ids": [ids[1]]}, ctx)
-    assert prepared.error is None and prepared.summary == 'Running cell 1 of "analysis.ipynb"'
+    assert prepared.error is None and prepared.summary == 'Running cell 2 of "analysis.ipynb"'  # numbered from 1
     assert result.error
     assert result.output == ("notebook_run_cells: no kernel to run this notebook in: open it in JupyterLab "
                              "(or run %eca in it)")
@@ -657,7 +657,7 @@ async def test_running_through_a_cell_runner_shows_statuses_and_outputs(nb_path,
     ctx = ToolContext(workspace_folders=[ws], cell_runner=runner)
     prepared, result = await call(NotebookRunCellsTool(), {"path": "analysis.ipynb", "cell_ids": ids[1:4],
                                                            "timeout_seconds": 30}, ctx)
-    assert prepared.summary == 'Running cells 1, 2, 3 of "analysis.ipynb"'
+    assert prepared.summary == 'Running cells 2, 3, 4 of "analysis.ipynb"'  # indexes 1-3, numbered from 1
     [(path, seen, asked, timeout)] = runner.asked
     assert path == nb_path and asked == ids[1:4] and timeout == 30.0
     assert [c.id for c in seen] == ids and seen[2].source == "y = x / 0"
