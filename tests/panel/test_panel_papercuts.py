@@ -159,3 +159,26 @@ def test_the_attached_cell_is_the_one_last_run_with_its_traceback(page, lab, llm
     assert "Traceback" in body, "the traceback itself, not only the error's name"
     assert "\\u001b[" not in body, "without terminal colours"
     assert page.eca_errors == []
+
+
+def test_the_end_of_a_finished_answer_is_in_view(page, lab, llm):
+    """A long answer that ends with a system note (here: cut at the output limit) and the context meter appearing
+    under the composer once the turn is over: the list, which was following the answer, still shows its very end —
+    the walk found the repetition guard's note clipped by 22 px once the turn ended."""
+    from eca_notebook.testing.llm_server import Usage
+
+    long = "\n\n".join(f"Paragraph {i}: the model explains one more thing about the notebook." for i in range(40))
+    llm.enqueue(Reply([Text(long), Usage(900, 1000)], stop_reason="max_tokens"))
+    open_panel(page, lab, workspace="end-in-view")
+    send(page, "Explain everything")
+    note = page.locator(".eca-Message", has_text="cut at the model's output limit")
+    note.wait_for()
+    wait_until(lambda: page.locator(".eca-stop").count() == 0, timeout=60, message="the turn to end")
+    page.locator(".eca-ContextMeter").first.wait_for()
+
+    def gap() -> float:
+        return page.evaluate("""() => { const el = document.querySelector('.eca-MessageList');
+                                          return el.scrollHeight - el.scrollTop - el.clientHeight; }""")
+
+    wait_until(lambda: gap() < 2, timeout=30, message="the list scrolled to its very end")
+    screenshot(page, "end-in-view")

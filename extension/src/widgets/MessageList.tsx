@@ -149,6 +149,29 @@ function MessageListImpl(props: MessageListProps): JSX.Element {
     stick.current = true; // switching chats starts at the bottom
   }, [chat.id]);
 
+  // The list also changes size without rendering: the composer below grows or shrinks when a turn ends (the context
+  // meter appears, Steer/Stop go), and rendered Markdown settles after the render. A list that was following the
+  // answer keeps its end in view then too — the walk found the repetition guard's note clipped by 22 px.
+  React.useEffect(() => {
+    const el = scroller.current;
+    if (!el || typeof ResizeObserver === 'undefined') {
+      return;
+    }
+    const follow = (): void => {
+      if (stick.current) {
+        el.scrollTop = el.scrollHeight;
+      }
+    };
+    const resized = new ResizeObserver(follow);
+    resized.observe(el);
+    const changed = new MutationObserver(follow);
+    changed.observe(el, { childList: true, subtree: true, characterData: true });
+    return () => {
+      resized.disconnect();
+      changed.disconnect();
+    };
+  }, []);
+
   const running = chat.status !== 'idle';
   const last = chat.items[chat.items.length - 1];
   return (
