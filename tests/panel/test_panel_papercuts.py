@@ -182,3 +182,22 @@ def test_the_end_of_a_finished_answer_is_in_view(page, lab, llm):
 
     wait_until(lambda: gap() < 2, timeout=30, message="the list scrolled to its very end")
     screenshot(page, "end-in-view")
+
+
+def test_a_long_active_context_chip_is_cut_to_the_panel_with_its_whole_label_in_the_title(page, lab, workspace: Path):
+    """The walk found "◉ 07-fix-a-notebook.ipynb · cell 11: print(n…" running past the panel's edge."""
+    from .test_notebook_tools import open_notebook, run_cell, write_notebook
+
+    name = "a-notebook-with-a-rather-long-descriptive-name.ipynb"
+    write_notebook(workspace / name, "print('a first line long enough to need the whole width of the panel')")
+    open_panel(page, lab, workspace="long-chip")
+    open_notebook(page, name)
+    run_cell(page, 0)
+    chip = page.locator(".eca-Chip.eca-mod-auto")
+    wait_until(lambda: "cell 1" in chip.inner_text(), timeout=30, message="the chip to name the cell")
+    box, row = chip.bounding_box(), page.locator(".eca-Chips").bounding_box()
+    assert box is not None and row is not None
+    assert box["x"] + box["width"] <= row["x"] + row["width"] + 1, (box, row)
+    assert chip.evaluate("el => getComputedStyle(el).textOverflow") == "ellipsis"
+    assert chip.evaluate("el => el.scrollWidth > el.clientWidth"), "the label is longer than the chip shows"
+    assert name in (chip.get_attribute("title") or "")

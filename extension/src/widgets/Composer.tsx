@@ -371,7 +371,8 @@ export function Composer(props: ComposerProps): JSX.Element {
         {active && (
           <button
             className={auto ? 'eca-Chip eca-mod-auto eca-mod-on' : 'eca-Chip eca-mod-auto'}
-            title={auto ? 'Sent with the prompt: click to leave it out' : 'Left out: click to send it with the prompt'}
+            title={`${active.label}\n` +
+              (auto ? 'Sent with the prompt: click to leave it out' : 'Left out: click to send it with the prompt')}
             onClick={() => setAuto(on => !on)}
           >
             {auto ? '◉ ' : '○ '}
