@@ -14,7 +14,7 @@ from pathlib import Path
 from .._workspace_paths import containing_folder, is_inside, resolved_folders
 from .base import ToolContext
 
-__all__ = ["display", "is_inside", "outside_as_named", "resolve", "resolved_folders", "workspace_of"]
+__all__ = ["display", "is_inside", "not_found", "outside_as_named", "resolve", "resolved_folders", "workspace_of"]
 
 
 def resolve(path: str, ctx: ToolContext) -> Path:
@@ -44,6 +44,16 @@ def display(path: Path, ctx: ToolContext) -> str:
     if p.is_relative_to(root):
         return p.relative_to(root).as_posix()
     return str(p)
+
+
+def not_found(path: Path, ctx: ToolContext) -> str:
+    """"file not found" for a path in the workspace, saying where relative paths start: asked to read README.md
+    in a lab opened on ``notebooks/``, the card said only "file not found: README.md" (the README is one level up),
+    and neither the user nor the model could tell why."""
+    shown = display(path, ctx)
+    if Path(path).is_relative_to(ctx.root.resolve(strict=False)):
+        return f"file not found: {shown} (relative paths start at the workspace folder {ctx.root})"
+    return f"file not found: {shown}"
 
 
 def outside_as_named(written: str, path: Path, ctx: ToolContext, extra: Iterable[Path] = ()) -> bool:

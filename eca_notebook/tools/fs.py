@@ -47,7 +47,7 @@ from ._files import (
     write_through,
 )
 from ._hunks import Hunk, apply_hunks, describe, diff_hunks
-from ._paths import display, is_inside, resolve
+from ._paths import display, is_inside, not_found, resolve
 from ._tool import AsyncNativeTool, NativeTool, ToolError
 from .base import Approval, Prepared, ToolContext, ToolResult
 
@@ -182,7 +182,7 @@ class ReadFileTool(_ClientView, NativeTool[ReadFileArgs]):
     def _prepare(self, args: ReadFileArgs, ctx: ToolContext) -> Prepared:
         path = resolve(args.path, ctx)
         if not path.exists():
-            raise self.fail(f"file not found: {display(path, ctx)}")
+            raise self.fail(not_found(path, ctx))
         if path.is_dir():
             raise self.fail(f"{display(path, ctx)} is a directory, not a file (use directory_tree to list it)")
         return Prepared(
@@ -556,7 +556,7 @@ class EditFileTool(_HunkWriter, _ClientView, NativeTool[EditFileArgs]):
         summary = f'Editing file "{shown}"'
         if not path.exists():
             if args.original_content != "":
-                raise self.fail(f"file not found: {shown}")
+                raise self.fail(not_found(path, ctx))
             old, new, count = "", args.new_content, 1
             summary = f'Creating file "{shown}"'
         else:
@@ -780,7 +780,7 @@ class DeleteFileTool(AsyncNativeTool[DeleteFileArgs]):
         if path.is_dir():
             raise self.fail(f"{shown} is a directory: delete_file deletes one file at a time")
         if not path.exists():
-            raise self.fail(f"file not found: {shown}")
+            raise self.fail(not_found(path, ctx))
         if not path.is_file():
             raise self.fail(f"{shown} is not a regular file")
         size = path.stat().st_size

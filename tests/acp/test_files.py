@@ -72,7 +72,7 @@ async def test_read_file_an_unsaved_new_buffer_and_the_disk_fallback(ws: Path):
     (ws / "disk.py").write_text("from disk\n")
     assert (await tool.run(await prepare(tool, {"path": "disk.py"}, ctx), ctx)).output == "from disk"
     missing = await prepare(tool, {"path": "nope.py"}, ctx)
-    assert missing.error == "read_file: file not found: nope.py"
+    assert missing.error == f"read_file: file not found: nope.py (relative paths start at the workspace folder {ws})"
     bad = await prepare(tool, {"path": 5}, ctx)
     assert bad.error is not None and "path" in bad.error
 

@@ -90,7 +90,8 @@ async def test_read_file_crlf_and_invalid_utf8(ws: Path, ctx: ToolContext) -> No
 @pytest.mark.parametrize(
     "setup, args, message",
     [
-        (None, {"path": "nope.txt"}, "read_file: file not found: nope.txt"),
+        (None, {"path": "nope.txt"},
+         "read_file: file not found: nope.txt (relative paths start at the workspace folder <root>)"),
         ("dir", {"path": "d"}, "read_file: d is a directory, not a file (use directory_tree to list it)"),
         (None, {}, "read_file: missing required argument 'path'"),
         (None, {"path": "x", "limit": "lots"}, "read_file: argument 'limit' must be an integer (got 'lots')"),
@@ -99,6 +100,7 @@ async def test_read_file_crlf_and_invalid_utf8(ws: Path, ctx: ToolContext) -> No
     ],
 )
 async def test_read_file_bad_input(ws: Path, ctx: ToolContext, setup: str | None, args: object, message: str) -> None:
+    message = message.replace("<root>", str(ctx.root))
     if setup == "dir":
         (ws / "d").mkdir()
     prepared, result = await call(read_file, args, ctx)
@@ -319,7 +321,8 @@ async def test_edit_file_creates_a_missing_file_with_empty_original(ws: Path, ct
 @pytest.mark.parametrize(
     "args, message",
     [
-        ({"path": "gone.py", "original_content": "a", "new_content": "b"}, "edit_file: file not found: gone.py"),
+        ({"path": "gone.py", "original_content": "a", "new_content": "b"},
+         "edit_file: file not found: gone.py (relative paths start at the workspace folder <root>)"),
         ({"path": "m.py", "original_content": "", "new_content": "b"},
          "edit_file: original_content is empty; copy the text to replace from the file "
          "(use write_file to replace the whole file)"),
@@ -334,6 +337,7 @@ async def test_edit_file_creates_a_missing_file_with_empty_original(ws: Path, ct
     ],
 )  # fmt: skip
 async def test_edit_file_bad_input(ws: Path, ctx: ToolContext, args: dict, message: str) -> None:
+    message = message.replace("<root>", str(ctx.root))
     write(ws / "m.py", SOURCE)
     write(ws / "bin.dat", b"a\0b")
     prepared, result = await call(edit_file, args, ctx)
