@@ -35,9 +35,12 @@ In the prompt: {expr} inserts a value (name, attribute, In[n], Out[n]); @name at
 Subcommands: %eca new | chats | model [id] | agent [code|plan|…] | stop | undo | config | mcp | fix [note] | help
 %eca steer <text>                guide the running prompt: joins the model's input after the current tool calls
 %eca jobs [kill ID | output ID]  background jobs (shell_command with background): list, kill one, its last output
-%eca mcp add [--workspace] <name> <command> [args…] | <url>   add an MCP server (global config unless --workspace)
-%eca mcp remove|enable|disable <name>                          manage an MCP server (written to its config file)
-%eca rewrite <cell> <instruction>  rewrite a cell (In[n] | prev | #<cell-id>) and propose it as a diff"""
+%eca mcp add [--workspace] <name> <command> [args…] | <url>
+                                 add an MCP server (global config unless --workspace)
+%eca mcp remove|enable|disable <name>
+                                 manage an MCP server (written to its config file)
+%eca rewrite <cell> <instruction>
+                                 rewrite a cell (In[n] | prev | #<cell-id>) and propose it as a diff"""
 
 
 class UsageError(ValueError):
