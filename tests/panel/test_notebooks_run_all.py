@@ -15,6 +15,7 @@ notebook gets a fresh kernel, shut down after its test.
 from __future__ import annotations
 
 import json
+import platform
 import re
 import shutil
 import urllib.request
@@ -153,7 +154,17 @@ def run_all_and_check(page, workspace: Path, path: Path) -> str:
     open_file(page, path.name)
     page.locator(f"{PANEL} .jp-Cell").first.wait_for()  # (attached: a tutorial's first cells may be collapsed)
     cells = nbformat.read(path, as_version=4).cells
-    run_all(page, sum(c.cell_type == "code" for c in cells))
+    code_cells = sum(c.cell_type == "code" for c in cells)
+    # opened and connected to its kernel, a tutorial has no unsaved changes yet: its metadata is what JupyterLab
+    # and the kernel write (the walk saw both tabs marked changed before anything ran, "Python 3" rewritten)
+    wait_until(lambda: accept_kernel_dialog(page) and kernel_idle(page, code_cells), timeout=180, interval=0.5,
+               message="the notebook's kernel to be idle")
+    # (the kernel writes its Python's version: a machine with another Python than the notebooks were saved with
+    # gets a changed notebook, rightly)
+    if nbformat.read(path, as_version=4).metadata.get("language_info", {}).get("version") == platform.python_version():
+        tab = page.locator(".lm-DockPanel-tabBar .lm-TabBar-tab.lm-mod-current")
+        assert "jp-mod-dirty" not in (tab.get_attribute("class") or ""), f"{path.name} opens with unsaved changes"
+    run_all(page, code_cells)
     shipped = {c.id for c in cells}  # (`%eca -o code` adds a cell, not run)
     for attempt in range(2):
         wait_until(lambda: finished(page), timeout=600, interval=0.5, message=f"Run All of {path.name} to finish")
