@@ -29,6 +29,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Literal, TypeVar
 
+from ..._workspace_paths import is_inside, resolved_folders
 from ...protocol import JsonObject
 from ...providers.local import PROVIDER_ID as LOCAL_PROVIDER_ID
 from ._notebooks import named_notebooks
@@ -279,12 +280,12 @@ _NAMED_FILE_TOOLS = ("read_file", "edit_file")
 def _existing_files(message: str, folders: Sequence[Path]) -> list[str]:
     """The paths the message names, as written, if each is a regular file inside a workspace folder (else none)."""
     names = list(dict.fromkeys(m.group(0) for m in _PATH.finditer(_FENCED.sub(" ", message))))
-    roots = [folder.resolve() for folder in folders]
+    roots = resolved_folders(folders)
 
     def inside(name: str) -> bool:
         # lexically inside first ("a/../../x.txt" is never looked at), then the real path (a link out is not)
-        return any(Path(os.path.normpath(root / name)).is_relative_to(root)
-                   and (found := (root / name).resolve()).is_relative_to(root) and found.is_file() for root in roots)
+        written = [(root, Path(os.path.normpath(root / name))) for root in roots]
+        return any(path.is_relative_to(root) and is_inside(path, [root]) and path.is_file() for root, path in written)
 
     return names if names and all(inside(name) for name in names) else []
 
